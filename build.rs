@@ -1,0 +1,138 @@
+//! Build script: DPDK bindings and the C shim.
+//!
+//! 1. Finds DPDK 22.11 with pkg-config (`libdpdk`). A missing DPDK stops the
+//!    build with one message naming the setup command.
+//! 2. Compiles `drivers/shim/shim.c`: out-of-line copies of DPDK's `static
+//!    inline` fast-path functions (rx/tx burst, mbuf alloc/free, rdtsc) and of
+//!    the macros over TLS (`rte_errno`, `rte_lcore_id`).
+//! 3. Runs bindgen over `drivers/shim/dpdk.h`, allowlisted to what dpstack
+//!    uses (an unrestricted run drags in clang intrinsics that do not compile).
+//!
+//! Linking is dynamic: on Debian, EAL sees the shared `librte_eal` and loads
+//! every PMD plugin in its plugin directory (net_tap, net_ring, net_null,
+//! net_memif, net_pcap, ...), so no per-driver link flags are needed.
+//! Facts behind each choice: ../shared/research/DPDK-FFI.md, sections 1 to 3.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const SETUP_HINT: &str = "DPDK 22.11 development files were not found (pkg-config libdpdk).\n\
+     Run `scripts/setup` (it installs: dpdk libdpdk-dev libclang-dev pkg-config clang),\n\
+     or install those Debian packages yourself, then build again.";
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=drivers/shim/dpdk.h");
+    println!("cargo:rerun-if-changed=drivers/shim/shim.c");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+
+    let cflags = dpdk_cflags();
+    compile_shim(&cflags);
+    // The shim archive goes before the DPDK libraries on the link line.
+    if let Err(e) = pkg_config::Config::new()
+        .atleast_version("22.11")
+        .probe("libdpdk")
+    {
+        panic!("\n\n{SETUP_HINT}\n(pkg-config said: {e})\n\n");
+    }
+    generate_bindings(&cflags);
+}
+
+/// The raw words of `pkg-config --cflags libdpdk`. The pkg-config crate keeps
+/// only `-I`/`-D` and would drop `-include rte_config.h` and `-march=corei7`,
+/// both of which the DPDK headers need.
+fn dpdk_cflags() -> Vec<String> {
+    let output = Command::new("pkg-config")
+        .args(["--cflags", "libdpdk"])
+        .output();
+    match output {
+        Ok(out) if out.status.success() => {
+            let mut flags: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            flags.push("-DALLOW_EXPERIMENTAL_API".to_owned());
+            flags
+        }
+        Ok(out) => panic!(
+            "\n\n{SETUP_HINT}\n(pkg-config said: {})\n\n",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("\n\n{SETUP_HINT}\n(could not run pkg-config: {e})\n\n"),
+    }
+}
+
+fn compile_shim(cflags: &[String]) {
+    let mut build = cc::Build::new();
+    build
+        .file("drivers/shim/shim.c")
+        .opt_level(3)
+        .warnings(true);
+    for flag in cflags {
+        build.flag(flag);
+    }
+    build.compile("dpstack_shim");
+}
+
+fn generate_bindings(cflags: &[String]) {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets this"));
+    let header = manifest.join("drivers/shim/dpdk.h");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets this"));
+
+    let bindings = bindgen::Builder::default()
+        .header(header.to_string_lossy())
+        .clang_args(cflags)
+        .allowlist_function("dps_.*")
+        .allowlist_function(
+            "rte_eal_(init|cleanup|remote_launch|wait_lcore|mp_wait_lcore|get_lcore_state|process_type)",
+        )
+        .allowlist_function("rte_(lcore_count|get_main_lcore|get_next_lcore|lcore_is_enabled|lcore_to_socket_id|socket_id)")
+        .allowlist_function("rte_(get_tsc_hz|thread_register|thread_unregister|strerror|delay_us_block)")
+        .allowlist_function("rte_pktmbuf_pool_create|rte_pktmbuf_free_bulk|rte_mempool_free|rte_mempool_lookup")
+        .allowlist_function(
+            "rte_eth_(dev_configure|rx_queue_setup|tx_queue_setup|dev_start|dev_stop|dev_close|dev_info_get|dev_count_avail|find_next|find_next_owned_by|dev_get_name_by_port|dev_socket_id|macaddr_get|link_get_nowait|link_speed_to_str|promiscuous_enable|promiscuous_disable|promiscuous_get|stats_get|stats_reset|xstats_get|xstats_get_names|xstats_reset|dev_set_mtu|dev_get_mtu|dev_is_valid_port|dev_adjust_nb_rx_tx_desc|dev_get_port_by_name)",
+        )
+        .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*")
+        .allowlist_var("RTE_ETH_.*|RTE_MBUF_.*|RTE_MAX_.*|RTE_PKTMBUF_HEADROOM|LCORE_ID_ANY|SOCKET_ID_ANY|RTE_ETHER_.*")
+        .blocklist_item("per_lcore_.*")
+        .no_debug("rte_flow_item_gtp_psc")
+        .no_copy("rte_mbuf|rte_mempool")
+        .derive_default(true)
+        .wrap_unsafe_ops(true)
+        .generate_comments(false)
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .clang_macro_fallback()
+        .clang_macro_fallback_build_dir(&out)
+        .parse_callbacks(Box::new(WideFlags))
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        .generate()
+        .unwrap_or_else(|e| {
+            panic!("\n\nbindgen could not read the DPDK headers: {e}\n{SETUP_HINT}\n\n")
+        });
+    bindings
+        .write_to_file(out.join("bindings.rs"))
+        .expect("write bindings.rs into OUT_DIR");
+}
+
+/// DPDK builds its offload, RSS and mbuf flag constants with `RTE_BIT64(n)`,
+/// which bindgen types inconsistently (u32, u64 or a negative i64). They are
+/// all 64-bit masks: give every one of them `u64`.
+#[derive(Debug)]
+struct WideFlags;
+
+impl bindgen::callbacks::ParseCallbacks for WideFlags {
+    fn int_macro(&self, name: &str, _value: i64) -> Option<bindgen::callbacks::IntKind> {
+        const PREFIXES: [&str; 5] = [
+            "RTE_ETH_RX_OFFLOAD_",
+            "RTE_ETH_TX_OFFLOAD_",
+            "RTE_ETH_RSS_",
+            "RTE_MBUF_F_",
+            "RTE_ETH_LINK_SPEED_",
+        ];
+        PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p))
+            .then_some(bindgen::callbacks::IntKind::U64)
+    }
+}

@@ -1,0 +1,313 @@
+//! DPDK's Environment Abstraction Layer (EAL): start-up once per process.
+//!
+//! DPDK programs take `app [EAL options] -- [app options]`. [`split_args`]
+//! cuts the command line there, [`Eal::init`] hands the EAL part to
+//! `rte_eal_init`, and [`EalArgs`] builds EAL argument lists: the embedded
+//! default that works on any machine (virtual ports, no hugepages needed) and
+//! the isolated set each test process uses.
+//!
+//! Invariants: EAL initialises at most once per process (a second call is
+//! [`DpdkError::EalAlreadyInitialized`], also after cleanup, as DPDK requires);
+//! `rte_eal_cleanup` runs when the [`Eal`] is dropped, which must be after every
+//! port is closed and every lcore has returned (drop order: declare the `Eal`
+//! first).
+
+use crate::error::{rte_errno, strerror, DpdkError, Result};
+use crate::sys;
+use std::ffi::{c_char, c_int, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+/// Splits `app [EAL options] -- [app options]` into the EAL part (with the
+/// program name first) and the app part. Without `--`, everything is EAL.
+pub fn split_args(args: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    let mut eal = Vec::new();
+    let mut app = Vec::new();
+    let mut after_separator = false;
+    for arg in args {
+        if after_separator {
+            app.push(arg);
+        } else if arg == "--" {
+            after_separator = true;
+        } else {
+            eal.push(arg);
+        }
+    }
+    (eal, app)
+}
+
+/// A running EAL. Dropping it runs `rte_eal_cleanup`.
+#[derive(Debug)]
+pub struct Eal {
+    args: Vec<String>,
+}
+
+impl Eal {
+    /// Initialises EAL with `args` (program name first, then EAL options).
+    pub fn init(args: &[String]) -> Result<Eal> {
+        if INITIALIZED.swap(true, Ordering::SeqCst) {
+            return Err(DpdkError::EalAlreadyInitialized);
+        }
+        let c_args = args
+            .iter()
+            .map(|a| CString::new(a.as_str()))
+            .collect::<Result<Vec<CString>, _>>()
+            .map_err(|_| {
+                DpdkError::InvalidArgument("an EAL argument contains a NUL byte".into())
+            })?;
+        // rte_eal_init may permute argv (getopt), so it gets a mutable
+        // pointer array; the strings themselves stay owned by `c_args`.
+        let mut argv: Vec<*mut c_char> = c_args.iter().map(|a| a.as_ptr().cast_mut()).collect();
+        argv.push(std::ptr::null_mut());
+        let argc = c_int::try_from(c_args.len())
+            .map_err(|_| DpdkError::InvalidArgument("too many EAL arguments".into()))?;
+        // SAFETY: argv holds argc valid NUL-terminated strings plus a final
+        // NULL, all alive until after the call; EAL keeps no pointer into them
+        // beyond what it copies (it strdup()s what it stores).
+        let ret = unsafe { sys::rte_eal_init(argc, argv.as_mut_ptr()) };
+        if ret < 0 {
+            let errno = rte_errno();
+            if errno == libc::EALREADY {
+                return Err(DpdkError::EalAlreadyInitialized);
+            }
+            return Err(DpdkError::EalInit {
+                errno,
+                reason: strerror(errno),
+                hint: init_hint(errno),
+            });
+        }
+        Ok(Eal {
+            args: args.to_vec(),
+        })
+    }
+
+    /// The EAL arguments this process was started with.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    /// True once EAL has been initialised in this process.
+    pub fn is_initialized() -> bool {
+        INITIALIZED.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        // SAFETY: EAL was initialised by Eal::init; the caller has closed its
+        // ports and joined its lcores before dropping (module invariant).
+        unsafe {
+            sys::rte_eal_cleanup();
+        }
+    }
+}
+
+fn init_hint(errno: i32) -> &'static str {
+    match errno {
+        libc::EACCES | libc::ENOMEM => {
+            "No usable hugepages or too little memory: pass --no-huge -m 512, or run \
+             scripts/setup to reserve hugepages; run as root"
+        }
+        libc::ENODEV => {
+            "A device could not be probed: check the --vdev/-a names and their arguments \
+             (e.g. --vdev=net_null0, --vdev=net_tap0,iface=dtap0)"
+        }
+        libc::EINVAL => {
+            "An EAL option is invalid: check the options before `--` (note that --in-memory \
+             cannot be combined with --no-huge)"
+        }
+        libc::EBUSY => {
+            "Another DPDK primary process holds this runtime directory: pass a different \
+             --file-prefix, or --in-memory / --no-shconf"
+        }
+        _ => "See the EAL messages above for the cause",
+    }
+}
+
+/// Builds EAL argument lists.
+#[derive(Debug, Clone)]
+pub struct EalArgs {
+    program: String,
+    lcores: String,
+    memory: Vec<String>,
+    vdevs: Vec<String>,
+    extra: Vec<String>,
+}
+
+/// How the embedded default provides memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryMode {
+    /// Hugepages, kept in memory only (`--in-memory`): nothing to leak.
+    HugepagesInMemory,
+    /// Ordinary 4 KiB pages (`--no-huge --no-shconf`): works everywhere, slower.
+    NoHugepages,
+}
+
+impl EalArgs {
+    /// The embedded default for `program`: the listed virtual devices, no PCI,
+    /// up to two lcores on the CPUs this process may use, hugepages when at
+    /// least `memory_mb` of them are free (else ordinary memory), no shared
+    /// files and no telemetry socket. Works on any Linux machine as root.
+    pub fn embedded_default(program: &str, vdevs: &[&str], memory_mb: u32) -> EalArgs {
+        let cpus = allowed_cpus();
+        let first = cpus.first().copied().unwrap_or(0);
+        let second = cpus.get(1).copied().unwrap_or(first);
+        let mode = if free_hugepage_mb() >= u64::from(memory_mb) {
+            MemoryMode::HugepagesInMemory
+        } else {
+            MemoryMode::NoHugepages
+        };
+        EalArgs {
+            program: program.to_owned(),
+            lcores: format!("--lcores=0@{first},1@{second}"),
+            memory: memory_args(mode, memory_mb),
+            vdevs: vdevs.iter().map(|v| (*v).to_owned()).collect(),
+            extra: vec![
+                "--no-pci".into(),
+                "--no-telemetry".into(),
+                format!("--file-prefix={program}"),
+            ],
+        }
+    }
+
+    /// Arguments for a test process: `lcores` lcores that float over every CPU
+    /// (so parallel test processes do not all pin to CPU 0), ordinary memory,
+    /// no shared files, no telemetry, no PCI. Any number of these can run at
+    /// once and none leaves files behind.
+    pub fn for_test(lcores: u32) -> EalArgs {
+        let cpus = allowed_cpus();
+        let set = cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let lcores = (0..lcores.max(1))
+            .map(|l| format!("{l}@({set})"))
+            .collect::<Vec<_>>()
+            .join(",");
+        EalArgs {
+            program: "dpstack-test".into(),
+            lcores: format!("--lcores={lcores}"),
+            memory: memory_args(MemoryMode::NoHugepages, 256),
+            vdevs: Vec::new(),
+            extra: vec![
+                "--no-pci".into(),
+                "--no-telemetry".into(),
+                "--file-prefix=dpstack-test".into(),
+                "--log-level=lib.eal:warning".into(),
+            ],
+        }
+    }
+
+    /// Adds a virtual device (`--vdev=SPEC`).
+    pub fn vdev(mut self, spec: &str) -> EalArgs {
+        self.vdevs.push(spec.to_owned());
+        self
+    }
+
+    /// Adds any other EAL option.
+    pub fn arg(mut self, arg: &str) -> EalArgs {
+        self.extra.push(arg.to_owned());
+        self
+    }
+
+    /// True if this list uses hugepages.
+    pub fn uses_hugepages(&self) -> bool {
+        !self.memory.iter().any(|a| a == "--no-huge")
+    }
+
+    /// The full argument list, program name first.
+    pub fn to_vec(&self) -> Vec<String> {
+        let mut args = vec![self.program.clone(), self.lcores.clone()];
+        args.extend(self.memory.iter().cloned());
+        args.extend(self.extra.iter().cloned());
+        args.extend(self.vdevs.iter().map(|v| format!("--vdev={v}")));
+        args
+    }
+}
+
+fn memory_args(mode: MemoryMode, memory_mb: u32) -> Vec<String> {
+    match mode {
+        MemoryMode::HugepagesInMemory => vec!["--in-memory".into(), format!("-m{memory_mb}")],
+        MemoryMode::NoHugepages => vec![
+            "--no-huge".into(),
+            format!("-m{memory_mb}"),
+            "--no-shconf".into(),
+        ],
+    }
+}
+
+/// Free hugepage memory in MiB, from /proc/meminfo (0 if unknown).
+pub fn free_hugepage_mb() -> u64 {
+    let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
+        return 0;
+    };
+    let field = |name: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    field("HugePages_Free:") * field("Hugepagesize:") / 1024
+}
+
+/// The CPUs this process may run on, ascending.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
+    // size_of::<cpu_set_t>() bytes into it; CPU_ISSET only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_args_cuts_at_the_first_double_dash() {
+        let args = ["app", "-l", "0", "--", "-i", "--", "x"].map(String::from);
+        let (eal, app) = split_args(args);
+        assert_eq!(eal, ["app", "-l", "0"]);
+        assert_eq!(app, ["-i", "--", "x"]);
+    }
+
+    #[test]
+    fn split_args_without_separator_is_all_eal() {
+        let (eal, app) = split_args(["app", "--no-huge"].map(String::from));
+        assert_eq!(eal, ["app", "--no-huge"]);
+        assert!(app.is_empty());
+    }
+
+    #[test]
+    fn test_args_are_isolated_and_leave_nothing_behind() {
+        let args = EalArgs::for_test(2).vdev("net_null0").to_vec();
+        for needed in ["--no-huge", "--no-shconf", "--no-telemetry", "--no-pci"] {
+            assert!(
+                args.iter().any(|a| a == needed),
+                "{needed} missing: {args:?}"
+            );
+        }
+        assert!(args.iter().any(|a| a == "--vdev=net_null0"));
+        assert!(args[1].starts_with("--lcores=0@(") && args[1].contains(",1@("));
+    }
+
+    #[test]
+    fn embedded_default_names_two_lcores_and_its_devices() {
+        let args = EalArgs::embedded_default("dpstack-x", &["net_null0", "net_null1"], 64);
+        let v = args.to_vec();
+        assert_eq!(v[0], "dpstack-x");
+        assert!(v[1].starts_with("--lcores=0@") && v[1].contains(",1@"));
+        assert!(v.iter().any(|a| a == "--vdev=net_null1"));
+        assert!(v.iter().any(|a| a == "--in-memory") != v.iter().any(|a| a == "--no-huge"));
+    }
+}

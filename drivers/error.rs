@@ -1,0 +1,110 @@
+//! Typed errors of the driver layer.
+//!
+//! Every variant that comes from DPDK carries `rte_errno` (or the negative
+//! return code) and DPDK's own text for it, and its message says what the user
+//! can do about it. These are setup and control-path errors; the data path
+//! never returns errors, it counts drops.
+
+use std::ffi::CStr;
+use thiserror::Error;
+
+/// A result of a driver-layer call.
+pub type Result<T, E = DpdkError> = std::result::Result<T, E>;
+
+/// What went wrong in a DPDK setup or control call.
+#[derive(Debug, Error)]
+pub enum DpdkError {
+    /// `rte_eal_init` failed.
+    #[error("DPDK EAL initialisation failed: {reason} (rte_errno {errno}). {hint}")]
+    EalInit {
+        /// `rte_errno` after the call.
+        errno: i32,
+        /// DPDK's text for `errno`.
+        reason: String,
+        /// What to try next.
+        hint: &'static str,
+    },
+    /// EAL was already initialised in this process (it can be only once).
+    #[error(
+        "DPDK EAL is already initialised in this process: it can be initialised only once, \
+         even after cleanup; run each DPDK test in its own process (cargo nextest does)"
+    )]
+    EalAlreadyInitialized,
+    /// An argument could not be passed to DPDK (e.g. it contains a NUL byte).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A packet buffer pool could not be created.
+    #[error(
+        "cannot create mbuf pool '{name}' of {count} buffers: {reason} (rte_errno {errno}). \
+         Give EAL more memory (-m MB), or ask for fewer buffers"
+    )]
+    PoolCreate {
+        /// The pool's name.
+        name: String,
+        /// Buffers asked for.
+        count: u32,
+        /// `rte_errno` after the call.
+        errno: i32,
+        /// DPDK's text for `errno`.
+        reason: String,
+    },
+    /// No ethdev port has this id.
+    #[error(
+        "port {0} does not exist: {available} port(s) are available; add one with \
+         --vdev (e.g. --vdev=net_null0) or bind a NIC to a DPDK driver",
+        available = crate::ethdev::available_port_count()
+    )]
+    NoSuchPort(u16),
+    /// An ethdev call on a port failed.
+    #[error("port {port}: {operation} failed: {reason} (error {errno})")]
+    Port {
+        /// The port.
+        port: u16,
+        /// What was attempted, in words ("configure 2 rx queues").
+        operation: String,
+        /// The positive errno.
+        errno: i32,
+        /// DPDK's text for `errno`.
+        reason: String,
+    },
+    /// A function could not be launched on an lcore.
+    #[error("cannot launch on lcore {lcore}: {reason}")]
+    Launch {
+        /// The lcore.
+        lcore: u32,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl DpdkError {
+    /// A [`DpdkError::Port`] from a DPDK return code (negative errno).
+    pub(crate) fn port(port: u16, operation: impl Into<String>, ret: i32) -> DpdkError {
+        let errno = ret.abs();
+        DpdkError::Port {
+            port,
+            operation: operation.into(),
+            errno,
+            reason: strerror(errno),
+        }
+    }
+}
+
+/// DPDK's text for an errno value (covers DPDK's own codes as well as libc's).
+pub fn strerror(errno: i32) -> String {
+    // SAFETY: rte_strerror returns a pointer to a NUL-terminated string that
+    // lives in a static or thread-local buffer; it is copied out at once.
+    unsafe {
+        let text = crate::sys::rte_strerror(errno);
+        if text.is_null() {
+            return format!("error {errno}");
+        }
+        CStr::from_ptr(text).to_string_lossy().into_owned()
+    }
+}
+
+/// The calling thread's `rte_errno`.
+pub fn rte_errno() -> i32 {
+    // SAFETY: dps_errno only reads the calling thread's rte_errno.
+    unsafe { crate::sys::dps_errno() }
+}

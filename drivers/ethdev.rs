@@ -1,0 +1,448 @@
+//! Ethernet ports (`rte_ethdev`): set-up, control, statistics, and the
+//! per-queue handles that move packets.
+//!
+//! An [`EthPort`] is the control handle of one port: configure, start, stop,
+//! close, MAC, link, promiscuous mode, stats and xstats. Packets move through
+//! an [`EthQueue`] (one rx queue and one tx queue of a port), which implements
+//! the stack's [`Port`] trait. Each queue can be taken once at a time, so two
+//! threads never poll the same DPDK queue (DPDK queues are not thread-safe).
+//!
+//! Invariants: the port is stopped and closed when the last handle (the
+//! `EthPort` or any `EthQueue`) is dropped, so a queue never outlives its
+//! port's configuration; the burst calls allocate nothing and take no lock.
+
+mod info;
+
+pub use info::{LinkStatus, PortInfo, PortStats, Xstat};
+
+use crate::error::{DpdkError, Result};
+use crate::mbuf::Mbuf;
+use crate::mempool::Mempool;
+use crate::stack::port::{MacAddr, Port};
+use crate::sys;
+use arrayvec::ArrayVec;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The ids of every port DPDK has probed, ascending.
+pub fn available_ports() -> Vec<u16> {
+    let mut ports = Vec::new();
+    // SAFETY: rte_eth_find_next only reads ethdev's port table.
+    let mut id = unsafe { sys::rte_eth_find_next(0) };
+    while u32::from(id) < sys::RTE_MAX_ETHPORTS {
+        ports.push(id);
+        // SAFETY: as above.
+        id = unsafe { sys::rte_eth_find_next(id + 1) };
+    }
+    ports
+}
+
+/// How many ports DPDK has probed.
+pub fn available_port_count() -> u16 {
+    // SAFETY: reads ethdev's port table; valid before and after EAL init.
+    unsafe { sys::rte_eth_dev_count_avail() }
+}
+
+/// How a port is configured by [`EthPort::open`].
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    /// Receive queues.
+    pub rx_queues: u16,
+    /// Transmit queues.
+    pub tx_queues: u16,
+    /// Descriptors per receive queue (the driver may round it).
+    pub rx_descriptors: u16,
+    /// Descriptors per transmit queue (the driver may round it).
+    pub tx_descriptors: u16,
+    /// Accept frames for any destination MAC.
+    pub promiscuous: bool,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            rx_queues: 1,
+            tx_queues: 1,
+            rx_descriptors: 1024,
+            tx_descriptors: 1024,
+            promiscuous: true,
+        }
+    }
+}
+
+/// Shared state of an open port: closed when the last handle drops.
+#[derive(Debug)]
+struct PortShared {
+    id: u16,
+    pool: Mempool,
+    mac: MacAddr,
+    started: AtomicBool,
+    rx_taken: AtomicU64,
+    tx_taken: AtomicU64,
+    rx_queues: u16,
+    tx_queues: u16,
+}
+
+impl Drop for PortShared {
+    fn drop(&mut self) {
+        // SAFETY: no queue handle exists any more (this is the last Arc), so
+        // nothing polls the port while it is stopped and closed.
+        unsafe {
+            if self.started.load(Ordering::SeqCst) {
+                sys::rte_eth_dev_stop(self.id);
+            }
+            sys::rte_eth_dev_close(self.id);
+        }
+    }
+}
+
+/// The control handle of an open port. See the module documentation.
+#[derive(Debug)]
+pub struct EthPort {
+    shared: Arc<PortShared>,
+}
+
+fn check(port: u16, operation: impl FnOnce() -> String, ret: i32) -> Result<()> {
+    if ret < 0 {
+        Err(DpdkError::port(port, operation(), ret))
+    } else {
+        Ok(())
+    }
+}
+
+impl EthPort {
+    /// Configures port `id` with `config`, sets up its queues with buffers
+    /// from `pool`, and starts it.
+    pub fn open(id: u16, config: &PortConfig, pool: Mempool) -> Result<EthPort> {
+        // SAFETY: reads ethdev's port table.
+        if unsafe { sys::rte_eth_dev_is_valid_port(id) } == 0 {
+            return Err(DpdkError::NoSuchPort(id));
+        }
+        let info = PortInfo::query(id)?;
+        if config.rx_queues == 0
+            || config.tx_queues == 0
+            || config.rx_queues > info.max_rx_queues
+            || config.tx_queues > info.max_tx_queues
+            || config.rx_queues > 64
+            || config.tx_queues > 64
+        {
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {id} ({}) supports 1..={} rx and 1..={} tx queues (dpstack: at most 64); \
+                 asked for {} rx and {} tx",
+                info.driver,
+                info.max_rx_queues,
+                info.max_tx_queues,
+                config.rx_queues,
+                config.tx_queues
+            )));
+        }
+        let conf = sys::rte_eth_conf::default();
+        // SAFETY: `conf` is a valid, zeroed configuration (no offloads, no
+        // RSS), alive for the call; DPDK copies it.
+        let ret =
+            unsafe { sys::rte_eth_dev_configure(id, config.rx_queues, config.tx_queues, &conf) };
+        check(
+            id,
+            || {
+                format!(
+                    "configure {} rx / {} tx queues",
+                    config.rx_queues, config.tx_queues
+                )
+            },
+            ret,
+        )?;
+        let (mut rxd, mut txd) = (config.rx_descriptors, config.tx_descriptors);
+        // SAFETY: rxd and txd are valid for writes for the call.
+        let ret = unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(id, &mut rxd, &mut txd) };
+        check(id, || "adjust descriptor counts".into(), ret)?;
+        // SAFETY: reads ethdev's port table.
+        let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+        let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
+        for q in 0..config.rx_queues {
+            // SAFETY: the port is configured with this many rx queues; a NULL
+            // rx_conf means the driver's defaults; the pool outlives the port.
+            let ret = unsafe {
+                sys::rte_eth_rx_queue_setup(id, q, rxd, socket, std::ptr::null(), pool.as_ptr())
+            };
+            check(
+                id,
+                || format!("set up rx queue {q} ({rxd} descriptors)"),
+                ret,
+            )?;
+        }
+        for q in 0..config.tx_queues {
+            // SAFETY: as above, for tx queues.
+            let ret = unsafe { sys::rte_eth_tx_queue_setup(id, q, txd, socket, std::ptr::null()) };
+            check(
+                id,
+                || format!("set up tx queue {q} ({txd} descriptors)"),
+                ret,
+            )?;
+        }
+        let port = EthPort {
+            shared: Arc::new(PortShared {
+                id,
+                pool,
+                mac: query_mac(id)?,
+                started: AtomicBool::new(false),
+                rx_taken: AtomicU64::new(0),
+                tx_taken: AtomicU64::new(0),
+                rx_queues: config.rx_queues,
+                tx_queues: config.tx_queues,
+            }),
+        };
+        port.start()?;
+        if config.promiscuous {
+            // Some virtual devices cannot change it; that is not fatal.
+            let _ = port.set_promiscuous(true);
+        }
+        Ok(port)
+    }
+
+    /// The port id.
+    pub fn id(&self) -> u16 {
+        self.shared.id
+    }
+
+    /// The pool its receive queues take buffers from.
+    pub fn pool(&self) -> Mempool {
+        self.shared.pool
+    }
+
+    /// Starts the port (a no-op if it is started).
+    pub fn start(&self) -> Result<()> {
+        if self.shared.started.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        // SAFETY: the port is configured with its queues set up.
+        let ret = unsafe { sys::rte_eth_dev_start(self.id()) };
+        check(self.id(), || "start".into(), ret)?;
+        self.shared.started.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Stops the port. Stop polling its queues first: a stopped port's
+    /// queues return nothing.
+    pub fn stop(&self) -> Result<()> {
+        if !self.shared.started.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        // SAFETY: the port is started; DPDK swaps in dummy burst functions.
+        let ret = unsafe { sys::rte_eth_dev_stop(self.id()) };
+        check(self.id(), || "stop".into(), ret)
+    }
+
+    /// True while the port is started.
+    pub fn is_started(&self) -> bool {
+        self.shared.started.load(Ordering::SeqCst)
+    }
+
+    /// The port's MAC address.
+    pub fn mac(&self) -> MacAddr {
+        self.shared.mac
+    }
+
+    /// Driver name, device name, queue limits and offload capabilities.
+    pub fn info(&self) -> Result<PortInfo> {
+        PortInfo::query(self.id())
+    }
+
+    /// Link state right now, without waiting.
+    pub fn link(&self) -> Result<LinkStatus> {
+        LinkStatus::query(self.id())
+    }
+
+    /// Turns promiscuous mode on or off.
+    pub fn set_promiscuous(&self, on: bool) -> Result<()> {
+        // SAFETY: the port is configured.
+        let ret = unsafe {
+            if on {
+                sys::rte_eth_promiscuous_enable(self.id())
+            } else {
+                sys::rte_eth_promiscuous_disable(self.id())
+            }
+        };
+        check(
+            self.id(),
+            || format!("{} promiscuous mode", if on { "enable" } else { "disable" }),
+            ret,
+        )
+    }
+
+    /// True if promiscuous mode is on.
+    pub fn promiscuous(&self) -> bool {
+        // SAFETY: reads the port's state.
+        unsafe { sys::rte_eth_promiscuous_get(self.id()) == 1 }
+    }
+
+    /// Basic counters.
+    pub fn stats(&self) -> Result<PortStats> {
+        PortStats::query(self.id())
+    }
+
+    /// Resets the basic counters.
+    pub fn reset_stats(&self) -> Result<()> {
+        // SAFETY: the port is configured.
+        let ret = unsafe { sys::rte_eth_stats_reset(self.id()) };
+        check(self.id(), || "reset stats".into(), ret)
+    }
+
+    /// Extended (driver-specific) counters, by name.
+    pub fn xstats(&self) -> Result<Vec<Xstat>> {
+        Xstat::query(self.id())
+    }
+
+    /// Resets the extended counters.
+    pub fn reset_xstats(&self) -> Result<()> {
+        // SAFETY: the port is configured.
+        let ret = unsafe { sys::rte_eth_xstats_reset(self.id()) };
+        check(self.id(), || "reset xstats".into(), ret)
+    }
+
+    /// Takes rx queue `rxq` and tx queue `txq` for one polling thread. Fails
+    /// if either does not exist or is already taken.
+    pub fn queue(&self, rxq: u16, txq: u16) -> Result<EthQueue> {
+        let s = &self.shared;
+        if rxq >= s.rx_queues || txq >= s.tx_queues {
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {}: queue pair rx {rxq} / tx {txq} does not exist ({} rx, {} tx)",
+                s.id, s.rx_queues, s.tx_queues
+            )));
+        }
+        let (rx_bit, tx_bit) = (1u64 << rxq, 1u64 << txq);
+        if s.rx_taken.fetch_or(rx_bit, Ordering::SeqCst) & rx_bit != 0 {
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {}: rx queue {rxq} is already polled by another handle",
+                s.id
+            )));
+        }
+        if s.tx_taken.fetch_or(tx_bit, Ordering::SeqCst) & tx_bit != 0 {
+            s.rx_taken.fetch_and(!rx_bit, Ordering::SeqCst);
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {}: tx queue {txq} is already used by another handle",
+                s.id
+            )));
+        }
+        Ok(EthQueue {
+            port: s.id,
+            rxq,
+            txq,
+            pool: s.pool,
+            mac: s.mac,
+            shared: Arc::clone(s),
+        })
+    }
+}
+
+fn query_mac(id: u16) -> Result<MacAddr> {
+    let mut addr = sys::rte_ether_addr::default();
+    // SAFETY: addr is valid for writes for the call.
+    let ret = unsafe { sys::rte_eth_macaddr_get(id, &mut addr) };
+    check(id, || "read MAC address".into(), ret)?;
+    Ok(MacAddr(addr.addr_bytes))
+}
+
+/// One rx queue and one tx queue of a port, polled by one thread.
+#[derive(Debug)]
+pub struct EthQueue {
+    port: u16,
+    rxq: u16,
+    txq: u16,
+    pool: Mempool,
+    mac: MacAddr,
+    shared: Arc<PortShared>,
+}
+
+impl EthQueue {
+    /// The port id.
+    pub fn port_id(&self) -> u16 {
+        self.port
+    }
+
+    /// The rx queue id.
+    pub fn rx_queue(&self) -> u16 {
+        self.rxq
+    }
+
+    /// The tx queue id.
+    pub fn tx_queue(&self) -> u16 {
+        self.txq
+    }
+
+    /// The pool this queue allocates from.
+    pub fn pool(&self) -> Mempool {
+        self.pool
+    }
+}
+
+impl Drop for EthQueue {
+    fn drop(&mut self) {
+        self.shared
+            .rx_taken
+            .fetch_and(!(1u64 << self.rxq), Ordering::SeqCst);
+        self.shared
+            .tx_taken
+            .fetch_and(!(1u64 << self.txq), Ordering::SeqCst);
+    }
+}
+
+impl Port for EthQueue {
+    type Buf = Mbuf;
+
+    #[inline]
+    fn rx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<Mbuf, N>, max: usize) -> usize {
+        let len = bufs.len();
+        let room = max
+            .min(bufs.remaining_capacity())
+            .min(usize::from(u16::MAX)) as u16;
+        // SAFETY: this handle exclusively owns the rx queue (taken bit); the
+        // spare capacity holds `room` slots, laid out as *mut rte_mbuf
+        // (Mbuf is repr(transparent)); DPDK writes exactly `got` of them, and
+        // each is an mbuf we now own.
+        unsafe {
+            let slots = bufs.as_mut_ptr().add(len).cast::<*mut sys::rte_mbuf>();
+            let got = sys::dps_rx_burst(self.port, self.rxq, slots, room);
+            bufs.set_len(len + usize::from(got));
+            usize::from(got)
+        }
+    }
+
+    #[inline]
+    fn tx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<Mbuf, N>) -> usize {
+        let len = bufs.len();
+        if len == 0 {
+            return 0;
+        }
+        let offered = len.min(usize::from(u16::MAX));
+        // SAFETY: this handle exclusively owns the tx queue; the first
+        // `offered` elements are owned mbufs as a pointer array. DPDK takes
+        // ownership of the first `sent`; those slots are then forgotten by
+        // moving the unsent tail to the front and shortening the vector.
+        unsafe {
+            let base = bufs.as_mut_ptr();
+            let sent = usize::from(sys::dps_tx_burst(
+                self.port,
+                self.txq,
+                base.cast::<*mut sys::rte_mbuf>(),
+                offered as u16,
+            ));
+            std::ptr::copy(base.add(sent), base, len - sent);
+            bufs.set_len(len - sent);
+            sent
+        }
+    }
+
+    #[inline]
+    fn alloc(&mut self) -> Option<Mbuf> {
+        self.pool.alloc()
+    }
+
+    #[inline]
+    fn alloc_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<Mbuf, N>, count: usize) -> bool {
+        self.pool.alloc_bulk(bufs, count)
+    }
+
+    fn mac(&self) -> MacAddr {
+        self.mac
+    }
+}

@@ -1,0 +1,185 @@
+//! Read-only facts about a port: identity and capabilities, link, counters.
+//!
+//! Control path only (each query is a DPDK call and may allocate).
+
+use crate::error::{DpdkError, Result};
+use crate::sys;
+use std::ffi::{c_char, CStr};
+
+fn check(port: u16, operation: &str, ret: i32) -> Result<()> {
+    if ret < 0 {
+        Err(DpdkError::port(port, operation, ret))
+    } else {
+        Ok(())
+    }
+}
+
+fn c_text(ptr: *const c_char) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    // SAFETY: DPDK returns NUL-terminated strings that live at least as long
+    // as the port; the text is copied out at once.
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Identity and capabilities of a port.
+#[derive(Debug, Clone)]
+pub struct PortInfo {
+    /// The device name (e.g. `net_null0`).
+    pub name: String,
+    /// The driver name (e.g. `net_null`).
+    pub driver: String,
+    /// Receive queues the device supports.
+    pub max_rx_queues: u16,
+    /// Transmit queues the device supports.
+    pub max_tx_queues: u16,
+    /// `RTE_ETH_RX_OFFLOAD_*` bits the device supports.
+    pub rx_offload_capa: u64,
+    /// `RTE_ETH_TX_OFFLOAD_*` bits the device supports.
+    pub tx_offload_capa: u64,
+    /// Current MTU.
+    pub mtu: u16,
+    /// NUMA socket of the device, if known.
+    pub socket: Option<i32>,
+}
+
+impl PortInfo {
+    pub(crate) fn query(id: u16) -> Result<PortInfo> {
+        let mut info = sys::rte_eth_dev_info::default();
+        // SAFETY: info is valid for writes for the call.
+        let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
+        check(id, "read device info", ret)?;
+        let mut name = [0 as c_char; sys::RTE_ETH_NAME_MAX_LEN as usize];
+        // SAFETY: name has RTE_ETH_NAME_MAX_LEN bytes, as the call requires.
+        let ret = unsafe { sys::rte_eth_dev_get_name_by_port(id, name.as_mut_ptr()) };
+        check(id, "read device name", ret)?;
+        let mut mtu = 0u16;
+        // SAFETY: mtu is valid for writes for the call.
+        let ret = unsafe { sys::rte_eth_dev_get_mtu(id, &mut mtu) };
+        check(id, "read MTU", ret)?;
+        // SAFETY: reads ethdev's port table.
+        let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+        Ok(PortInfo {
+            name: c_text(name.as_ptr()),
+            driver: c_text(info.driver_name),
+            max_rx_queues: info.max_rx_queues,
+            max_tx_queues: info.max_tx_queues,
+            rx_offload_capa: info.rx_offload_capa,
+            tx_offload_capa: info.tx_offload_capa,
+            mtu,
+            socket: (socket >= 0).then_some(socket),
+        })
+    }
+}
+
+/// Link state of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkStatus {
+    /// True if the link is up.
+    pub up: bool,
+    /// Speed in Mbit/s (0 if unknown).
+    pub speed_mbps: u32,
+    /// True for full duplex.
+    pub full_duplex: bool,
+}
+
+impl LinkStatus {
+    pub(crate) fn query(id: u16) -> Result<LinkStatus> {
+        let mut link = sys::rte_eth_link::default();
+        // SAFETY: link is valid for writes for the call; it does not wait.
+        let ret = unsafe { sys::rte_eth_link_get_nowait(id, &mut link) };
+        check(id, "read link status", ret)?;
+        Ok(LinkStatus {
+            up: link.link_status() != 0,
+            speed_mbps: link.link_speed,
+            full_duplex: link.link_duplex() != 0,
+        })
+    }
+
+    /// The speed as DPDK prints it ("10 Gbps", "None").
+    pub fn speed_text(&self) -> String {
+        // SAFETY: returns a pointer to a static string.
+        c_text(unsafe { sys::rte_eth_link_speed_to_str(self.speed_mbps) })
+    }
+}
+
+/// A port's basic counters (`rte_eth_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets the device dropped because the rx queue was full.
+    pub rx_missed: u64,
+    /// Receive errors.
+    pub rx_errors: u64,
+    /// Transmit errors.
+    pub tx_errors: u64,
+    /// Receive failures for want of a buffer.
+    pub rx_nombuf: u64,
+}
+
+impl PortStats {
+    pub(crate) fn query(id: u16) -> Result<PortStats> {
+        let mut s = sys::rte_eth_stats::default();
+        // SAFETY: s is valid for writes for the call.
+        let ret = unsafe { sys::rte_eth_stats_get(id, &mut s) };
+        check(id, "read stats", ret)?;
+        Ok(PortStats {
+            rx_packets: s.ipackets,
+            tx_packets: s.opackets,
+            rx_bytes: s.ibytes,
+            tx_bytes: s.obytes,
+            rx_missed: s.imissed,
+            rx_errors: s.ierrors,
+            tx_errors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        })
+    }
+}
+
+/// One extended counter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Xstat {
+    /// The driver's name for it (e.g. `rx_good_packets`).
+    pub name: String,
+    /// Its value.
+    pub value: u64,
+}
+
+impl Xstat {
+    pub(crate) fn query(id: u16) -> Result<Vec<Xstat>> {
+        // SAFETY: a NULL array with size 0 asks only for the count.
+        let count = unsafe { sys::rte_eth_xstats_get_names(id, std::ptr::null_mut(), 0) };
+        check(id, "count xstats", count)?;
+        let count = count as usize;
+        let mut names = vec![sys::rte_eth_xstat_name::default(); count];
+        let mut values = vec![sys::rte_eth_xstat::default(); count];
+        // SAFETY: both arrays have `count` elements, as passed.
+        let got_names =
+            unsafe { sys::rte_eth_xstats_get_names(id, names.as_mut_ptr(), count as u32) };
+        check(id, "read xstat names", got_names)?;
+        // SAFETY: as above.
+        let got_values = unsafe { sys::rte_eth_xstats_get(id, values.as_mut_ptr(), count as u32) };
+        check(id, "read xstats", got_values)?;
+        let valid = count.min(got_names as usize).min(got_values as usize);
+        Ok(values[..valid]
+            .iter()
+            .filter_map(|v| {
+                let name = names.get(usize::try_from(v.id).ok()?)?;
+                Some(Xstat {
+                    name: c_text(name.name.as_ptr()),
+                    value: v.value,
+                })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,25 @@
+//! dpstack: a userspace TCP/IP stack on DPDK.
+//!
+//! This crate is the driver layer, the only place with `unsafe`: EAL start-up
+//! ([`eal`]), packet buffer pools ([`mempool`]), owned packet buffers
+//! ([`mbuf`]), ethdev ports and queues ([`ethdev`]), lcore threads
+//! ([`lcore`]) and the TSC clock ([`clock`]). It implements the stack's
+//! [`stack::port::Port`] and [`stack::port::Buf`] traits for DPDK, and
+//! re-exports the pure protocol crate as [`stack`].
+//!
+//! Invariants: every `unsafe` block carries a `// SAFETY:` comment saying why
+//! it holds; the fast-path calls (rx/tx burst, alloc/free) allocate nothing,
+//! log nothing and take no lock.
+
+pub use dpstack_stack as stack;
+
+pub mod clock;
+pub mod eal;
+pub mod error;
+pub mod ethdev;
+pub mod lcore;
+pub mod mbuf;
+pub mod mempool;
+pub mod sys;
+
+pub use error::{DpdkError, Result};

@@ -1,0 +1,17 @@
+//! dpstack's protocol code: pure Rust, sans-IO.
+//!
+//! Invariants of this crate:
+//! - it never names DPDK and contains no `unsafe` (enforced below);
+//! - it reads no clock and starts no thread: callers pass `now`
+//!   ([`time::Instant`]) into every entry point;
+//! - it is generic over the [`port::Port`] / [`port::Buf`] traits, so each
+//!   driver gets its own monomorphized copy and no packet goes through a
+//!   `dyn` call.
+//!
+//! The in-memory port ([`port::memory`]) lets everything here be tested on any
+//! machine, without DPDK.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod port;
+pub mod time;
