@@ -1,1 +1,226 @@
-fn main() {}
+//! `dpstack-console`: testpmd-style packet forwarding on dpstack's driver
+//! layer, non-interactive or with a small prompt (`-i`).
+//!
+//! `dpstack-console [EAL options] -- [options]`. Without EAL options it runs on
+//! an embedded default (two `net_null` ports, two lcores, hugepages only if
+//! free) and says so. SIGINT/SIGTERM stop forwarding, print the final
+//! statistics in testpmd's format, close the ports and exit 0.
+
+mod cli;
+mod display;
+mod engines;
+mod forward;
+mod interactive;
+mod session;
+
+use clap::Parser;
+use cli::Cli;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use dpstack::eal::{split_args, Eal, EalArgs};
+use dpstack::ethdev::{available_ports, EthPort, PortConfig};
+use dpstack::lcore::Lcore;
+use dpstack::mempool::{Mempool, PoolConfig};
+use dpstack::stack::port::MacAddr;
+use forward::{default_peer, ForwardConfig};
+use session::Session;
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const PROGRAM: &str = "dpstack-console";
+const DEFAULT_VDEVS: [&str; 2] = ["net_null0", "net_null1"];
+
+fn main() -> ExitCode {
+    let (mut eal_args, app_args) = split_args(std::env::args());
+    let cli = match Cli::try_parse_from(std::iter::once(PROGRAM.to_owned()).chain(app_args)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if eal_args.len() <= 1 {
+        let default = EalArgs::embedded_default(PROGRAM, &DEFAULT_VDEVS, 512);
+        eal_args = default.to_vec();
+        println!(
+            "No EAL options given: using the embedded default ({}):\n  {}",
+            if default.uses_hugepages() {
+                "hugepages, in memory"
+            } else {
+                "no hugepages"
+            },
+            eal_args[1..].join(" ")
+        );
+    }
+    match run(&eal_args, &cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{PROGRAM}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
+            .map_err(|e| format!("cannot install a handler for signal {sig}: {e}"))?;
+    }
+    let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
+    let mut session = open_session(cli)?;
+    let lines = stdin_lines();
+
+    if cli.interactive {
+        if cli.auto_start {
+            print!(
+                "{}",
+                session.start(cli.tx_first).map_err(|e| e.to_string())?
+            );
+        }
+        interactive::run(&mut session, &lines, &signal);
+    } else {
+        print!(
+            "{}",
+            session.start(cli.tx_first).map_err(|e| e.to_string())?
+        );
+        match cli.stats_period {
+            Some(period) => show_stats_until_signal(&mut session, period, &signal)?,
+            None => wait_for_enter(&lines, &signal),
+        }
+    }
+    let sig = signal.load(Ordering::SeqCst);
+    if sig != 0 {
+        println!("\nSignal {sig} received, preparing to exit...");
+    }
+    print!("{}", session.close());
+    let _ = std::io::stdout().flush();
+    Ok(())
+}
+
+fn open_session(cli: &Cli) -> Result<Session, String> {
+    let ids = available_ports();
+    if ids.is_empty() {
+        return Err(
+            "no ports: add a device with --vdev (e.g. --vdev=net_null0) or bind a NIC to a \
+             DPDK driver"
+                .into(),
+        );
+    }
+    let lcore = *Lcore::workers().first().ok_or(
+        "no worker lcore to forward on: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0 \
+         on a single CPU)",
+    )?;
+    let per_port = u32::from(cli.rxd) + u32::from(cli.txd) + 2 * cli.burst as u32 + 512;
+    let count = cli
+        .total_num_mbufs
+        .unwrap_or_else(|| (per_port * ids.len() as u32).max(8191));
+    let pool = Mempool::create(
+        "mbuf_pool_socket_0",
+        &PoolConfig {
+            count,
+            ..PoolConfig::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let config = PortConfig {
+        rx_descriptors: cli.rxd,
+        tx_descriptors: cli.txd,
+        ..PortConfig::default()
+    };
+    let mut ports = Vec::new();
+    for id in ids {
+        println!("Configuring Port {id}");
+        let port = EthPort::open(id, &config, pool).map_err(|e| e.to_string())?;
+        println!("Port {id}: {}", port.mac());
+        ports.push(port);
+    }
+    println!("Checking link statuses...\nDone");
+    let peers: Vec<MacAddr> = ports
+        .iter()
+        .map(|p| {
+            cli.eth_peer
+                .iter()
+                .rev()
+                .find(|(id, _)| *id == p.id())
+                .map_or(default_peer(usize::from(p.id())), |(_, mac)| *mac)
+        })
+        .collect();
+    let forward = ForwardConfig {
+        mode: cli.forward_mode,
+        burst: cli.burst,
+        tx_retries: cli.burst_tx_retry_num,
+        tx_first: cli.tx_first,
+        record_cycles: cli.record_core_cycles,
+    };
+    Ok(Session::new(
+        ports,
+        peers,
+        forward,
+        cli.port_topology,
+        lcore,
+    ))
+}
+
+/// Standard input, a line at a time, from a helper thread; the channel
+/// disconnects at end of input.
+fn stdin_lines() -> Receiver<String> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// testpmd's non-interactive mode: forward until Enter, end of input, or a
+/// signal.
+fn wait_for_enter(lines: &Receiver<String>, signal: &AtomicUsize) {
+    println!("Press enter to exit");
+    let _ = std::io::stdout().flush();
+    while signal.load(Ordering::SeqCst) == 0 {
+        match lines.recv_timeout(Duration::from_millis(100)) {
+            Ok(_) | Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// `--stats-period`: print every port's statistics each period until a signal.
+fn show_stats_until_signal(
+    session: &mut Session,
+    period: u64,
+    signal: &AtomicUsize,
+) -> Result<(), String> {
+    let period = Duration::from_secs(period.max(1));
+    let all: Vec<usize> = (0..session.ports().len()).collect();
+    // Prime the rate counters so the first display shows real rates.
+    session.show_port_stats(&all).map_err(|e| e.to_string())?;
+    let mut next = Instant::now() + period;
+    let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        "\x1b[2J\x1b[1;1H"
+    } else {
+        ""
+    };
+    while signal.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() < next {
+            continue;
+        }
+        next += period;
+        let text = session.show_port_stats(&all).map_err(|e| e.to_string())?;
+        print!("{clear}\nPort statistics ===================================={text}");
+        let _ = std::io::stdout().flush();
+    }
+    Ok(())
+}
