@@ -238,8 +238,18 @@ fn memory_args(mode: MemoryMode, memory_mb: u32) -> Vec<String> {
     }
 }
 
-/// Free hugepage memory in MiB, from /proc/meminfo (0 if unknown).
+/// Free hugepage memory in MiB, from /proc/meminfo; 0 if unknown or if no
+/// hugetlbfs is mounted (EAL needs a mount to find the page sizes).
 pub fn free_hugepage_mb() -> u64 {
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        })
+        .unwrap_or(false);
+    if !mounted {
+        return 0;
+    }
     let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
         return 0;
     };

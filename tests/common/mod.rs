@@ -25,3 +25,236 @@ pub fn eal(lcores: u32, vdevs: &[&str]) -> Eal {
 pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}{}", std::process::id() % 100_000)
 }
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// EAL options for a child DPDK process of a test: two floating lcores,
+/// ordinary memory, no shared files, plus `vdevs`.
+pub fn child_eal_args(vdevs: &[&str]) -> Vec<String> {
+    let mut args = EalArgs::for_test(2);
+    for vdev in vdevs {
+        args = args.vdev(vdev);
+    }
+    args.to_vec().split_off(1)
+}
+
+/// A `dpstack-console` process started by a test; killed if the test fails.
+/// Its standard output is collected by a reader thread as it is printed.
+pub struct ConsoleProcess {
+    child: Option<Child>,
+    stdout: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ConsoleProcess {
+    /// Starts `dpstack-console EAL -- APP` with piped stdin and stdout.
+    pub fn spawn(eal: &[String], app: &[&str]) -> ConsoleProcess {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dpstack-console"));
+        if !eal.is_empty() {
+            cmd.args(eal).arg("--");
+        } else if !app.is_empty() {
+            cmd.arg("--");
+        }
+        let mut child = cmd
+            .args(app)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start dpstack-console");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stdout.take().expect("piped");
+        let sink = Arc::clone(&stdout);
+        let reader = std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .expect("not poisoned")
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        });
+        ConsoleProcess {
+            child: Some(child),
+            stdout,
+            reader: Some(reader),
+        }
+    }
+
+    /// Waits until the output contains `needle` (at most 20 s); panics with
+    /// the output so far if it never does.
+    pub fn wait_for_output(&self, needle: &str) {
+        let found = wait_until(Duration::from_secs(20), || {
+            self.stdout.lock().expect("not poisoned").contains(needle)
+        });
+        assert!(
+            found,
+            "dpstack-console never printed {needle:?}; output so far:\n{}",
+            self.stdout.lock().expect("not poisoned")
+        );
+    }
+
+    /// Waits until forwarding has started (the ports are up).
+    pub fn wait_until_forwarding(&self) {
+        self.wait_for_output("packet forwarding - ports=");
+    }
+
+    /// The child's stdin, for interactive commands.
+    pub fn stdin(&mut self) -> std::process::ChildStdin {
+        self.child
+            .as_mut()
+            .and_then(|c| c.stdin.take())
+            .expect("stdin is piped once")
+    }
+
+    /// Sends `signal` and waits (at most 20 s) for the exit.
+    pub fn stop_with(self, signal: i32) -> ConsoleOutput {
+        let child = self.child.as_ref().expect("running");
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        self.wait()
+    }
+
+    /// Waits (at most 20 s) for the process to exit by itself.
+    pub fn wait(mut self) -> ConsoleOutput {
+        let mut child = self.child.take().expect("running");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("dpstack-console did not exit within 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .expect("piped")
+            .read_to_string(&mut stderr)
+            .ok();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let stdout = std::mem::take(&mut *self.stdout.lock().expect("not poisoned"));
+        ConsoleOutput {
+            code: status.code(),
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for ConsoleProcess {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What a console process printed and how it exited.
+#[derive(Debug)]
+pub struct ConsoleOutput {
+    /// Exit code (None if killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl ConsoleOutput {
+    /// (RX-packets, TX-packets, TX-dropped) of the accumulated forward
+    /// statistics block.
+    pub fn accumulated(&self) -> (u64, u64, u64) {
+        let block = self
+            .stdout
+            .split("Accumulated forward statistics for all ports")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no forward statistics in:\n{}", self.stdout));
+        let field = |name: &str| -> u64 {
+            block
+                .split(name)
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in:\n{block}"))
+        };
+        (
+            field("RX-packets:"),
+            field("TX-packets:"),
+            field("TX-dropped:"),
+        )
+    }
+}
+
+/// Runs a shell-free command and panics with its output if it fails.
+pub fn run(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e} (scripts/setup installs it)"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A network namespace that is deleted when dropped.
+pub struct Netns {
+    /// Its name.
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates a namespace (replacing a stale one of the same name).
+    pub fn create(name: &str) -> Netns {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+        run("ip", &["netns", "add", name]);
+        Netns {
+            name: name.to_owned(),
+        }
+    }
+
+    /// Runs `program args` inside the namespace.
+    pub fn exec(&self, program: &str, args: &[&str]) -> std::process::Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.name, program])
+            .args(args)
+            .output()
+            .expect("ip netns exec")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+/// Waits until `condition` holds, at most `timeout`.
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    condition()
+}
