@@ -85,7 +85,7 @@ fn generate_bindings(cflags: &[String]) {
         .clang_args(cflags)
         .allowlist_function("dps_.*")
         .allowlist_function(
-            "rte_eal_(init|cleanup|remote_launch|wait_lcore|mp_wait_lcore|get_lcore_state|process_type)",
+            "rte_eal_(init|cleanup|get_runtime_dir|remote_launch|wait_lcore|mp_wait_lcore|get_lcore_state|process_type)",
         )
         .allowlist_function("rte_(lcore_count|get_main_lcore|get_next_lcore|lcore_is_enabled|lcore_to_socket_id|socket_id)")
         .allowlist_function("rte_(get_tsc_hz|thread_register|thread_unregister|strerror|delay_us_block)")

@@ -14,7 +14,7 @@
 
 use crate::error::{rte_errno, strerror, DpdkError, Result};
 use crate::sys;
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -68,6 +68,7 @@ impl Eal {
         let ret = unsafe { sys::rte_eal_init(argc, argv.as_mut_ptr()) };
         if ret < 0 {
             let errno = rte_errno();
+            remove_runtime_dir();
             if errno == libc::EALREADY {
                 return Err(DpdkError::EalAlreadyInitialized);
             }
@@ -95,11 +96,28 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
-        // SAFETY: EAL was initialised by Eal::init; the caller has closed its
-        // ports and joined its lcores before dropping (module invariant).
+        // SAFETY: the caller has closed its ports and joined its lcores
+        // before dropping (module invariant).
         unsafe {
             sys::rte_eal_cleanup();
         }
+        remove_runtime_dir();
+    }
+}
+
+/// DPDK never removes its runtime directory (/var/run/dpdk/PREFIX for root).
+/// Without shared files it is empty after cleanup or a failed init: remove it
+/// so no process leaves one behind (remove_dir fails harmlessly on a
+/// directory that still holds files, as in multi-process mode).
+fn remove_runtime_dir() {
+    // SAFETY: returns a pointer to EAL's static, NUL-terminated path buffer,
+    // which stays valid after cleanup; it is copied at once.
+    let dir = unsafe {
+        let dir = sys::rte_eal_get_runtime_dir();
+        (!dir.is_null()).then(|| CStr::from_ptr(dir).to_string_lossy().into_owned())
+    };
+    if let Some(dir) = dir.filter(|d| !d.is_empty()) {
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -173,8 +191,9 @@ impl EalArgs {
 
     /// Arguments for a test process: `lcores` lcores that float over every CPU
     /// (so parallel test processes do not all pin to CPU 0), ordinary memory,
-    /// no shared files, no telemetry, no PCI. Any number of these can run at
-    /// once and none leaves files behind.
+    /// no shared files, no telemetry, no PCI, and a file prefix of its own
+    /// (from the process id). Any number of these can run at once and none
+    /// leaves files behind.
     pub fn for_test(lcores: u32) -> EalArgs {
         let cpus = allowed_cpus();
         let set = cpus
@@ -194,7 +213,7 @@ impl EalArgs {
             extra: vec![
                 "--no-pci".into(),
                 "--no-telemetry".into(),
-                "--file-prefix=dpstack-test".into(),
+                format!("--file-prefix=dpstack-test-{}", std::process::id()),
                 "--log-level=lib.eal:warning".into(),
             ],
         }

@@ -205,6 +205,22 @@ impl Buf for Mbuf {
     }
 
     #[inline]
+    fn prefetch(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let m = self.raw();
+            // SAFETY: prefetch is only a hint: it never faults, even on an
+            // invalid address, and the address is inside the mbuf's buffer.
+            unsafe {
+                let addr = m.buf_addr.cast::<u8>().add(usize::from(m.data_off));
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    addr.cast::<i8>(),
+                );
+            }
+        }
+    }
+
+    #[inline]
     fn rx_offload(&self) -> RxOffload {
         let flags = self.raw().ol_flags;
         RxOffload {

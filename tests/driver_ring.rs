@@ -180,3 +180,38 @@ fn workers_run_closures_and_panics_are_contained() {
     assert_eq!(handle.wait(), LaunchResult::Panicked);
     assert!(launch(Lcore::main(), || 0).is_err(), "main is not a worker");
 }
+
+#[test]
+fn too_little_hugepage_memory_is_a_typed_error_that_names_no_huge() {
+    let mut args = EalArgs::for_test(1).to_vec();
+    args.retain(|a| a != "--no-huge" && a != "--no-shconf" && !a.starts_with("-m"));
+    args.push("--in-memory".into());
+    args.push("-m1000000".into());
+    let err = Eal::init(&args).expect_err("nobody has a terabyte of hugepages");
+    match &err {
+        DpdkError::EalInit { errno, .. } => {
+            assert!([libc::ENOMEM, libc::EACCES].contains(errno), "errno {errno}")
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(err.to_string().contains("--no-huge"), "{err}");
+    assert!(err.to_string().contains("scripts/setup"), "{err}");
+}
+
+#[test]
+fn the_tsc_clock_tracks_wall_time() {
+    let _eal = common::eal(1, &[]);
+    let clock = dpstack::clock::TscClock::new();
+    assert!(clock.hz() > 100_000_000, "a TSC of at least 100 MHz");
+    let (t0, wall) = (clock.now(), std::time::Instant::now());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (tsc, wall) = (
+        (clock.now() - t0).as_secs_f64(),
+        wall.elapsed().as_secs_f64(),
+    );
+    assert!((tsc - wall).abs() < 0.005, "tsc {tsc} s vs wall {wall} s");
+    assert_eq!(
+        clock.cycles_in(std::time::Duration::from_secs(1)),
+        clock.hz()
+    );
+}

@@ -111,6 +111,10 @@ pub trait Buf {
     fn trim(&mut self, len: usize) -> bool;
     /// What the device checked on receive.
     fn rx_offload(&self) -> RxOffload;
+    /// Hints the CPU to start loading the packet's first bytes, so a loop can
+    /// prefetch packet i+1 while it works on packet i. A no-op by default.
+    #[inline]
+    fn prefetch(&self) {}
 }
 
 /// One rx/tx queue pair of a network port, owned by one polling thread.
