@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const SETUP_HINT: &str = "DPDK 22.11 development files were not found (pkg-config libdpdk).\n\
-     Run `scripts/setup` (it installs: dpdk libdpdk-dev libclang-dev pkg-config clang),\n\
+     Run `scripts/setup` (it installs: dpdk dpdk-dev libdpdk-dev libclang-dev clang pkg-config),\n\
      or install those Debian packages yourself, then build again.";
 
 fn main() {
@@ -26,6 +26,7 @@ fn main() {
     println!("cargo:rerun-if-changed=drivers/shim/dpdk.h");
     println!("cargo:rerun-if-changed=drivers/shim/shim.c");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_LIBDIR");
 
     let cflags = dpdk_cflags();
     compile_shim(&cflags);

@@ -1,0 +1,168 @@
+//! UDP headers (RFC 768).
+
+use super::checksum;
+use super::{read_u16, write_u16, WireError, WireResult};
+use core::net::Ipv4Addr;
+
+mod field {
+    pub const SRC_PORT: usize = 0;
+    pub const DST_PORT: usize = 2;
+    pub const LENGTH: usize = 4;
+    pub const CHECKSUM: usize = 6;
+}
+
+/// Length of the UDP header.
+pub const HEADER_LEN: usize = 8;
+
+/// A view of a UDP datagram.
+#[derive(Debug, Clone)]
+pub struct UdpPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> UdpPacket<T> {
+    /// Wraps `buffer` without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        UdpPacket { buffer }
+    }
+
+    /// Wraps `buffer` after [`Self::check_len`].
+    pub fn new_checked(buffer: T) -> WireResult<Self> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Fails unless the length field is at least 8 and fits the buffer.
+    pub fn check_len(&self) -> WireResult<()> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let field_len = usize::from(self.len());
+        if field_len < HEADER_LEN {
+            return Err(WireError::Malformed);
+        }
+        if field_len > len {
+            return Err(WireError::Truncated);
+        }
+        Ok(())
+    }
+
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::SRC_PORT)
+    }
+
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::DST_PORT)
+    }
+
+    /// The length field (header and payload).
+    pub fn len(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::LENGTH)
+    }
+
+    /// True if the length field says there is no payload.
+    pub fn is_empty(&self) -> bool {
+        usize::from(self.len()) == HEADER_LEN
+    }
+
+    /// The checksum field (0: none was sent).
+    pub fn checksum(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
+    }
+
+    /// The payload, up to the length field.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..usize::from(self.len())]
+    }
+
+    /// True if the checksum is absent (allowed over IPv4) or correct.
+    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        if self.checksum() == 0 {
+            return true;
+        }
+        let len = self.len();
+        let sum = checksum::pseudo_header_v4(src, dst, super::ipv4::protocol::UDP, len);
+        let sum = checksum::accumulate(sum, &self.buffer.as_ref()[..usize::from(len)]);
+        checksum::fold(sum) == 0xffff
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    /// Writes the header for `payload_len` bytes of payload and fills the
+    /// checksum over the payload already in place.
+    pub fn emit_header(
+        &mut self,
+        src: (Ipv4Addr, u16),
+        dst: (Ipv4Addr, u16),
+        payload_len: u16,
+    ) {
+        let len = HEADER_LEN as u16 + payload_len;
+        let b = self.buffer.as_mut();
+        write_u16(b, field::SRC_PORT, src.1);
+        write_u16(b, field::DST_PORT, dst.1);
+        write_u16(b, field::LENGTH, len);
+        write_u16(b, field::CHECKSUM, 0);
+        let sum = checksum::pseudo_header_v4(src.0, dst.0, super::ipv4::protocol::UDP, len);
+        let sum = checksum::accumulate(sum, &self.buffer.as_ref()[..usize::from(len)]);
+        // A computed zero is sent as all ones (zero means "no checksum").
+        let value = match !checksum::fold(sum) {
+            0 => 0xffff,
+            v => v,
+        };
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
+    }
+
+    /// The payload, writable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let end = usize::from(self.len());
+        &mut self.buffer.as_mut()[HEADER_LEN..end]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
+    const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 2);
+    // 1234 -> 5678, "hi!"; checksum 0xd81a computed independently (Python).
+    const DATAGRAM: [u8; 11] = [0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0xd8, 0x1a, b'h', b'i', b'!'];
+
+    #[test]
+    fn deconstruct() {
+        let p = UdpPacket::new_checked(&DATAGRAM[..]).expect("valid");
+        assert_eq!((p.src_port(), p.dst_port(), p.len()), (1234, 5678, 11));
+        assert_eq!(p.payload(), b"hi!");
+        assert!(p.verify_checksum(SRC, DST));
+        assert!(!p.verify_checksum(SRC, Ipv4Addr::new(192, 168, 1, 3)));
+    }
+
+    #[test]
+    fn construct() {
+        let mut bytes = [0u8; 11];
+        bytes[8..].copy_from_slice(b"hi!");
+        UdpPacket::new_unchecked(&mut bytes[..]).emit_header((SRC, 1234), (DST, 5678), 3);
+        assert_eq!(bytes, DATAGRAM);
+    }
+
+    #[test]
+    fn zero_checksum_means_none() {
+        let mut bytes = DATAGRAM;
+        bytes[6] = 0;
+        bytes[7] = 0;
+        assert!(UdpPacket::new_checked(&bytes[..]).expect("valid").verify_checksum(SRC, DST));
+    }
+
+    #[test]
+    fn bad_lengths_are_rejected() {
+        assert_eq!(UdpPacket::new_checked(&DATAGRAM[..7]).err(), Some(WireError::Truncated));
+        assert_eq!(UdpPacket::new_checked(&DATAGRAM[..10]).err(), Some(WireError::Truncated));
+        let mut short = DATAGRAM;
+        short[5] = 7;
+        assert_eq!(UdpPacket::new_checked(&short[..]).err(), Some(WireError::Malformed));
+    }
+}
