@@ -190,7 +190,10 @@ fn too_little_hugepage_memory_is_a_typed_error_that_names_no_huge() {
     let err = Eal::init(&args).expect_err("nobody has a terabyte of hugepages");
     match &err {
         DpdkError::EalInit { errno, .. } => {
-            assert!([libc::ENOMEM, libc::EACCES].contains(errno), "errno {errno}")
+            assert!(
+                [libc::ENOMEM, libc::EACCES].contains(errno),
+                "errno {errno}"
+            )
         }
         other => panic!("unexpected {other:?}"),
     }
