@@ -13,5 +13,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod counters;
+pub mod iface;
+pub mod neighbor;
 pub mod port;
+pub mod route;
 pub mod time;
+pub mod udp;
+pub mod wire;

@@ -1,0 +1,246 @@
+//! Per-lcore protocol and drop counters, like the kernel's SNMP MIBs.
+//!
+//! Each [`Counters`] block belongs to one polling lcore, the only writer: a
+//! bump is a relaxed load and store (no locked instruction), and any thread
+//! may read a consistent-enough snapshot at any time without slowing the
+//! lcore. Every packet the stack drops increments exactly one
+//! [`DropReason`]. Blocks are cache-line aligned so two lcores never share
+//! a line.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! reasons {
+    ($(#[$doc:meta] $name:ident = $text:literal,)*) => {
+        /// Why the stack dropped a packet.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        pub enum DropReason {
+            $(#[$doc] $name,)*
+        }
+
+        impl DropReason {
+            /// Every reason, in declaration order.
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$name,)*];
+
+            /// A short snake_case name for displays and metrics.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(DropReason::$name => $text,)*
+                }
+            }
+        }
+    };
+}
+
+reasons! {
+    /// Frame shorter than an Ethernet header.
+    EthTruncated = "eth_truncated",
+    /// Unicast frame for another MAC, or multicast we did not join.
+    EthNotForUs = "eth_not_for_us",
+    /// EtherType the stack does not handle.
+    EthUnknownType = "eth_unknown_type",
+    /// ARP packet too short or malformed.
+    ArpMalformed = "arp_malformed",
+    /// ARP for another hardware/protocol type or operation.
+    ArpUnsupported = "arp_unsupported",
+    /// ARP request for an address that is not ours.
+    ArpNotForUs = "arp_not_for_us",
+    /// IPv4 header or total length beyond the frame.
+    Ipv4Truncated = "ipv4_truncated",
+    /// IPv4 version or length fields invalid.
+    Ipv4Malformed = "ipv4_malformed",
+    /// IPv4 header checksum wrong.
+    Ipv4BadChecksum = "ipv4_bad_checksum",
+    /// Source address that can never be a sender (multicast, broadcast, loopback, ours).
+    Ipv4MartianSource = "ipv4_martian_source",
+    /// Time to live of zero.
+    Ipv4TtlExpired = "ipv4_ttl_expired",
+    /// Destination is not one of our addresses (we do not forward).
+    Ipv4NotForUs = "ipv4_not_for_us",
+    /// A fragment (reassembly is not enabled).
+    Ipv4Fragment = "ipv4_fragment",
+    /// Protocol the stack does not handle.
+    Ipv4UnknownProtocol = "ipv4_unknown_protocol",
+    /// ICMP message too short or with a bad checksum.
+    IcmpMalformed = "icmp_malformed",
+    /// ICMP type the stack does not answer.
+    IcmpUnhandled = "icmp_unhandled",
+    /// UDP length invalid.
+    UdpMalformed = "udp_malformed",
+    /// UDP checksum wrong.
+    UdpBadChecksum = "udp_bad_checksum",
+    /// No socket bound to the destination port.
+    UdpNoSocket = "udp_no_socket",
+    /// The socket's receive queue was full.
+    UdpQueueFull = "udp_queue_full",
+    /// An ICMP error was not sent because of the rate limit.
+    IcmpRateLimited = "icmp_rate_limited",
+    /// No route to the destination of an outgoing packet.
+    TxNoRoute = "tx_no_route",
+    /// Neighbour unresolved and its wait queue full, or resolution failed.
+    TxNeighborUnresolved = "tx_neighbor_unresolved",
+    /// The device refused the packet after the retries.
+    TxDeviceFull = "tx_device_full",
+    /// No buffer could be allocated for an outgoing packet.
+    TxNoBuffer = "tx_no_buffer",
+}
+
+/// Number of drop reasons.
+pub const DROP_REASONS: usize = DropReason::ALL.len();
+
+macro_rules! protocol_counters {
+    ($(#[$doc:meta] $name:ident,)*) => {
+        /// Protocol counters (what went through, not what was dropped).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        #[allow(non_camel_case_types)]
+        pub enum Stat {
+            $(#[$doc] $name,)*
+        }
+
+        impl Stat {
+            /// Every counter, in declaration order.
+            pub const ALL: &'static [Stat] = &[$(Stat::$name,)*];
+
+            /// The counter's name.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Stat::$name => stringify!($name),)*
+                }
+            }
+        }
+    };
+}
+
+protocol_counters! {
+    /// Frames received.
+    EthInFrames,
+    /// Frames handed to the device.
+    EthOutFrames,
+    /// ARP requests received for our addresses.
+    ArpInRequests,
+    /// ARP replies received.
+    ArpInReplies,
+    /// Gratuitous ARP requests received (announcements by neighbours).
+    ArpInGratuitous,
+    /// ARP requests sent.
+    ArpOutRequests,
+    /// ARP replies sent.
+    ArpOutReplies,
+    /// IPv4 datagrams received (before validation).
+    IpInReceives,
+    /// IPv4 datagrams delivered to ICMP/UDP.
+    IpInDelivers,
+    /// IPv4 datagrams sent.
+    IpOutRequests,
+    /// ICMP echo requests received.
+    IcmpInEchos,
+    /// ICMP echo replies sent.
+    IcmpOutEchoReps,
+    /// ICMP destination-unreachable messages sent.
+    IcmpOutDestUnreachs,
+    /// UDP datagrams delivered to sockets.
+    UdpInDatagrams,
+    /// UDP datagrams sent.
+    UdpOutDatagrams,
+}
+
+/// Number of protocol counters.
+pub const STATS: usize = Stat::ALL.len();
+
+/// One lcore's counters. See the module documentation.
+#[derive(Debug)]
+#[repr(align(64))]
+pub struct Counters {
+    drops: [AtomicU64; DROP_REASONS],
+    stats: [AtomicU64; STATS],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            drops: core::array::from_fn(|_| AtomicU64::new(0)),
+            stats: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+#[inline]
+fn bump(counter: &AtomicU64, by: u64) {
+    // Single writer: a plain load and store, not a locked add.
+    counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+}
+
+impl Counters {
+    /// Counts one dropped packet. Owning lcore only.
+    #[inline]
+    pub fn count_drop(&self, reason: DropReason) {
+        bump(&self.drops[reason as usize], 1);
+    }
+
+    /// Adds `by` to a protocol counter. Owning lcore only.
+    #[inline]
+    pub fn add(&self, stat: Stat, by: u64) {
+        bump(&self.stats[stat as usize], by);
+    }
+
+    /// Counts one event. Owning lcore only.
+    #[inline]
+    pub fn count(&self, stat: Stat) {
+        self.add(stat, 1);
+    }
+
+    /// Drops so far for `reason` (any thread).
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.drops[reason as usize].load(Ordering::Relaxed)
+    }
+
+    /// The value of `stat` (any thread).
+    pub fn get(&self, stat: Stat) -> u64 {
+        self.stats[stat as usize].load(Ordering::Relaxed)
+    }
+
+    /// Total drops over every reason (any thread).
+    pub fn total_dropped(&self) -> u64 {
+        self.drops.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Every non-zero counter as `(name, value)`, drops prefixed `drop_`.
+    pub fn nonzero(&self) -> Vec<(String, u64)> {
+        let stats = Stat::ALL
+            .iter()
+            .map(|&s| (s.name().to_owned(), self.get(s)));
+        let drops = DropReason::ALL
+            .iter()
+            .map(|&r| (format!("drop_{}", r.name()), self.dropped(r)));
+        stats.chain(drops).filter(|(_, v)| *v > 0).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_read_back_per_reason() {
+        let c = Counters::default();
+        c.count_drop(DropReason::UdpNoSocket);
+        c.count_drop(DropReason::UdpNoSocket);
+        c.count(Stat::IpInReceives);
+        c.add(Stat::EthOutFrames, 5);
+        assert_eq!(c.dropped(DropReason::UdpNoSocket), 2);
+        assert_eq!(c.dropped(DropReason::EthTruncated), 0);
+        assert_eq!(c.total_dropped(), 2);
+        assert_eq!(c.get(Stat::EthOutFrames), 5);
+        let names: Vec<String> = c.nonzero().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["EthOutFrames", "IpInReceives", "drop_udp_no_socket"]);
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DROP_REASONS);
+    }
+}

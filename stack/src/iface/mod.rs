@@ -1,0 +1,399 @@
+//! The IPv4/UDP pipeline of one port: an [`Interface`] polled by its lcore.
+//!
+//! [`Interface::poll`] is the run-to-completion step: receive a burst, run
+//! each frame through Ethernet, ARP, IPv4, ICMP and UDP ([`rx`]), hand the
+//! datagrams to the application grouped per socket ([`UdpHandler`], inline
+//! mode), run the neighbour timers, and transmit everything the step produced
+//! in bursts ([`TxBatch`]). Replies (ARP, ICMP echo, UDP echo) are built in
+//! the received buffer; nothing is copied or allocated per packet.
+//!
+//! Invariants: no panic on any input (wire views are checked before use);
+//! every dropped packet increments one [`DropReason`]; `now` is an argument.
+//! Replies go back to the Ethernet source of the request (the previous hop),
+//! so answering needs no route or neighbour lookup.
+
+mod limit;
+mod rx;
+mod tx;
+
+pub use limit::TokenBucket;
+pub use tx::{SendError, TxBatch};
+
+use crate::counters::{Counters, DropReason};
+use crate::neighbor::{NeighborCache, NeighborConfig};
+use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
+use crate::route::{Ipv4Cidr, Route, RouteCache, RouteTable};
+use crate::time::{Duration, Instant};
+use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
+use arrayvec::ArrayVec;
+use core::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+
+/// Packets received per poll.
+pub const RX_BURST: usize = DEFAULT_BURST;
+
+/// Datagrams handed to a handler at once (one socket's share of a burst).
+pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
+
+/// How checksums of received packets are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumPolicy {
+    /// Trust the device's verdict when it gives one; verify in software
+    /// otherwise.
+    TrustOffload,
+    /// Always verify in software.
+    Software,
+}
+
+/// How an interface is set up.
+#[derive(Debug, Clone)]
+pub struct InterfaceConfig {
+    /// The port's MAC address.
+    pub mac: MacAddr,
+    /// Local addresses with their prefix lengths (each adds a connected route).
+    pub addresses: Vec<Ipv4Cidr>,
+    /// Default gateway, if any.
+    pub gateway: Option<Ipv4Addr>,
+    /// This port's index (for routes and SO_BINDTODEVICE).
+    pub port_index: u16,
+    /// Receive checksum policy.
+    pub checksum: ChecksumPolicy,
+    /// ICMP errors allowed per second (and burst) before rate limiting.
+    pub icmp_errors_per_sec: u64,
+    /// Neighbour cache tunables.
+    pub neighbor: NeighborConfig,
+    /// Key of the reuseport flow hash (use a random value).
+    pub hash_key: u64,
+    /// Extra transmit attempts before the unsent tail is dropped.
+    pub tx_retries: u32,
+}
+
+impl InterfaceConfig {
+    /// A configuration with one address and defaults for everything else.
+    pub fn new(mac: MacAddr, address: Ipv4Cidr) -> InterfaceConfig {
+        InterfaceConfig {
+            mac,
+            addresses: vec![address],
+            gateway: None,
+            port_index: 0,
+            checksum: ChecksumPolicy::TrustOffload,
+            icmp_errors_per_sec: 1000,
+            neighbor: NeighborConfig::default(),
+            hash_key: 0x5eed_0f_d057_ac6b,
+            tx_retries: 4,
+        }
+    }
+}
+
+/// Receives datagrams in inline mode, on the lcore.
+pub trait UdpHandler<B: Buf> {
+    /// Called once per socket per burst with that socket's datagrams, in
+    /// arrival order. Datagrams left in `batch` are freed afterwards.
+    fn on_datagrams<P: Port<Buf = B>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<B>,
+        ctx: &mut UdpContext<'_, P>,
+    );
+}
+
+/// A handler that drops everything (for stacks that only answer ARP/ICMP).
+#[derive(Debug, Default)]
+pub struct DropDatagrams;
+
+impl<B: Buf> UdpHandler<B> for DropDatagrams {
+    fn on_datagrams<P: Port<Buf = B>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<B>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+}
+
+/// State shared by the receive and send paths (everything but the handler).
+#[derive(Debug)]
+pub(crate) struct Core<B> {
+    pub(crate) config: InterfaceConfig,
+    pub(crate) routes: RouteTable,
+    pub(crate) route_cache: RouteCache,
+    pub(crate) neighbors: NeighborCache<B>,
+    pub(crate) udp: UdpTable,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) icmp_limit: TokenBucket,
+    pub(crate) next_ident: u16,
+}
+
+impl<B> Core<B> {
+    /// True if `ip` is one of our addresses.
+    pub(crate) fn is_local(&self, ip: Ipv4Addr) -> bool {
+        self.config.addresses.iter().any(|a| a.addr == ip)
+    }
+
+    /// True if `ip` is a broadcast address of one of our networks (or the
+    /// limited broadcast).
+    pub(crate) fn is_broadcast(&self, ip: Ipv4Addr) -> bool {
+        ip.is_broadcast() || self.config.addresses.iter().any(|a| a.len < 31 && a.broadcast() == ip)
+    }
+
+    pub(crate) fn ident(&mut self) -> u16 {
+        self.next_ident = self.next_ident.wrapping_add(1);
+        self.next_ident
+    }
+}
+
+/// What a handler may do while it runs on the lcore.
+pub struct UdpContext<'a, P: Port> {
+    pub(crate) core: &'a mut Core<P::Buf>,
+    pub(crate) port: &'a mut P,
+    pub(crate) tx: &'a mut TxBatch<P::Buf>,
+    pub(crate) now: Instant,
+}
+
+impl<P: Port> UdpContext<'_, P> {
+    /// Sends `datagram`'s payload back to its sender, from the address it
+    /// was sent to, reusing its buffer (zero-copy).
+    pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
+        tx::reply_udp_in_place(self.core, self.port, self.tx, datagram);
+    }
+
+    /// Sends `payload` from `socket` to `dst` (a new buffer; headers added).
+    pub fn send_to(
+        &mut self,
+        socket: SocketId,
+        dst: SocketAddrV4,
+        payload: &[u8],
+    ) -> Result<(), SendError> {
+        tx::send_udp(self.core, self.port, self.tx, self.now, socket, dst, payload)
+    }
+
+    /// The interface's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.core.counters
+    }
+
+    /// The time of this poll.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+}
+
+/// One port's IPv4/UDP stack. See the module documentation.
+#[derive(Debug)]
+pub struct Interface<B: Buf> {
+    core: Core<B>,
+    probes: Vec<Ipv4Addr>,
+    next_timers: Instant,
+    announced: bool,
+}
+
+/// How often neighbour timers run.
+const TIMER_INTERVAL: Duration = Duration::from_millis(100);
+
+impl<B: Buf> Interface<B> {
+    /// An interface with connected routes for its addresses and a default
+    /// route through the gateway, if one is set.
+    pub fn new(config: InterfaceConfig) -> Interface<B> {
+        let mut routes = RouteTable::new();
+        for address in &config.addresses {
+            routes.add(Route {
+                prefix: *address,
+                gateway: None,
+                port: config.port_index,
+                source: address.addr,
+            });
+        }
+        if let (Some(gateway), Some(first)) = (config.gateway, config.addresses.first()) {
+            let source = config
+                .addresses
+                .iter()
+                .find(|a| a.contains(gateway))
+                .unwrap_or(first)
+                .addr;
+            routes.add(Route {
+                prefix: Ipv4Cidr {
+                    addr: Ipv4Addr::UNSPECIFIED,
+                    len: 0,
+                },
+                gateway: Some(gateway),
+                port: config.port_index,
+                source,
+            });
+        }
+        let core = Core {
+            neighbors: NeighborCache::new(config.neighbor.clone()),
+            udp: UdpTable::new(config.hash_key),
+            icmp_limit: TokenBucket::new(config.icmp_errors_per_sec, config.icmp_errors_per_sec.max(1)),
+            routes,
+            route_cache: RouteCache::new(4096),
+            counters: Arc::new(Counters::default()),
+            next_ident: 0,
+            config,
+        };
+        Interface {
+            core,
+            probes: Vec::new(),
+            next_timers: Instant::ZERO,
+            announced: false,
+        }
+    }
+
+    /// The counters (clone the `Arc` to read them from another thread).
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.core.counters
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &InterfaceConfig {
+        &self.core.config
+    }
+
+    /// Adds a static route.
+    pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Option<Ipv4Addr>) {
+        let source = self.core.config.addresses.first().map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr);
+        self.core.routes.add(Route {
+            prefix,
+            gateway,
+            port: self.core.config.port_index,
+            source,
+        });
+    }
+
+    /// Binds a UDP socket (port 0: an ephemeral port).
+    pub fn udp_bind(&mut self, local: SocketAddrV4, options: BindOptions) -> Result<SocketId, BindError> {
+        let core = &mut self.core;
+        let addresses = &core.config.addresses;
+        core.udp.bind(local, options, |ip| addresses.iter().any(|a| a.addr == ip))
+    }
+
+    /// Connects a UDP socket to `remote`.
+    pub fn udp_connect(&mut self, socket: SocketId, remote: SocketAddrV4) -> bool {
+        self.core.udp.connect(socket, remote)
+    }
+
+    /// Closes a UDP socket.
+    pub fn udp_close(&mut self, socket: SocketId) -> bool {
+        self.core.udp.close(socket)
+    }
+
+    /// The local address of a UDP socket.
+    pub fn udp_local_addr(&self, socket: SocketId) -> Option<SocketAddrV4> {
+        self.core.udp.local_addr(socket)
+    }
+
+    /// The MAC of a neighbour, if resolved.
+    pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.core.neighbors.lookup(ip)
+    }
+
+    /// Sends `payload` from `socket` to `dst` outside of a poll (e.g. to start
+    /// a conversation); it leaves on this call.
+    pub fn send_to<P: Port<Buf = B>>(
+        &mut self,
+        port: &mut P,
+        now: Instant,
+        socket: SocketId,
+        dst: SocketAddrV4,
+        payload: &[u8],
+    ) -> Result<(), SendError> {
+        let mut out = TxBatch::new(self.core.config.tx_retries);
+        let result = tx::send_udp(&mut self.core, port, &mut out, now, socket, dst, payload);
+        out.flush(port, &self.core.counters);
+        result
+    }
+
+    /// One run-to-completion step: receive up to [`RX_BURST`] frames,
+    /// process them, deliver datagrams to `handler`, run timers, transmit.
+    /// Returns the number of frames received. Owning lcore only.
+    pub fn poll<P: Port<Buf = B>, H: UdpHandler<B>>(
+        &mut self,
+        port: &mut P,
+        now: Instant,
+        handler: &mut H,
+    ) -> usize {
+        let mut tx = TxBatch::new(self.core.config.tx_retries);
+        if !self.announced {
+            self.announced = true;
+            for i in 0..self.core.config.addresses.len() {
+                let ip = self.core.config.addresses[i].addr;
+                tx::send_arp_request(&mut self.core, port, &mut tx, ip, ip);
+            }
+        }
+        let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
+        let received = port.rx_burst(&mut burst, RX_BURST);
+        let mut deliveries: ArrayVec<(SocketId, Datagram<B>), RX_BURST> = ArrayVec::new();
+        for buf in burst.drain(..) {
+            rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut deliveries);
+        }
+        if !deliveries.is_empty() {
+            self.deliver(port, &mut tx, now, handler, &mut deliveries);
+        }
+        if now >= self.next_timers {
+            self.next_timers = now + TIMER_INTERVAL;
+            self.run_timers(port, &mut tx, now);
+        }
+        tx.flush(port, &self.core.counters);
+        received
+    }
+
+    /// Hands datagrams to the handler, one call per socket, arrival order
+    /// kept within each socket.
+    fn deliver<P: Port<Buf = B>, H: UdpHandler<B>>(
+        &mut self,
+        port: &mut P,
+        tx: &mut TxBatch<B>,
+        now: Instant,
+        handler: &mut H,
+        deliveries: &mut ArrayVec<(SocketId, Datagram<B>), RX_BURST>,
+    ) {
+        // Stable insertion sort by socket: bursts are small and usually
+        // already grouped, and it needs no allocation.
+        for i in 1..deliveries.len() {
+            let mut j = i;
+            while j > 0 && deliveries[j - 1].0 > deliveries[j].0 {
+                deliveries.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        let mut ctx = UdpContext {
+            core: &mut self.core,
+            port,
+            tx,
+            now,
+        };
+        let mut batch: Batch<B> = ArrayVec::new();
+        let mut items = deliveries.drain(..).peekable();
+        while let Some((socket, first)) = items.next() {
+            batch.push(first);
+            while let Some((_, datagram)) = items.next_if(|(s, _)| *s == socket) {
+                batch.push(datagram);
+            }
+            handler.on_datagrams(socket, &mut batch, &mut ctx);
+            batch.clear();
+        }
+    }
+
+    fn run_timers<P: Port<Buf = B>>(&mut self, port: &mut P, tx: &mut TxBatch<B>, now: Instant) {
+        let mut failed: ArrayVec<B, 64> = ArrayVec::new();
+        self.probes.clear();
+        self.core.neighbors.poll(now, &mut self.probes, &mut failed);
+        for _ in failed.drain(..) {
+            self.core.counters.count_drop(DropReason::TxNeighborUnresolved);
+        }
+        for i in 0..self.probes.len() {
+            let target = self.probes[i];
+            let source = self
+                .core
+                .config
+                .addresses
+                .iter()
+                .find(|a| a.contains(target))
+                .or(self.core.config.addresses.first())
+                .map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr);
+            tx::send_arp_request(&mut self.core, port, tx, source, target);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,249 @@
+//! The receive path: one frame through Ethernet, ARP, IPv4, ICMP and UDP.
+//!
+//! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
+//! table's hash probes, no panic (every view is checked before it is read).
+//! A frame ends in exactly one of: a reply pushed to the tx batch, a
+//! datagram pushed to `deliveries`, or a counted drop.
+
+use super::{tx, ChecksumPolicy, Core, TxBatch, RX_BURST};
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
+use crate::time::Instant;
+use crate::udp::table::FlowKey;
+use crate::udp::{Datagram, SocketId};
+use crate::wire::arp::{ArpOperation, ArpRepr};
+use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::icmpv4::{msg_type, Icmpv4Packet};
+use crate::wire::ipv4::{protocol, Ipv4Packet};
+use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
+use crate::wire::WireError;
+use arrayvec::ArrayVec;
+use core::net::{Ipv4Addr, SocketAddrV4};
+
+pub(super) fn receive_frame<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    buf: P::Buf,
+    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+) {
+    core.counters.count(Stat::EthInFrames);
+    let (dst, src, ethertype) = match EthernetFrame::new_checked(buf.data()) {
+        Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
+        Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
+    };
+    if dst != core.config.mac && !dst.is_broadcast() {
+        return core.counters.count_drop(DropReason::EthNotForUs);
+    }
+    match ethertype {
+        EtherType::Arp => arp_input(core, port, tx, now, buf),
+        EtherType::Ipv4 => ipv4_input(core, port, tx, now, buf, src, deliveries),
+        _ => core.counters.count_drop(DropReason::EthUnknownType),
+    }
+}
+
+fn arp_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    mut buf: P::Buf,
+) {
+    let arp = match ArpRepr::parse(&buf.data()[ETH_LEN..]) {
+        Ok(arp) => arp,
+        Err(WireError::Unsupported) => return core.counters.count_drop(DropReason::ArpUnsupported),
+        Err(_) => return core.counters.count_drop(DropReason::ArpMalformed),
+    };
+    if arp.sender_mac.is_multicast() || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply {
+        return core.counters.count_drop(DropReason::ArpMalformed);
+    }
+    let for_us = core.is_local(arp.target_ip);
+    if !arp.sender_ip.is_unspecified() {
+        let released = core.neighbors.learn(arp.sender_ip, arp.sender_mac, for_us, now);
+        for mut waiting in released {
+            tx::set_destination_mac(&mut waiting, arp.sender_mac);
+            tx.push(port, waiting, &core.counters);
+        }
+    }
+    match arp.operation {
+        ArpOperation::Reply => core.counters.count(Stat::ArpInReplies),
+        ArpOperation::Request if for_us => {
+            core.counters.count(Stat::ArpInRequests);
+            let reply = ArpRepr {
+                operation: ArpOperation::Reply,
+                sender_mac: core.config.mac,
+                sender_ip: arp.target_ip,
+                target_mac: arp.sender_mac,
+                target_ip: arp.sender_ip,
+            };
+            let data = buf.data_mut();
+            reply.emit(&mut data[ETH_LEN..]);
+            let mut frame = EthernetFrame::new_unchecked(data);
+            frame.set_dst(arp.sender_mac);
+            frame.set_src(core.config.mac);
+            core.counters.count(Stat::ArpOutReplies);
+            tx.push(port, buf, &core.counters);
+        }
+        ArpOperation::Request if arp.sender_ip == arp.target_ip => {
+            // An announcement: learned above if the neighbour was known.
+            core.counters.count(Stat::ArpInGratuitous);
+        }
+        ArpOperation::Request => core.counters.count_drop(DropReason::ArpNotForUs),
+    }
+}
+
+/// A source no packet may come from.
+fn is_martian(core: &Core<impl Sized>, src: Ipv4Addr) -> bool {
+    src.is_multicast()
+        || src.is_loopback()
+        || src.is_unspecified()
+        || core.is_broadcast(src)
+        || core.is_local(src)
+}
+
+fn checksum_ok(policy: ChecksumPolicy, offload: ChecksumStatus, verify: impl FnOnce() -> bool) -> bool {
+    match (policy, offload) {
+        (ChecksumPolicy::TrustOffload, ChecksumStatus::Good) => true,
+        (ChecksumPolicy::TrustOffload, ChecksumStatus::Bad) => false,
+        _ => verify(),
+    }
+}
+
+fn ipv4_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+) {
+    core.counters.count(Stat::IpInReceives);
+    let offload = buf.rx_offload();
+    let ip = match Ipv4Packet::new_checked(&buf.data()[ETH_LEN..]) {
+        Ok(ip) => ip,
+        Err(WireError::Truncated) => return core.counters.count_drop(DropReason::Ipv4Truncated),
+        Err(_) => return core.counters.count_drop(DropReason::Ipv4Malformed),
+    };
+    if !checksum_ok(core.config.checksum, offload.ip_checksum, || ip.verify_checksum()) {
+        return core.counters.count_drop(DropReason::Ipv4BadChecksum);
+    }
+    let (src, dst) = (ip.src(), ip.dst());
+    if is_martian(core, src) {
+        return core.counters.count_drop(DropReason::Ipv4MartianSource);
+    }
+    let broadcast = core.is_broadcast(dst);
+    if !broadcast && !core.is_local(dst) {
+        return core.counters.count_drop(DropReason::Ipv4NotForUs);
+    }
+    if ip.ttl() == 0 {
+        return core.counters.count_drop(DropReason::Ipv4TtlExpired);
+    }
+    if ip.is_fragment() {
+        return core.counters.count_drop(DropReason::Ipv4Fragment);
+    }
+    let header_len = ip.header_len();
+    let total_len = usize::from(ip.total_len());
+    let proto = ip.protocol();
+    core.counters.count(Stat::IpInDelivers);
+    match proto {
+        protocol::ICMP => icmp_input(core, port, tx, buf, eth_src, header_len, total_len, broadcast),
+        protocol::UDP => {
+            let l4 = UdpInput {
+                src,
+                dst,
+                header_len,
+                total_len,
+                broadcast,
+                l4_checksum: offload.l4_checksum,
+            };
+            udp_input(core, port, tx, now, buf, eth_src, l4, deliveries)
+        }
+        _ => core.counters.count_drop(DropReason::Ipv4UnknownProtocol),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn icmp_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    header_len: usize,
+    total_len: usize,
+    broadcast: bool,
+) {
+    let start = ETH_LEN + header_len;
+    let end = ETH_LEN + total_len;
+    let icmp = match Icmpv4Packet::new_checked(&buf.data()[start..end]) {
+        Ok(icmp) if icmp.verify_checksum() => icmp,
+        _ => return core.counters.count_drop(DropReason::IcmpMalformed),
+    };
+    if icmp.msg_type() != msg_type::ECHO_REQUEST || icmp.code() != 0 || broadcast {
+        // Echo replies, errors and broadcast pings (ignored, as Linux does).
+        return core.counters.count_drop(DropReason::IcmpUnhandled);
+    }
+    core.counters.count(Stat::IcmpInEchos);
+    tx::reply_echo_in_place(core, port, tx, buf, eth_src, total_len);
+}
+
+/// What the IPv4 layer found out for UDP.
+pub(super) struct UdpInput {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub header_len: usize,
+    pub total_len: usize,
+    pub broadcast: bool,
+    pub l4_checksum: ChecksumStatus,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn udp_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    l4: UdpInput,
+    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+) {
+    let start = ETH_LEN + l4.header_len;
+    let end = ETH_LEN + l4.total_len;
+    let udp = match UdpPacket::new_checked(&buf.data()[start..end]) {
+        Ok(udp) => udp,
+        Err(_) => return core.counters.count_drop(DropReason::UdpMalformed),
+    };
+    if !checksum_ok(core.config.checksum, l4.l4_checksum, || udp.verify_checksum(l4.src, l4.dst)) {
+        return core.counters.count_drop(DropReason::UdpBadChecksum);
+    }
+    let src = SocketAddrV4::new(l4.src, udp.src_port());
+    let dst = SocketAddrV4::new(l4.dst, udp.dst_port());
+    let payload = start + UDP_LEN..start + usize::from(udp.len());
+    let key = FlowKey {
+        src,
+        dst,
+        device: core.config.port_index,
+    };
+    let Some(socket) = core.udp.lookup(&key) else {
+        core.counters.count_drop(DropReason::UdpNoSocket);
+        if !l4.broadcast {
+            tx::port_unreachable_in_place(core, port, tx, now, buf, eth_src, l4.total_len);
+        }
+        return;
+    };
+    core.counters.count(Stat::UdpInDatagrams);
+    let datagram = Datagram {
+        buf,
+        src,
+        dst,
+        payload,
+    };
+    // `deliveries` holds a whole burst, so there is always room.
+    if let Err(full) = deliveries.try_push((socket, datagram)) {
+        drop(full);
+        core.counters.count_drop(DropReason::UdpQueueFull);
+    }
+}

@@ -1,0 +1,453 @@
+//! Whole-stack tests over the in-memory port: frames in, frames out, as a
+//! packet trace, with a virtual clock.
+
+use super::*;
+use crate::counters::{DropReason, Stat};
+use crate::port::memory::{MemBuf, MemPort, MemPortConfig};
+use crate::wire::arp::{ArpOperation, ArpRepr};
+use crate::wire::ethernet::{EtherType, EthernetFrame};
+use crate::wire::icmpv4::{msg_type, Icmpv4Packet};
+use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
+use crate::wire::udp::UdpPacket;
+
+const OUR_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+const PEER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+fn stack() -> (Interface<MemBuf>, MemPort) {
+    let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    let mut iface = Interface::new(config);
+    let mut port = MemPort::new(MemPortConfig {
+        mac: OUR_MAC,
+        ..MemPortConfig::default()
+    });
+    // The first poll announces our address; tests start after it.
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    port.take_tx();
+    (iface, port)
+}
+
+fn ethernet(dst: MacAddr, src: MacAddr, ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0u8; 14 + payload.len()];
+    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+    eth.set_dst(dst);
+    eth.set_src(src);
+    eth.set_ethertype(ethertype);
+    eth.payload_mut().copy_from_slice(payload);
+    frame
+}
+
+fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Vec<u8> {
+    let mut packet = vec![0u8; 20 + payload.len()];
+    packet[20..].copy_from_slice(payload);
+    Ipv4Packet::new_unchecked(&mut packet[..]).emit_header(&Ipv4Header {
+        src,
+        dst,
+        protocol: proto,
+        payload_len: payload.len() as u16,
+        ttl: 64,
+        ident: 7,
+        dont_fragment: true,
+    });
+    packet
+}
+
+fn udp(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = vec![0u8; 8 + payload.len()];
+    bytes[8..].copy_from_slice(payload);
+    UdpPacket::new_unchecked(&mut bytes[..]).emit_header(
+        (*src.ip(), src.port()),
+        (*dst.ip(), dst.port()),
+        payload.len() as u16,
+    );
+    bytes
+}
+
+fn udp_frame(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
+    let src = SocketAddrV4::new(PEER_IP, src_port);
+    let dst = SocketAddrV4::new(OUR_IP, dst_port);
+    let ip = ipv4(PEER_IP, OUR_IP, protocol::UDP, &udp(src, dst, payload));
+    ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip)
+}
+
+fn echo_request(seq: u16, payload: &[u8]) -> Vec<u8> {
+    let mut icmp = vec![0u8; 8 + payload.len()];
+    let mut p = Icmpv4Packet::new_unchecked(&mut icmp[..]);
+    p.set_type_code(msg_type::ECHO_REQUEST, 0);
+    p.set_rest(0x4242, seq);
+    p.payload_mut().copy_from_slice(payload);
+    p.fill_checksum();
+    ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ipv4(PEER_IP, OUR_IP, protocol::ICMP, &icmp))
+}
+
+fn arp(operation: ArpOperation, sender: (MacAddr, Ipv4Addr), target: (MacAddr, Ipv4Addr)) -> Vec<u8> {
+    let mut body = [0u8; 28];
+    ArpRepr {
+        operation,
+        sender_mac: sender.0,
+        sender_ip: sender.1,
+        target_mac: target.0,
+        target_ip: target.1,
+    }
+    .emit(&mut body);
+    let dst = if operation == ArpOperation::Request { MacAddr::BROADCAST } else { target.0 };
+    ethernet(dst, sender.0, EtherType::Arp, &body)
+}
+
+/// Echoes every datagram back to its sender.
+struct Echo;
+
+impl UdpHandler<MemBuf> for Echo {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        for datagram in batch.drain(..) {
+            ctx.reply(datagram);
+        }
+    }
+}
+
+/// Records what each socket got.
+#[derive(Default)]
+struct Recorder {
+    calls: Vec<(SocketId, Vec<Vec<u8>>)>,
+}
+
+impl UdpHandler<MemBuf> for Recorder {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+        self.calls.push((socket, batch.iter().map(|d| d.payload().to_vec()).collect()));
+    }
+}
+
+fn poll<H: UdpHandler<MemBuf>>(iface: &mut Interface<MemBuf>, port: &mut MemPort, handler: &mut H) {
+    iface.poll(port, Instant::from_nanos(1_000_000), handler);
+}
+
+#[test]
+fn the_first_poll_announces_our_address() {
+    let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    let mut iface: Interface<MemBuf> = Interface::new(config);
+    let mut port = MemPort::new(MemPortConfig::default());
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let garp = ArpRepr::parse(&out[0][14..]).unwrap();
+    assert_eq!((garp.sender_ip, garp.target_ip), (OUR_IP, OUR_IP));
+    assert!(EthernetFrame::new_checked(&out[0][..]).unwrap().dst().is_broadcast());
+}
+
+#[test]
+fn arp_requests_for_us_are_answered_and_teach_us_the_sender() {
+    let (mut iface, mut port) = stack();
+    port.push_rx(&arp(ArpOperation::Request, (PEER_MAC, PEER_IP), (MacAddr::default(), OUR_IP)));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!((eth.dst(), eth.src(), eth.ethertype()), (PEER_MAC, OUR_MAC, EtherType::Arp));
+    let reply = ArpRepr::parse(eth.payload()).unwrap();
+    assert_eq!(
+        reply,
+        ArpRepr {
+            operation: ArpOperation::Reply,
+            sender_mac: OUR_MAC,
+            sender_ip: OUR_IP,
+            target_mac: PEER_MAC,
+            target_ip: PEER_IP,
+        }
+    );
+    assert_eq!(iface.neighbor(PEER_IP), Some(PEER_MAC));
+    assert_eq!(iface.counters().get(Stat::ArpOutReplies), 1);
+}
+
+#[test]
+fn arp_requests_for_others_are_counted_and_ignored() {
+    let (mut iface, mut port) = stack();
+    let other = Ipv4Addr::new(10, 0, 0, 77);
+    port.push_rx(&arp(ArpOperation::Request, (PEER_MAC, PEER_IP), (MacAddr::default(), other)));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::ArpNotForUs), 1);
+    assert_eq!(iface.neighbor(PEER_IP), None, "not learned: it was not for us");
+}
+
+#[test]
+fn ping_gets_an_echo_reply() {
+    let (mut iface, mut port) = stack();
+    port.push_rx(&echo_request(9, b"ping payload"));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!((eth.dst(), eth.src()), (PEER_MAC, OUR_MAC));
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!((ip.src(), ip.dst(), ip.ttl()), (OUR_IP, PEER_IP, 64));
+    let icmp = Icmpv4Packet::new_checked(ip.payload()).unwrap();
+    assert!(icmp.verify_checksum());
+    assert_eq!((icmp.msg_type(), icmp.echo_ident(), icmp.echo_seq()), (msg_type::ECHO_REPLY, 0x4242, 9));
+    assert_eq!(icmp.payload(), b"ping payload");
+    assert_eq!(port.buffers_in_use(), 0, "the request's buffer became the reply");
+}
+
+#[test]
+fn udp_echo_in_inline_mode_replies_from_the_same_buffer() {
+    let (mut iface, mut port) = stack();
+    iface.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    port.push_rx(&udp_frame(40000, 7, b"hello"));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!(eth.dst(), PEER_MAC);
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!((ip.src(), ip.dst()), (OUR_IP, PEER_IP));
+    let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+    assert!(udp.verify_checksum(OUR_IP, PEER_IP));
+    assert_eq!((udp.src_port(), udp.dst_port()), (7, 40000));
+    assert_eq!(udp.payload(), b"hello");
+    assert_eq!(iface.counters().get(Stat::UdpInDatagrams), 1);
+    assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 1);
+}
+
+#[test]
+fn each_socket_gets_its_datagrams_in_one_batch_in_order() {
+    let (mut iface, mut port) = stack();
+    let a = iface.udp_bind(SocketAddrV4::new(OUR_IP, 1000), BindOptions::default()).unwrap();
+    let b = iface.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 2000), BindOptions::default()).unwrap();
+    for (port_no, text) in [(2000, "b1"), (1000, "a1"), (2000, "b2"), (1000, "a2"), (1000, "a3")] {
+        port.push_rx(&udp_frame(5555, port_no, text.as_bytes()));
+    }
+    let mut recorder = Recorder::default();
+    poll(&mut iface, &mut port, &mut recorder);
+    let texts = |v: &Vec<Vec<u8>>| v.iter().map(|p| String::from_utf8(p.clone()).unwrap()).collect::<Vec<_>>();
+    assert_eq!(recorder.calls.len(), 2, "one call per socket per burst");
+    assert_eq!(recorder.calls[0].0, a);
+    assert_eq!(texts(&recorder.calls[0].1), ["a1", "a2", "a3"]);
+    assert_eq!(recorder.calls[1].0, b);
+    assert_eq!(texts(&recorder.calls[1].1), ["b1", "b2"]);
+    assert_eq!(port.buffers_in_use(), 0, "undrained datagrams are freed");
+}
+
+#[test]
+fn a_closed_port_answers_icmp_port_unreachable_quoting_the_datagram() {
+    let (mut iface, mut port) = stack();
+    let request = udp_frame(40000, 9999, b"anyone?");
+    port.push_rx(&request);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!(eth.dst(), PEER_MAC);
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!((ip.src(), ip.dst(), ip.protocol()), (OUR_IP, PEER_IP, protocol::ICMP));
+    let icmp = Icmpv4Packet::new_checked(ip.payload()).unwrap();
+    assert!(icmp.verify_checksum());
+    assert_eq!((icmp.msg_type(), icmp.code()), (3, 3));
+    assert_eq!(icmp.payload(), &request[14..], "the whole offending datagram is quoted");
+    assert_eq!(iface.counters().dropped(DropReason::UdpNoSocket), 1);
+}
+
+#[test]
+fn icmp_errors_are_rate_limited() {
+    let (mut iface, mut port) = stack();
+    for _ in 0..1200 {
+        port.push_rx(&udp_frame(40000, 9999, b"x"));
+    }
+    let now = Instant::from_nanos(1_000_000);
+    while port.rx_pending() > 0 {
+        iface.poll(&mut port, now, &mut DropDatagrams);
+    }
+    assert_eq!(port.take_tx().len(), 1000, "the burst allowance");
+    assert_eq!(iface.counters().dropped(DropReason::IcmpRateLimited), 200);
+}
+
+#[test]
+fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
+    let (mut iface, mut port) = stack();
+    let good_ping = echo_request(1, b"ok");
+    let mut bad_ip_sum = good_ping.clone();
+    bad_ip_sum[14 + 10] ^= 0xff;
+    let mut bad_version = good_ping.clone();
+    bad_version[14] = 0x65;
+    let mut long_total = good_ping.clone();
+    long_total[14 + 3] = 0xff;
+    let mut bad_icmp_sum = good_ping.clone();
+    bad_icmp_sum[14 + 20 + 2] ^= 0xff;
+    let mut udp_bad_sum = udp_frame(1, 7, b"data");
+    udp_bad_sum[14 + 20 + 6] ^= 0xff;
+    let mut udp_bad_len = udp_frame(1, 7, b"data");
+    udp_bad_len[14 + 20 + 5] = 3;
+    let mut martian = echo_request(1, b"ok");
+    martian[14 + 12..14 + 16].copy_from_slice(&[127, 0, 0, 1]);
+    let mut fix = Ipv4Packet::new_unchecked(&mut martian[14..]);
+    fix.fill_checksum();
+    let not_ours = ethernet(MacAddr([2, 9, 9, 9, 9, 9]), PEER_MAC, EtherType::Ipv4, &good_ping[14..]);
+    let other_ip = ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ipv4(PEER_IP, Ipv4Addr::new(10, 0, 0, 50), protocol::ICMP, &good_ping[34..]));
+    let mut fragment = echo_request(1, b"ok");
+    fragment[14 + 6] = 0x20; // more fragments
+    let mut fix = Ipv4Packet::new_unchecked(&mut fragment[14..]);
+    fix.fill_checksum();
+    let rows: Vec<(&str, Vec<u8>, DropReason)> = vec![
+        ("runt", vec![1, 2, 3], DropReason::EthTruncated),
+        ("other MAC", not_ours, DropReason::EthNotForUs),
+        ("ipv6", ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv6, &[0; 40]), DropReason::EthUnknownType),
+        ("short arp", ethernet(OUR_MAC, PEER_MAC, EtherType::Arp, &[0; 10]), DropReason::ArpMalformed),
+        ("short ipv4", ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &[0x45; 10]), DropReason::Ipv4Truncated),
+        ("ip checksum", bad_ip_sum, DropReason::Ipv4BadChecksum),
+        ("ip version", bad_version, DropReason::Ipv4Malformed),
+        ("total length", long_total, DropReason::Ipv4Truncated),
+        ("martian", martian, DropReason::Ipv4MartianSource),
+        ("not our ip", other_ip, DropReason::Ipv4NotForUs),
+        ("fragment", fragment, DropReason::Ipv4Fragment),
+        ("icmp checksum", bad_icmp_sum, DropReason::IcmpMalformed),
+        ("udp checksum", udp_bad_sum, DropReason::UdpBadChecksum),
+        ("udp length", udp_bad_len, DropReason::UdpMalformed),
+    ];
+    iface.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    for (name, frame, reason) in rows {
+        let before = iface.counters().dropped(reason);
+        port.push_rx(&frame);
+        poll(&mut iface, &mut port, &mut Echo);
+        assert_eq!(iface.counters().dropped(reason), before + 1, "{name}");
+        assert!(port.take_tx().is_empty(), "{name}: no reply");
+    }
+    port.push_rx(&good_ping);
+    poll(&mut iface, &mut port, &mut Echo);
+    assert_eq!(port.take_tx().len(), 1, "still answering");
+    assert_eq!(port.buffers_in_use(), 0, "every dropped buffer was freed");
+}
+
+#[test]
+fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
+    let (mut iface, mut port) = stack();
+    iface.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    let seeds = [echo_request(1, b"abc"), udp_frame(1, 7, b"xyz"), arp(ArpOperation::Request, (PEER_MAC, PEER_IP), (MacAddr::default(), OUR_IP))];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut frames = 0u64;
+    for round in 0..3000 {
+        let mut frame = seeds[round % seeds.len()].clone();
+        for _ in 0..(round % 4) + 1 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state as usize) % frame.len();
+            frame[at] = (state >> 32) as u8;
+        }
+        frame.truncate(((state >> 40) as usize % (frame.len() + 1)).max(frame.len() / 2));
+        port.push_rx(&frame);
+        frames += 1;
+        poll(&mut iface, &mut port, &mut Echo);
+        port.take_tx();
+    }
+    // Every frame ends in exactly one receive outcome.
+    let c = iface.counters();
+    let handled = [
+        Stat::ArpInRequests,
+        Stat::ArpInReplies,
+        Stat::ArpInGratuitous,
+        Stat::IcmpInEchos,
+        Stat::UdpInDatagrams,
+    ]
+    .iter()
+    .map(|&s| c.get(s))
+    .sum::<u64>();
+    let not_receive_drops = [
+        DropReason::IcmpRateLimited,
+        DropReason::TxNoRoute,
+        DropReason::TxNeighborUnresolved,
+        DropReason::TxDeviceFull,
+        DropReason::TxNoBuffer,
+    ]
+    .iter()
+    .map(|&r| c.dropped(r))
+    .sum::<u64>();
+    assert_eq!(c.get(Stat::EthInFrames), frames);
+    assert_eq!(handled + c.total_dropped() - not_receive_drops, frames);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn sending_to_an_unknown_neighbour_resolves_it_first() {
+    let (mut iface, mut port) = stack();
+    let socket = iface.udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default()).unwrap();
+    let dst = SocketAddrV4::new(PEER_IP, 53);
+    iface.send_to(&mut port, Instant::ZERO, socket, dst, b"query").unwrap();
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "only the ARP request goes out");
+    let request = ArpRepr::parse(&out[0][14..]).unwrap();
+    assert_eq!((request.operation, request.target_ip), (ArpOperation::Request, PEER_IP));
+    port.push_rx(&arp(ArpOperation::Reply, (PEER_MAC, PEER_IP), (OUR_MAC, OUR_IP)));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "the parked datagram leaves");
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!(eth.dst(), PEER_MAC);
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+    assert!(udp.verify_checksum(OUR_IP, PEER_IP));
+    assert_eq!((udp.dst_port(), udp.payload()), (53, &b"query"[..]));
+    iface.send_to(&mut port, Instant::ZERO, socket, dst, b"again").unwrap();
+    assert_eq!(port.take_tx().len(), 1, "resolved: straight out");
+}
+
+#[test]
+fn unanswered_arp_gives_up_and_counts_the_parked_packets() {
+    let (mut iface, mut port) = stack();
+    let socket = iface.udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default()).unwrap();
+    iface.send_to(&mut port, Instant::ZERO, socket, SocketAddrV4::new(PEER_IP, 53), b"q").unwrap();
+    let mut requests = port.take_tx().len();
+    for second in 1..=5 {
+        iface.poll(&mut port, Instant::from_nanos(second * 1_000_000_000), &mut DropDatagrams);
+        requests += port.take_tx().len();
+    }
+    assert_eq!(requests, 3, "three requests, then give up");
+    assert_eq!(iface.counters().dropped(DropReason::TxNeighborUnresolved), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_destination_without_a_route_is_an_error() {
+    let (mut iface, mut port) = stack();
+    let socket = iface.udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default()).unwrap();
+    let far = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 53);
+    assert_eq!(iface.send_to(&mut port, Instant::ZERO, socket, far, b"q"), Err(SendError::NoRoute));
+    iface.add_route(Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap(), Some(PEER_IP));
+    iface.send_to(&mut port, Instant::ZERO, socket, far, b"q").unwrap();
+    let out = port.take_tx();
+    let request = ArpRepr::parse(&out[0][14..]).unwrap();
+    assert_eq!(request.target_ip, PEER_IP, "resolves the gateway, not the destination");
+}
+
+#[test]
+fn two_stacks_talk_over_a_wire() {
+    let (mut server, mut server_port) = stack();
+    server.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    let client_config = InterfaceConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
+    let mut client: Interface<MemBuf> = Interface::new(client_config);
+    let mut client_port = MemPort::new(MemPortConfig { mac: PEER_MAC, ..MemPortConfig::default() });
+    let socket = client.udp_bind(SocketAddrV4::new(PEER_IP, 0), BindOptions::default()).unwrap();
+    client.send_to(&mut client_port, Instant::ZERO, socket, SocketAddrV4::new(OUR_IP, 7), b"over the wire").unwrap();
+    let mut recorder = Recorder::default();
+    for step in 0..10u64 {
+        let now = Instant::from_nanos(step * 1_000_000);
+        client_port.deliver_to(&mut server_port);
+        server.poll(&mut server_port, now, &mut Echo);
+        server_port.deliver_to(&mut client_port);
+        client.poll(&mut client_port, now, &mut recorder);
+    }
+    assert_eq!(recorder.calls.len(), 1);
+    assert_eq!(recorder.calls[0].0, socket);
+    assert_eq!(recorder.calls[0].1, [b"over the wire".to_vec()]);
+}

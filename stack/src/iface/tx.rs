@@ -1,0 +1,366 @@
+//! The send path: replies built in the received buffer, new packets built in
+//! fresh buffers, and the per-poll transmit batch.
+//!
+//! Replies reuse the request's buffer: ARP and ICMP echo are rewritten in
+//! place; a UDP echo swaps addresses and ports (which leaves the UDP checksum
+//! valid: the ones' complement sum does not depend on their order); an ICMP
+//! port-unreachable grows the datagram's headroom by 28 bytes to put new
+//! Ethernet, IPv4 and ICMP headers in front of the original IP header.
+
+use super::Core;
+use crate::counters::{Counters, DropReason, Stat};
+use crate::neighbor::Resolution;
+use crate::port::{send_burst, Buf, MacAddr, Port};
+use crate::time::Instant;
+use crate::udp::{Datagram, SocketId};
+use crate::wire::arp::{ArpOperation, ArpRepr, PACKET_LEN as ARP_LEN};
+use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::icmpv4::{msg_type, Icmpv4Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP_LEN};
+use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
+use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
+use arrayvec::ArrayVec;
+use core::net::{Ipv4Addr, SocketAddrV4};
+
+/// Packets collected before one `tx_burst`.
+pub const TX_BATCH: usize = 64;
+
+/// TTL of packets we originate.
+const DEFAULT_TTL: u8 = 64;
+
+/// Bytes of the offending datagram quoted in an ICMP error (576-byte limit).
+const ICMP_QUOTE_MAX: usize = 576 - IP_LEN - ICMP_LEN;
+
+/// Why a send failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The socket does not exist.
+    NoSocket,
+    /// No route to the destination.
+    NoRoute,
+    /// The payload does not fit one buffer.
+    TooLarge,
+    /// No buffer was free.
+    NoBuffer,
+    /// The neighbour is unresolved and its wait queue is full.
+    NeighborUnresolved,
+}
+
+impl core::fmt::Display for SendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            SendError::NoSocket => "no such socket",
+            SendError::NoRoute => "no route to host",
+            SendError::TooLarge => "datagram too large for one buffer",
+            SendError::NoBuffer => "no buffer available",
+            SendError::NeighborUnresolved => "neighbour unresolved and its queue is full",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// Outgoing packets of one poll, sent in bursts.
+#[derive(Debug)]
+pub struct TxBatch<B> {
+    bufs: ArrayVec<B, TX_BATCH>,
+    retries: u32,
+}
+
+impl<B: Buf> TxBatch<B> {
+    /// An empty batch whose flushes retry `retries` times.
+    pub fn new(retries: u32) -> TxBatch<B> {
+        TxBatch {
+            bufs: ArrayVec::new(),
+            retries,
+        }
+    }
+
+    /// Queues `buf`; sends the batch first if it is full.
+    #[inline]
+    pub fn push<P: Port<Buf = B>>(&mut self, port: &mut P, buf: B, counters: &Counters) {
+        if self.bufs.is_full() {
+            self.flush(port, counters);
+        }
+        self.bufs.push(buf);
+    }
+
+    /// Sends everything queued; counts what the device refused.
+    pub fn flush<P: Port<Buf = B>>(&mut self, port: &mut P, counters: &Counters) {
+        if self.bufs.is_empty() {
+            return;
+        }
+        let outcome = send_burst(port, &mut self.bufs, self.retries);
+        counters.add(Stat::EthOutFrames, outcome.sent as u64);
+        for _ in 0..outcome.dropped {
+            counters.count_drop(DropReason::TxDeviceFull);
+        }
+    }
+}
+
+/// Sets the Ethernet destination of a frame whose header is in place.
+pub(crate) fn set_destination_mac<B: Buf>(buf: &mut B, mac: MacAddr) {
+    if let Some(header) = buf.data_mut().get_mut(..6) {
+        header.copy_from_slice(&mac.0);
+    }
+}
+
+/// Broadcasts "who has `target`? tell `source`" (with `source == target`:
+/// a gratuitous ARP announcing our address).
+pub(crate) fn send_arp_request<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    source: Ipv4Addr,
+    target: Ipv4Addr,
+) {
+    let Some(mut buf) = port.alloc() else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let Some(frame) = buf.append(ETH_LEN + ARP_LEN) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(MacAddr::BROADCAST);
+    eth.set_src(core.config.mac);
+    eth.set_ethertype(EtherType::Arp);
+    ArpRepr {
+        operation: ArpOperation::Request,
+        sender_mac: core.config.mac,
+        sender_ip: source,
+        target_mac: MacAddr::default(),
+        target_ip: target,
+    }
+    .emit(&mut frame[ETH_LEN..]);
+    core.counters.count(Stat::ArpOutRequests);
+    tx.push(port, buf, &core.counters);
+}
+
+/// Swaps the Ethernet addresses: the reply goes back to the previous hop.
+fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr) {
+    let mut eth = EthernetFrame::new_unchecked(buf.data_mut());
+    eth.set_dst(eth_src);
+    eth.set_src(our_mac);
+}
+
+/// Swaps the IPv4 addresses, resets TTL and identification, and refills the
+/// header checksum.
+fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B) {
+    let ident = core.ident();
+    let Some(bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
+        return;
+    };
+    let ip = Ipv4Packet::new_unchecked(&*bytes);
+    let (src, dst, proto, payload_len) = (
+        ip.src(),
+        ip.dst(),
+        ip.protocol(),
+        ip.total_len().saturating_sub(ip.header_len() as u16),
+    );
+    let header_len = ip.header_len();
+    // Options of the request are not echoed: rebuild a plain header right
+    // before the payload.
+    let start = header_len - IP_LEN;
+    Ipv4Packet::new_unchecked(&mut bytes[start..]).emit_header(&Ipv4Header {
+        src: dst,
+        dst: src,
+        protocol: proto,
+        payload_len,
+        ttl: DEFAULT_TTL,
+        ident,
+        dont_fragment: false,
+    });
+    if start > 0 {
+        // Move the Ethernet header up to the new IP header.
+        let data = buf.data_mut();
+        data.copy_within(0..ETH_LEN, start);
+        buf.adjust(start);
+    }
+}
+
+/// Turns an echo request into its reply, in place.
+pub(crate) fn reply_echo_in_place<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    mut buf: P::Buf,
+    eth_src: MacAddr,
+    ip_total_len: usize,
+) {
+    let padding = buf.len().saturating_sub(ETH_LEN + ip_total_len);
+    buf.trim(padding);
+    turn_around_ipv4(core, &mut buf);
+    turn_around_ethernet(&mut buf, core.config.mac, eth_src);
+    let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
+        return;
+    };
+    let header_len = Ipv4Packet::new_unchecked(&*ip_bytes).header_len();
+    let mut icmp = Icmpv4Packet::new_unchecked(&mut ip_bytes[header_len..]);
+    icmp.set_type_code(msg_type::ECHO_REPLY, 0);
+    icmp.fill_checksum();
+    core.counters.count(Stat::IcmpOutEchoReps);
+    core.counters.count(Stat::IpOutRequests);
+    tx.push(port, buf, &core.counters);
+}
+
+/// Sends a datagram's payload back to where it came from, in its own buffer.
+pub(crate) fn reply_udp_in_place<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    datagram: Datagram<P::Buf>,
+) {
+    let Datagram {
+        mut buf,
+        payload,
+        ..
+    } = datagram;
+    let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
+    let padding = buf.len().saturating_sub(payload.end);
+    buf.trim(padding);
+    turn_around_ipv4(core, &mut buf);
+    turn_around_ethernet(&mut buf, core.config.mac, eth_src);
+    let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
+        return;
+    };
+    let header_len = Ipv4Packet::new_unchecked(&*ip_bytes).header_len();
+    if let Some(ports) = ip_bytes.get_mut(header_len..header_len + 4) {
+        // Swapping the ports (and, above, the addresses) keeps the checksum.
+        let (src, dst) = ports.split_at_mut(2);
+        src.swap_with_slice(dst);
+    }
+    core.counters.count(Stat::UdpOutDatagrams);
+    core.counters.count(Stat::IpOutRequests);
+    tx.push(port, buf, &core.counters);
+}
+
+/// Answers a datagram for a closed port with ICMP port unreachable, reusing
+/// its buffer, within the ICMP error rate limit.
+pub(crate) fn port_unreachable_in_place<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    mut buf: P::Buf,
+    eth_src: MacAddr,
+    ip_total_len: usize,
+) {
+    if !core.icmp_limit.take(now) {
+        return core.counters.count_drop(DropReason::IcmpRateLimited);
+    }
+    let (src, dst) = {
+        let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
+        (ip.src(), ip.dst())
+    };
+    let quoted = ip_total_len.min(ICMP_QUOTE_MAX);
+    let keep = ETH_LEN + quoted;
+    let excess = buf.len().saturating_sub(keep);
+    buf.trim(excess);
+    // New headers: Ethernet + IPv4 + ICMP in front of the quoted IP header,
+    // which today sits right after the old Ethernet header.
+    if buf.prepend(IP_LEN + ICMP_LEN).is_none() {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    }
+    let ident = core.ident();
+    let data = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *data);
+    eth.set_dst(eth_src);
+    eth.set_src(core.config.mac);
+    eth.set_ethertype(EtherType::Ipv4);
+    Ipv4Packet::new_unchecked(&mut data[ETH_LEN..]).emit_header(&Ipv4Header {
+        src: dst,
+        dst: src,
+        protocol: protocol::ICMP,
+        payload_len: (ICMP_LEN + quoted) as u16,
+        ttl: DEFAULT_TTL,
+        ident,
+        dont_fragment: false,
+    });
+    let mut icmp = Icmpv4Packet::new_unchecked(&mut data[ETH_LEN + IP_LEN..]);
+    icmp.set_type_code(msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE);
+    icmp.set_rest(0, 0);
+    icmp.fill_checksum();
+    core.counters.count(Stat::IcmpOutDestUnreachs);
+    core.counters.count(Stat::IpOutRequests);
+    tx.push(port, buf, &core.counters);
+}
+
+/// Builds and sends a UDP datagram from `socket` to `dst`.
+pub(crate) fn send_udp<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    socket: SocketId,
+    dst: SocketAddrV4,
+    payload: &[u8],
+) -> Result<(), SendError> {
+    let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
+    let generation = core.routes.generation() ^ core.neighbors.generation().rotate_left(32);
+    let hop = core
+        .route_cache
+        .next_hop(&core.routes, generation, *dst.ip())
+        .ok_or_else(|| {
+            core.counters.count_drop(DropReason::TxNoRoute);
+            SendError::NoRoute
+        })?;
+    let src_ip = if local.ip().is_unspecified() {
+        hop.source
+    } else {
+        *local.ip()
+    };
+    let udp_len = UDP_LEN + payload.len();
+    let frame_len = ETH_LEN + IP_LEN + udp_len;
+    if udp_len > usize::from(u16::MAX) - IP_LEN {
+        return Err(SendError::TooLarge);
+    }
+    let mut buf = port.alloc().ok_or_else(|| {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        SendError::NoBuffer
+    })?;
+    let ident = core.ident();
+    let Some(frame) = buf.append(frame_len) else {
+        return Err(SendError::TooLarge);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_src(core.config.mac);
+    eth.set_ethertype(EtherType::Ipv4);
+    let udp_bytes = &mut frame[ETH_LEN + IP_LEN..];
+    udp_bytes[UDP_LEN..].copy_from_slice(payload);
+    UdpPacket::new_unchecked(&mut *udp_bytes).emit_header(
+        (src_ip, local.port()),
+        (*dst.ip(), dst.port()),
+        payload.len() as u16,
+    );
+    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
+        src: src_ip,
+        dst: *dst.ip(),
+        protocol: protocol::UDP,
+        payload_len: udp_len as u16,
+        ttl: DEFAULT_TTL,
+        ident,
+        dont_fragment: true,
+    });
+    core.counters.count(Stat::UdpOutDatagrams);
+    core.counters.count(Stat::IpOutRequests);
+    if dst.ip().is_broadcast() {
+        set_destination_mac(&mut buf, MacAddr::BROADCAST);
+        tx.push(port, buf, &core.counters);
+        return Ok(());
+    }
+    match core.neighbors.resolve(hop.via, buf, now) {
+        Resolution::Ready(mut buf, mac) => {
+            set_destination_mac(&mut buf, mac);
+            tx.push(port, buf, &core.counters);
+            Ok(())
+        }
+        Resolution::QueuedSendRequest => {
+            send_arp_request(core, port, tx, hop.source, hop.via);
+            Ok(())
+        }
+        Resolution::Queued => Ok(()),
+        Resolution::Full(_) => {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            Err(SendError::NeighborUnresolved)
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! IPv4 routing: a longest-prefix-match table and a per-destination route
+//! cache stamped with a generation number.
+//!
+//! The table holds connected routes (from the interface addresses) and
+//! static routes with gateways. Lookup walks the prefix lengths present, most
+//! specific first, with one hash probe each (at most 33, usually 2 or 3).
+//! The cache remembers the answer per destination; an entry is valid only
+//! while its stamp equals the current generation (table changes plus
+//! neighbour changes), so any change invalidates stale entries on next use
+//! without a sweep. Owned by one lcore.
+
+use core::net::Ipv4Addr;
+use std::collections::HashMap;
+
+/// An IPv4 prefix: address and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv4Cidr {
+    /// The address (host bits may be set: it is also an interface address).
+    pub addr: Ipv4Addr,
+    /// Prefix length, 0 to 32.
+    pub len: u8,
+}
+
+impl Ipv4Cidr {
+    /// `addr/len`; `None` if `len` > 32.
+    pub fn new(addr: Ipv4Addr, len: u8) -> Option<Ipv4Cidr> {
+        (len <= 32).then_some(Ipv4Cidr { addr, len })
+    }
+
+    /// The network mask.
+    pub fn mask(self) -> u32 {
+        if self.len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(self.len))
+        }
+    }
+
+    /// The network address (host bits cleared).
+    pub fn network(self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.addr) & self.mask())
+    }
+
+    /// The directed broadcast address of the network.
+    pub fn broadcast(self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.addr) | !self.mask())
+    }
+
+    /// True if `ip` is inside the prefix.
+    pub fn contains(self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & self.mask() == u32::from(self.addr) & self.mask()
+    }
+}
+
+impl core::str::FromStr for Ipv4Cidr {
+    type Err = String;
+
+    /// Parses `A.B.C.D/LEN`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (addr, len) = s
+            .split_once('/')
+            .ok_or_else(|| format!("'{s}' is not ADDRESS/PREFIX (e.g. 10.0.0.1/24)"))?;
+        let addr: Ipv4Addr = addr.parse().map_err(|_| format!("bad IPv4 address '{addr}'"))?;
+        let len: u8 = len.parse().map_err(|_| format!("bad prefix length '{len}'"))?;
+        Ipv4Cidr::new(addr, len).ok_or_else(|| format!("prefix length {len} is over 32"))
+    }
+}
+
+impl core::fmt::Display for Ipv4Cidr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// A route: where packets to a prefix go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// The destination prefix.
+    pub prefix: Ipv4Cidr,
+    /// Next hop, or `None` for a directly connected network.
+    pub gateway: Option<Ipv4Addr>,
+    /// Output port index.
+    pub port: u16,
+    /// Source address for packets that take this route.
+    pub source: Ipv4Addr,
+}
+
+/// Where one packet goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextHop {
+    /// The address to resolve with ARP (the destination or the gateway).
+    pub via: Ipv4Addr,
+    /// Output port index.
+    pub port: u16,
+    /// Source address to use.
+    pub source: Ipv4Addr,
+}
+
+/// The longest-prefix-match table. See the module documentation.
+#[derive(Debug, Default)]
+pub struct RouteTable {
+    /// Routes by prefix length, keyed by network address.
+    by_len: Vec<HashMap<u32, Route>>,
+    /// Prefix lengths present, longest first.
+    lengths: Vec<u8>,
+    generation: u64,
+}
+
+impl RouteTable {
+    /// An empty table.
+    pub fn new() -> RouteTable {
+        RouteTable {
+            by_len: (0..=32).map(|_| HashMap::new()).collect(),
+            lengths: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    /// Adds or replaces the route for `route.prefix`.
+    pub fn add(&mut self, route: Route) {
+        let len = route.prefix.len;
+        let key = u32::from(route.prefix.network());
+        self.by_len[usize::from(len)].insert(key, route);
+        if !self.lengths.contains(&len) {
+            self.lengths.push(len);
+            self.lengths.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        self.generation += 1;
+    }
+
+    /// Removes the route for `prefix`; true if there was one.
+    pub fn remove(&mut self, prefix: Ipv4Cidr) -> bool {
+        let removed = self.by_len[usize::from(prefix.len)]
+            .remove(&u32::from(prefix.network()))
+            .is_some();
+        if removed {
+            if self.by_len[usize::from(prefix.len)].is_empty() {
+                self.lengths.retain(|&l| l != prefix.len);
+            }
+            self.generation += 1;
+        }
+        removed
+    }
+
+    /// Changes whenever a route is added or removed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The most specific route to `dst`.
+    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
+        let dst = u32::from(dst);
+        self.lengths.iter().find_map(|&len| {
+            let cidr = Ipv4Cidr {
+                addr: Ipv4Addr::from(dst),
+                len,
+            };
+            self.by_len[usize::from(len)].get(&(dst & cidr.mask()))
+        })
+    }
+
+    /// The next hop for `dst`.
+    pub fn next_hop(&self, dst: Ipv4Addr) -> Option<NextHop> {
+        self.lookup(dst).map(|r| NextHop {
+            via: r.gateway.unwrap_or(dst),
+            port: r.port,
+            source: r.source,
+        })
+    }
+}
+
+/// A per-destination cache of [`RouteTable::next_hop`] answers.
+#[derive(Debug, Default)]
+pub struct RouteCache {
+    entries: HashMap<Ipv4Addr, (u64, NextHop)>,
+    capacity: usize,
+}
+
+impl RouteCache {
+    /// A cache of at most `capacity` destinations.
+    pub fn new(capacity: usize) -> RouteCache {
+        RouteCache {
+            entries: HashMap::new(),
+            capacity,
+        }
+    }
+
+    /// The next hop for `dst`, from the cache if its stamp equals
+    /// `generation`, else from `table` (and cached).
+    pub fn next_hop(
+        &mut self,
+        table: &RouteTable,
+        generation: u64,
+        dst: Ipv4Addr,
+    ) -> Option<NextHop> {
+        if let Some(&(stamp, hop)) = self.entries.get(&dst) {
+            if stamp == generation {
+                return Some(hop);
+            }
+        }
+        let hop = table.next_hop(dst)?;
+        if self.entries.len() >= self.capacity {
+            // Stale entries go first; a full cache of fresh ones is cleared.
+            self.entries.retain(|_, (stamp, _)| *stamp == generation);
+            if self.entries.len() >= self.capacity {
+                self.entries.clear();
+            }
+        }
+        self.entries.insert(dst, (generation, hop));
+        Some(hop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cidr(s: &str) -> Ipv4Cidr {
+        s.parse().unwrap()
+    }
+
+    fn ip(s: &str) -> Ipv4Addr {
+        s.parse().unwrap()
+    }
+
+    fn table() -> RouteTable {
+        let mut t = RouteTable::new();
+        let source = ip("10.0.0.1");
+        t.add(Route { prefix: cidr("10.0.0.0/24"), gateway: None, port: 0, source });
+        t.add(Route { prefix: cidr("10.1.0.0/16"), gateway: Some(ip("10.0.0.254")), port: 0, source });
+        t.add(Route { prefix: cidr("10.1.2.0/24"), gateway: Some(ip("10.0.0.253")), port: 1, source });
+        t.add(Route { prefix: cidr("0.0.0.0/0"), gateway: Some(ip("10.0.0.1")), port: 0, source });
+        t
+    }
+
+    #[test]
+    fn longest_prefix_wins() {
+        let t = table();
+        let rows = [
+            ("10.0.0.7", ip("10.0.0.7"), 0),
+            ("10.1.9.9", ip("10.0.0.254"), 0),
+            ("10.1.2.3", ip("10.0.0.253"), 1),
+            ("192.0.2.1", ip("10.0.0.1"), 0),
+        ];
+        for (dst, via, port) in rows {
+            let hop = t.next_hop(ip(dst)).unwrap();
+            assert_eq!((hop.via, hop.port), (via, port), "dst {dst}");
+        }
+    }
+
+    #[test]
+    fn without_a_default_route_unknown_networks_have_no_route() {
+        let mut t = table();
+        assert!(t.remove(cidr("0.0.0.0/0")));
+        assert!(!t.remove(cidr("0.0.0.0/0")));
+        assert_eq!(t.next_hop(ip("192.0.2.1")), None);
+    }
+
+    #[test]
+    fn cache_entries_are_refreshed_after_a_change() {
+        let mut t = table();
+        let mut cache = RouteCache::new(16);
+        let dst = ip("10.1.2.3");
+        let first = cache.next_hop(&t, t.generation(), dst).unwrap();
+        assert_eq!(first.via, ip("10.0.0.253"));
+        t.remove(cidr("10.1.2.0/24"));
+        let second = cache.next_hop(&t, t.generation(), dst).unwrap();
+        assert_eq!(second.via, ip("10.0.0.254"), "the stale entry was not used");
+    }
+
+    #[test]
+    fn cidr_parsing_and_arithmetic() {
+        let c = cidr("10.0.0.1/24");
+        assert_eq!(c.network(), ip("10.0.0.0"));
+        assert_eq!(c.broadcast(), ip("10.0.0.255"));
+        assert!(c.contains(ip("10.0.0.200")) && !c.contains(ip("10.0.1.1")));
+        assert!("10.0.0.1".parse::<Ipv4Cidr>().is_err());
+        assert!("10.0.0.1/33".parse::<Ipv4Cidr>().is_err());
+        assert_eq!(cidr("0.0.0.0/0").mask(), 0);
+    }
+}

@@ -1,0 +1,171 @@
+//! Table tests: each row is a set of sockets, a datagram, and the socket that
+//! must receive it, pinning Linux's UDP lookup semantics.
+
+use super::*;
+
+const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const HOST2: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 5);
+const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const OTHER_PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
+
+fn local(ip: Ipv4Addr) -> bool {
+    ip == HOST || ip == HOST2
+}
+
+fn addr(ip: Ipv4Addr, port: u16) -> SocketAddrV4 {
+    SocketAddrV4::new(ip, port)
+}
+
+fn key(src: SocketAddrV4, dst: SocketAddrV4) -> FlowKey {
+    FlowKey {
+        src,
+        dst,
+        device: 0,
+    }
+}
+
+const REUSE: BindOptions = BindOptions {
+    reuse_port: true,
+    device: None,
+};
+
+#[test]
+fn specific_address_beats_wildcard() {
+    let mut t = UdpTable::new(1);
+    let any = t.bind(addr(Ipv4Addr::UNSPECIFIED, 53), REUSE, local).unwrap();
+    let specific = t.bind(addr(HOST, 53), REUSE, local).unwrap();
+    let rows = [
+        (addr(HOST, 53), Some(specific)),
+        (addr(HOST2, 53), Some(any)),
+        (addr(HOST, 54), None),
+    ];
+    for (dst, expected) in rows {
+        assert_eq!(t.lookup(&key(addr(PEER, 1000), dst)), expected, "dst {dst}");
+    }
+}
+
+#[test]
+fn a_connected_socket_only_hears_its_peer() {
+    let mut t = UdpTable::new(1);
+    let s = t.bind(addr(HOST, 5000), BindOptions::default(), local).unwrap();
+    assert!(t.connect(s, addr(PEER, 7000)));
+    let rows = [
+        (addr(PEER, 7000), Some(s)),
+        (addr(PEER, 7001), None),
+        (addr(OTHER_PEER, 7000), None),
+    ];
+    for (src, expected) in rows {
+        assert_eq!(t.lookup(&key(src, addr(HOST, 5000))), expected, "src {src}");
+    }
+}
+
+#[test]
+fn bind_conflicts_follow_so_reuseport() {
+    let mut t = UdpTable::new(1);
+    let plain = BindOptions::default();
+    t.bind(addr(HOST, 80), plain, local).unwrap();
+    assert_eq!(t.bind(addr(HOST, 80), plain, local), Err(BindError::AddrInUse));
+    assert_eq!(t.bind(addr(HOST, 80), REUSE, local), Err(BindError::AddrInUse));
+    assert_eq!(
+        t.bind(addr(Ipv4Addr::UNSPECIFIED, 80), plain, local),
+        Err(BindError::AddrInUse),
+        "ANY overlaps every address"
+    );
+    assert!(t.bind(addr(HOST2, 80), plain, local).is_ok(), "another address is free");
+    assert_eq!(
+        t.bind(addr(Ipv4Addr::new(192, 0, 2, 1), 80), plain, local),
+        Err(BindError::AddrNotAvailable)
+    );
+    t.bind(addr(HOST, 81), REUSE, local).unwrap();
+    assert!(t.bind(addr(HOST, 81), REUSE, local).is_ok(), "both set SO_REUSEPORT");
+}
+
+#[test]
+fn port_zero_picks_distinct_ephemeral_ports() {
+    let mut t = UdpTable::new(1);
+    let a = t.bind(addr(HOST, 0), BindOptions::default(), local).unwrap();
+    let b = t.bind(addr(HOST, 0), BindOptions::default(), local).unwrap();
+    let (pa, pb) = (t.local_addr(a).unwrap().port(), t.local_addr(b).unwrap().port());
+    assert!(EPHEMERAL_PORTS.contains(&pa) && EPHEMERAL_PORTS.contains(&pb));
+    assert_ne!(pa, pb);
+}
+
+#[test]
+fn reuseport_spreads_flows_and_keeps_each_flow_on_one_member() {
+    let mut t = UdpTable::new(0x1234_5678);
+    let members: Vec<SocketId> = (0..4)
+        .map(|_| t.bind(addr(HOST, 9000), REUSE, local).unwrap())
+        .collect();
+    let mut hits = [0usize; 4];
+    for src_port in 1000..3000 {
+        let k = key(addr(PEER, src_port), addr(HOST, 9000));
+        let chosen = t.lookup(&k).unwrap();
+        assert_eq!(t.lookup(&k), Some(chosen), "same flow, same member");
+        hits[members.iter().position(|&m| m == chosen).unwrap()] += 1;
+    }
+    for h in hits {
+        assert!((350..650).contains(&h), "uneven spread {hits:?}");
+    }
+}
+
+#[test]
+fn a_connected_socket_in_a_reuseport_group_wins_its_flow() {
+    // Seed 000's case: a reuseport group that also holds a connected socket
+    // must re-score, so the connected socket gets its peer's datagrams.
+    let mut t = UdpTable::new(7);
+    let unconnected: Vec<SocketId> = (0..3)
+        .map(|_| t.bind(addr(HOST, 4000), REUSE, local).unwrap())
+        .collect();
+    let connected = t.bind(addr(HOST, 4000), REUSE, local).unwrap();
+    assert!(t.connect(connected, addr(PEER, 6000)));
+    for _ in 0..10 {
+        assert_eq!(
+            t.lookup(&key(addr(PEER, 6000), addr(HOST, 4000))),
+            Some(connected)
+        );
+    }
+    for src_port in 1..200 {
+        let chosen = t.lookup(&key(addr(OTHER_PEER, src_port), addr(HOST, 4000)));
+        assert!(chosen.is_some_and(|c| unconnected.contains(&c)), "others go to unconnected members");
+    }
+    assert!(t.close(connected));
+    let chosen = t.lookup(&key(addr(PEER, 6000), addr(HOST, 4000)));
+    assert!(chosen.is_some_and(|c| unconnected.contains(&c)), "group hashing again");
+}
+
+#[test]
+fn bound_device_must_match() {
+    let mut t = UdpTable::new(1);
+    let on_port_1 = BindOptions {
+        reuse_port: false,
+        device: Some(1),
+    };
+    let s = t.bind(addr(HOST, 700), on_port_1, local).unwrap();
+    let mut k = key(addr(PEER, 1), addr(HOST, 700));
+    assert_eq!(t.lookup(&k), None);
+    k.device = 1;
+    assert_eq!(t.lookup(&k), Some(s));
+}
+
+#[test]
+fn close_frees_the_address_and_the_slot() {
+    let mut t = UdpTable::new(1);
+    let s = t.bind(addr(HOST, 53), BindOptions::default(), local).unwrap();
+    assert!(t.close(s));
+    assert!(!t.close(s));
+    assert!(t.is_empty());
+    let again = t.bind(addr(HOST, 53), BindOptions::default(), local).unwrap();
+    assert_eq!(again, s, "slot reused");
+    assert_eq!(t.lookup(&key(addr(PEER, 1), addr(HOST, 53))), Some(again));
+}
+
+#[test]
+fn lookup_does_not_depend_on_how_many_sockets_exist() {
+    let mut t = UdpTable::new(1);
+    for port in 10_000..20_000 {
+        t.bind(addr(HOST, port), BindOptions::default(), local).unwrap();
+    }
+    assert_eq!(t.len(), 10_000);
+    let k = key(addr(PEER, 1), addr(HOST, 15_000));
+    assert_eq!(t.local_addr(t.lookup(&k).unwrap()), Some(addr(HOST, 15_000)));
+}
