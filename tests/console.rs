@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{child_eal_args, ConsoleProcess};
+use common::{child_eal_args, AppProcess};
 use std::io::Write;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ fn forward_for(mode: &str, vdevs: &[&str], extra: &[&str], millis: u64) -> (u64,
     let mode_arg = format!("--forward-mode={mode}");
     let mut app = vec![mode_arg.as_str(), "--stats-period", "1"];
     app.extend_from_slice(extra);
-    let console = ConsoleProcess::spawn(&child_eal_args(vdevs), &app);
+    let console = AppProcess::console(&child_eal_args(vdevs), &app);
     std::thread::sleep(Duration::from_millis(millis));
     let out = console.stop_with(libc::SIGINT);
     assert_eq!(
@@ -46,7 +46,7 @@ fn mac_forwards_between_null_ports() {
 #[test]
 fn macswap_forwards_between_null_ports_and_records_cycles() {
     let mode_arg = "--forward-mode=macswap";
-    let console = ConsoleProcess::spawn(
+    let console = AppProcess::console(
         &child_eal_args(&NULL_PAIR),
         &[mode_arg, "--record-core-cycles", "--stats-period", "1"],
     );
@@ -103,7 +103,7 @@ fn loop_topology_on_one_ring_port() {
 
 #[test]
 fn without_eal_options_it_runs_on_the_embedded_default() {
-    let console = ConsoleProcess::spawn(&[], &["--stats-period", "1"]);
+    let console = AppProcess::console(&[], &["--stats-period", "1"]);
     std::thread::sleep(Duration::from_millis(1500));
     let out = console.stop_with(libc::SIGINT);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -119,7 +119,7 @@ fn without_eal_options_it_runs_on_the_embedded_default() {
 
 #[test]
 fn non_interactive_mode_exits_on_enter() {
-    let mut console = ConsoleProcess::spawn(&child_eal_args(&NULL_PAIR), &[]);
+    let mut console = AppProcess::console(&child_eal_args(&NULL_PAIR), &[]);
     let mut stdin = console.stdin();
     std::thread::sleep(Duration::from_millis(800));
     writeln!(stdin).expect("enter");
@@ -131,7 +131,7 @@ fn non_interactive_mode_exits_on_enter() {
 
 #[test]
 fn interactive_prompt_starts_shows_stops_and_quits() {
-    let mut console = ConsoleProcess::spawn(&child_eal_args(&NULL_PAIR), &["-i"]);
+    let mut console = AppProcess::console(&child_eal_args(&NULL_PAIR), &["-i"]);
     let mut stdin = console.stdin();
     let mut say = |line: &str, pause_ms: u64| {
         writeln!(stdin, "{line}").expect("write command");
@@ -178,7 +178,7 @@ fn interactive_prompt_starts_shows_stops_and_quits() {
 
 #[test]
 fn interactive_prompt_quits_at_end_of_input() {
-    let mut console = ConsoleProcess::spawn(&child_eal_args(&NULL_PAIR), &["-i", "-a"]);
+    let mut console = AppProcess::console(&child_eal_args(&NULL_PAIR), &["-i", "-a"]);
     drop(console.stdin());
     let out = console.wait();
     assert_eq!(out.code, Some(0));
@@ -188,7 +188,7 @@ fn interactive_prompt_quits_at_end_of_input() {
 
 #[test]
 fn an_unknown_forwarding_mode_is_a_usage_error() {
-    let out = ConsoleProcess::spawn(&[], &["--forward-mode=warp"]).wait();
+    let out = AppProcess::console(&[], &["--forward-mode=warp"]).wait();
     assert_eq!(out.code, Some(2));
     assert!(
         out.stderr
@@ -203,7 +203,7 @@ fn one_lcore_is_an_error_that_says_what_to_do() {
     let mut eal = child_eal_args(&NULL_PAIR);
     eal.retain(|a| !a.starts_with("--lcores"));
     eal.push("--lcores=0@(0,1)".into());
-    let out = ConsoleProcess::spawn(&eal, &[]).wait();
+    let out = AppProcess::console(&eal, &[]).wait();
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("no worker lcore"), "{}", out.stderr);
     assert!(out.stderr.contains("--lcores=0@0,1@0"));
@@ -211,7 +211,7 @@ fn one_lcore_is_an_error_that_says_what_to_do() {
 
 #[test]
 fn no_ports_is_an_error_that_says_what_to_do() {
-    let out = ConsoleProcess::spawn(&child_eal_args(&[]), &[]).wait();
+    let out = AppProcess::console(&child_eal_args(&[]), &[]).wait();
     assert_eq!(out.code, Some(1));
     assert!(
         out.stderr.contains("no ports: add a device with --vdev"),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{child_eal_args, unique_name, wait_until, ConsoleProcess, Netns};
+use common::{child_eal_args, unique_name, wait_until, AppProcess, Netns};
 use std::time::Duration;
 
 fn counter(ns: &Netns, iface: &str, name: &str) -> u64 {
@@ -21,7 +21,7 @@ fn counter(ns: &Netns, iface: &str, name: &str) -> u64 {
 fn tap_port_is_a_kernel_interface_in_a_test_namespace() {
     let iface = unique_name("dpst");
     let vdev = format!("net_tap0,iface={iface}");
-    let console = ConsoleProcess::spawn(
+    let console = AppProcess::console(
         &child_eal_args(&[&vdev]),
         &["--forward-mode=macswap", "--stats-period", "1"],
     );
@@ -90,12 +90,12 @@ fn two_dpstack_processes_talk_over_memif() {
     let _ = std::fs::remove_file(&socket);
     let server_vdev = format!("net_memif0,role=server,socket={socket},socket-abstract=no");
     let client_vdev = format!("net_memif0,role=client,socket={socket},socket-abstract=no");
-    let server = ConsoleProcess::spawn(
+    let server = AppProcess::console(
         &child_eal_args(&[&server_vdev]),
         &["--forward-mode=rxonly", "--stats-period", "1"],
     );
     server.wait_until_forwarding();
-    let client = ConsoleProcess::spawn(
+    let client = AppProcess::console(
         &child_eal_args(&[&client_vdev]),
         &["--forward-mode=txonly", "--stats-period", "1"],
     );

@@ -6,6 +6,9 @@
 //! free) and says so. SIGINT/SIGTERM stop forwarding, print the final
 //! statistics in testpmd's format, close the ports and exit 0.
 
+#[path = "../common.rs"]
+mod common;
+
 mod cli;
 mod display;
 mod engines;
@@ -13,10 +16,9 @@ mod forward;
 mod interactive;
 mod session;
 
-use clap::Parser;
 use cli::Cli;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use dpstack::eal::{split_args, Eal, EalArgs};
+use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, PortConfig};
 use dpstack::lcore::Lcore;
 use dpstack::mempool::{Mempool, PoolConfig};
@@ -26,53 +28,17 @@ use session::Session;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PROGRAM: &str = "dpstack-console";
 const DEFAULT_VDEVS: [&str; 2] = ["net_null0", "net_null1"];
 
 fn main() -> ExitCode {
-    let (mut eal_args, app_args) = split_args(std::env::args());
-    let cli = match Cli::try_parse_from(std::iter::once(PROGRAM.to_owned()).chain(app_args)) {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
-    };
-    if eal_args.len() <= 1 {
-        let default = EalArgs::embedded_default(PROGRAM, &DEFAULT_VDEVS, 512);
-        eal_args = default.to_vec();
-        println!(
-            "No EAL options given: using the embedded default ({}):\n  {}",
-            if default.uses_hugepages() {
-                "hugepages, in memory"
-            } else {
-                "no hugepages"
-            },
-            eal_args[1..].join(" ")
-        );
-    }
-    match run(&eal_args, &cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("{PROGRAM}: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 512, run)
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
-            .map_err(|e| format!("cannot install a handler for signal {sig}: {e}"))?;
-    }
+    let signal = common::stop_signal()?;
     let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
     let mut session = open_session(cli)?;
     let lines = stdin_lines();

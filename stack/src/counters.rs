@@ -233,7 +233,10 @@ mod tests {
         assert_eq!(c.total_dropped(), 2);
         assert_eq!(c.get(Stat::EthOutFrames), 5);
         let names: Vec<String> = c.nonzero().into_iter().map(|(n, _)| n).collect();
-        assert_eq!(names, ["EthOutFrames", "IpInReceives", "drop_udp_no_socket"]);
+        assert_eq!(
+            names,
+            ["EthOutFrames", "IpInReceives", "drop_udp_no_socket"]
+        );
     }
 
     #[test]

@@ -116,6 +116,17 @@ impl<B> NeighborCache<B> {
         self.entries.get(&ip).map(|e| e.state)
     }
 
+    /// Every entry as (address, MAC if known, state), in address order.
+    pub fn entries(&self) -> Vec<(Ipv4Addr, Option<MacAddr>, NeighborState)> {
+        let mut all: Vec<_> = self
+            .entries
+            .iter()
+            .map(|(ip, e)| (*ip, e.mac, e.state))
+            .collect();
+        all.sort_unstable_by_key(|(ip, _, _)| *ip);
+        all
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -259,12 +270,18 @@ mod tests {
     #[test]
     fn unknown_neighbour_parks_packets_until_answered() {
         let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
-        assert!(matches!(cache.resolve(IP, 1, t(0)), Resolution::QueuedSendRequest));
+        assert!(matches!(
+            cache.resolve(IP, 1, t(0)),
+            Resolution::QueuedSendRequest
+        ));
         assert!(matches!(cache.resolve(IP, 2, t(0)), Resolution::Queued));
         assert_eq!(cache.state(IP), Some(NeighborState::Incomplete));
         let released = cache.learn(IP, MAC, false, t(0));
         assert_eq!(released.as_slice(), &[1, 2]);
-        assert!(matches!(cache.resolve(IP, 3, t(1)), Resolution::Ready(3, MAC)));
+        assert!(matches!(
+            cache.resolve(IP, 3, t(1)),
+            Resolution::Ready(3, MAC)
+        ));
     }
 
     #[test]

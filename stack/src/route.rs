@@ -60,8 +60,12 @@ impl core::str::FromStr for Ipv4Cidr {
         let (addr, len) = s
             .split_once('/')
             .ok_or_else(|| format!("'{s}' is not ADDRESS/PREFIX (e.g. 10.0.0.1/24)"))?;
-        let addr: Ipv4Addr = addr.parse().map_err(|_| format!("bad IPv4 address '{addr}'"))?;
-        let len: u8 = len.parse().map_err(|_| format!("bad prefix length '{len}'"))?;
+        let addr: Ipv4Addr = addr
+            .parse()
+            .map_err(|_| format!("bad IPv4 address '{addr}'"))?;
+        let len: u8 = len
+            .parse()
+            .map_err(|_| format!("bad prefix length '{len}'"))?;
         Ipv4Cidr::new(addr, len).ok_or_else(|| format!("prefix length {len} is over 32"))
     }
 }
@@ -226,10 +230,30 @@ mod tests {
     fn table() -> RouteTable {
         let mut t = RouteTable::new();
         let source = ip("10.0.0.1");
-        t.add(Route { prefix: cidr("10.0.0.0/24"), gateway: None, port: 0, source });
-        t.add(Route { prefix: cidr("10.1.0.0/16"), gateway: Some(ip("10.0.0.254")), port: 0, source });
-        t.add(Route { prefix: cidr("10.1.2.0/24"), gateway: Some(ip("10.0.0.253")), port: 1, source });
-        t.add(Route { prefix: cidr("0.0.0.0/0"), gateway: Some(ip("10.0.0.1")), port: 0, source });
+        t.add(Route {
+            prefix: cidr("10.0.0.0/24"),
+            gateway: None,
+            port: 0,
+            source,
+        });
+        t.add(Route {
+            prefix: cidr("10.1.0.0/16"),
+            gateway: Some(ip("10.0.0.254")),
+            port: 0,
+            source,
+        });
+        t.add(Route {
+            prefix: cidr("10.1.2.0/24"),
+            gateway: Some(ip("10.0.0.253")),
+            port: 1,
+            source,
+        });
+        t.add(Route {
+            prefix: cidr("0.0.0.0/0"),
+            gateway: Some(ip("10.0.0.1")),
+            port: 0,
+            source,
+        });
         t
     }
 

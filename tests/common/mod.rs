@@ -41,18 +41,28 @@ pub fn child_eal_args(vdevs: &[&str]) -> Vec<String> {
     args.to_vec().split_off(1)
 }
 
-/// A `dpstack-console` process started by a test; killed if the test fails.
+/// A dpstack app process started by a test; killed if the test fails.
 /// Its standard output is collected by a reader thread as it is printed.
-pub struct ConsoleProcess {
+pub struct AppProcess {
     child: Option<Child>,
     stdout: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
-impl ConsoleProcess {
-    /// Starts `dpstack-console EAL -- APP` with piped stdin and stdout.
-    pub fn spawn(eal: &[String], app: &[&str]) -> ConsoleProcess {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dpstack-console"));
+impl AppProcess {
+    /// Starts `dpstack-console EAL -- APP`.
+    pub fn console(eal: &[String], app: &[&str]) -> AppProcess {
+        AppProcess::spawn(env!("CARGO_BIN_EXE_dpstack-console"), eal, app)
+    }
+
+    /// Starts `dpstack-echo EAL -- APP`.
+    pub fn echo(eal: &[String], app: &[&str]) -> AppProcess {
+        AppProcess::spawn(env!("CARGO_BIN_EXE_dpstack-echo"), eal, app)
+    }
+
+    /// Starts `BINARY EAL -- APP` with piped stdin and stdout.
+    pub fn spawn(binary: &str, eal: &[String], app: &[&str]) -> AppProcess {
+        let mut cmd = Command::new(binary);
         if !eal.is_empty() {
             cmd.args(eal).arg("--");
         } else if !app.is_empty() {
@@ -64,7 +74,7 @@ impl ConsoleProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start dpstack-console");
+            .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
         let stdout = Arc::new(Mutex::new(String::new()));
         let mut pipe = child.stdout.take().expect("piped");
         let sink = Arc::clone(&stdout);
@@ -79,7 +89,7 @@ impl ConsoleProcess {
                     .push_str(&String::from_utf8_lossy(&chunk[..n]));
             }
         });
-        ConsoleProcess {
+        AppProcess {
             child: Some(child),
             stdout,
             reader: Some(reader),
@@ -94,9 +104,14 @@ impl ConsoleProcess {
         });
         assert!(
             found,
-            "dpstack-console never printed {needle:?}; output so far:\n{}",
+            "the app never printed {needle:?}; output so far:\n{}",
             self.stdout.lock().expect("not poisoned")
         );
+    }
+
+    /// The output printed so far.
+    pub fn output_so_far(&self) -> String {
+        self.stdout.lock().expect("not poisoned").clone()
     }
 
     /// Waits until forwarding has started (the ports are up).
@@ -130,7 +145,7 @@ impl ConsoleProcess {
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                panic!("dpstack-console did not exit within 20 s");
+                panic!("the app did not exit within 20 s");
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -153,7 +168,7 @@ impl ConsoleProcess {
     }
 }
 
-impl Drop for ConsoleProcess {
+impl Drop for AppProcess {
     fn drop(&mut self) {
         if let Some(child) = self.child.as_mut() {
             let _ = child.kill();

@@ -52,7 +52,10 @@ mod tests {
         let t0 = Instant::from_nanos(0);
         assert!((0..3).all(|_| bucket.take(t0)));
         assert!(!bucket.take(t0));
-        assert!(bucket.take(Instant::from_nanos(100_000_000)), "one token per 100 ms");
+        assert!(
+            bucket.take(Instant::from_nanos(100_000_000)),
+            "one token per 100 ms"
+        );
         assert!(!bucket.take(Instant::from_nanos(100_000_000)));
     }
 }

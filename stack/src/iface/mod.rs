@@ -20,7 +20,7 @@ pub use limit::TokenBucket;
 pub use tx::{SendError, TxBatch};
 
 use crate::counters::{Counters, DropReason};
-use crate::neighbor::{NeighborCache, NeighborConfig};
+use crate::neighbor::{NeighborCache, NeighborConfig, NeighborState};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
 use crate::route::{Ipv4Cidr, Route, RouteCache, RouteTable};
 use crate::time::{Duration, Instant};
@@ -79,7 +79,7 @@ impl InterfaceConfig {
             checksum: ChecksumPolicy::TrustOffload,
             icmp_errors_per_sec: 1000,
             neighbor: NeighborConfig::default(),
-            hash_key: 0x5eed_0f_d057_ac6b,
+            hash_key: 0x005e_ed0f_d057_ac6b,
             tx_retries: 4,
         }
     }
@@ -133,7 +133,12 @@ impl<B> Core<B> {
     /// True if `ip` is a broadcast address of one of our networks (or the
     /// limited broadcast).
     pub(crate) fn is_broadcast(&self, ip: Ipv4Addr) -> bool {
-        ip.is_broadcast() || self.config.addresses.iter().any(|a| a.len < 31 && a.broadcast() == ip)
+        ip.is_broadcast()
+            || self
+                .config
+                .addresses
+                .iter()
+                .any(|a| a.len < 31 && a.broadcast() == ip)
     }
 
     pub(crate) fn ident(&mut self) -> u16 {
@@ -164,7 +169,9 @@ impl<P: Port> UdpContext<'_, P> {
         dst: SocketAddrV4,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        tx::send_udp(self.core, self.port, self.tx, self.now, socket, dst, payload)
+        tx::send_udp(
+            self.core, self.port, self.tx, self.now, socket, dst, payload,
+        )
     }
 
     /// The interface's counters.
@@ -223,7 +230,10 @@ impl<B: Buf> Interface<B> {
         let core = Core {
             neighbors: NeighborCache::new(config.neighbor.clone()),
             udp: UdpTable::new(config.hash_key),
-            icmp_limit: TokenBucket::new(config.icmp_errors_per_sec, config.icmp_errors_per_sec.max(1)),
+            icmp_limit: TokenBucket::new(
+                config.icmp_errors_per_sec,
+                config.icmp_errors_per_sec.max(1),
+            ),
             routes,
             route_cache: RouteCache::new(4096),
             counters: Arc::new(Counters::default()),
@@ -250,7 +260,12 @@ impl<B: Buf> Interface<B> {
 
     /// Adds a static route.
     pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Option<Ipv4Addr>) {
-        let source = self.core.config.addresses.first().map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr);
+        let source = self
+            .core
+            .config
+            .addresses
+            .first()
+            .map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr);
         self.core.routes.add(Route {
             prefix,
             gateway,
@@ -260,10 +275,15 @@ impl<B: Buf> Interface<B> {
     }
 
     /// Binds a UDP socket (port 0: an ephemeral port).
-    pub fn udp_bind(&mut self, local: SocketAddrV4, options: BindOptions) -> Result<SocketId, BindError> {
+    pub fn udp_bind(
+        &mut self,
+        local: SocketAddrV4,
+        options: BindOptions,
+    ) -> Result<SocketId, BindError> {
         let core = &mut self.core;
         let addresses = &core.config.addresses;
-        core.udp.bind(local, options, |ip| addresses.iter().any(|a| a.addr == ip))
+        core.udp
+            .bind(local, options, |ip| addresses.iter().any(|a| a.addr == ip))
     }
 
     /// Connects a UDP socket to `remote`.
@@ -284,6 +304,11 @@ impl<B: Buf> Interface<B> {
     /// The MAC of a neighbour, if resolved.
     pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
         self.core.neighbors.lookup(ip)
+    }
+
+    /// The neighbour cache's entries (control path).
+    pub fn neighbors(&self) -> Vec<(Ipv4Addr, Option<MacAddr>, NeighborState)> {
+        self.core.neighbors.entries()
     }
 
     /// Sends `payload` from `socket` to `dst` outside of a poll (e.g. to start
@@ -378,7 +403,9 @@ impl<B: Buf> Interface<B> {
         self.probes.clear();
         self.core.neighbors.poll(now, &mut self.probes, &mut failed);
         for _ in failed.drain(..) {
-            self.core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            self.core
+                .counters
+                .count_drop(DropReason::TxNeighborUnresolved);
         }
         for i in 0..self.probes.len() {
             let target = self.probes[i];

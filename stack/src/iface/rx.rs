@@ -55,12 +55,16 @@ fn arp_input<P: Port>(
         Err(WireError::Unsupported) => return core.counters.count_drop(DropReason::ArpUnsupported),
         Err(_) => return core.counters.count_drop(DropReason::ArpMalformed),
     };
-    if arp.sender_mac.is_multicast() || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply {
+    if arp.sender_mac.is_multicast()
+        || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
+    {
         return core.counters.count_drop(DropReason::ArpMalformed);
     }
     let for_us = core.is_local(arp.target_ip);
     if !arp.sender_ip.is_unspecified() {
-        let released = core.neighbors.learn(arp.sender_ip, arp.sender_mac, for_us, now);
+        let released = core
+            .neighbors
+            .learn(arp.sender_ip, arp.sender_mac, for_us, now);
         for mut waiting in released {
             tx::set_destination_mac(&mut waiting, arp.sender_mac);
             tx.push(port, waiting, &core.counters);
@@ -102,7 +106,11 @@ fn is_martian(core: &Core<impl Sized>, src: Ipv4Addr) -> bool {
         || core.is_local(src)
 }
 
-fn checksum_ok(policy: ChecksumPolicy, offload: ChecksumStatus, verify: impl FnOnce() -> bool) -> bool {
+fn checksum_ok(
+    policy: ChecksumPolicy,
+    offload: ChecksumStatus,
+    verify: impl FnOnce() -> bool,
+) -> bool {
     match (policy, offload) {
         (ChecksumPolicy::TrustOffload, ChecksumStatus::Good) => true,
         (ChecksumPolicy::TrustOffload, ChecksumStatus::Bad) => false,
@@ -126,7 +134,9 @@ fn ipv4_input<P: Port>(
         Err(WireError::Truncated) => return core.counters.count_drop(DropReason::Ipv4Truncated),
         Err(_) => return core.counters.count_drop(DropReason::Ipv4Malformed),
     };
-    if !checksum_ok(core.config.checksum, offload.ip_checksum, || ip.verify_checksum()) {
+    if !checksum_ok(core.config.checksum, offload.ip_checksum, || {
+        ip.verify_checksum()
+    }) {
         return core.counters.count_drop(DropReason::Ipv4BadChecksum);
     }
     let (src, dst) = (ip.src(), ip.dst());
@@ -148,7 +158,9 @@ fn ipv4_input<P: Port>(
     let proto = ip.protocol();
     core.counters.count(Stat::IpInDelivers);
     match proto {
-        protocol::ICMP => icmp_input(core, port, tx, buf, eth_src, header_len, total_len, broadcast),
+        protocol::ICMP => icmp_input(
+            core, port, tx, buf, eth_src, header_len, total_len, broadcast,
+        ),
         protocol::UDP => {
             let l4 = UdpInput {
                 src,
@@ -216,7 +228,9 @@ fn udp_input<P: Port>(
         Ok(udp) => udp,
         Err(_) => return core.counters.count_drop(DropReason::UdpMalformed),
     };
-    if !checksum_ok(core.config.checksum, l4.l4_checksum, || udp.verify_checksum(l4.src, l4.dst)) {
+    if !checksum_ok(core.config.checksum, l4.l4_checksum, || {
+        udp.verify_checksum(l4.src, l4.dst)
+    }) {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
     }
     let src = SocketAddrV4::new(l4.src, udp.src_port());

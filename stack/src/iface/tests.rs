@@ -78,10 +78,19 @@ fn echo_request(seq: u16, payload: &[u8]) -> Vec<u8> {
     p.set_rest(0x4242, seq);
     p.payload_mut().copy_from_slice(payload);
     p.fill_checksum();
-    ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ipv4(PEER_IP, OUR_IP, protocol::ICMP, &icmp))
+    ethernet(
+        OUR_MAC,
+        PEER_MAC,
+        EtherType::Ipv4,
+        &ipv4(PEER_IP, OUR_IP, protocol::ICMP, &icmp),
+    )
 }
 
-fn arp(operation: ArpOperation, sender: (MacAddr, Ipv4Addr), target: (MacAddr, Ipv4Addr)) -> Vec<u8> {
+fn arp(
+    operation: ArpOperation,
+    sender: (MacAddr, Ipv4Addr),
+    target: (MacAddr, Ipv4Addr),
+) -> Vec<u8> {
     let mut body = [0u8; 28];
     ArpRepr {
         operation,
@@ -91,7 +100,11 @@ fn arp(operation: ArpOperation, sender: (MacAddr, Ipv4Addr), target: (MacAddr, I
         target_ip: target.1,
     }
     .emit(&mut body);
-    let dst = if operation == ArpOperation::Request { MacAddr::BROADCAST } else { target.0 };
+    let dst = if operation == ArpOperation::Request {
+        MacAddr::BROADCAST
+    } else {
+        target.0
+    };
     ethernet(dst, sender.0, EtherType::Arp, &body)
 }
 
@@ -124,7 +137,8 @@ impl UdpHandler<MemBuf> for Recorder {
         batch: &mut Batch<MemBuf>,
         _: &mut UdpContext<'_, P>,
     ) {
-        self.calls.push((socket, batch.iter().map(|d| d.payload().to_vec()).collect()));
+        self.calls
+            .push((socket, batch.iter().map(|d| d.payload().to_vec()).collect()));
     }
 }
 
@@ -142,18 +156,28 @@ fn the_first_poll_announces_our_address() {
     assert_eq!(out.len(), 1);
     let garp = ArpRepr::parse(&out[0][14..]).unwrap();
     assert_eq!((garp.sender_ip, garp.target_ip), (OUR_IP, OUR_IP));
-    assert!(EthernetFrame::new_checked(&out[0][..]).unwrap().dst().is_broadcast());
+    assert!(EthernetFrame::new_checked(&out[0][..])
+        .unwrap()
+        .dst()
+        .is_broadcast());
 }
 
 #[test]
 fn arp_requests_for_us_are_answered_and_teach_us_the_sender() {
     let (mut iface, mut port) = stack();
-    port.push_rx(&arp(ArpOperation::Request, (PEER_MAC, PEER_IP), (MacAddr::default(), OUR_IP)));
+    port.push_rx(&arp(
+        ArpOperation::Request,
+        (PEER_MAC, PEER_IP),
+        (MacAddr::default(), OUR_IP),
+    ));
     poll(&mut iface, &mut port, &mut DropDatagrams);
     let out = port.take_tx();
     assert_eq!(out.len(), 1);
     let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
-    assert_eq!((eth.dst(), eth.src(), eth.ethertype()), (PEER_MAC, OUR_MAC, EtherType::Arp));
+    assert_eq!(
+        (eth.dst(), eth.src(), eth.ethertype()),
+        (PEER_MAC, OUR_MAC, EtherType::Arp)
+    );
     let reply = ArpRepr::parse(eth.payload()).unwrap();
     assert_eq!(
         reply,
@@ -173,11 +197,19 @@ fn arp_requests_for_us_are_answered_and_teach_us_the_sender() {
 fn arp_requests_for_others_are_counted_and_ignored() {
     let (mut iface, mut port) = stack();
     let other = Ipv4Addr::new(10, 0, 0, 77);
-    port.push_rx(&arp(ArpOperation::Request, (PEER_MAC, PEER_IP), (MacAddr::default(), other)));
+    port.push_rx(&arp(
+        ArpOperation::Request,
+        (PEER_MAC, PEER_IP),
+        (MacAddr::default(), other),
+    ));
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert!(port.take_tx().is_empty());
     assert_eq!(iface.counters().dropped(DropReason::ArpNotForUs), 1);
-    assert_eq!(iface.neighbor(PEER_IP), None, "not learned: it was not for us");
+    assert_eq!(
+        iface.neighbor(PEER_IP),
+        None,
+        "not learned: it was not for us"
+    );
 }
 
 #[test]
@@ -194,15 +226,24 @@ fn ping_gets_an_echo_reply() {
     assert_eq!((ip.src(), ip.dst(), ip.ttl()), (OUR_IP, PEER_IP, 64));
     let icmp = Icmpv4Packet::new_checked(ip.payload()).unwrap();
     assert!(icmp.verify_checksum());
-    assert_eq!((icmp.msg_type(), icmp.echo_ident(), icmp.echo_seq()), (msg_type::ECHO_REPLY, 0x4242, 9));
+    assert_eq!(
+        (icmp.msg_type(), icmp.echo_ident(), icmp.echo_seq()),
+        (msg_type::ECHO_REPLY, 0x4242, 9)
+    );
     assert_eq!(icmp.payload(), b"ping payload");
-    assert_eq!(port.buffers_in_use(), 0, "the request's buffer became the reply");
+    assert_eq!(
+        port.buffers_in_use(),
+        0,
+        "the request's buffer became the reply"
+    );
 }
 
 #[test]
 fn udp_echo_in_inline_mode_replies_from_the_same_buffer() {
     let (mut iface, mut port) = stack();
-    iface.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
     port.push_rx(&udp_frame(40000, 7, b"hello"));
     poll(&mut iface, &mut port, &mut Echo);
     let out = port.take_tx();
@@ -223,14 +264,31 @@ fn udp_echo_in_inline_mode_replies_from_the_same_buffer() {
 #[test]
 fn each_socket_gets_its_datagrams_in_one_batch_in_order() {
     let (mut iface, mut port) = stack();
-    let a = iface.udp_bind(SocketAddrV4::new(OUR_IP, 1000), BindOptions::default()).unwrap();
-    let b = iface.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 2000), BindOptions::default()).unwrap();
-    for (port_no, text) in [(2000, "b1"), (1000, "a1"), (2000, "b2"), (1000, "a2"), (1000, "a3")] {
+    let a = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 1000), BindOptions::default())
+        .unwrap();
+    let b = iface
+        .udp_bind(
+            SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 2000),
+            BindOptions::default(),
+        )
+        .unwrap();
+    for (port_no, text) in [
+        (2000, "b1"),
+        (1000, "a1"),
+        (2000, "b2"),
+        (1000, "a2"),
+        (1000, "a3"),
+    ] {
         port.push_rx(&udp_frame(5555, port_no, text.as_bytes()));
     }
     let mut recorder = Recorder::default();
     poll(&mut iface, &mut port, &mut recorder);
-    let texts = |v: &Vec<Vec<u8>>| v.iter().map(|p| String::from_utf8(p.clone()).unwrap()).collect::<Vec<_>>();
+    let texts = |v: &Vec<Vec<u8>>| {
+        v.iter()
+            .map(|p| String::from_utf8(p.clone()).unwrap())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(recorder.calls.len(), 2, "one call per socket per burst");
     assert_eq!(recorder.calls[0].0, a);
     assert_eq!(texts(&recorder.calls[0].1), ["a1", "a2", "a3"]);
@@ -251,11 +309,18 @@ fn a_closed_port_answers_icmp_port_unreachable_quoting_the_datagram() {
     assert_eq!(eth.dst(), PEER_MAC);
     let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
     assert!(ip.verify_checksum());
-    assert_eq!((ip.src(), ip.dst(), ip.protocol()), (OUR_IP, PEER_IP, protocol::ICMP));
+    assert_eq!(
+        (ip.src(), ip.dst(), ip.protocol()),
+        (OUR_IP, PEER_IP, protocol::ICMP)
+    );
     let icmp = Icmpv4Packet::new_checked(ip.payload()).unwrap();
     assert!(icmp.verify_checksum());
     assert_eq!((icmp.msg_type(), icmp.code()), (3, 3));
-    assert_eq!(icmp.payload(), &request[14..], "the whole offending datagram is quoted");
+    assert_eq!(
+        icmp.payload(),
+        &request[14..],
+        "the whole offending datagram is quoted"
+    );
     assert_eq!(iface.counters().dropped(DropReason::UdpNoSocket), 1);
 }
 
@@ -293,8 +358,23 @@ fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
     martian[14 + 12..14 + 16].copy_from_slice(&[127, 0, 0, 1]);
     let mut fix = Ipv4Packet::new_unchecked(&mut martian[14..]);
     fix.fill_checksum();
-    let not_ours = ethernet(MacAddr([2, 9, 9, 9, 9, 9]), PEER_MAC, EtherType::Ipv4, &good_ping[14..]);
-    let other_ip = ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ipv4(PEER_IP, Ipv4Addr::new(10, 0, 0, 50), protocol::ICMP, &good_ping[34..]));
+    let not_ours = ethernet(
+        MacAddr([2, 9, 9, 9, 9, 9]),
+        PEER_MAC,
+        EtherType::Ipv4,
+        &good_ping[14..],
+    );
+    let other_ip = ethernet(
+        OUR_MAC,
+        PEER_MAC,
+        EtherType::Ipv4,
+        &ipv4(
+            PEER_IP,
+            Ipv4Addr::new(10, 0, 0, 50),
+            protocol::ICMP,
+            &good_ping[34..],
+        ),
+    );
     let mut fragment = echo_request(1, b"ok");
     fragment[14 + 6] = 0x20; // more fragments
     let mut fix = Ipv4Packet::new_unchecked(&mut fragment[14..]);
@@ -302,9 +382,21 @@ fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
     let rows: Vec<(&str, Vec<u8>, DropReason)> = vec![
         ("runt", vec![1, 2, 3], DropReason::EthTruncated),
         ("other MAC", not_ours, DropReason::EthNotForUs),
-        ("ipv6", ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv6, &[0; 40]), DropReason::EthUnknownType),
-        ("short arp", ethernet(OUR_MAC, PEER_MAC, EtherType::Arp, &[0; 10]), DropReason::ArpMalformed),
-        ("short ipv4", ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &[0x45; 10]), DropReason::Ipv4Truncated),
+        (
+            "ipv6",
+            ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv6, &[0; 40]),
+            DropReason::EthUnknownType,
+        ),
+        (
+            "short arp",
+            ethernet(OUR_MAC, PEER_MAC, EtherType::Arp, &[0; 10]),
+            DropReason::ArpMalformed,
+        ),
+        (
+            "short ipv4",
+            ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &[0x45; 10]),
+            DropReason::Ipv4Truncated,
+        ),
         ("ip checksum", bad_ip_sum, DropReason::Ipv4BadChecksum),
         ("ip version", bad_version, DropReason::Ipv4Malformed),
         ("total length", long_total, DropReason::Ipv4Truncated),
@@ -315,7 +407,9 @@ fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
         ("udp checksum", udp_bad_sum, DropReason::UdpBadChecksum),
         ("udp length", udp_bad_len, DropReason::UdpMalformed),
     ];
-    iface.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
     for (name, frame, reason) in rows {
         let before = iface.counters().dropped(reason);
         port.push_rx(&frame);
@@ -332,8 +426,18 @@ fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
 #[test]
 fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
     let (mut iface, mut port) = stack();
-    iface.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
-    let seeds = [echo_request(1, b"abc"), udp_frame(1, 7, b"xyz"), arp(ArpOperation::Request, (PEER_MAC, PEER_IP), (MacAddr::default(), OUR_IP))];
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    let seeds = [
+        echo_request(1, b"abc"),
+        udp_frame(1, 7, b"xyz"),
+        arp(
+            ArpOperation::Request,
+            (PEER_MAC, PEER_IP),
+            (MacAddr::default(), OUR_IP),
+        ),
+    ];
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut frames = 0u64;
     for round in 0..3000 {
@@ -381,14 +485,25 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
 #[test]
 fn sending_to_an_unknown_neighbour_resolves_it_first() {
     let (mut iface, mut port) = stack();
-    let socket = iface.udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default()).unwrap();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
     let dst = SocketAddrV4::new(PEER_IP, 53);
-    iface.send_to(&mut port, Instant::ZERO, socket, dst, b"query").unwrap();
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"query")
+        .unwrap();
     let out = port.take_tx();
     assert_eq!(out.len(), 1, "only the ARP request goes out");
     let request = ArpRepr::parse(&out[0][14..]).unwrap();
-    assert_eq!((request.operation, request.target_ip), (ArpOperation::Request, PEER_IP));
-    port.push_rx(&arp(ArpOperation::Reply, (PEER_MAC, PEER_IP), (OUR_MAC, OUR_IP)));
+    assert_eq!(
+        (request.operation, request.target_ip),
+        (ArpOperation::Request, PEER_IP)
+    );
+    port.push_rx(&arp(
+        ArpOperation::Reply,
+        (PEER_MAC, PEER_IP),
+        (OUR_MAC, OUR_IP),
+    ));
     poll(&mut iface, &mut port, &mut DropDatagrams);
     let out = port.take_tx();
     assert_eq!(out.len(), 1, "the parked datagram leaves");
@@ -398,47 +513,94 @@ fn sending_to_an_unknown_neighbour_resolves_it_first() {
     let udp = UdpPacket::new_checked(ip.payload()).unwrap();
     assert!(udp.verify_checksum(OUR_IP, PEER_IP));
     assert_eq!((udp.dst_port(), udp.payload()), (53, &b"query"[..]));
-    iface.send_to(&mut port, Instant::ZERO, socket, dst, b"again").unwrap();
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"again")
+        .unwrap();
     assert_eq!(port.take_tx().len(), 1, "resolved: straight out");
 }
 
 #[test]
 fn unanswered_arp_gives_up_and_counts_the_parked_packets() {
     let (mut iface, mut port) = stack();
-    let socket = iface.udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default()).unwrap();
-    iface.send_to(&mut port, Instant::ZERO, socket, SocketAddrV4::new(PEER_IP, 53), b"q").unwrap();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
+    iface
+        .send_to(
+            &mut port,
+            Instant::ZERO,
+            socket,
+            SocketAddrV4::new(PEER_IP, 53),
+            b"q",
+        )
+        .unwrap();
     let mut requests = port.take_tx().len();
     for second in 1..=5 {
-        iface.poll(&mut port, Instant::from_nanos(second * 1_000_000_000), &mut DropDatagrams);
+        iface.poll(
+            &mut port,
+            Instant::from_nanos(second * 1_000_000_000),
+            &mut DropDatagrams,
+        );
         requests += port.take_tx().len();
     }
     assert_eq!(requests, 3, "three requests, then give up");
-    assert_eq!(iface.counters().dropped(DropReason::TxNeighborUnresolved), 1);
+    assert_eq!(
+        iface.counters().dropped(DropReason::TxNeighborUnresolved),
+        1
+    );
     assert_eq!(port.buffers_in_use(), 0);
 }
 
 #[test]
 fn a_destination_without_a_route_is_an_error() {
     let (mut iface, mut port) = stack();
-    let socket = iface.udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default()).unwrap();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
     let far = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 53);
-    assert_eq!(iface.send_to(&mut port, Instant::ZERO, socket, far, b"q"), Err(SendError::NoRoute));
-    iface.add_route(Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap(), Some(PEER_IP));
-    iface.send_to(&mut port, Instant::ZERO, socket, far, b"q").unwrap();
+    assert_eq!(
+        iface.send_to(&mut port, Instant::ZERO, socket, far, b"q"),
+        Err(SendError::NoRoute)
+    );
+    iface.add_route(
+        Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap(),
+        Some(PEER_IP),
+    );
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, far, b"q")
+        .unwrap();
     let out = port.take_tx();
     let request = ArpRepr::parse(&out[0][14..]).unwrap();
-    assert_eq!(request.target_ip, PEER_IP, "resolves the gateway, not the destination");
+    assert_eq!(
+        request.target_ip, PEER_IP,
+        "resolves the gateway, not the destination"
+    );
 }
 
 #[test]
 fn two_stacks_talk_over_a_wire() {
     let (mut server, mut server_port) = stack();
-    server.udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default()).unwrap();
+    server
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
     let client_config = InterfaceConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
     let mut client: Interface<MemBuf> = Interface::new(client_config);
-    let mut client_port = MemPort::new(MemPortConfig { mac: PEER_MAC, ..MemPortConfig::default() });
-    let socket = client.udp_bind(SocketAddrV4::new(PEER_IP, 0), BindOptions::default()).unwrap();
-    client.send_to(&mut client_port, Instant::ZERO, socket, SocketAddrV4::new(OUR_IP, 7), b"over the wire").unwrap();
+    let mut client_port = MemPort::new(MemPortConfig {
+        mac: PEER_MAC,
+        ..MemPortConfig::default()
+    });
+    let socket = client
+        .udp_bind(SocketAddrV4::new(PEER_IP, 0), BindOptions::default())
+        .unwrap();
+    client
+        .send_to(
+            &mut client_port,
+            Instant::ZERO,
+            socket,
+            SocketAddrV4::new(OUR_IP, 7),
+            b"over the wire",
+        )
+        .unwrap();
     let mut recorder = Recorder::default();
     for step in 0..10u64 {
         let now = Instant::from_nanos(step * 1_000_000);

@@ -210,9 +210,7 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     datagram: Datagram<P::Buf>,
 ) {
     let Datagram {
-        mut buf,
-        payload,
-        ..
+        mut buf, payload, ..
     } = datagram;
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let padding = buf.len().saturating_sub(payload.end);

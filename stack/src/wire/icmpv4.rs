@@ -121,7 +121,9 @@ mod tests {
 
     // An echo request, ident 0x1234, seq 1, payload "abcd"; checksum 0x2104
     // computed independently (Python).
-    const ECHO: [u8; 12] = [8, 0, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, b'a', b'b', b'c', b'd'];
+    const ECHO: [u8; 12] = [
+        8, 0, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, b'a', b'b', b'c', b'd',
+    ];
 
     #[test]
     fn deconstruct() {
@@ -145,6 +147,9 @@ mod tests {
 
     #[test]
     fn short_messages_are_truncated() {
-        assert_eq!(Icmpv4Packet::new_checked(&ECHO[..7]).err(), Some(WireError::Truncated));
+        assert_eq!(
+            Icmpv4Packet::new_checked(&ECHO[..7]).err(),
+            Some(WireError::Truncated)
+        );
     }
 }

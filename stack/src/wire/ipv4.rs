@@ -187,7 +187,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         write_u16(
             b,
             field::FLAGS_FRAG,
-            if header.dont_fragment { FLAG_DONT_FRAGMENT } else { 0 },
+            if header.dont_fragment {
+                FLAG_DONT_FRAGMENT
+            } else {
+                0
+            },
         );
         b[field::TTL] = header.ttl;
         b[field::PROTOCOL] = header.protocol;
@@ -282,21 +286,38 @@ mod tests {
     #[test]
     fn bad_lengths_and_versions_are_rejected() {
         let ok = packet_with_payload(0x73);
-        assert_eq!(Ipv4Packet::new_checked(&ok[..19]).err(), Some(WireError::Truncated));
-        assert_eq!(Ipv4Packet::new_checked(&ok[..0x72]).err(), Some(WireError::Truncated));
+        assert_eq!(
+            Ipv4Packet::new_checked(&ok[..19]).err(),
+            Some(WireError::Truncated)
+        );
+        assert_eq!(
+            Ipv4Packet::new_checked(&ok[..0x72]).err(),
+            Some(WireError::Truncated)
+        );
         let mut v6 = ok.clone();
         v6[0] = 0x65;
-        assert_eq!(Ipv4Packet::new_checked(&v6[..]).err(), Some(WireError::Malformed));
+        assert_eq!(
+            Ipv4Packet::new_checked(&v6[..]).err(),
+            Some(WireError::Malformed)
+        );
         let mut short_ihl = ok.clone();
         short_ihl[0] = 0x44;
-        assert_eq!(Ipv4Packet::new_checked(&short_ihl[..]).err(), Some(WireError::Malformed));
+        assert_eq!(
+            Ipv4Packet::new_checked(&short_ihl[..]).err(),
+            Some(WireError::Malformed)
+        );
         let mut long_ihl = ok.clone();
         long_ihl[0] = 0x4f; // a 60-byte header
         long_ihl[3] = 0x30; // but a total length of 48
-        assert_eq!(Ipv4Packet::new_checked(&long_ihl[..]).err(), Some(WireError::Malformed));
+        assert_eq!(
+            Ipv4Packet::new_checked(&long_ihl[..]).err(),
+            Some(WireError::Malformed)
+        );
         let mut bad_sum = ok;
         bad_sum[10] ^= 1;
-        assert!(!Ipv4Packet::new_checked(&bad_sum[..]).expect("lengths ok").verify_checksum());
+        assert!(!Ipv4Packet::new_checked(&bad_sum[..])
+            .expect("lengths ok")
+            .verify_checksum());
     }
 
     #[test]

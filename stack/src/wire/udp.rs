@@ -94,12 +94,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
     /// Writes the header for `payload_len` bytes of payload and fills the
     /// checksum over the payload already in place.
-    pub fn emit_header(
-        &mut self,
-        src: (Ipv4Addr, u16),
-        dst: (Ipv4Addr, u16),
-        payload_len: u16,
-    ) {
+    pub fn emit_header(&mut self, src: (Ipv4Addr, u16), dst: (Ipv4Addr, u16), payload_len: u16) {
         let len = HEADER_LEN as u16 + payload_len;
         let b = self.buffer.as_mut();
         write_u16(b, field::SRC_PORT, src.1);
@@ -130,7 +125,9 @@ mod tests {
     const SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
     const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 2);
     // 1234 -> 5678, "hi!"; checksum 0xd81a computed independently (Python).
-    const DATAGRAM: [u8; 11] = [0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0xd8, 0x1a, b'h', b'i', b'!'];
+    const DATAGRAM: [u8; 11] = [
+        0x04, 0xd2, 0x16, 0x2e, 0x00, 0x0b, 0xd8, 0x1a, b'h', b'i', b'!',
+    ];
 
     #[test]
     fn deconstruct() {
@@ -154,15 +151,26 @@ mod tests {
         let mut bytes = DATAGRAM;
         bytes[6] = 0;
         bytes[7] = 0;
-        assert!(UdpPacket::new_checked(&bytes[..]).expect("valid").verify_checksum(SRC, DST));
+        assert!(UdpPacket::new_checked(&bytes[..])
+            .expect("valid")
+            .verify_checksum(SRC, DST));
     }
 
     #[test]
     fn bad_lengths_are_rejected() {
-        assert_eq!(UdpPacket::new_checked(&DATAGRAM[..7]).err(), Some(WireError::Truncated));
-        assert_eq!(UdpPacket::new_checked(&DATAGRAM[..10]).err(), Some(WireError::Truncated));
+        assert_eq!(
+            UdpPacket::new_checked(&DATAGRAM[..7]).err(),
+            Some(WireError::Truncated)
+        );
+        assert_eq!(
+            UdpPacket::new_checked(&DATAGRAM[..10]).err(),
+            Some(WireError::Truncated)
+        );
         let mut short = DATAGRAM;
         short[5] = 7;
-        assert_eq!(UdpPacket::new_checked(&short[..]).err(), Some(WireError::Malformed));
+        assert_eq!(
+            UdpPacket::new_checked(&short[..]).err(),
+            Some(WireError::Malformed)
+        );
     }
 }

@@ -32,7 +32,9 @@ const REUSE: BindOptions = BindOptions {
 #[test]
 fn specific_address_beats_wildcard() {
     let mut t = UdpTable::new(1);
-    let any = t.bind(addr(Ipv4Addr::UNSPECIFIED, 53), REUSE, local).unwrap();
+    let any = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 53), REUSE, local)
+        .unwrap();
     let specific = t.bind(addr(HOST, 53), REUSE, local).unwrap();
     let rows = [
         (addr(HOST, 53), Some(specific)),
@@ -47,7 +49,9 @@ fn specific_address_beats_wildcard() {
 #[test]
 fn a_connected_socket_only_hears_its_peer() {
     let mut t = UdpTable::new(1);
-    let s = t.bind(addr(HOST, 5000), BindOptions::default(), local).unwrap();
+    let s = t
+        .bind(addr(HOST, 5000), BindOptions::default(), local)
+        .unwrap();
     assert!(t.connect(s, addr(PEER, 7000)));
     let rows = [
         (addr(PEER, 7000), Some(s)),
@@ -64,28 +68,47 @@ fn bind_conflicts_follow_so_reuseport() {
     let mut t = UdpTable::new(1);
     let plain = BindOptions::default();
     t.bind(addr(HOST, 80), plain, local).unwrap();
-    assert_eq!(t.bind(addr(HOST, 80), plain, local), Err(BindError::AddrInUse));
-    assert_eq!(t.bind(addr(HOST, 80), REUSE, local), Err(BindError::AddrInUse));
+    assert_eq!(
+        t.bind(addr(HOST, 80), plain, local),
+        Err(BindError::AddrInUse)
+    );
+    assert_eq!(
+        t.bind(addr(HOST, 80), REUSE, local),
+        Err(BindError::AddrInUse)
+    );
     assert_eq!(
         t.bind(addr(Ipv4Addr::UNSPECIFIED, 80), plain, local),
         Err(BindError::AddrInUse),
         "ANY overlaps every address"
     );
-    assert!(t.bind(addr(HOST2, 80), plain, local).is_ok(), "another address is free");
+    assert!(
+        t.bind(addr(HOST2, 80), plain, local).is_ok(),
+        "another address is free"
+    );
     assert_eq!(
         t.bind(addr(Ipv4Addr::new(192, 0, 2, 1), 80), plain, local),
         Err(BindError::AddrNotAvailable)
     );
     t.bind(addr(HOST, 81), REUSE, local).unwrap();
-    assert!(t.bind(addr(HOST, 81), REUSE, local).is_ok(), "both set SO_REUSEPORT");
+    assert!(
+        t.bind(addr(HOST, 81), REUSE, local).is_ok(),
+        "both set SO_REUSEPORT"
+    );
 }
 
 #[test]
 fn port_zero_picks_distinct_ephemeral_ports() {
     let mut t = UdpTable::new(1);
-    let a = t.bind(addr(HOST, 0), BindOptions::default(), local).unwrap();
-    let b = t.bind(addr(HOST, 0), BindOptions::default(), local).unwrap();
-    let (pa, pb) = (t.local_addr(a).unwrap().port(), t.local_addr(b).unwrap().port());
+    let a = t
+        .bind(addr(HOST, 0), BindOptions::default(), local)
+        .unwrap();
+    let b = t
+        .bind(addr(HOST, 0), BindOptions::default(), local)
+        .unwrap();
+    let (pa, pb) = (
+        t.local_addr(a).unwrap().port(),
+        t.local_addr(b).unwrap().port(),
+    );
     assert!(EPHEMERAL_PORTS.contains(&pa) && EPHEMERAL_PORTS.contains(&pb));
     assert_ne!(pa, pb);
 }
@@ -126,11 +149,17 @@ fn a_connected_socket_in_a_reuseport_group_wins_its_flow() {
     }
     for src_port in 1..200 {
         let chosen = t.lookup(&key(addr(OTHER_PEER, src_port), addr(HOST, 4000)));
-        assert!(chosen.is_some_and(|c| unconnected.contains(&c)), "others go to unconnected members");
+        assert!(
+            chosen.is_some_and(|c| unconnected.contains(&c)),
+            "others go to unconnected members"
+        );
     }
     assert!(t.close(connected));
     let chosen = t.lookup(&key(addr(PEER, 6000), addr(HOST, 4000)));
-    assert!(chosen.is_some_and(|c| unconnected.contains(&c)), "group hashing again");
+    assert!(
+        chosen.is_some_and(|c| unconnected.contains(&c)),
+        "group hashing again"
+    );
 }
 
 #[test]
@@ -150,11 +179,15 @@ fn bound_device_must_match() {
 #[test]
 fn close_frees_the_address_and_the_slot() {
     let mut t = UdpTable::new(1);
-    let s = t.bind(addr(HOST, 53), BindOptions::default(), local).unwrap();
+    let s = t
+        .bind(addr(HOST, 53), BindOptions::default(), local)
+        .unwrap();
     assert!(t.close(s));
     assert!(!t.close(s));
     assert!(t.is_empty());
-    let again = t.bind(addr(HOST, 53), BindOptions::default(), local).unwrap();
+    let again = t
+        .bind(addr(HOST, 53), BindOptions::default(), local)
+        .unwrap();
     assert_eq!(again, s, "slot reused");
     assert_eq!(t.lookup(&key(addr(PEER, 1), addr(HOST, 53))), Some(again));
 }
@@ -163,9 +196,13 @@ fn close_frees_the_address_and_the_slot() {
 fn lookup_does_not_depend_on_how_many_sockets_exist() {
     let mut t = UdpTable::new(1);
     for port in 10_000..20_000 {
-        t.bind(addr(HOST, port), BindOptions::default(), local).unwrap();
+        t.bind(addr(HOST, port), BindOptions::default(), local)
+            .unwrap();
     }
     assert_eq!(t.len(), 10_000);
     let k = key(addr(PEER, 1), addr(HOST, 15_000));
-    assert_eq!(t.local_addr(t.lookup(&k).unwrap()), Some(addr(HOST, 15_000)));
+    assert_eq!(
+        t.local_addr(t.lookup(&k).unwrap()),
+        Some(addr(HOST, 15_000))
+    );
 }

@@ -1,0 +1,233 @@
+//! `dpstack-echo` with the Linux kernel as its peer: a `net_tap` port moved
+//! into a network namespace the test creates. Everything the kernel sends
+//! stays in that namespace.
+
+mod common;
+
+use common::{child_eal_args, unique_name, AppProcess, Netns};
+
+const STACK_IP: &str = "10.201.0.1";
+const KERNEL_IP: &str = "10.201.0.2";
+const KERNEL_MAC: &str = "02:00:00:00:02:02";
+
+/// A running echo server and the namespace that holds its kernel peer.
+struct Setup {
+    app: AppProcess,
+    ns: Netns,
+    iface: String,
+    stack_mac: String,
+}
+
+fn start() -> Setup {
+    let iface = unique_name("dpse");
+    let vdev = format!("net_tap0,iface={iface}");
+    let app = AppProcess::echo(
+        &child_eal_args(&[&vdev]),
+        &[
+            "--ip",
+            &format!("{STACK_IP}/24"),
+            "--udp",
+            "7",
+            "--udp",
+            "8",
+        ],
+    );
+    app.wait_for_output("echoing UDP port(s)");
+    let stack_mac = app
+        .output_so_far()
+        .split(", ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the start line names the MAC")
+        .to_lowercase();
+    let ns = Netns::create(&unique_name("dpstack-echo-"));
+    let n = ns.name.clone();
+    common::run("ip", &["link", "set", &iface, "netns", &n]);
+    // The tap's kernel side starts with the port's own MAC: give it its own.
+    common::run(
+        "ip",
+        &["-n", &n, "link", "set", &iface, "address", KERNEL_MAC],
+    );
+    common::run(
+        "ip",
+        &[
+            "-n",
+            &n,
+            "addr",
+            "add",
+            &format!("{KERNEL_IP}/24"),
+            "dev",
+            &iface,
+        ],
+    );
+    common::run("ip", &["-n", &n, "link", "set", &iface, "up"]);
+    Setup {
+        app,
+        ns,
+        iface,
+        stack_mac,
+    }
+}
+
+fn ping(ns: &Netns, count: &str) -> String {
+    let out = ns.exec("ping", &["-c", count, "-i", "0.2", "-W", "2", STACK_IP]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn socat(ns: &Netns, port: u16, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.name, "socat", "-T", "2", "-"])
+        .arg(format!("UDP:{STACK_IP}:{port}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("socat (scripts/setup installs it)");
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(input)
+        .expect("write");
+    child.wait_with_output().expect("socat ran")
+}
+
+/// The value of `field` in the kernel's `/proc/net/snmp` line for `proto`.
+fn snmp(ns: &Netns, proto: &str, field: &str) -> u64 {
+    let out = ns.exec("cat", &["/proc/net/snmp"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().filter(|l| l.starts_with(&format!("{proto}:")));
+    let (names, values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == field)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {proto} {field} in /proc/net/snmp"))
+}
+
+fn counter(output: &str, name: &str) -> u64 {
+    output
+        .lines()
+        .rev()
+        .filter_map(|l| l.trim().strip_prefix(name))
+        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn arp_resolves_both_ways_and_ping_is_answered() {
+    let s = start();
+    let out = ping(&s.ns, "3");
+    assert!(out.contains("3 received"), "ping: {out}");
+    let neigh = String::from_utf8_lossy(&s.ns.exec("ip", &["neigh", "show", STACK_IP]).stdout)
+        .to_lowercase();
+    assert!(
+        neigh.contains(&s.stack_mac),
+        "kernel resolved the stack: {neigh}"
+    );
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(
+        done.stdout.contains(&format!(
+            "neighbor {KERNEL_IP} at {}",
+            KERNEL_MAC.to_uppercase()
+        )),
+        "the stack learned the kernel: {}",
+        done.stdout
+    );
+    assert_eq!(counter(&done.stdout, "IcmpOutEchoReps"), 3);
+}
+
+#[test]
+fn udp_datagrams_are_echoed_to_socat() {
+    let s = start();
+    for (port, text) in [(7, &b"hello dpstack\n"[..]), (8, &[0x42u8; 1400][..])] {
+        let out = socat(&s.ns, port, text);
+        assert_eq!(
+            out.stdout,
+            text,
+            "echo on port {port}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let done = s.app.stop_with(libc::SIGTERM);
+    assert_eq!(done.code, Some(0));
+    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+}
+
+#[test]
+fn a_closed_port_answers_icmp_port_unreachable() {
+    let s = start();
+    let before = snmp(&s.ns, "Icmp", "InDestUnreachs");
+    let out = socat(&s.ns, 9, b"anyone there?\n");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Connection refused"),
+        "socat saw the ICMP error: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(snmp(&s.ns, "Icmp", "InDestUnreachs") > before);
+    let done = s.app.stop_with(libc::SIGINT);
+    assert!(counter(&done.stdout, "drop_udp_no_socket") >= 1);
+    assert!(counter(&done.stdout, "IcmpOutDestUnreachs") >= 1);
+}
+
+#[test]
+fn malformed_frames_are_dropped_and_counted_and_the_stack_still_answers() {
+    let s = start();
+    assert!(ping(&s.ns, "1").contains("1 received"));
+    // Raw frames from the kernel side: an empty ARP packet, a bad IPv4
+    // checksum, a truncated IPv4 packet, and a UDP datagram with a bad
+    // checksum.
+    let script = format!(
+        r#"
+import socket, struct
+def csum(b):
+    if len(b) % 2: b += b'\0'
+    s = sum(struct.unpack('!%dH' % (len(b)//2), b))
+    while s > 0xffff: s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+dst = bytes.fromhex('{dst}'); src = bytes.fromhex('{src}')
+eth = dst + src + b'\x08\x00'
+ips, ipd = socket.inet_aton('{kip}'), socket.inet_aton('{sip}')
+def ip(proto, payload, good=True):
+    h = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(payload), 1, 0, 64, proto, 0, ips, ipd)
+    c = csum(h) if good else 0x1234
+    return h[:10] + struct.pack('!H', c) + h[12:] + payload
+udp = struct.pack('!HHHH', 5000, 7, 12, 0xbeef) + b'oops'
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(('{iface}', 0))
+s.send(dst + src + b'\x08\x06')                     # ARP with no body
+s.send(eth + ip(1, b'\x08\x00\x00\x00\x00\x00\x00\x00', good=False))
+s.send(eth + ip(17, udp)[:30])                      # truncated
+s.send(eth + ip(17, udp))                           # bad UDP checksum
+"#,
+        dst = s.stack_mac.replace(':', ""),
+        src = KERNEL_MAC.replace(':', ""),
+        kip = KERNEL_IP,
+        sip = STACK_IP,
+        iface = s.iface,
+    );
+    let out = s.ns.exec("python3", &["-c", &script]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ping(&s.ns, "2").contains("2 received"), "still answering");
+    let done = s.app.stop_with(libc::SIGINT);
+    for reason in [
+        "drop_arp_malformed",
+        "drop_ipv4_bad_checksum",
+        "drop_ipv4_truncated",
+        "drop_udp_bad_checksum",
+    ] {
+        assert_eq!(
+            counter(&done.stdout, reason),
+            1,
+            "{reason} in:\n{}",
+            done.stdout
+        );
+    }
+}
