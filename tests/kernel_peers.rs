@@ -104,8 +104,8 @@ fn two_dpstack_processes_talk_over_memif() {
     let client_out = client.stop_with(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(500));
     let server_out = server.stop_with(libc::SIGINT);
-    assert_eq!(client_out.code, Some(0), "{}", client_out.stderr);
-    assert_eq!(server_out.code, Some(0), "{}", server_out.stderr);
+    assert_eq!(client_out.code, Some(0), "client: {client_out:?}");
+    assert_eq!(server_out.code, Some(0), "server: {server_out:?}");
     let (_, sent, _) = client_out.accumulated();
     let (received, _, _) = server_out.accumulated();
     assert!(sent > 10_000, "client sent {sent}");

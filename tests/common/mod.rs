@@ -162,6 +162,7 @@ impl AppProcess {
         let stdout = std::mem::take(&mut *self.stdout.lock().expect("not poisoned"));
         ConsoleOutput {
             code: status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&status),
             stdout,
             stderr,
         }
@@ -182,6 +183,8 @@ impl Drop for AppProcess {
 pub struct ConsoleOutput {
     /// Exit code (None if killed by a signal).
     pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
     /// Standard output.
     pub stdout: String,
     /// Standard error.
