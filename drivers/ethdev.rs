@@ -328,6 +328,7 @@ impl EthPort {
             rxq,
             txq,
             pool: s.pool,
+            large_pool: None,
             mac: s.mac,
             shared: Arc::clone(s),
         })
@@ -349,6 +350,7 @@ pub struct EthQueue {
     rxq: u16,
     txq: u16,
     pool: Mempool,
+    large_pool: Option<Mempool>,
     mac: MacAddr,
     shared: Arc<PortShared>,
 }
@@ -372,6 +374,13 @@ impl EthQueue {
     /// The pool this queue allocates from.
     pub fn pool(&self) -> Mempool {
         self.pool
+    }
+
+    /// Gives the queue a pool of large buffers (up to 64 KiB of data), used
+    /// to reassemble IPv4 fragments. Without one, fragments are dropped.
+    pub fn with_large_pool(mut self, pool: Mempool) -> EthQueue {
+        self.large_pool = Some(pool);
+        self
     }
 }
 
@@ -444,5 +453,9 @@ impl Port for EthQueue {
 
     fn mac(&self) -> MacAddr {
         self.mac
+    }
+
+    fn alloc_large(&mut self) -> Option<Mbuf> {
+        self.large_pool.and_then(|pool| pool.alloc())
     }
 }

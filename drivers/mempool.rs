@@ -26,6 +26,19 @@ pub struct PoolConfig {
     pub socket: Option<i32>,
 }
 
+impl PoolConfig {
+    /// A pool of `count` buffers that each hold a whole 64 KiB IPv4 datagram
+    /// (for reassembly): the largest data room an mbuf can have.
+    pub fn large(count: u32) -> PoolConfig {
+        PoolConfig {
+            count,
+            cache: 0,
+            data_room: u16::MAX,
+            socket: None,
+        }
+    }
+}
+
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {

@@ -231,3 +231,29 @@ s.send(eth + ip(17, udp))                           # bad UDP checksum
         );
     }
 }
+
+#[test]
+fn a_fragmented_datagram_from_the_kernel_is_reassembled_and_echoed() {
+    let s = start();
+    let message: Vec<u8> = (0..6000u32).map(|i| (i % 251) as u8).collect();
+    let out = socat(&s.ns, 7, &message);
+    assert_eq!(
+        out.stdout.len(),
+        message.len(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == message, "echoed intact");
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(counter(&done.stdout, "IpReasmOKs"), 1, "{}", done.stdout);
+    assert_eq!(
+        counter(&done.stdout, "IpReasmReqds"),
+        5,
+        "6008 bytes in 1480-byte fragments"
+    );
+    assert_eq!(
+        counter(&done.stdout, "IpFragCreates"),
+        5,
+        "the reply is fragmented too"
+    );
+}

@@ -84,7 +84,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         .ok_or("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack0)")?;
     let pool = Mempool::create("echo_pool", &PoolConfig::default()).map_err(|e| e.to_string())?;
     let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
-    let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
+    let large =
+        Mempool::create("echo_reassembly", &PoolConfig::large(63)).map_err(|e| e.to_string())?;
+    let queue = port
+        .queue(0, 0)
+        .map_err(|e| e.to_string())?
+        .with_large_pool(large);
 
     let mut config = InterfaceConfig::new(port.mac(), cli.ip);
     config.gateway = cli.gateway;

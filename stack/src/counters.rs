@@ -10,12 +10,12 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 macro_rules! reasons {
-    ($(#[$doc:meta] $name:ident = $text:literal,)*) => {
+    ($($(#[$doc:meta])* $name:ident = $text:literal,)*) => {
         /// Why the stack dropped a packet.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[repr(usize)]
         pub enum DropReason {
-            $(#[$doc] $name,)*
+            $($(#[$doc])* $name,)*
         }
 
         impl DropReason {
@@ -57,8 +57,18 @@ reasons! {
     Ipv4TtlExpired = "ipv4_ttl_expired",
     /// Destination is not one of our addresses (we do not forward).
     Ipv4NotForUs = "ipv4_not_for_us",
-    /// A fragment (reassembly is not enabled).
-    Ipv4Fragment = "ipv4_fragment",
+    /// A fragment that could not be queued: no reassembly buffer free, or
+    /// too many datagrams in reassembly.
+    Ipv4ReassemblyFull = "ipv4_reassembly_full",
+    /// A fragment overlapped another: the whole datagram is dropped.
+    Ipv4ReassemblyOverlap = "ipv4_reassembly_overlap",
+    /// A fragment reached past the largest datagram we reassemble.
+    Ipv4ReassemblyTooBig = "ipv4_reassembly_too_big",
+    /// A fragment's length was not a multiple of 8 (and it was not the last).
+    Ipv4FragmentMalformed = "ipv4_fragment_malformed",
+    /// A datagram was not complete before the reassembly timeout (one count
+    /// per datagram; its fragments were already counted as received).
+    Ipv4ReassemblyTimeout = "ipv4_reassembly_timeout",
     /// Protocol the stack does not handle.
     Ipv4UnknownProtocol = "ipv4_unknown_protocol",
     /// ICMP message too short or with a bad checksum.
@@ -131,8 +141,16 @@ protocol_counters! {
     IpInReceives,
     /// IPv4 datagrams delivered to ICMP/UDP.
     IpInDelivers,
+    /// Fragments received.
+    IpReasmReqds,
+    /// Datagrams reassembled.
+    IpReasmOKs,
     /// IPv4 datagrams sent.
     IpOutRequests,
+    /// Datagrams fragmented on the way out.
+    IpFragOKs,
+    /// Fragments created.
+    IpFragCreates,
     /// ICMP echo requests received.
     IcmpInEchos,
     /// ICMP echo replies sent.

@@ -17,6 +17,7 @@ pub mod counters;
 pub mod iface;
 pub mod neighbor;
 pub mod port;
+pub mod reassembly;
 pub mod route;
 pub mod time;
 pub mod udp;

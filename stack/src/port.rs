@@ -144,6 +144,13 @@ pub trait Port {
 
     /// The port's own MAC address.
     fn mac(&self) -> MacAddr;
+
+    /// Takes an empty buffer big enough for a reassembled IPv4 datagram (up
+    /// to 64 KiB), or `None` if the port has no such buffers (then fragments
+    /// are dropped and counted). Slow path.
+    fn alloc_large(&mut self) -> Option<Self::Buf> {
+        None
+    }
 }
 
 /// What [`send_burst`] did with a burst.

@@ -22,6 +22,7 @@ pub use tx::{SendError, TxBatch};
 use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborConfig, NeighborState};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
+use crate::reassembly::{Reassembler, ReassemblyConfig};
 use crate::route::{Ipv4Cidr, Route, RouteCache, RouteTable};
 use crate::time::{Duration, Instant};
 use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
@@ -56,12 +57,16 @@ pub struct InterfaceConfig {
     pub gateway: Option<Ipv4Addr>,
     /// This port's index (for routes and SO_BINDTODEVICE).
     pub port_index: u16,
+    /// Largest IPv4 packet the link carries (bigger ones are fragmented).
+    pub mtu: usize,
     /// Receive checksum policy.
     pub checksum: ChecksumPolicy,
     /// ICMP errors allowed per second (and burst) before rate limiting.
     pub icmp_errors_per_sec: u64,
     /// Neighbour cache tunables.
     pub neighbor: NeighborConfig,
+    /// Fragment reassembly tunables.
+    pub reassembly: ReassemblyConfig,
     /// Key of the reuseport flow hash (use a random value).
     pub hash_key: u64,
     /// Extra transmit attempts before the unsent tail is dropped.
@@ -76,9 +81,11 @@ impl InterfaceConfig {
             addresses: vec![address],
             gateway: None,
             port_index: 0,
+            mtu: 1500,
             checksum: ChecksumPolicy::TrustOffload,
             icmp_errors_per_sec: 1000,
             neighbor: NeighborConfig::default(),
+            reassembly: ReassemblyConfig::default(),
             hash_key: 0x005e_ed0f_d057_ac6b,
             tx_retries: 4,
         }
@@ -113,18 +120,19 @@ impl<B: Buf> UdpHandler<B> for DropDatagrams {
 
 /// State shared by the receive and send paths (everything but the handler).
 #[derive(Debug)]
-pub(crate) struct Core<B> {
+pub(crate) struct Core<B: Buf> {
     pub(crate) config: InterfaceConfig,
     pub(crate) routes: RouteTable,
     pub(crate) route_cache: RouteCache,
     pub(crate) neighbors: NeighborCache<B>,
+    pub(crate) reassembler: Reassembler<B>,
     pub(crate) udp: UdpTable,
     pub(crate) counters: Arc<Counters>,
     pub(crate) icmp_limit: TokenBucket,
     pub(crate) next_ident: u16,
 }
 
-impl<B> Core<B> {
+impl<B: Buf> Core<B> {
     /// True if `ip` is one of our addresses.
     pub(crate) fn is_local(&self, ip: Ipv4Addr) -> bool {
         self.config.addresses.iter().any(|a| a.addr == ip)
@@ -229,6 +237,7 @@ impl<B: Buf> Interface<B> {
         }
         let core = Core {
             neighbors: NeighborCache::new(config.neighbor.clone()),
+            reassembler: Reassembler::new(config.reassembly.clone()),
             udp: UdpTable::new(config.hash_key),
             icmp_limit: TokenBucket::new(
                 config.icmp_errors_per_sec,

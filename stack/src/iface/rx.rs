@@ -8,13 +8,14 @@
 use super::{tx, ChecksumPolicy, Core, TxBatch, RX_BURST};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
+use crate::reassembly::{Fragment, Reassembly};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, SocketId};
 use crate::wire::arp::{ArpOperation, ArpRepr};
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv4::{msg_type, Icmpv4Packet};
-use crate::wire::ipv4::{protocol, Ipv4Packet};
+use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
 use arrayvec::ArrayVec;
@@ -98,7 +99,7 @@ fn arp_input<P: Port>(
 }
 
 /// A source no packet may come from.
-fn is_martian(core: &Core<impl Sized>, src: Ipv4Addr) -> bool {
+fn is_martian(core: &Core<impl Buf>, src: Ipv4Addr) -> bool {
     src.is_multicast()
         || src.is_loopback()
         || src.is_unspecified()
@@ -150,25 +151,90 @@ fn ipv4_input<P: Port>(
     if ip.ttl() == 0 {
         return core.counters.count_drop(DropReason::Ipv4TtlExpired);
     }
-    if ip.is_fragment() {
-        return core.counters.count_drop(DropReason::Ipv4Fragment);
+    let local = Local {
+        src,
+        dst,
+        header_len: ip.header_len(),
+        total_len: usize::from(ip.total_len()),
+        protocol: ip.protocol(),
+        broadcast,
+        l4_checksum: offload.l4_checksum,
+    };
+    if !ip.is_fragment() {
+        return deliver_local(core, port, tx, now, buf, eth_src, local, deliveries);
     }
-    let header_len = ip.header_len();
-    let total_len = usize::from(ip.total_len());
-    let proto = ip.protocol();
+    core.counters.count(Stat::IpReasmReqds);
+    let fragment = Fragment {
+        src,
+        dst,
+        protocol: local.protocol,
+        ident: ip.ident(),
+        offset: ip.fragment_offset(),
+        more: ip.more_fragments(),
+        payload_start: ETH_LEN + local.header_len,
+        payload_len: local.total_len - local.header_len,
+        ttl: ip.ttl(),
+    };
+    match core.reassembler.add(port, &buf, fragment, now) {
+        Reassembly::Pending => {}
+        Reassembly::Dropped(reason) => core.counters.count_drop(reason),
+        Reassembly::Complete(whole) => {
+            core.counters.count(Stat::IpReasmOKs);
+            let total_len = whole.len() - ETH_LEN;
+            let local = Local {
+                header_len: IP_LEN,
+                total_len,
+                l4_checksum: ChecksumStatus::Unknown,
+                ..local
+            };
+            deliver_local(core, port, tx, now, whole, eth_src, local, deliveries);
+        }
+    }
+}
+
+/// A datagram for us, validated (and reassembled if it was fragmented).
+#[derive(Debug, Clone, Copy)]
+struct Local {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    header_len: usize,
+    total_len: usize,
+    protocol: u8,
+    broadcast: bool,
+    l4_checksum: ChecksumStatus,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn deliver_local<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    local: Local,
+    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+) {
     core.counters.count(Stat::IpInDelivers);
-    match proto {
+    match local.protocol {
         protocol::ICMP => icmp_input(
-            core, port, tx, buf, eth_src, header_len, total_len, broadcast,
+            core,
+            port,
+            tx,
+            buf,
+            eth_src,
+            local.header_len,
+            local.total_len,
+            local.broadcast,
         ),
         protocol::UDP => {
             let l4 = UdpInput {
-                src,
-                dst,
-                header_len,
-                total_len,
-                broadcast,
-                l4_checksum: offload.l4_checksum,
+                src: local.src,
+                dst: local.dst,
+                header_len: local.header_len,
+                total_len: local.total_len,
+                broadcast: local.broadcast,
+                l4_checksum: local.l4_checksum,
             };
             udp_input(core, port, tx, now, buf, eth_src, l4, deliveries)
         }

@@ -402,7 +402,7 @@ fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
         ("total length", long_total, DropReason::Ipv4Truncated),
         ("martian", martian, DropReason::Ipv4MartianSource),
         ("not our ip", other_ip, DropReason::Ipv4NotForUs),
-        ("fragment", fragment, DropReason::Ipv4Fragment),
+        ("odd fragment", fragment, DropReason::Ipv4FragmentMalformed),
         ("icmp checksum", bad_icmp_sum, DropReason::IcmpMalformed),
         ("udp checksum", udp_bad_sum, DropReason::UdpBadChecksum),
         ("udp length", udp_bad_len, DropReason::UdpMalformed),
@@ -455,9 +455,11 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
         poll(&mut iface, &mut port, &mut Echo);
         port.take_tx();
     }
-    // Every frame ends in exactly one receive outcome.
+    // Every frame ends in exactly one receive outcome; a fragment's outcome
+    // is reassembly, and a reassembled datagram has an outcome of its own.
     let c = iface.counters();
     let handled = [
+        Stat::IpReasmReqds,
         Stat::ArpInRequests,
         Stat::ArpInReplies,
         Stat::ArpInGratuitous,
@@ -468,6 +470,11 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
     .map(|&s| c.get(s))
     .sum::<u64>();
     let not_receive_drops = [
+        DropReason::Ipv4FragmentMalformed,
+        DropReason::Ipv4ReassemblyFull,
+        DropReason::Ipv4ReassemblyOverlap,
+        DropReason::Ipv4ReassemblyTooBig,
+        DropReason::Ipv4ReassemblyTimeout,
         DropReason::IcmpRateLimited,
         DropReason::TxNoRoute,
         DropReason::TxNeighborUnresolved,
@@ -478,7 +485,10 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
     .map(|&r| c.dropped(r))
     .sum::<u64>();
     assert_eq!(c.get(Stat::EthInFrames), frames);
-    assert_eq!(handled + c.total_dropped() - not_receive_drops, frames);
+    assert_eq!(
+        handled + c.total_dropped() - not_receive_drops - c.get(Stat::IpReasmOKs),
+        frames
+    );
     assert_eq!(port.buffers_in_use(), 0);
 }
 
@@ -612,4 +622,69 @@ fn two_stacks_talk_over_a_wire() {
     assert_eq!(recorder.calls.len(), 1);
     assert_eq!(recorder.calls[0].0, socket);
     assert_eq!(recorder.calls[0].1, [b"over the wire".to_vec()]);
+}
+
+#[test]
+fn a_fragmented_datagram_is_reassembled_and_echoed() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    let message: Vec<u8> = (0..3000u32).map(|i| (i % 253) as u8).collect();
+    let datagram = udp(
+        SocketAddrV4::new(PEER_IP, 4000),
+        SocketAddrV4::new(OUR_IP, 7),
+        &message,
+    );
+    // Split the UDP datagram into IPv4 fragments of 1480 bytes, as a kernel
+    // with a 1500-byte MTU does, and send them last first.
+    let mut frames = Vec::new();
+    for (i, chunk) in datagram.chunks(1480).enumerate() {
+        let mut ip = ipv4(PEER_IP, OUR_IP, protocol::UDP, chunk);
+        let more = (i + 1) * 1480 < datagram.len();
+        let field = ((i * 1480 / 8) as u16) | if more { 0x2000 } else { 0 };
+        ip[6..8].copy_from_slice(&field.to_be_bytes());
+        Ipv4Packet::new_unchecked(&mut ip[..]).fill_checksum();
+        frames.push(ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip));
+    }
+    for frame in frames.iter().rev() {
+        port.push_rx(frame);
+    }
+    let mut recorder = Recorder::default();
+    poll(&mut iface, &mut port, &mut recorder);
+    assert_eq!(recorder.calls.len(), 1);
+    assert_eq!(recorder.calls[0].1, std::slice::from_ref(&message));
+    assert_eq!(iface.counters().get(Stat::IpReasmReqds), 3);
+    // Echoed, the 3000-byte datagram leaves in MTU-sized fragments that a
+    // second stack puts back together.
+    for frame in frames.iter().rev() {
+        port.push_rx(frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 3);
+    assert!(out.iter().all(|f| f.len() <= 14 + 1500));
+    let (mut client, mut client_port) = {
+        let config = InterfaceConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
+        let mut client: Interface<MemBuf> = Interface::new(config);
+        let mut client_port = MemPort::new(MemPortConfig {
+            mac: PEER_MAC,
+            ..MemPortConfig::default()
+        });
+        client.poll(&mut client_port, Instant::ZERO, &mut DropDatagrams);
+        client_port.take_tx();
+        (client, client_port)
+    };
+    client
+        .udp_bind(SocketAddrV4::new(PEER_IP, 4000), BindOptions::default())
+        .unwrap();
+    for frame in &out {
+        client_port.push_rx(frame);
+    }
+    let mut got = Recorder::default();
+    poll(&mut client, &mut client_port, &mut got);
+    assert_eq!(got.calls[0].1, [message]);
+    assert_eq!(iface.counters().get(Stat::IpReasmOKs), 2);
+    assert_eq!(iface.counters().get(Stat::IpFragCreates), 3);
+    assert_eq!(port.buffers_in_use(), 0);
 }

@@ -198,8 +198,7 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     icmp.set_type_code(msg_type::ECHO_REPLY, 0);
     icmp.fill_checksum();
     core.counters.count(Stat::IcmpOutEchoReps);
-    core.counters.count(Stat::IpOutRequests);
-    tx.push(port, buf, &core.counters);
+    transmit_ipv4(core, port, tx, buf);
 }
 
 /// Sends a datagram's payload back to where it came from, in its own buffer.
@@ -227,8 +226,7 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         src.swap_with_slice(dst);
     }
     core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::IpOutRequests);
-    tx.push(port, buf, &core.counters);
+    transmit_ipv4(core, port, tx, buf);
 }
 
 /// Answers a datagram for a closed port with ICMP port unreachable, reusing
@@ -278,8 +276,7 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     icmp.set_rest(0, 0);
     icmp.fill_checksum();
     core.counters.count(Stat::IcmpOutDestUnreachs);
-    core.counters.count(Stat::IpOutRequests);
-    tx.push(port, buf, &core.counters);
+    transmit_ipv4(core, port, tx, buf);
 }
 
 /// Builds and sends a UDP datagram from `socket` to `dst`.
@@ -336,19 +333,18 @@ pub(crate) fn send_udp<P: Port>(
         payload_len: udp_len as u16,
         ttl: DEFAULT_TTL,
         ident,
-        dont_fragment: true,
+        dont_fragment: IP_LEN + udp_len <= core.config.mtu,
     });
     core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::IpOutRequests);
     if dst.ip().is_broadcast() {
         set_destination_mac(&mut buf, MacAddr::BROADCAST);
-        tx.push(port, buf, &core.counters);
+        transmit_ipv4(core, port, tx, buf);
         return Ok(());
     }
     match core.neighbors.resolve(hop.via, buf, now) {
         Resolution::Ready(mut buf, mac) => {
             set_destination_mac(&mut buf, mac);
-            tx.push(port, buf, &core.counters);
+            transmit_ipv4(core, port, tx, buf);
             Ok(())
         }
         Resolution::QueuedSendRequest => {
@@ -361,4 +357,63 @@ pub(crate) fn send_udp<P: Port>(
             Err(SendError::NeighborUnresolved)
         }
     }
+}
+
+/// Sends a finished IPv4 frame, fragmenting it if it exceeds the MTU.
+pub(crate) fn transmit_ipv4<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    buf: P::Buf,
+) {
+    core.counters.count(Stat::IpOutRequests);
+    if buf.len() <= ETH_LEN + core.config.mtu {
+        return tx.push(port, buf, &core.counters);
+    }
+    fragment(core, port, tx, &buf);
+}
+
+/// Splits an oversized IPv4 frame into fragments in new buffers (slow path).
+fn fragment<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    whole: &P::Buf,
+) {
+    let data = whole.data();
+    let ip = Ipv4Packet::new_unchecked(&data[ETH_LEN..]);
+    let header = Ipv4Header {
+        src: ip.src(),
+        dst: ip.dst(),
+        protocol: ip.protocol(),
+        payload_len: 0,
+        ttl: ip.ttl(),
+        ident: ip.ident(),
+        dont_fragment: false,
+    };
+    let start = ETH_LEN + ip.header_len();
+    let end = (ETH_LEN + usize::from(ip.total_len())).min(data.len());
+    let payload = &data[start.min(end)..end];
+    let chunk = (core.config.mtu.saturating_sub(IP_LEN) & !7).max(8);
+    let pieces = payload.len().div_ceil(chunk);
+    for (i, piece) in payload.chunks(chunk).enumerate() {
+        let Some(mut buf) = port.alloc() else {
+            return core.counters.count_drop(DropReason::TxNoBuffer);
+        };
+        let Some(frame) = buf.append(ETH_LEN + IP_LEN + piece.len()) else {
+            return core.counters.count_drop(DropReason::TxNoBuffer);
+        };
+        frame[..ETH_LEN].copy_from_slice(&data[..ETH_LEN]);
+        frame[ETH_LEN + IP_LEN..].copy_from_slice(piece);
+        let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]);
+        ip.emit_header(&Ipv4Header {
+            payload_len: piece.len() as u16,
+            ..header
+        });
+        ip.set_fragment(i * chunk, i + 1 < pieces);
+        ip.fill_checksum();
+        core.counters.count(Stat::IpFragCreates);
+        tx.push(port, buf, &core.counters);
+    }
+    core.counters.count(Stat::IpFragOKs);
 }

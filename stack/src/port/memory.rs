@@ -28,6 +28,8 @@ pub struct MemPortConfig {
     pub buf_size: usize,
     /// Bytes reserved in front of the data of every new buffer.
     pub headroom: usize,
+    /// Bytes of the buffers `alloc_large` gives (0: it gives none).
+    pub large_buf_size: usize,
 }
 
 impl Default for MemPortConfig {
@@ -38,6 +40,7 @@ impl Default for MemPortConfig {
             tx_ring_size: 1024,
             buf_size: 2048 + 128,
             headroom: 128,
+            large_buf_size: 65535,
         }
     }
 }
@@ -217,9 +220,13 @@ impl MemPort {
     }
 
     fn new_buf(&self) -> MemBuf {
+        self.new_buf_of(self.config.buf_size)
+    }
+
+    fn new_buf_of(&self, size: usize) -> MemBuf {
         self.in_use.fetch_add(1, Ordering::Relaxed);
         MemBuf {
-            bytes: vec![0; self.config.buf_size].into_boxed_slice(),
+            bytes: vec![0; size].into_boxed_slice(),
             start: self.config.headroom,
             end: self.config.headroom,
             offload: RxOffload::default(),
@@ -266,6 +273,12 @@ impl Port for MemPort {
 
     fn mac(&self) -> MacAddr {
         self.config.mac
+    }
+
+    fn alloc_large(&mut self) -> Option<MemBuf> {
+        let has_room = self.buffers_in_use() < self.config.pool_size;
+        (has_room && self.config.large_buf_size > self.config.headroom)
+            .then(|| self.new_buf_of(self.config.large_buf_size))
     }
 }
 

@@ -200,6 +200,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.fill_checksum();
     }
 
+    /// Marks the packet as the fragment at `offset` bytes (a multiple of 8)
+    /// with more to follow or not; clears don't-fragment. The checksum must be
+    /// refilled after.
+    pub fn set_fragment(&mut self, offset: usize, more: bool) {
+        let field =
+            (offset / 8) as u16 & FRAGMENT_OFFSET_MASK | if more { FLAG_MORE_FRAGMENTS } else { 0 };
+        write_u16(self.bytes_mut(), field::FLAGS_FRAG, field);
+    }
+
     /// Sets the TTL (the checksum must be refilled after).
     pub fn set_ttl(&mut self, ttl: u8) {
         self.bytes_mut()[field::TTL] = ttl;
@@ -332,6 +341,20 @@ mod tests {
         assert_eq!(p.header_len(), 24);
         assert!(p.verify_checksum());
         assert_eq!(p.payload(), &[9, 9, 9, 9]);
+    }
+
+    #[test]
+    fn set_fragment_round_trips() {
+        let mut bytes = packet_with_payload(0x73);
+        let mut p = Ipv4Packet::new_unchecked(&mut bytes[..]);
+        p.set_fragment(1480, true);
+        p.fill_checksum();
+        let p = Ipv4Packet::new_checked(&bytes[..]).expect("valid");
+        assert_eq!(
+            (p.fragment_offset(), p.more_fragments(), p.dont_fragment()),
+            (1480, true, false)
+        );
+        assert!(p.verify_checksum());
     }
 
     #[test]
