@@ -140,3 +140,11 @@ impl Mempool {
         self.ptr.as_ptr()
     }
 }
+
+impl crate::stack::socket::BufPool for Mempool {
+    type Buf = Mbuf;
+
+    fn alloc(&self) -> Option<Mbuf> {
+        Mempool::alloc(self)
+    }
+}

@@ -24,6 +24,7 @@ use crate::neighbor::{NeighborCache, NeighborConfig, NeighborState};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
 use crate::reassembly::{Reassembler, ReassemblyConfig};
 use crate::route::{Ipv4Cidr, Route, RouteCache, RouteTable};
+use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::time::{Duration, Instant};
 use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
 use arrayvec::ArrayVec;
@@ -197,10 +198,21 @@ impl<P: Port> UdpContext<'_, P> {
 #[derive(Debug)]
 pub struct Interface<B: Buf> {
     core: Core<B>,
+    /// Queues of queue-mode sockets, by socket index.
+    queues: Vec<Option<Arc<SocketQueue<B>>>>,
+    /// Commands and sends from application threads, once a handle exists.
+    shared: Option<Arc<Shared<B>>>,
     probes: Vec<Ipv4Addr>,
     next_timers: Instant,
     announced: bool,
 }
+
+/// Commands from application threads applied per poll.
+const MAX_COMMANDS_PER_POLL: usize = 16;
+/// Datagrams from application threads sent per poll.
+const MAX_SENDS_PER_POLL: usize = 256;
+/// Capacity of the send queue shared by application threads.
+const SEND_QUEUE: usize = 4096;
 
 /// How often neighbour timers run.
 const TIMER_INTERVAL: Duration = Duration::from_millis(100);
@@ -251,6 +263,8 @@ impl<B: Buf> Interface<B> {
         };
         Interface {
             core,
+            queues: Vec::new(),
+            shared: None,
             probes: Vec::new(),
             next_timers: Instant::ZERO,
             announced: false,
@@ -320,6 +334,16 @@ impl<B: Buf> Interface<B> {
         self.core.neighbors.entries()
     }
 
+    /// A handle that application threads use to open queue-mode sockets on
+    /// this interface; `pool` gives them buffers for sending, and each socket
+    /// queues up to `queue_len` received datagrams.
+    pub fn handle<Q: BufPool<Buf = B>>(&mut self, pool: Q, queue_len: usize) -> StackHandle<Q> {
+        let shared = self
+            .shared
+            .get_or_insert_with(|| Arc::new(Shared::new(SEND_QUEUE)));
+        StackHandle::new(Arc::clone(shared), pool, queue_len)
+    }
+
     /// Sends `payload` from `socket` to `dst` outside of a poll (e.g. to start
     /// a conversation); it leaves on this call.
     pub fn send_to<P: Port<Buf = B>>(
@@ -346,6 +370,11 @@ impl<B: Buf> Interface<B> {
         handler: &mut H,
     ) -> usize {
         let mut tx = TxBatch::new(self.core.config.tx_retries);
+        if let Some(shared) = self.shared.clone() {
+            // Sends first: a socket's last datagrams go out before its close.
+            self.send_queued(&shared, port, &mut tx, now);
+            self.run_commands(&shared);
+        }
         if !self.announced {
             self.announced = true;
             for i in 0..self.core.config.addresses.len() {
@@ -402,8 +431,76 @@ impl<B: Buf> Interface<B> {
             while let Some((_, datagram)) = items.next_if(|(s, _)| *s == socket) {
                 batch.push(datagram);
             }
-            handler.on_datagrams(socket, &mut batch, &mut ctx);
+            match self.queues.get(socket.index() as usize) {
+                Some(Some(queue)) => {
+                    for _ in 0..queue.push_burst(batch.drain(..)) {
+                        ctx.core.counters.count_drop(DropReason::UdpQueueFull);
+                    }
+                }
+                _ => handler.on_datagrams(socket, &mut batch, &mut ctx),
+            }
             batch.clear();
+        }
+    }
+
+    /// Applies binds, connects and closes from application threads.
+    fn run_commands(&mut self, shared: &Shared<B>) {
+        for _ in 0..MAX_COMMANDS_PER_POLL {
+            let Some(command) = shared.commands.pop() else {
+                return;
+            };
+            match command {
+                Command::Bind {
+                    local,
+                    options,
+                    queue,
+                    reply,
+                } => {
+                    let result = self.udp_bind(local, options).map(|id| {
+                        let index = id.index() as usize;
+                        if self.queues.len() <= index {
+                            self.queues.resize(index + 1, None);
+                        }
+                        self.queues[index] = Some(queue);
+                        (id, self.core.udp.local_addr(id).unwrap_or(local))
+                    });
+                    let _ = reply.try_send(result);
+                }
+                Command::Connect { socket, remote } => {
+                    self.core.udp.connect(socket, remote);
+                }
+                Command::Close { socket } => {
+                    self.core.udp.close(socket);
+                    if let Some(slot) = self.queues.get_mut(socket.index() as usize) {
+                        *slot = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends datagrams queued by application threads (bounded per poll).
+    fn send_queued<P: Port<Buf = B>>(
+        &mut self,
+        shared: &Shared<B>,
+        port: &mut P,
+        tx: &mut TxBatch<B>,
+        now: Instant,
+    ) {
+        for _ in 0..MAX_SENDS_PER_POLL {
+            let Some(request) = shared.sends.pop() else {
+                return;
+            };
+            // Failures are counted by reason inside.
+            let _ = tx::send_udp_buffer(
+                &mut self.core,
+                port,
+                tx,
+                now,
+                request.socket,
+                request.dst,
+                request.buf,
+            );
         }
     }
 

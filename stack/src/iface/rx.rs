@@ -68,7 +68,7 @@ fn arp_input<P: Port>(
             .learn(arp.sender_ip, arp.sender_mac, for_us, now);
         for mut waiting in released {
             tx::set_destination_mac(&mut waiting, arp.sender_mac);
-            tx.push(port, waiting, &core.counters);
+            tx::transmit_ipv4(core, port, tx, waiting);
         }
     }
     match arp.operation {

@@ -279,7 +279,8 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     transmit_ipv4(core, port, tx, buf);
 }
 
-/// Builds and sends a UDP datagram from `socket` to `dst`.
+/// Builds and sends a UDP datagram from `socket` to `dst` (copies `payload`
+/// into a new buffer).
 pub(crate) fn send_udp<P: Port>(
     core: &mut Core<P::Buf>,
     port: &mut P,
@@ -288,6 +289,30 @@ pub(crate) fn send_udp<P: Port>(
     socket: SocketId,
     dst: SocketAddrV4,
     payload: &[u8],
+) -> Result<(), SendError> {
+    let mut buf = port.alloc().ok_or_else(|| {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        SendError::NoBuffer
+    })?;
+    if buf.headroom() < ETH_LEN + IP_LEN + UDP_LEN {
+        return Err(SendError::TooLarge);
+    }
+    buf.append(payload.len())
+        .ok_or(SendError::TooLarge)?
+        .copy_from_slice(payload);
+    send_udp_buffer(core, port, tx, now, socket, dst, buf)
+}
+
+/// Sends the payload already in `buf` as a UDP datagram from `socket` to
+/// `dst`: the headers are prepended in the buffer's headroom.
+pub(crate) fn send_udp_buffer<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    now: Instant,
+    socket: SocketId,
+    dst: SocketAddrV4,
+    mut buf: P::Buf,
 ) -> Result<(), SendError> {
     let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
     let generation = core.routes.generation() ^ core.neighbors.generation().rotate_left(32);
@@ -303,28 +328,24 @@ pub(crate) fn send_udp<P: Port>(
     } else {
         *local.ip()
     };
-    let udp_len = UDP_LEN + payload.len();
-    let frame_len = ETH_LEN + IP_LEN + udp_len;
+    let payload_len = buf.len();
+    let udp_len = UDP_LEN + payload_len;
     if udp_len > usize::from(u16::MAX) - IP_LEN {
         return Err(SendError::TooLarge);
     }
-    let mut buf = port.alloc().ok_or_else(|| {
-        core.counters.count_drop(DropReason::TxNoBuffer);
-        SendError::NoBuffer
-    })?;
     let ident = core.ident();
-    let Some(frame) = buf.append(frame_len) else {
+    let Some(frame) = buf.prepend(ETH_LEN + IP_LEN + UDP_LEN) else {
         return Err(SendError::TooLarge);
     };
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_src(core.config.mac);
     eth.set_ethertype(EtherType::Ipv4);
-    let udp_bytes = &mut frame[ETH_LEN + IP_LEN..];
-    udp_bytes[UDP_LEN..].copy_from_slice(payload);
-    UdpPacket::new_unchecked(&mut *udp_bytes).emit_header(
+    let mtu = core.config.mtu;
+    let frame = buf.data_mut();
+    UdpPacket::new_unchecked(&mut frame[ETH_LEN + IP_LEN..]).emit_header(
         (src_ip, local.port()),
         (*dst.ip(), dst.port()),
-        payload.len() as u16,
+        payload_len as u16,
     );
     Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
         src: src_ip,
@@ -333,7 +354,7 @@ pub(crate) fn send_udp<P: Port>(
         payload_len: udp_len as u16,
         ttl: DEFAULT_TTL,
         ident,
-        dont_fragment: IP_LEN + udp_len <= core.config.mtu,
+        dont_fragment: IP_LEN + udp_len <= mtu,
     });
     core.counters.count(Stat::UdpOutDatagrams);
     if dst.ip().is_broadcast() {

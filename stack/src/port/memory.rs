@@ -125,6 +125,38 @@ impl Buf for MemBuf {
     }
 }
 
+/// A handle to an in-memory port's buffer pool, usable from any thread.
+#[derive(Debug, Clone)]
+pub struct MemPool {
+    config: MemPortConfig,
+    in_use: Arc<AtomicUsize>,
+}
+
+impl MemPool {
+    /// A buffer, if the pool has room.
+    pub fn alloc(&self) -> Option<MemBuf> {
+        if self.in_use.load(Ordering::Relaxed) >= self.config.pool_size {
+            return None;
+        }
+        self.in_use.fetch_add(1, Ordering::Relaxed);
+        Some(MemBuf {
+            bytes: vec![0; self.config.buf_size].into_boxed_slice(),
+            start: self.config.headroom,
+            end: self.config.headroom,
+            offload: RxOffload::default(),
+            in_use: Arc::clone(&self.in_use),
+        })
+    }
+}
+
+impl crate::socket::BufPool for MemPool {
+    type Buf = MemBuf;
+
+    fn alloc(&self) -> Option<MemBuf> {
+        MemPool::alloc(self)
+    }
+}
+
 /// An in-memory port. See the module documentation.
 #[derive(Debug)]
 pub struct MemPort {
@@ -202,6 +234,14 @@ impl MemPort {
     /// Packets waiting in the transmit queue.
     pub fn tx_pending(&self) -> usize {
         self.tx.len()
+    }
+
+    /// A handle to this port's pool for other threads.
+    pub fn pool(&self) -> MemPool {
+        MemPool {
+            config: self.config.clone(),
+            in_use: Arc::clone(&self.in_use),
+        }
     }
 
     /// Buffers of this port's pool that exist right now, wherever they are.

@@ -1,0 +1,363 @@
+//! Queue-mode UDP sockets: used from any application thread while the
+//! interface runs on its polling lcore.
+//!
+//! - **Control** (bind, connect, close) goes to the lcore as a [`Command`] on a
+//!   bounded queue; the caller blocks for the answer (microseconds: the lcore
+//!   drains commands on every poll).
+//! - **Receive**: each socket has a bounded queue of received datagrams
+//!   (zero-copy: the buffer itself). The lcore pushes a burst's datagrams for
+//!   a socket, then wakes a sleeping receiver **once per burst**, and only if
+//!   one sleeps (seed 002: a wakeup per packet doubled the kernel's cost). A
+//!   full queue drops and counts; it never blocks the lcore.
+//! - **Send**: the payload is copied into a buffer from the port's pool (with
+//!   headroom) on the calling thread and queued on the interface's
+//!   multi-producer send queue; the lcore adds the headers and transmits.
+//!
+//! The lcore side takes no lock in the common case; the only lock is the
+//! condition variable's, taken by the lcore only when a receiver sleeps.
+
+use crate::port::Buf;
+use crate::udp::{BindError, BindOptions, Datagram, SocketId};
+use core::net::SocketAddrV4;
+use crossbeam_queue::ArrayQueue;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Gives buffers to application threads (a DPDK mempool, or the in-memory
+/// port's pool).
+pub trait BufPool: Send + Sync + 'static {
+    /// The buffer type.
+    type Buf: Buf + Send + 'static;
+    /// An empty buffer with headroom, or `None` if the pool is empty.
+    fn alloc(&self) -> Option<Self::Buf>;
+}
+
+/// Why a socket call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketError {
+    /// Bind failed.
+    Bind(BindError),
+    /// The interface's command or send queue is full (the lcore is behind).
+    Busy,
+    /// The interface is gone (its lcore stopped).
+    Closed,
+    /// No buffer for the payload.
+    NoBuffer,
+    /// The payload does not fit one buffer.
+    TooLarge,
+    /// `recv` timed out.
+    TimedOut,
+}
+
+impl core::fmt::Display for SocketError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SocketError::Bind(e) => write!(f, "bind: {e}"),
+            SocketError::Busy => f.write_str("the stack's queue is full; try again"),
+            SocketError::Closed => f.write_str("the stack is not running"),
+            SocketError::NoBuffer => f.write_str("no packet buffer available"),
+            SocketError::TooLarge => f.write_str("payload too large for one buffer"),
+            SocketError::TimedOut => f.write_str("timed out"),
+        }
+    }
+}
+
+impl std::error::Error for SocketError {}
+
+/// A control request for the lcore.
+#[derive(Debug)]
+pub(crate) enum Command<B: Buf> {
+    Bind {
+        local: SocketAddrV4,
+        options: BindOptions,
+        queue: Arc<SocketQueue<B>>,
+        reply: crossbeam_channel::Sender<Result<(SocketId, SocketAddrV4), BindError>>,
+    },
+    Connect {
+        socket: SocketId,
+        remote: SocketAddrV4,
+    },
+    Close {
+        socket: SocketId,
+    },
+}
+
+/// A datagram for the lcore to send; `buf` holds the payload only.
+#[derive(Debug)]
+pub(crate) struct SendRequest<B> {
+    pub(crate) socket: SocketId,
+    pub(crate) dst: SocketAddrV4,
+    pub(crate) buf: B,
+}
+
+/// What application threads share with the lcore.
+#[derive(Debug)]
+pub(crate) struct Shared<B: Buf> {
+    pub(crate) commands: ArrayQueue<Command<B>>,
+    pub(crate) sends: ArrayQueue<SendRequest<B>>,
+}
+
+impl<B: Buf> Shared<B> {
+    pub(crate) fn new(capacity: usize) -> Shared<B> {
+        Shared {
+            commands: ArrayQueue::new(64),
+            sends: ArrayQueue::new(capacity),
+        }
+    }
+}
+
+/// A socket's receive queue. Filled by the lcore, drained by app threads.
+#[derive(Debug)]
+pub struct SocketQueue<B: Buf> {
+    datagrams: ArrayQueue<Datagram<B>>,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+    dropped: AtomicU64,
+    wakeups: AtomicU64,
+}
+
+impl<B: Buf> SocketQueue<B> {
+    fn new(capacity: usize) -> SocketQueue<B> {
+        SocketQueue {
+            datagrams: ArrayQueue::new(capacity.max(1)),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            dropped: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
+        }
+    }
+
+    /// Lcore side: queues a burst's datagrams for this socket and wakes a
+    /// sleeping receiver once. Returns how many did not fit (dropped).
+    pub(crate) fn push_burst(&self, batch: impl Iterator<Item = Datagram<B>>) -> usize {
+        let (mut pushed, mut dropped) = (0, 0);
+        for datagram in batch {
+            match self.datagrams.push(datagram) {
+                Ok(()) => pushed += 1,
+                Err(full) => {
+                    drop(full);
+                    dropped += 1;
+                }
+            }
+        }
+        if dropped > 0 {
+            self.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
+        }
+        if pushed > 0 && self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+        }
+        dropped
+    }
+
+    /// Waits until a datagram is queued or `timeout` passes.
+    fn wait(&self, timeout: Option<Duration>) -> bool {
+        let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let ready = if !self.datagrams.is_empty() {
+            true
+        } else {
+            match timeout {
+                Some(t) => {
+                    let (_guard, result) = self
+                        .wake
+                        .wait_timeout(guard, t)
+                        .unwrap_or_else(|e| e.into_inner());
+                    !result.timed_out() || !self.datagrams.is_empty()
+                }
+                None => {
+                    let _guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+                    true
+                }
+            }
+        };
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        ready
+    }
+}
+
+/// A UDP socket used from application threads. Dropping it closes it.
+#[derive(Debug)]
+pub struct UdpSocket<P: BufPool> {
+    id: SocketId,
+    local: SocketAddrV4,
+    queue: Arc<SocketQueue<P::Buf>>,
+    shared: Arc<Shared<P::Buf>>,
+    pool: Arc<P>,
+}
+
+/// Headroom left in front of a payload for Ethernet, IPv4 and UDP headers.
+pub(crate) const HEADERS: usize = 14 + 20 + 8;
+
+/// Creates queue-mode sockets for one interface; cheap to clone and `Send`.
+#[derive(Debug)]
+pub struct StackHandle<P: BufPool> {
+    shared: Arc<Shared<P::Buf>>,
+    pool: Arc<P>,
+    queue_len: usize,
+}
+
+impl<P: BufPool> Clone for StackHandle<P> {
+    fn clone(&self) -> Self {
+        StackHandle {
+            shared: Arc::clone(&self.shared),
+            pool: Arc::clone(&self.pool),
+            queue_len: self.queue_len,
+        }
+    }
+}
+
+impl<P: BufPool> StackHandle<P> {
+    pub(crate) fn new(shared: Arc<Shared<P::Buf>>, pool: P, queue_len: usize) -> StackHandle<P> {
+        StackHandle {
+            shared,
+            pool: Arc::new(pool),
+            queue_len,
+        }
+    }
+
+    /// Binds a socket (port 0: an ephemeral port), as `UdpSocket::bind`.
+    pub fn udp_bind(&self, local: SocketAddrV4) -> Result<UdpSocket<P>, SocketError> {
+        self.udp_bind_with(local, BindOptions::default())
+    }
+
+    /// Binds with options (SO_REUSEPORT, device).
+    pub fn udp_bind_with(
+        &self,
+        local: SocketAddrV4,
+        options: BindOptions,
+    ) -> Result<UdpSocket<P>, SocketError> {
+        let queue = Arc::new(SocketQueue::new(self.queue_len));
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let command = Command::Bind {
+            local,
+            options,
+            queue: Arc::clone(&queue),
+            reply,
+        };
+        self.shared
+            .commands
+            .push(command)
+            .map_err(|_| SocketError::Busy)?;
+        let (id, local) = answer
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| SocketError::Closed)?
+            .map_err(SocketError::Bind)?;
+        Ok(UdpSocket {
+            id,
+            local,
+            queue,
+            shared: Arc::clone(&self.shared),
+            pool: Arc::clone(&self.pool),
+        })
+    }
+}
+
+impl<P: BufPool> UdpSocket<P> {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.local
+    }
+
+    /// Only exchange datagrams with `remote` from now on.
+    pub fn connect(&self, remote: SocketAddrV4) -> Result<(), SocketError> {
+        self.shared
+            .commands
+            .push(Command::Connect {
+                socket: self.id,
+                remote,
+            })
+            .map_err(|_| SocketError::Busy)
+    }
+
+    /// Moves up to `max` received datagrams into `out` (zero-copy), waiting
+    /// up to `timeout` (`None`: forever) for the first. Returns how many.
+    pub fn recv_batch(
+        &self,
+        out: &mut Vec<Datagram<P::Buf>>,
+        max: usize,
+        timeout: Option<Duration>,
+    ) -> Result<usize, SocketError> {
+        loop {
+            let mut got = 0;
+            while got < max {
+                let Some(datagram) = self.queue.datagrams.pop() else {
+                    break;
+                };
+                out.push(datagram);
+                got += 1;
+            }
+            if got > 0 {
+                return Ok(got);
+            }
+            if !self.queue.wait(timeout) {
+                return Err(SocketError::TimedOut);
+            }
+        }
+    }
+
+    /// Receives one datagram into `buf` (copying), as `UdpSocket::recv_from`.
+    /// A datagram longer than `buf` is truncated.
+    pub fn recv_from(
+        &self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> Result<(usize, SocketAddrV4), SocketError> {
+        let mut one = Vec::with_capacity(1);
+        self.recv_batch(&mut one, 1, timeout)?;
+        let datagram = one.pop().ok_or(SocketError::TimedOut)?;
+        let payload = datagram.payload();
+        let n = payload.len().min(buf.len());
+        buf[..n].copy_from_slice(&payload[..n]);
+        Ok((n, datagram.src))
+    }
+
+    /// Sends `payload` to `dst`: copied into a pool buffer here, headers and
+    /// transmission on the lcore.
+    pub fn send_to(&self, payload: &[u8], dst: SocketAddrV4) -> Result<usize, SocketError> {
+        let mut buf = self.pool.alloc().ok_or(SocketError::NoBuffer)?;
+        if buf.headroom() < HEADERS {
+            return Err(SocketError::TooLarge);
+        }
+        buf.append(payload.len())
+            .ok_or(SocketError::TooLarge)?
+            .copy_from_slice(payload);
+        self.shared
+            .sends
+            .push(SendRequest {
+                socket: self.id,
+                dst,
+                buf,
+            })
+            .map_err(|_| SocketError::Busy)?;
+        Ok(payload.len())
+    }
+
+    /// Datagrams dropped because this socket's queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Times the lcore woke a receiver of this socket.
+    pub fn wakeups(&self) -> u64 {
+        self.queue.wakeups.load(Ordering::Relaxed)
+    }
+}
+
+impl<P: BufPool> Drop for UdpSocket<P> {
+    fn drop(&mut self) {
+        // If the command queue is full the socket stays bound until the
+        // interface stops; nothing else is lost.
+        let _ = self
+            .shared
+            .commands
+            .push(Command::Close { socket: self.id });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+//! Queue-mode sockets used from other threads while a test thread plays the
+//! lcore.
+
+use super::*;
+use crate::counters::{DropReason, Stat};
+use crate::iface::{DropDatagrams, Interface, InterfaceConfig};
+use crate::port::memory::{MemBuf, MemPool, MemPort, MemPortConfig};
+use crate::port::MacAddr;
+use crate::route::Ipv4Cidr;
+use crate::time::Instant;
+use crate::wire::arp::{ArpOperation, ArpRepr};
+use crate::wire::ethernet::{EtherType, EthernetFrame};
+use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
+use crate::wire::udp::UdpPacket;
+use core::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
+use std::thread;
+
+const OUR_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+const PEER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+fn frame_to(port: u16, payload: &[u8]) -> Vec<u8> {
+    let mut udp = vec![0u8; 8 + payload.len()];
+    udp[8..].copy_from_slice(payload);
+    UdpPacket::new_unchecked(&mut udp[..]).emit_header(
+        (PEER_IP, 9000),
+        (OUR_IP, port),
+        payload.len() as u16,
+    );
+    let mut ip = vec![0u8; 20 + udp.len()];
+    ip[20..].copy_from_slice(&udp);
+    Ipv4Packet::new_unchecked(&mut ip[..]).emit_header(&Ipv4Header {
+        src: PEER_IP,
+        dst: OUR_IP,
+        protocol: protocol::UDP,
+        payload_len: udp.len() as u16,
+        ttl: 64,
+        ident: 1,
+        dont_fragment: true,
+    });
+    let mut frame = vec![0u8; 14 + ip.len()];
+    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+    eth.set_dst(OUR_MAC);
+    eth.set_src(PEER_MAC);
+    eth.set_ethertype(EtherType::Ipv4);
+    eth.payload_mut().copy_from_slice(&ip);
+    frame
+}
+
+/// An interface and its port, polled by a background "lcore" thread until
+/// dropped; frames can be injected and read through the shared port.
+struct Lcore {
+    port: Arc<Mutex<MemPort>>,
+    handle: StackHandle<MemPool>,
+    counters: Arc<crate::counters::Counters>,
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Lcore {
+    fn start(queue_len: usize) -> Lcore {
+        let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+        let mut iface: Interface<MemBuf> = Interface::new(config);
+        let port = MemPort::new(MemPortConfig {
+            mac: OUR_MAC,
+            ..MemPortConfig::default()
+        });
+        let handle = iface.handle(port.pool(), queue_len);
+        let counters = Arc::clone(iface.counters());
+        let port = Arc::new(Mutex::new(port));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (port, stop) = (Arc::clone(&port), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut ticks = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    ticks += 1;
+                    iface.poll(
+                        &mut *port.lock().unwrap(),
+                        Instant::from_nanos(ticks * 1000),
+                        &mut DropDatagrams,
+                    );
+                    thread::yield_now();
+                }
+            })
+        };
+        Lcore {
+            port,
+            handle,
+            counters,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Injects frames so that they are all received in one poll.
+    fn inject(&self, frames: &[Vec<u8>]) {
+        let mut port = self.port.lock().unwrap();
+        for f in frames {
+            port.push_rx(f);
+        }
+    }
+
+    fn wait_for_tx(&self, count: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for _ in 0..2000 {
+            out.extend(self.port.lock().unwrap().take_tx());
+            if out.len() >= count {
+                break;
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        out
+    }
+}
+
+impl Drop for Lcore {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_blocked_receiver_gets_a_whole_burst_with_one_wakeup() {
+    let lcore = Lcore::start(64);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    lcore.wait_for_tx(1); // the announcement
+    let receiver = thread::spawn(move || {
+        let mut got = Vec::new();
+        while got.len() < 10 {
+            socket
+                .recv_batch(&mut got, 64, Some(Duration::from_secs(5)))
+                .unwrap();
+        }
+        let texts: Vec<Vec<u8>> = got.iter().map(|d| d.payload().to_vec()).collect();
+        (texts, socket.wakeups())
+    });
+    thread::sleep(Duration::from_millis(50)); // let it block
+    let frames: Vec<Vec<u8>> = (0..10u8).map(|i| frame_to(5000, &[i; 3])).collect();
+    lcore.inject(&frames);
+    let (texts, wakeups) = receiver.join().unwrap();
+    assert_eq!(texts, (0..10u8).map(|i| vec![i; 3]).collect::<Vec<_>>());
+    assert_eq!(wakeups, 1, "one wakeup for the burst, not one per datagram");
+}
+
+#[test]
+fn a_full_queue_drops_and_counts_without_blocking_the_lcore() {
+    let lcore = Lcore::start(4);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    let frames: Vec<Vec<u8>> = (0..10u8).map(|i| frame_to(5000, &[i])).collect();
+    lcore.inject(&frames);
+    // Read only once the lcore has handled the whole burst.
+    for _ in 0..5000 {
+        if lcore.counters.get(Stat::UdpInDatagrams) == 10 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    let mut got = Vec::new();
+    socket
+        .recv_batch(&mut got, 64, Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(got.len(), 4);
+    assert_eq!(socket.dropped(), 6);
+    assert_eq!(lcore.counters.dropped(DropReason::UdpQueueFull), 6);
+}
+
+#[test]
+fn recv_from_copies_and_times_out() {
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .unwrap();
+    let port = socket.local_addr().port();
+    assert!(port >= 32768, "ephemeral port {port}");
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        socket.recv_from(&mut buf, Some(Duration::from_millis(20))),
+        Err(SocketError::TimedOut)
+    );
+    lcore.inject(&[frame_to(port, b"truncated!")]);
+    let (n, from) = socket
+        .recv_from(&mut buf, Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(
+        (n, &buf, from),
+        (4, b"trun", SocketAddrV4::new(PEER_IP, 9000))
+    );
+}
+
+#[test]
+fn send_to_from_an_app_thread_leaves_through_the_lcore() {
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 6000))
+        .unwrap();
+    // Teach the interface the peer's MAC first.
+    let mut arp = [0u8; 28];
+    ArpRepr {
+        operation: ArpOperation::Request,
+        sender_mac: PEER_MAC,
+        sender_ip: PEER_IP,
+        target_mac: MacAddr::default(),
+        target_ip: OUR_IP,
+    }
+    .emit(&mut arp);
+    let mut frame = vec![0u8; 42];
+    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+    eth.set_dst(MacAddr::BROADCAST);
+    eth.set_src(PEER_MAC);
+    eth.set_ethertype(EtherType::Arp);
+    eth.payload_mut().copy_from_slice(&arp);
+    lcore.inject(&[frame]);
+    lcore.wait_for_tx(2);
+    let sender = thread::spawn(move || {
+        socket
+            .send_to(b"from a thread", SocketAddrV4::new(PEER_IP, 7777))
+            .unwrap()
+    });
+    assert_eq!(sender.join().unwrap(), 13);
+    let out = lcore.wait_for_tx(1);
+    assert_eq!(out.len(), 1, "counters: {:?}", lcore.counters.nonzero());
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!(eth.dst(), PEER_MAC);
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+    assert!(udp.verify_checksum(OUR_IP, PEER_IP));
+    assert_eq!(
+        (udp.src_port(), udp.dst_port(), udp.payload()),
+        (6000, 7777, &b"from a thread"[..])
+    );
+    assert_eq!(lcore.counters.get(Stat::UdpOutDatagrams), 1);
+}
+
+#[test]
+fn dropping_a_socket_closes_it() {
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    assert_eq!(
+        lcore.handle.udp_bind(SocketAddrV4::new(OUR_IP, 5000)).err(),
+        Some(SocketError::Bind(BindError::AddrInUse))
+    );
+    drop(socket);
+    let mut rebound = None;
+    for _ in 0..1000 {
+        if let Ok(s) = lcore.handle.udp_bind(SocketAddrV4::new(OUR_IP, 5000)) {
+            rebound = Some(s);
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert!(rebound.is_some(), "the address is free again");
+}
