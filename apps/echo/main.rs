@@ -17,7 +17,7 @@ use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
-use dpstack::stack::counters::Counters;
+use dpstack::stack::counters::{Counters, Stat};
 use dpstack::stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::Ipv4Cidr;
@@ -48,16 +48,40 @@ struct Cli {
     /// Default gateway.
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
-    /// UDP port to echo on (repeatable).
-    #[arg(long = "udp", default_value = "7")]
-    udp_ports: Vec<u16>,
+    /// UDP port or range to echo on, e.g. 7 or 10000-19999 (repeatable).
+    #[arg(long = "udp", default_value = "7", value_parser = parse_ports)]
+    udp_ports: Vec<PortRange>,
+    /// Receive and drop instead of echoing (a sink, for benchmarks).
+    #[arg(long)]
+    sink: bool,
+    /// Buffers in the packet pool.
+    #[arg(long, default_value_t = 8191, value_name = "N")]
+    total_num_mbufs: u32,
     /// Print the counters every N seconds.
     #[arg(long, value_name = "N")]
     stats_period: Option<u64>,
 }
 
-/// Echoes every datagram back to its sender, from its own buffer.
-struct Echo;
+/// An inclusive range of UDP ports.
+#[derive(Debug, Clone, Copy)]
+struct PortRange(u16, u16);
+
+fn parse_ports(s: &str) -> Result<PortRange, String> {
+    let bad = || format!("'{s}' is not a port or a range like 10000-19999");
+    let (low, high) = s.split_once('-').unwrap_or((s, s));
+    let low: u16 = low.parse().map_err(|_| bad())?;
+    let high: u16 = high.parse().map_err(|_| bad())?;
+    if low == 0 || high < low {
+        return Err(bad());
+    }
+    Ok(PortRange(low, high))
+}
+
+/// Echoes every datagram back to its sender from its own buffer, or drops
+/// it (sink mode).
+struct Echo {
+    sink: bool,
+}
 
 impl UdpHandler<Mbuf> for Echo {
     fn on_datagrams<P: Port<Buf = Mbuf>>(
@@ -66,6 +90,9 @@ impl UdpHandler<Mbuf> for Echo {
         batch: &mut Batch<Mbuf>,
         ctx: &mut UdpContext<'_, P>,
     ) {
+        if self.sink {
+            return;
+        }
         for datagram in batch.drain(..) {
             ctx.reply(datagram);
         }
@@ -82,7 +109,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let port_id = *available_ports()
         .first()
         .ok_or("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack0)")?;
-    let pool = Mempool::create("echo_pool", &PoolConfig::default()).map_err(|e| e.to_string())?;
+    let pool_config = PoolConfig {
+        count: cli.total_num_mbufs,
+        ..PoolConfig::default()
+    };
+    let pool = Mempool::create("echo_pool", &pool_config).map_err(|e| e.to_string())?;
     let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
     let large =
         Mempool::create("echo_reassembly", &PoolConfig::large(63)).map_err(|e| e.to_string())?;
@@ -95,21 +126,26 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     config.gateway = cli.gateway;
     config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut iface: Interface<Mbuf> = Interface::new(config);
-    for &udp_port in &cli.udp_ports {
-        iface
-            .udp_bind(
-                SocketAddrV4::new(cli.ip.addr, udp_port),
-                BindOptions::default(),
-            )
-            .map_err(|e| format!("cannot bind UDP port {udp_port}: {e}"))?;
+    let mut bound = 0usize;
+    for range in &cli.udp_ports {
+        for udp_port in range.0..=range.1 {
+            iface
+                .udp_bind(
+                    SocketAddrV4::new(cli.ip.addr, udp_port),
+                    BindOptions::default(),
+                )
+                .map_err(|e| format!("cannot bind UDP port {udp_port}: {e}"))?;
+            bound += 1;
+        }
     }
     let counters = Arc::clone(iface.counters());
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
+    let sink = cli.sink;
     let poller = {
         let stop = Arc::clone(&stop);
         move || {
-            let report = poll_until_stopped(iface, queue, &stop);
+            let report = poll_until_stopped(iface, queue, &stop, Echo { sink });
             let _ = done_tx.send(report);
             0
         }
@@ -123,12 +159,24 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         }
     };
     let info = port.info().map_err(|e| e.to_string())?;
+    let ports: Vec<String> = cli
+        .udp_ports
+        .iter()
+        .map(|r| {
+            if r.0 == r.1 {
+                r.0.to_string()
+            } else {
+                format!("{}-{}", r.0, r.1)
+            }
+        })
+        .collect();
     println!(
-        "{PROGRAM}: port {port_id} ({}, {}) is {} ; echoing UDP port(s) {:?}",
+        "{PROGRAM}: port {port_id} ({}, {}) is {} ; {} UDP port(s) {} ({bound} sockets)",
         info.name,
         port.mac(),
         cli.ip,
-        cli.udp_ports
+        if cli.sink { "sinking" } else { "echoing" },
+        ports.join(",")
     );
     wait_for_signal(&signal, &counters, cli.stats_period);
     stop.store(true, Ordering::SeqCst);
@@ -147,10 +195,11 @@ fn poll_until_stopped(
     mut iface: Interface<Mbuf>,
     mut queue: EthQueue,
     stop: &AtomicBool,
+    mut handler: Echo,
 ) -> String {
     let clock = TscClock::new();
     while !stop.load(Ordering::Relaxed) {
-        iface.poll(&mut queue, clock.now(), &mut Echo);
+        iface.poll(&mut queue, clock.now(), &mut handler);
     }
     let mut report = String::new();
     for (ip, mac, state) in iface.neighbors() {
@@ -160,17 +209,34 @@ fn poll_until_stopped(
     report
 }
 
+/// Waits for SIGINT/SIGTERM; with a period, prints the counters and the
+/// frame rates (`rx-pps: N tx-pps: M`) each period.
 fn wait_for_signal(signal: &AtomicUsize, counters: &Counters, period: Option<u64>) {
     let period = period.map(|p| Duration::from_secs(p.max(1)));
-    let mut next = period.map(|p| Instant::now() + p);
+    let mut last = (
+        Instant::now(),
+        counters.get(Stat::EthInFrames),
+        counters.get(Stat::EthOutFrames),
+    );
     while signal.load(Ordering::SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(50));
-        if let (Some(at), Some(p)) = (next, period) {
-            if Instant::now() >= at {
-                next = Some(at + p);
-                print_counters(counters);
-            }
+        std::thread::sleep(Duration::from_millis(20));
+        let Some(period) = period else { continue };
+        let now = Instant::now();
+        if now.duration_since(last.0) < period {
+            continue;
         }
+        let (rx, tx) = (
+            counters.get(Stat::EthInFrames),
+            counters.get(Stat::EthOutFrames),
+        );
+        let secs = now.duration_since(last.0).as_secs_f64();
+        print_counters(counters);
+        println!(
+            "rx-pps: {:.0} tx-pps: {:.0}",
+            (rx - last.1) as f64 / secs,
+            (tx - last.2) as f64 / secs
+        );
+        last = (now, rx, tx);
     }
 }
 

@@ -130,9 +130,10 @@ impl<B: Buf> SocketQueue<B> {
         }
     }
 
-    /// Lcore side: queues a burst's datagrams for this socket and wakes a
-    /// sleeping receiver once. Returns how many did not fit (dropped).
-    pub(crate) fn push_burst(&self, batch: impl Iterator<Item = Datagram<B>>) -> usize {
+    /// Lcore side: queues datagrams for this socket; returns how many were
+    /// queued and how many did not fit (dropped). Wakes no one: the lcore
+    /// calls [`Self::wake`] once after the whole burst.
+    pub(crate) fn push_all(&self, batch: impl Iterator<Item = Datagram<B>>) -> (usize, usize) {
         let (mut pushed, mut dropped) = (0, 0);
         for datagram in batch {
             match self.datagrams.push(datagram) {
@@ -146,12 +147,16 @@ impl<B: Buf> SocketQueue<B> {
         if dropped > 0 {
             self.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
         }
-        if pushed > 0 && self.sleepers.load(Ordering::SeqCst) > 0 {
+        (pushed, dropped)
+    }
+
+    /// Lcore side: wakes the receivers if any sleeps (once per burst).
+    pub(crate) fn wake(&self) {
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_all();
             self.wakeups.fetch_add(1, Ordering::Relaxed);
         }
-        dropped
     }
 
     /// Waits until a datagram is queued or `timeout` passes.

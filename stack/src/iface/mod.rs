@@ -34,7 +34,8 @@ use std::sync::Arc;
 /// Packets received per poll.
 pub const RX_BURST: usize = DEFAULT_BURST;
 
-/// Datagrams handed to a handler at once (one socket's share of a burst).
+/// Datagrams handed to a handler at once (consecutive datagrams of a burst
+/// for one socket).
 pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
 
 /// How checksums of received packets are checked.
@@ -95,7 +96,7 @@ impl InterfaceConfig {
 
 /// Receives datagrams in inline mode, on the lcore.
 pub trait UdpHandler<B: Buf> {
-    /// Called once per socket per burst with that socket's datagrams, in
+    /// Called with consecutive datagrams of a burst for one socket, in
     /// arrival order. Datagrams left in `batch` are freed afterwards.
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,
@@ -129,25 +130,24 @@ pub(crate) struct Core<B: Buf> {
     pub(crate) reassembler: Reassembler<B>,
     pub(crate) udp: UdpTable,
     pub(crate) counters: Arc<Counters>,
+    /// Directed broadcast addresses of our networks (computed once).
+    pub(crate) broadcasts: Vec<Ipv4Addr>,
     pub(crate) icmp_limit: TokenBucket,
     pub(crate) next_ident: u16,
 }
 
 impl<B: Buf> Core<B> {
     /// True if `ip` is one of our addresses.
+    #[inline]
     pub(crate) fn is_local(&self, ip: Ipv4Addr) -> bool {
         self.config.addresses.iter().any(|a| a.addr == ip)
     }
 
     /// True if `ip` is a broadcast address of one of our networks (or the
     /// limited broadcast).
+    #[inline]
     pub(crate) fn is_broadcast(&self, ip: Ipv4Addr) -> bool {
-        ip.is_broadcast()
-            || self
-                .config
-                .addresses
-                .iter()
-                .any(|a| a.len < 31 && a.broadcast() == ip)
+        ip.is_broadcast() || self.broadcasts.contains(&ip)
     }
 
     pub(crate) fn ident(&mut self) -> u16 {
@@ -258,6 +258,12 @@ impl<B: Buf> Interface<B> {
             routes,
             route_cache: RouteCache::new(4096),
             counters: Arc::new(Counters::default()),
+            broadcasts: config
+                .addresses
+                .iter()
+                .filter(|a| a.len < 31)
+                .map(|a| a.broadcast())
+                .collect(),
             next_ident: 0,
             config,
         };
@@ -384,6 +390,15 @@ impl<B: Buf> Interface<B> {
         }
         let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
         let received = port.rx_burst(&mut burst, RX_BURST);
+        // Start the socket-table loads of the whole burst before the first
+        // lookup needs one, so their cache misses overlap.
+        let slots: ArrayVec<u32, RX_BURST> = burst
+            .iter()
+            .map(|buf| rx::peek_udp_port(buf.data()).map_or(u32::MAX, |p| self.core.udp.touch(p)))
+            .collect();
+        for &slot in &slots {
+            self.core.udp.touch_socket(slot);
+        }
         let mut deliveries: ArrayVec<(SocketId, Datagram<B>), RX_BURST> = ArrayVec::new();
         for buf in burst.drain(..) {
             rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut deliveries);
@@ -399,8 +414,10 @@ impl<B: Buf> Interface<B> {
         received
     }
 
-    /// Hands datagrams to the handler, one call per socket, arrival order
-    /// kept within each socket.
+    /// Hands the burst's datagrams over in arrival order: consecutive
+    /// datagrams for the same socket go together, to its queue (queue mode)
+    /// or to one handler call (inline mode). Each queue that received
+    /// anything wakes its sleeping reader once, after the whole burst.
     fn deliver<P: Port<Buf = B>, H: UdpHandler<B>>(
         &mut self,
         port: &mut P,
@@ -409,21 +426,13 @@ impl<B: Buf> Interface<B> {
         handler: &mut H,
         deliveries: &mut ArrayVec<(SocketId, Datagram<B>), RX_BURST>,
     ) {
-        // Stable insertion sort by socket: bursts are small and usually
-        // already grouped, and it needs no allocation.
-        for i in 1..deliveries.len() {
-            let mut j = i;
-            while j > 0 && deliveries[j - 1].0 > deliveries[j].0 {
-                deliveries.swap(j - 1, j);
-                j -= 1;
-            }
-        }
         let mut ctx = UdpContext {
             core: &mut self.core,
             port,
             tx,
             now,
         };
+        let mut to_wake: ArrayVec<&Arc<SocketQueue<B>>, RX_BURST> = ArrayVec::new();
         let mut batch: Batch<B> = ArrayVec::new();
         let mut items = deliveries.drain(..).peekable();
         while let Some((socket, first)) = items.next() {
@@ -433,13 +442,20 @@ impl<B: Buf> Interface<B> {
             }
             match self.queues.get(socket.index() as usize) {
                 Some(Some(queue)) => {
-                    for _ in 0..queue.push_burst(batch.drain(..)) {
+                    let (pushed, dropped) = queue.push_all(batch.drain(..));
+                    for _ in 0..dropped {
                         ctx.core.counters.count_drop(DropReason::UdpQueueFull);
+                    }
+                    if pushed > 0 && !to_wake.iter().any(|q| Arc::ptr_eq(q, queue)) {
+                        to_wake.push(queue);
                     }
                 }
                 _ => handler.on_datagrams(socket, &mut batch, &mut ctx),
             }
             batch.clear();
+        }
+        for queue in to_wake {
+            queue.wake();
         }
     }
 

@@ -1,21 +1,25 @@
 //! The UDP socket table, with Linux's lookup semantics.
 //!
-//! Lookup goes from most to least specific, as `__udp4_lib_lookup`: the
-//! sockets bound to (destination address, port), and only if none matches,
-//! those bound to (ANY, port). Each candidate is scored by [`score`], which
-//! has exactly one call site ([`UdpTable::lookup`]) so it stays inlined (seed
-//! 000: a second call site cost 7-12 %). When the best candidate belongs to an
-//! SO_REUSEPORT group, a keyed hash of the 4-tuple picks the member, unless
-//! the group holds connected sockets: then scoring goes on, so the connected
-//! socket wins (the case seed 000's kernel fix keeps).
+//! Layout: an array indexed by local port (65,536 entries, 256 KiB) holds the
+//! first socket bound to each port; the sockets of one port form a chain
+//! through their entries. Lookup reads one array slot and walks that port's
+//! chain, so its cost does not depend on how many sockets exist, only on how
+//! many share the destination port (usually one). [`UdpTable::touch`] lets the
+//! receive path load the slots of a whole burst before looking them up, so
+//! their cache misses overlap.
 //!
-//! Cost per lookup: at most two hash probes plus the sockets sharing one
-//! (address, port), independent of how many sockets exist.
+//! Semantics follow `__udp4_lib_lookup`: sockets bound to the destination
+//! address are considered first, and only if none matches, those bound to ANY.
+//! Each candidate is scored by [`score`], which has exactly one call site
+//! ([`UdpTable::lookup`]) so it stays inlined (seed 000: a second call site
+//! cost 7-12 %). When the best candidate belongs to an SO_REUSEPORT group, a
+//! keyed hash of the 4-tuple picks the member, unless the group holds
+//! connected sockets: then scoring goes on, so the connected socket wins (the
+//! case seed 000's kernel fix keeps).
 //!
 //! Owned by one lcore; binds and closes are control-path calls.
 
 use core::net::{Ipv4Addr, SocketAddrV4};
-use std::collections::HashMap;
 
 /// A socket's handle in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,12 +75,17 @@ pub struct FlowKey {
     pub device: u16,
 }
 
+/// No socket (end of a chain, empty port slot).
+const NONE: u32 = u32::MAX;
+
 #[derive(Debug, Clone)]
 struct Socket {
     local: SocketAddrV4,
     remote: Option<SocketAddrV4>,
     options: BindOptions,
     group: Option<usize>,
+    /// The next socket bound to the same port.
+    next_on_port: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -103,11 +112,12 @@ pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 32768..=60999;
 pub struct UdpTable {
     sockets: Vec<Option<Socket>>,
     free: Vec<u32>,
-    by_local: HashMap<SocketAddrV4, Vec<SocketId>>,
-    by_port: HashMap<u16, Vec<SocketId>>,
+    /// First socket bound to each port.
+    ports: Box<[u32]>,
     groups: Vec<ReuseportGroup>,
     hash_key: u64,
     next_ephemeral: u16,
+    bound: usize,
 }
 
 impl UdpTable {
@@ -117,11 +127,11 @@ impl UdpTable {
         UdpTable {
             sockets: Vec::new(),
             free: Vec::new(),
-            by_local: HashMap::new(),
-            by_port: HashMap::new(),
+            ports: vec![NONE; 1 << 16].into_boxed_slice(),
             groups: Vec::new(),
             hash_key,
             next_ephemeral: *EPHEMERAL_PORTS.start(),
+            bound: 0,
         }
     }
 
@@ -145,6 +155,7 @@ impl UdpTable {
             remote: None,
             options,
             group,
+            next_on_port: NONE,
         };
         let id = match self.free.pop() {
             Some(slot) => {
@@ -156,8 +167,8 @@ impl UdpTable {
                 SocketId((self.sockets.len() - 1) as u32)
             }
         };
-        self.by_local.entry(local).or_default().push(id);
-        self.by_port.entry(local.port()).or_default().push(id);
+        self.link(id);
+        self.bound += 1;
         if let Some(g) = group {
             self.groups[g].members.push(id);
         }
@@ -187,21 +198,72 @@ impl UdpTable {
         Ok(group)
     }
 
+    /// Appends a socket to its port's chain (arrival order is kept, so
+    /// reuseport members and equal scores resolve as they were bound).
+    fn link(&mut self, id: SocketId) {
+        let port = usize::from(
+            self.sockets[id.0 as usize]
+                .as_ref()
+                .map_or(0, |s| s.local.port()),
+        );
+        let mut at = self.ports[port];
+        if at == NONE {
+            self.ports[port] = id.0;
+            return;
+        }
+        loop {
+            let Some(socket) = self.sockets[at as usize].as_mut() else {
+                return;
+            };
+            if socket.next_on_port == NONE {
+                socket.next_on_port = id.0;
+                return;
+            }
+            at = socket.next_on_port;
+        }
+    }
+
+    /// Removes a socket from its port's chain.
+    fn unlink(&mut self, id: SocketId, port: u16, next: u32) {
+        let head = &mut self.ports[usize::from(port)];
+        if *head == id.0 {
+            *head = next;
+            return;
+        }
+        let mut at = *head;
+        while at != NONE {
+            let Some(socket) = self.sockets[at as usize].as_mut() else {
+                return;
+            };
+            if socket.next_on_port == id.0 {
+                socket.next_on_port = next;
+                return;
+            }
+            at = socket.next_on_port;
+        }
+    }
+
+    /// The sockets bound to `port`, in bind order.
+    fn chain(&self, port: u16) -> impl Iterator<Item = (SocketId, &Socket)> + '_ {
+        let mut at = self.ports[usize::from(port)];
+        core::iter::from_fn(move || {
+            let socket = self.sockets.get(at as usize)?.as_ref()?;
+            let id = SocketId(at);
+            at = socket.next_on_port;
+            Some((id, socket))
+        })
+    }
+
     /// Sockets whose address overlaps `local` (same port, and same address
     /// or either one ANY).
     fn overlapping(&self, local: SocketAddrV4) -> Vec<SocketId> {
-        let Some(ids) = self.by_port.get(&local.port()) else {
-            return Vec::new();
-        };
-        ids.iter()
-            .copied()
-            .filter(|&id| {
-                self.socket(id).is_some_and(|s| {
-                    s.local.ip() == local.ip()
-                        || s.local.ip().is_unspecified()
-                        || local.ip().is_unspecified()
-                })
+        self.chain(local.port())
+            .filter(|(_, s)| {
+                s.local.ip() == local.ip()
+                    || s.local.ip().is_unspecified()
+                    || local.ip().is_unspecified()
             })
+            .map(|(id, _)| id)
             .collect()
     }
 
@@ -236,21 +298,15 @@ impl UdpTable {
 
     /// Removes a socket. Returns false if it did not exist.
     pub fn close(&mut self, id: SocketId) -> bool {
-        let Some(socket) = self.sockets.get_mut(id.0 as usize).and_then(Option::take) else {
+        let Some(socket) = self.sockets.get(id.0 as usize).and_then(Option::as_ref) else {
             return false;
         };
-        if let Some(ids) = self.by_local.get_mut(&socket.local) {
-            ids.retain(|&s| s != id);
-            if ids.is_empty() {
-                self.by_local.remove(&socket.local);
-            }
-        }
-        if let Some(ids) = self.by_port.get_mut(&socket.local.port()) {
-            ids.retain(|&s| s != id);
-            if ids.is_empty() {
-                self.by_port.remove(&socket.local.port());
-            }
-        }
+        let (port, next) = (socket.local.port(), socket.next_on_port);
+        self.unlink(id, port, next);
+        let Some(socket) = self.sockets[id.0 as usize].take() else {
+            return false;
+        };
+        self.bound -= 1;
         if let Some(g) = socket.group {
             let group = &mut self.groups[g];
             group.members.retain(|&s| s != id);
@@ -274,7 +330,7 @@ impl UdpTable {
 
     /// Number of bound sockets.
     pub fn len(&self) -> usize {
-        self.sockets.len() - self.free.len()
+        self.bound
     }
 
     /// True if no socket is bound.
@@ -286,21 +342,34 @@ impl UdpTable {
         self.sockets.get(id.0 as usize).and_then(Option::as_ref)
     }
 
+    /// Loads the port slot `key` will look up, so a burst can start all its
+    /// slot loads before the first lookup waits for one. Per packet.
+    #[inline]
+    pub fn touch(&self, port: u16) -> u32 {
+        core::hint::black_box(self.ports[usize::from(port)])
+    }
+
+    /// Loads the entry of the first socket in a slot read by [`Self::touch`]
+    /// (the second stage of a burst's prefetch).
+    #[inline]
+    pub fn touch_socket(&self, slot: u32) {
+        if let Some(Some(socket)) = self.sockets.get(slot as usize) {
+            core::hint::black_box(socket.local);
+        }
+    }
+
     /// The socket that receives a datagram with `key`, if any. Per packet,
     /// owning lcore only; no allocation.
     #[inline]
     pub fn lookup(&self, key: &FlowKey) -> Option<SocketId> {
-        let wildcard = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, key.dst.port());
-        // Most specific slot first; the wildcard slot only if it has nothing.
-        for slot in [key.dst, wildcard] {
-            let Some(ids) = self.by_local.get(&slot) else {
-                continue;
-            };
+        // Pass 0: sockets bound to the destination address; pass 1, only if
+        // pass 0 found nothing: sockets bound to ANY.
+        for wildcard_pass in [false, true] {
             let mut best: Option<(u32, SocketId)> = None;
-            for &id in ids {
-                let Some(socket) = self.socket(id) else {
+            for (id, socket) in self.chain(key.dst.port()) {
+                if socket.local.ip().is_unspecified() != wildcard_pass {
                     continue;
-                };
+                }
                 let Some(points) = score(socket, key) else {
                     continue;
                 };

@@ -8,6 +8,7 @@ use core::net::Ipv4Addr;
 
 /// Adds `data` to a running 64-bit sum (big-endian 16-bit words; an odd last
 /// byte is padded with zero).
+#[inline]
 pub fn accumulate(mut sum: u64, data: &[u8]) -> u64 {
     let mut chunks = data.chunks_exact(8);
     for chunk in &mut chunks {
@@ -34,10 +35,13 @@ pub fn add_with_carry(a: u64, b: u64) -> u64 {
 }
 
 /// Folds a running sum into 16 bits (not complemented).
-pub fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
+#[inline]
+pub fn fold(sum: u64) -> u16 {
+    // 64 -> 33 -> 32 bits, then 32 -> 17 -> 16, each with end-around carry.
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
     sum as u16
 }
 
@@ -63,6 +67,14 @@ mod tests {
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(fold(accumulate(0, &data)), 0xddf2);
         assert_eq!(checksum(&data), !0xddf2);
+    }
+
+    #[test]
+    fn fold_handles_every_carry() {
+        assert_eq!(fold(0xffff_ffff_ffff_ffff), 0xffff);
+        assert_eq!(fold(0x0001_0000_0000_0000), 0x0001);
+        assert_eq!(fold(0x0000_0000_0001_fffe), 0xffff);
+        assert_eq!(fold(0x0000_0000_0002_ffff), 0x0002);
     }
 
     #[test]
