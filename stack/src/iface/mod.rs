@@ -207,6 +207,8 @@ pub struct Interface<B: Buf> {
     announced: bool,
 }
 
+/// Above this many sockets the table no longer stays in cache: prefetch.
+const PREFETCH_MIN_SOCKETS: usize = 256;
 /// Commands from application threads applied per poll.
 const MAX_COMMANDS_PER_POLL: usize = 16;
 /// Datagrams from application threads sent per poll.
@@ -390,14 +392,18 @@ impl<B: Buf> Interface<B> {
         }
         let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
         let received = port.rx_burst(&mut burst, RX_BURST);
-        // Start the socket-table loads of the whole burst before the first
-        // lookup needs one, so their cache misses overlap.
-        let slots: ArrayVec<u32, RX_BURST> = burst
-            .iter()
-            .map(|buf| rx::peek_udp_port(buf.data()).map_or(u32::MAX, |p| self.core.udp.touch(p)))
-            .collect();
-        for &slot in &slots {
-            self.core.udp.touch_socket(slot);
+        // With many sockets, start the socket-table loads of the whole burst
+        // before the first lookup needs one, so their cache misses overlap.
+        if self.core.udp.len() > PREFETCH_MIN_SOCKETS {
+            let slots: ArrayVec<u32, RX_BURST> = burst
+                .iter()
+                .map(|buf| {
+                    rx::peek_udp_port(buf.data()).map_or(u32::MAX, |p| self.core.udp.touch(p))
+                })
+                .collect();
+            for &slot in &slots {
+                self.core.udp.touch_socket(slot);
+            }
         }
         let mut deliveries: ArrayVec<(SocketId, Datagram<B>), RX_BURST> = ArrayVec::new();
         for buf in burst.drain(..) {

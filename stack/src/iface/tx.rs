@@ -142,24 +142,27 @@ fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr)
     eth.set_src(our_mac);
 }
 
-/// Swaps the IPv4 addresses, resets TTL and identification, and refills the
-/// header checksum.
+/// Turns the IPv4 header around for a reply. A plain 20-byte header is
+/// rewritten in place with an incremental checksum update (the common case);
+/// a header with options is rebuilt without them, right before the payload.
 fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B) {
-    let ident = core.ident();
     let Some(bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
         return;
     };
     let ip = Ipv4Packet::new_unchecked(&*bytes);
+    let header_len = ip.header_len();
+    let fits = usize::from(ip.total_len()) <= core.config.mtu;
+    if header_len == IP_LEN && fits {
+        return Ipv4Packet::new_unchecked(bytes).reverse_for_reply(DEFAULT_TTL);
+    }
     let (src, dst, proto, payload_len) = (
         ip.src(),
         ip.dst(),
         ip.protocol(),
-        ip.total_len().saturating_sub(ip.header_len() as u16),
+        ip.total_len().saturating_sub(header_len as u16),
     );
-    let header_len = ip.header_len();
-    // Options of the request are not echoed: rebuild a plain header right
-    // before the payload.
     let start = header_len - IP_LEN;
+    let ident = core.ident();
     Ipv4Packet::new_unchecked(&mut bytes[start..]).emit_header(&Ipv4Header {
         src: dst,
         dst: src,
@@ -187,7 +190,9 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     ip_total_len: usize,
 ) {
     let padding = buf.len().saturating_sub(ETH_LEN + ip_total_len);
-    buf.trim(padding);
+    if padding > 0 {
+        buf.trim(padding);
+    }
     turn_around_ipv4(core, &mut buf);
     turn_around_ethernet(&mut buf, core.config.mac, eth_src);
     let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
@@ -213,7 +218,9 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     } = datagram;
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let padding = buf.len().saturating_sub(payload.end);
-    buf.trim(padding);
+    if padding > 0 {
+        buf.trim(padding);
+    }
     turn_around_ipv4(core, &mut buf);
     turn_around_ethernet(&mut buf, core.config.mac, eth_src);
     let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {

@@ -45,7 +45,15 @@ pub fn fold(sum: u64) -> u16 {
     sum as u16
 }
 
+/// Updates checksum `check` after a 16-bit word of the summed data changed
+/// from `old` to `new` (RFC 1624, equation 3), without re-summing.
+#[inline]
+pub fn update(check: u16, old: u16, new: u16) -> u16 {
+    !fold(u64::from(!check) + u64::from(!old) + u64::from(new))
+}
+
 /// The checksum of `data`: the complement of its folded sum.
+#[inline]
 pub fn checksum(data: &[u8]) -> u16 {
     !fold(accumulate(0, data))
 }
@@ -75,6 +83,19 @@ mod tests {
         assert_eq!(fold(0x0001_0000_0000_0000), 0x0001);
         assert_eq!(fold(0x0000_0000_0001_fffe), 0xffff);
         assert_eq!(fold(0x0000_0000_0002_ffff), 0x0002);
+    }
+
+    #[test]
+    fn incremental_update_matches_a_full_recompute() {
+        let mut header = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        let before = checksum(&header);
+        let old = u16::from_be_bytes([header[8], header[9]]);
+        header[8] = 0x05; // TTL 64 -> 5
+        let new = u16::from_be_bytes([header[8], header[9]]);
+        assert_eq!(update(before, old, new), checksum(&header));
     }
 
     #[test]

@@ -209,6 +209,26 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         write_u16(self.bytes_mut(), field::FLAGS_FRAG, field);
     }
 
+    /// Turns the header around for a reply, in place: swaps the addresses
+    /// (which leaves the checksum as it is), sets the TTL and marks the
+    /// datagram don't-fragment / unfragmented (RFC 6864 lets an atomic
+    /// datagram keep any identification). The checksum is updated
+    /// incrementally (RFC 1624), not recomputed.
+    pub fn reverse_for_reply(&mut self, ttl: u8) {
+        let b = self.bytes_mut();
+        let mut check = read_u16(b, field::CHECKSUM);
+        let old_flags = read_u16(b, field::FLAGS_FRAG);
+        check = checksum::update(check, old_flags, FLAG_DONT_FRAGMENT);
+        write_u16(b, field::FLAGS_FRAG, FLAG_DONT_FRAGMENT);
+        let old_ttl_proto = read_u16(b, field::TTL);
+        let new_ttl_proto = u16::from_be_bytes([ttl, b[field::PROTOCOL]]);
+        check = checksum::update(check, old_ttl_proto, new_ttl_proto);
+        b[field::TTL] = ttl;
+        let (src, dst) = b[field::SRC..field::DST + 4].split_at_mut(4);
+        src.swap_with_slice(dst);
+        write_u16(b, field::CHECKSUM, check);
+    }
+
     /// Sets the TTL (the checksum must be refilled after).
     pub fn set_ttl(&mut self, ttl: u8) {
         self.bytes_mut()[field::TTL] = ttl;
@@ -355,6 +375,25 @@ mod tests {
             (1480, true, false)
         );
         assert!(p.verify_checksum());
+    }
+
+    #[test]
+    fn reverse_for_reply_keeps_a_valid_checksum() {
+        let mut bytes = packet_with_payload(0x73);
+        bytes[8] = 3; // a TTL routers have decremented
+        Ipv4Packet::new_unchecked(&mut bytes[..]).fill_checksum();
+        Ipv4Packet::new_unchecked(&mut bytes[..]).reverse_for_reply(64);
+        let p = Ipv4Packet::new_checked(&bytes[..]).expect("valid");
+        assert!(p.verify_checksum());
+        assert_eq!(
+            (p.src(), p.dst(), p.ttl()),
+            (
+                Ipv4Addr::new(192, 168, 0, 199),
+                Ipv4Addr::new(192, 168, 0, 1),
+                64
+            )
+        );
+        assert!(p.dont_fragment() && !p.is_fragment());
     }
 
     #[test]
