@@ -17,6 +17,7 @@ pub mod clock;
 pub mod eal;
 pub mod error;
 pub mod ethdev;
+pub mod kernel_udp;
 pub mod lcore;
 pub mod mbuf;
 pub mod mempool;

@@ -1,0 +1,155 @@
+//! Kernel UDP sockets with batched system calls (`recvmmsg`/`sendmmsg`) and
+//! CPU pinning: the Linux reference that `scripts/bench udp-vs-kernel`
+//! measures dpstack against. Not part of the stack's data path.
+//!
+//! Invariant: every call passes the kernel arrays it owns for the duration
+//! of the call only; nothing the kernel writes outlives the borrow.
+
+use std::io;
+use std::net::{SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+
+/// Most datagrams one batched call moves.
+pub const MAX_BATCH: usize = 64;
+
+/// Bytes per datagram buffer.
+pub const DATAGRAM_SIZE: usize = 2048;
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; the call
+    // reads exactly size_of::<cpu_set_t>() bytes from it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A batch of received datagrams.
+pub struct Batch {
+    buffers: Box<[[u8; DATAGRAM_SIZE]; MAX_BATCH]>,
+    lengths: [usize; MAX_BATCH],
+    peers: [SocketAddrV4; MAX_BATCH],
+    count: usize,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            buffers: Box::new([[0; DATAGRAM_SIZE]; MAX_BATCH]),
+            lengths: [0; MAX_BATCH],
+            peers: [SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0); MAX_BATCH],
+            count: 0,
+        }
+    }
+}
+
+impl Batch {
+    /// Datagrams in the batch.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True if the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Datagram `i`: its payload and its sender.
+    pub fn get(&self, i: usize) -> (&[u8], SocketAddrV4) {
+        (&self.buffers[i][..self.lengths[i]], self.peers[i])
+    }
+}
+
+fn to_sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {
+    SocketAddrV4::new(
+        u32::from_be(sa.sin_addr.s_addr).into(),
+        u16::from_be(sa.sin_port),
+    )
+}
+
+/// Receives up to [`MAX_BATCH`] datagrams with one `recvmmsg`, waiting for
+/// the first. Returns how many arrived.
+pub fn recv_batch(socket: &UdpSocket, batch: &mut Batch) -> io::Result<usize> {
+    // SAFETY: zeroed sockaddr_in/iovec/mmsghdr are valid plain data.
+    let mut addrs: [libc::sockaddr_in; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut iovecs: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut headers: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    for i in 0..MAX_BATCH {
+        iovecs[i].iov_base = batch.buffers[i].as_mut_ptr().cast();
+        iovecs[i].iov_len = DATAGRAM_SIZE;
+        headers[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
+        headers[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        headers[i].msg_hdr.msg_iov = &mut iovecs[i];
+        headers[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: every header points at a buffer, an iovec and an address that
+    // live until the call returns; the kernel writes at most their sizes.
+    let n = unsafe {
+        libc::recvmmsg(
+            socket.as_raw_fd(),
+            headers.as_mut_ptr(),
+            MAX_BATCH as u32,
+            libc::MSG_WAITFORONE,
+            std::ptr::null_mut(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    for i in 0..n {
+        batch.lengths[i] = (headers[i].msg_len as usize).min(DATAGRAM_SIZE);
+        batch.peers[i] = from_sockaddr(&addrs[i]);
+    }
+    batch.count = n;
+    Ok(n)
+}
+
+/// Sends `payloads[i]` to `peers[i]` with one `sendmmsg`. Returns how many
+/// the kernel took.
+pub fn send_batch(
+    socket: &UdpSocket,
+    payloads: &[&[u8]],
+    peers: &[SocketAddrV4],
+) -> io::Result<usize> {
+    let n = payloads.len().min(peers.len()).min(MAX_BATCH);
+    let mut addrs = [to_sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0)); MAX_BATCH];
+    // SAFETY: zeroed iovec/mmsghdr are valid plain data.
+    let mut iovecs: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut headers: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    for i in 0..n {
+        addrs[i] = to_sockaddr(peers[i]);
+        iovecs[i].iov_base = payloads[i].as_ptr().cast_mut().cast();
+        iovecs[i].iov_len = payloads[i].len();
+        headers[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
+        headers[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        headers[i].msg_hdr.msg_iov = &mut iovecs[i];
+        headers[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: the headers point at payloads and addresses borrowed for the
+    // call; the kernel only reads them.
+    let sent = unsafe { libc::sendmmsg(socket.as_raw_fd(), headers.as_mut_ptr(), n as u32, 0) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sent as usize)
+}
