@@ -161,6 +161,8 @@ protocol_counters! {
     UdpInDatagrams,
     /// UDP datagrams sent.
     UdpOutDatagrams,
+    /// Route lookups on the send path (connected sockets skip them).
+    RouteLookups,
 }
 
 /// Number of protocol counters.

@@ -706,3 +706,47 @@ fn a_fragmented_datagram_is_reassembled_and_echoed() {
     assert_eq!(iface.counters().get(Stat::IpFragCreates), 3);
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn a_connected_socket_keeps_its_route_until_something_changes() {
+    let (mut iface, mut port) = stack();
+    port.push_rx(&arp(
+        ArpOperation::Request,
+        (PEER_MAC, PEER_IP),
+        (MacAddr::default(), OUR_IP),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    port.take_tx();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
+    let peer = SocketAddrV4::new(PEER_IP, 53);
+    assert!(iface.udp_connect(socket, peer));
+    for _ in 0..3 {
+        iface
+            .send_to(&mut port, Instant::ZERO, socket, peer, b"q")
+            .unwrap();
+    }
+    assert_eq!(
+        iface_lookups(&iface),
+        1,
+        "looked up once, then kept by the socket"
+    );
+    iface.add_route(
+        Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24).unwrap(),
+        Some(PEER_IP),
+    );
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, peer, b"q")
+        .unwrap();
+    assert_eq!(iface_lookups(&iface), 2, "a route change invalidates it");
+    let out = port.take_tx();
+    assert_eq!(out.len(), 4);
+    assert!(out
+        .iter()
+        .all(|f| EthernetFrame::new_checked(&f[..]).unwrap().dst() == PEER_MAC));
+}
+
+fn iface_lookups(iface: &Interface<MemBuf>) -> u64 {
+    iface.counters().get(Stat::RouteLookups)
+}

@@ -12,6 +12,7 @@ use crate::counters::{Counters, DropReason, Stat};
 use crate::neighbor::Resolution;
 use crate::port::{send_burst, Buf, MacAddr, Port};
 use crate::time::Instant;
+use crate::udp::table::CachedRoute;
 use crate::udp::{Datagram, SocketId};
 use crate::wire::arp::{ArpOperation, ArpRepr, PACKET_LEN as ARP_LEN};
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
@@ -323,15 +324,25 @@ pub(crate) fn send_udp_buffer<P: Port>(
 ) -> Result<(), SendError> {
     let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
     let generation = core.routes.generation() ^ core.neighbors.generation().rotate_left(32);
-    let hop = core
-        .route_cache
-        .next_hop(&core.routes, generation, *dst.ip())
-        .ok_or_else(|| {
-            core.counters.count_drop(DropReason::TxNoRoute);
-            SendError::NoRoute
-        })?;
+    // Early demux on send: a connected socket keeps its route and next-hop
+    // MAC while nothing changed, and skips both lookups.
+    let cached = core.udp.cached_route(socket, dst, generation);
+    let (via, source) = match cached {
+        Some(route) => (Ipv4Addr::UNSPECIFIED, route.source),
+        None => {
+            core.counters.count(Stat::RouteLookups);
+            let hop = core
+                .route_cache
+                .next_hop(&core.routes, generation, *dst.ip())
+                .ok_or_else(|| {
+                    core.counters.count_drop(DropReason::TxNoRoute);
+                    SendError::NoRoute
+                })?;
+            (hop.via, hop.source)
+        }
+    };
     let src_ip = if local.ip().is_unspecified() {
-        hop.source
+        source
     } else {
         *local.ip()
     };
@@ -364,19 +375,30 @@ pub(crate) fn send_udp_buffer<P: Port>(
         dont_fragment: IP_LEN + udp_len <= mtu,
     });
     core.counters.count(Stat::UdpOutDatagrams);
+    if let Some(route) = cached {
+        set_destination_mac(&mut buf, route.mac);
+        transmit_ipv4(core, port, tx, buf);
+        return Ok(());
+    }
     if dst.ip().is_broadcast() {
         set_destination_mac(&mut buf, MacAddr::BROADCAST);
         transmit_ipv4(core, port, tx, buf);
         return Ok(());
     }
-    match core.neighbors.resolve(hop.via, buf, now) {
+    match core.neighbors.resolve(via, buf, now) {
         Resolution::Ready(mut buf, mac) => {
+            let route = CachedRoute {
+                generation,
+                source,
+                mac,
+            };
+            core.udp.remember_route(socket, dst, route);
             set_destination_mac(&mut buf, mac);
             transmit_ipv4(core, port, tx, buf);
             Ok(())
         }
         Resolution::QueuedSendRequest => {
-            send_arp_request(core, port, tx, hop.source, hop.via);
+            send_arp_request(core, port, tx, source, via);
             Ok(())
         }
         Resolution::Queued => Ok(()),

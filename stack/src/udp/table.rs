@@ -75,6 +75,17 @@ pub struct FlowKey {
     pub device: u16,
 }
 
+/// The route a connected socket keeps, valid while `generation` is current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedRoute {
+    /// The route table and neighbour cache generation it was computed under.
+    pub generation: u64,
+    /// Our source address for it.
+    pub source: Ipv4Addr,
+    /// The next hop's MAC address.
+    pub mac: crate::port::MacAddr,
+}
+
 /// No socket (end of a chain, empty port slot).
 const NONE: u32 = u32::MAX;
 
@@ -86,6 +97,8 @@ struct Socket {
     group: Option<usize>,
     /// The next socket bound to the same port.
     next_on_port: u32,
+    /// Connected sockets: the route to their peer (early demux on send).
+    route: Option<CachedRoute>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -156,6 +169,7 @@ impl UdpTable {
             options,
             group,
             next_on_port: NONE,
+            route: None,
         };
         let id = match self.free.pop() {
             Some(slot) => {
@@ -290,6 +304,7 @@ impl UdpTable {
             return false;
         };
         let was_connected = socket.remote.replace(remote).is_some();
+        socket.route = None;
         if let (Some(g), false) = (socket.group, was_connected) {
             self.groups[g].connected += 1;
         }
@@ -326,6 +341,29 @@ impl UdpTable {
     /// The remote address of a connected socket.
     pub fn peer_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
         self.socket(id).and_then(|s| s.remote)
+    }
+
+    /// The route a connected socket keeps to `dst`, if it is still valid
+    /// under `generation`.
+    #[inline]
+    pub fn cached_route(
+        &self,
+        id: SocketId,
+        dst: SocketAddrV4,
+        generation: u64,
+    ) -> Option<CachedRoute> {
+        let socket = self.socket(id)?;
+        let route = socket.route?;
+        (socket.remote == Some(dst) && route.generation == generation).then_some(route)
+    }
+
+    /// Lets a socket connected to `dst` keep `route` (others ignore it).
+    pub fn remember_route(&mut self, id: SocketId, dst: SocketAddrV4, route: CachedRoute) {
+        if let Some(Some(socket)) = self.sockets.get_mut(id.0 as usize) {
+            if socket.remote == Some(dst) {
+                socket.route = Some(route);
+            }
+        }
     }
 
     /// Number of bound sockets.
