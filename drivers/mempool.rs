@@ -148,3 +148,25 @@ impl crate::stack::socket::BufPool for Mempool {
         Mempool::alloc(self)
     }
 }
+
+/// A regular pool plus a pool of large buffers, for application threads that
+/// send datagrams bigger than one regular buffer (queue-mode sockets).
+#[derive(Debug, Clone, Copy)]
+pub struct PoolPair {
+    /// Buffers for ordinary datagrams.
+    pub regular: Mempool,
+    /// Buffers that hold a whole 64 KiB datagram.
+    pub large: Mempool,
+}
+
+impl crate::stack::socket::BufPool for PoolPair {
+    type Buf = Mbuf;
+
+    fn alloc(&self) -> Option<Mbuf> {
+        self.regular.alloc()
+    }
+
+    fn alloc_large(&self) -> Option<Mbuf> {
+        self.large.alloc()
+    }
+}

@@ -19,20 +19,17 @@ struct Setup {
 }
 
 fn start() -> Setup {
+    start_with(&[])
+}
+
+fn start_with(extra: &[&str]) -> Setup {
     let iface = unique_name("dpse");
     let vdev = format!("net_tap0,iface={iface}");
-    let app = AppProcess::echo(
-        &child_eal_args(&[&vdev]),
-        &[
-            "--ip",
-            &format!("{STACK_IP}/24"),
-            "--udp",
-            "7",
-            "--udp",
-            "8",
-        ],
-    );
-    app.wait_for_output("echoing UDP port(s)");
+    let ip = format!("{STACK_IP}/24");
+    let mut args = vec!["--ip", &ip, "--udp", "7", "--udp", "8"];
+    args.extend_from_slice(extra);
+    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
+    app.wait_for_output("UDP port(s)");
     let stack_mac = app
         .output_so_far()
         .split(", ")
@@ -93,6 +90,15 @@ fn socat(ns: &Netns, port: u16, input: &[u8]) -> std::process::Output {
     child.wait_with_output().expect("socat ran")
 }
 
+/// Sends each `(port, payload)` with socat and checks it comes back intact.
+fn assert_echoes(ns: &Netns, cases: &[(u16, &[u8])]) {
+    for &(port, text) in cases {
+        let out = socat(ns, port, text);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.stdout, text, "echo on port {port}: {err}");
+    }
+}
+
 /// The value of `field` in the kernel's `/proc/net/snmp` line for `proto`.
 fn snmp(ns: &Netns, proto: &str, field: &str) -> u64 {
     let out = ns.exec("cat", &["/proc/net/snmp"]);
@@ -143,15 +149,7 @@ fn arp_resolves_both_ways_and_ping_is_answered() {
 #[test]
 fn udp_datagrams_are_echoed_to_socat() {
     let s = start();
-    for (port, text) in [(7, &b"hello dpstack\n"[..]), (8, &[0x42u8; 1400][..])] {
-        let out = socat(&s.ns, port, text);
-        assert_eq!(
-            out.stdout,
-            text,
-            "echo on port {port}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    assert_echoes(&s.ns, &[(7, b"hello dpstack\n"), (8, &[0x42u8; 1400])]);
     let done = s.app.stop_with(libc::SIGTERM);
     assert_eq!(done.code, Some(0));
     assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
@@ -256,4 +254,16 @@ fn a_fragmented_datagram_from_the_kernel_is_reassembled_and_echoed() {
         5,
         "the reply is fragmented too"
     );
+}
+
+#[test]
+fn queue_mode_echoes_from_application_threads() {
+    let s = start_with(&["--queue-mode"]);
+    assert!(s.app.output_so_far().contains("application threads"));
+    assert_echoes(&s.ns, &[(7, b"through a queue\n"), (8, &[0x17u8; 3000])]);
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(counter(&done.stdout, "UdpInDatagrams"), 2);
+    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert_eq!(counter(&done.stdout, "drop_udp_queue_full"), 0);
 }

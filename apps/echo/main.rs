@@ -16,11 +16,12 @@ use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::{Mempool, PoolConfig};
+use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
 use dpstack::stack::counters::{Counters, Stat};
 use dpstack::stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::Ipv4Cidr;
+use dpstack::stack::socket::{SocketError, UdpSocket};
 use dpstack::stack::udp::{BindOptions, SocketId};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
@@ -54,6 +55,10 @@ struct Cli {
     /// Receive and drop instead of echoing (a sink, for benchmarks).
     #[arg(long)]
     sink: bool,
+    /// Echo from application threads (one per port, at most 64) through
+    /// queue-mode sockets, instead of inline on the polling lcore.
+    #[arg(long, conflicts_with = "sink")]
+    queue_mode: bool,
     /// Buffers in the packet pool.
     #[arg(long, default_value_t = 8191, value_name = "N")]
     total_num_mbufs: u32,
@@ -126,16 +131,25 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     config.gateway = cli.gateway;
     config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut iface: Interface<Mbuf> = Interface::new(config);
-    let mut bound = 0usize;
-    for range in &cli.udp_ports {
-        for udp_port in range.0..=range.1 {
+    let ports: Vec<u16> = cli.udp_ports.iter().flat_map(|r| r.0..=r.1).collect();
+    if cli.queue_mode && ports.len() > MAX_QUEUE_MODE_PORTS {
+        return Err(format!(
+            "--queue-mode runs a thread per port: give at most {MAX_QUEUE_MODE_PORTS} ports"
+        ));
+    }
+    let send_pools = PoolPair {
+        regular: pool,
+        large,
+    };
+    let stack = cli.queue_mode.then(|| iface.handle(send_pools, 1024));
+    if !cli.queue_mode {
+        for &udp_port in &ports {
             iface
                 .udp_bind(
                     SocketAddrV4::new(cli.ip.addr, udp_port),
                     BindOptions::default(),
                 )
                 .map_err(|e| format!("cannot bind UDP port {udp_port}: {e}"))?;
-            bound += 1;
         }
     }
     let counters = Arc::clone(iface.counters());
@@ -158,6 +172,21 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             )
         }
     };
+    // Queue mode: the lcore runs now, so binds through the handle complete.
+    let app_stop = Arc::new(AtomicBool::new(false));
+    let mut app_threads = Vec::new();
+    if let Some(stack) = &stack {
+        for &udp_port in &ports {
+            let socket = stack
+                .udp_bind(SocketAddrV4::new(cli.ip.addr, udp_port))
+                .map_err(|e| format!("cannot bind UDP port {udp_port}: {e}"))?;
+            let app_stop = Arc::clone(&app_stop);
+            app_threads.push(std::thread::spawn(move || {
+                echo_from_thread(&socket, &app_stop)
+            }));
+        }
+    }
+    let bound = ports.len();
     let info = port.info().map_err(|e| e.to_string())?;
     let ports: Vec<String> = cli
         .udp_ports
@@ -175,10 +204,18 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         info.name,
         port.mac(),
         cli.ip,
-        if cli.sink { "sinking" } else { "echoing" },
+        match (cli.sink, cli.queue_mode) {
+            (true, _) => "sinking",
+            (false, true) => "echoing from application threads on",
+            (false, false) => "echoing",
+        },
         ports.join(",")
     );
     wait_for_signal(&signal, &counters, cli.stats_period);
+    app_stop.store(true, Ordering::SeqCst);
+    for thread in app_threads {
+        let _ = thread.join();
+    }
     stop.store(true, Ordering::SeqCst);
     let _ = handle.wait();
     let sig = signal.load(Ordering::SeqCst);
@@ -188,6 +225,26 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         print!("{neighbors}");
     }
     Ok(())
+}
+
+/// Most ports `--queue-mode` serves (a thread each).
+const MAX_QUEUE_MODE_PORTS: usize = 64;
+
+/// Queue mode: receive batches from the socket's queue and send each
+/// payload back, until told to stop.
+fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
+    let mut batch = Vec::with_capacity(32);
+    while !stop.load(Ordering::Relaxed) {
+        match socket.recv_batch(&mut batch, 32, Some(Duration::from_millis(100))) {
+            Ok(_) => {
+                for datagram in batch.drain(..) {
+                    let _ = socket.send_to(datagram.payload(), datagram.src);
+                }
+            }
+            Err(SocketError::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// The lcore loop: one TSC read and one poll per iteration.

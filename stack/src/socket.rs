@@ -31,6 +31,12 @@ pub trait BufPool: Send + Sync + 'static {
     type Buf: Buf + Send + 'static;
     /// An empty buffer with headroom, or `None` if the pool is empty.
     fn alloc(&self) -> Option<Self::Buf>;
+    /// An empty buffer that holds a whole 64 KiB datagram, if the pool has
+    /// such buffers (for payloads that do not fit a regular one; the lcore
+    /// fragments what exceeds the MTU).
+    fn alloc_large(&self) -> Option<Self::Buf> {
+        None
+    }
 }
 
 /// Why a socket call failed.
@@ -325,6 +331,9 @@ impl<P: BufPool> UdpSocket<P> {
     /// transmission on the lcore.
     pub fn send_to(&self, payload: &[u8], dst: SocketAddrV4) -> Result<usize, SocketError> {
         let mut buf = self.pool.alloc().ok_or(SocketError::NoBuffer)?;
+        if buf.tailroom() < payload.len() {
+            buf = self.pool.alloc_large().ok_or(SocketError::TooLarge)?;
+        }
         if buf.headroom() < HEADERS {
             return Err(SocketError::TooLarge);
         }

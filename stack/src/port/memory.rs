@@ -155,6 +155,13 @@ impl crate::socket::BufPool for MemPool {
     fn alloc(&self) -> Option<MemBuf> {
         MemPool::alloc(self)
     }
+
+    fn alloc_large(&self) -> Option<MemBuf> {
+        let mut buf = MemPool::alloc(self)?;
+        buf.bytes =
+            vec![0; self.config.large_buf_size.max(self.config.buf_size)].into_boxed_slice();
+        Some(buf)
+    }
 }
 
 /// An in-memory port. See the module documentation.

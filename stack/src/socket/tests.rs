@@ -243,6 +243,21 @@ fn send_to_from_an_app_thread_leaves_through_the_lcore() {
         (6000, 7777, &b"from a thread"[..])
     );
     assert_eq!(lcore.counters.get(Stat::UdpOutDatagrams), 1);
+
+    // A payload bigger than one buffer takes a large one and leaves in
+    // MTU-sized fragments.
+    let big = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 6001))
+        .unwrap();
+    assert_eq!(
+        big.send_to(&[7u8; 4000], SocketAddrV4::new(PEER_IP, 7777)),
+        Ok(4000)
+    );
+    let fragments = lcore.wait_for_tx(3);
+    assert_eq!(fragments.len(), 3);
+    assert!(fragments.iter().all(|f| f.len() <= 14 + 1500));
+    assert_eq!(lcore.counters.get(Stat::IpFragCreates), 3);
 }
 
 #[test]
