@@ -14,7 +14,9 @@ pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmpv4;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod udp;
 
 /// Why a packet could not be parsed.

@@ -1,0 +1,406 @@
+//! IPv6 fixed headers (RFC 8200) and the walk over extension headers.
+//!
+//! `check_len` validates the version and that the payload length fits the
+//! buffer (a longer buffer is Ethernet padding). [`walk_extensions`] follows
+//! the next-header chain through hop-by-hop, routing, fragment and
+//! destination-options headers with a hard bound on the number of headers
+//! and never reads past the payload, so a hostile chain can neither loop nor
+//! overrun: it ends at the upper-layer protocol or an error.
+
+use super::checksum;
+use super::{read_u16, write_u16, WireError, WireResult};
+use core::net::Ipv6Addr;
+
+mod field {
+    pub const VER_TC_FLOW: usize = 0;
+    pub const PAYLOAD_LEN: usize = 4;
+    pub const NEXT_HEADER: usize = 6;
+    pub const HOP_LIMIT: usize = 7;
+    pub const SRC: usize = 8;
+    pub const DST: usize = 24;
+}
+
+/// Length of the fixed header.
+pub const HEADER_LEN: usize = 40;
+
+/// Next-header values dpstack knows.
+pub mod next_header {
+    /// Hop-by-hop options.
+    pub const HOP_BY_HOP: u8 = 0;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+    /// Routing header.
+    pub const ROUTING: u8 = 43;
+    /// Fragment header.
+    pub const FRAGMENT: u8 = 44;
+    /// ICMPv6.
+    pub const ICMPV6: u8 = 58;
+    /// No next header.
+    pub const NONE: u8 = 59;
+    /// Destination options.
+    pub const DEST_OPTIONS: u8 = 60;
+}
+
+/// Most extension headers [`walk_extensions`] follows before giving up.
+pub const MAX_EXTENSION_HEADERS: usize = 8;
+
+fn read_ipv6(bytes: &[u8], at: usize) -> Ipv6Addr {
+    let mut octets = [0u8; 16];
+    octets.copy_from_slice(&bytes[at..at + 16]);
+    Ipv6Addr::from(octets)
+}
+
+/// A view of an IPv6 packet.
+#[derive(Debug, Clone)]
+pub struct Ipv6Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Ipv6Packet<T> {
+    /// Wraps `buffer` without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Ipv6Packet { buffer }
+    }
+
+    /// Wraps `buffer` after [`Self::check_len`].
+    pub fn new_checked(buffer: T) -> WireResult<Self> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Fails unless the version is 6 and the payload fits the buffer.
+    pub fn check_len(&self) -> WireResult<()> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        if self.version() != 6 {
+            return Err(WireError::Malformed);
+        }
+        if HEADER_LEN + usize::from(self.payload_len()) > len {
+            return Err(WireError::Truncated);
+        }
+        Ok(())
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+
+    /// The version field.
+    pub fn version(&self) -> u8 {
+        self.bytes()[field::VER_TC_FLOW] >> 4
+    }
+
+    /// Payload length (everything after the fixed header).
+    pub fn payload_len(&self) -> u16 {
+        read_u16(self.bytes(), field::PAYLOAD_LEN)
+    }
+
+    /// The first next-header value.
+    pub fn next_header(&self) -> u8 {
+        self.bytes()[field::NEXT_HEADER]
+    }
+
+    /// Hop limit.
+    pub fn hop_limit(&self) -> u8 {
+        self.bytes()[field::HOP_LIMIT]
+    }
+
+    /// Source address.
+    pub fn src(&self) -> Ipv6Addr {
+        read_ipv6(self.bytes(), field::SRC)
+    }
+
+    /// Destination address.
+    pub fn dst(&self) -> Ipv6Addr {
+        read_ipv6(self.bytes(), field::DST)
+    }
+
+    /// The payload: extension headers and upper-layer data.
+    pub fn payload(&self) -> &[u8] {
+        &self.bytes()[HEADER_LEN..HEADER_LEN + usize::from(self.payload_len())]
+    }
+}
+
+/// What [`Ipv6Packet::emit_header`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6Header {
+    /// Source address.
+    pub src: Ipv6Addr,
+    /// Destination address.
+    pub dst: Ipv6Addr,
+    /// The next header.
+    pub next_header: u8,
+    /// Payload length.
+    pub payload_len: u16,
+    /// Hop limit.
+    pub hop_limit: u8,
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
+    /// Writes the fixed header (traffic class and flow label zero).
+    pub fn emit_header(&mut self, header: &Ipv6Header) {
+        let b = self.buffer.as_mut();
+        b[..4].copy_from_slice(&[0x60, 0, 0, 0]);
+        write_u16(b, field::PAYLOAD_LEN, header.payload_len);
+        b[field::NEXT_HEADER] = header.next_header;
+        b[field::HOP_LIMIT] = header.hop_limit;
+        b[field::SRC..field::SRC + 16].copy_from_slice(&header.src.octets());
+        b[field::DST..field::DST + 16].copy_from_slice(&header.dst.octets());
+    }
+}
+
+/// The fragment header's fields (RFC 8200 section 4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentHeader {
+    /// Offset of this fragment's data in bytes.
+    pub offset: usize,
+    /// More fragments follow.
+    pub more: bool,
+    /// Identification.
+    pub ident: u32,
+}
+
+/// Where the extension-header walk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extensions {
+    /// The upper-layer protocol (or [`next_header::NONE`]).
+    pub protocol: u8,
+    /// Offset of the upper-layer data within the IPv6 payload.
+    pub offset: usize,
+    /// The fragment header, if one was on the way.
+    pub fragment: Option<FragmentHeader>,
+    /// The offset of the fragment header within the payload, if any (the
+    /// part before it is the unfragmentable part).
+    pub fragment_at: Option<usize>,
+}
+
+/// Walks the extension headers of an IPv6 payload starting with
+/// `next_header`. Bounded: at most [`MAX_EXTENSION_HEADERS`] headers, never
+/// past `payload`; hop-by-hop anywhere but first is malformed (RFC 8200).
+pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
+    let mut offset = 0;
+    let mut fragment = None;
+    let mut fragment_at = None;
+    for index in 0..=MAX_EXTENSION_HEADERS {
+        match next {
+            next_header::HOP_BY_HOP | next_header::ROUTING | next_header::DEST_OPTIONS => {
+                if next == next_header::HOP_BY_HOP && index != 0 {
+                    return Err(WireError::Malformed);
+                }
+                let header = payload
+                    .get(offset..offset + 2)
+                    .ok_or(WireError::Truncated)?;
+                let len = (usize::from(header[1]) + 1) * 8;
+                if offset + len > payload.len() {
+                    return Err(WireError::Truncated);
+                }
+                next = header[0];
+                offset += len;
+            }
+            next_header::FRAGMENT => {
+                let header = payload
+                    .get(offset..offset + 8)
+                    .ok_or(WireError::Truncated)?;
+                if fragment.is_some() {
+                    return Err(WireError::Malformed);
+                }
+                let field = read_u16(header, 2);
+                fragment = Some(FragmentHeader {
+                    offset: usize::from(field & 0xfff8),
+                    more: field & 1 == 1,
+                    ident: u32::from_be_bytes([header[4], header[5], header[6], header[7]]),
+                });
+                fragment_at = Some(offset);
+                next = header[0];
+                offset += 8;
+            }
+            protocol => {
+                return Ok(Extensions {
+                    protocol,
+                    offset,
+                    fragment,
+                    fragment_at,
+                })
+            }
+        }
+    }
+    Err(WireError::Malformed)
+}
+
+/// The sum of the IPv6 pseudo-header for upper-layer checksums (RFC 8200
+/// section 8.1).
+pub fn pseudo_header(src: Ipv6Addr, dst: Ipv6Addr, protocol: u8, length: u32) -> u64 {
+    let sum = checksum::accumulate(0, &src.octets());
+    let sum = checksum::accumulate(sum, &dst.octets());
+    checksum::add_with_carry(sum, u64::from(length) + u64::from(protocol))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
+    const DST: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2);
+
+    // fe80::1 -> fe80::2, UDP, 8 bytes of payload, hop limit 64.
+    const HEADER: [u8; 40] = [
+        0x60, 0, 0, 0, 0, 8, 17, 64, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xfe,
+        0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+    ];
+
+    #[test]
+    fn deconstruct() {
+        let mut bytes = HEADER.to_vec();
+        bytes.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 0, 0]); // 2 bytes of padding
+        let p = Ipv6Packet::new_checked(&bytes[..]).expect("valid");
+        assert_eq!(
+            (p.version(), p.payload_len(), p.next_header(), p.hop_limit()),
+            (6, 8, 17, 64)
+        );
+        assert_eq!((p.src(), p.dst()), (SRC, DST));
+        assert_eq!(p.payload(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn construct() {
+        let mut bytes = [0u8; 40];
+        Ipv6Packet::new_unchecked(&mut bytes[..]).emit_header(&Ipv6Header {
+            src: SRC,
+            dst: DST,
+            next_header: next_header::UDP,
+            payload_len: 8,
+            hop_limit: 64,
+        });
+        assert_eq!(bytes, HEADER);
+    }
+
+    #[test]
+    fn bad_versions_and_lengths_are_rejected() {
+        let mut bytes = HEADER.to_vec();
+        bytes.extend_from_slice(&[0; 8]);
+        assert_eq!(
+            Ipv6Packet::new_checked(&bytes[..47]).err(),
+            Some(WireError::Truncated)
+        );
+        assert_eq!(
+            Ipv6Packet::new_checked(&bytes[..39]).err(),
+            Some(WireError::Truncated)
+        );
+        bytes[0] = 0x40;
+        assert_eq!(
+            Ipv6Packet::new_checked(&bytes[..]).err(),
+            Some(WireError::Malformed)
+        );
+    }
+
+    #[test]
+    fn extension_chains_are_followed_to_the_upper_layer() {
+        // hop-by-hop (8 bytes) -> fragment (8 bytes, offset 8, more) -> UDP
+        let payload = [
+            next_header::FRAGMENT,
+            0,
+            1,
+            4,
+            0,
+            0,
+            0,
+            0, // hop-by-hop: PadN
+            next_header::UDP,
+            0,
+            0,
+            9,
+            0xde,
+            0xad,
+            0xbe,
+            0xef, // fragment: offset 8, M
+            9,
+            9,
+            9,
+            9,
+        ];
+        let ext = walk_extensions(next_header::HOP_BY_HOP, &payload).expect("valid chain");
+        assert_eq!(
+            (ext.protocol, ext.offset, ext.fragment_at),
+            (next_header::UDP, 16, Some(8))
+        );
+        assert_eq!(
+            ext.fragment,
+            Some(FragmentHeader {
+                offset: 8,
+                more: true,
+                ident: 0xdead_beef
+            })
+        );
+    }
+
+    #[test]
+    fn hostile_chains_end_in_an_error() {
+        // Destination options pointing at destination options, forever.
+        let looping = [next_header::DEST_OPTIONS, 0, 0, 0, 0, 0, 0, 0].repeat(20);
+        assert_eq!(
+            walk_extensions(next_header::DEST_OPTIONS, &looping),
+            Err(WireError::Malformed)
+        );
+        // A header that claims to run past the packet.
+        assert_eq!(
+            walk_extensions(next_header::ROUTING, &[17, 200, 0, 0]),
+            Err(WireError::Truncated)
+        );
+        // Hop-by-hop not first.
+        let late = [
+            next_header::HOP_BY_HOP,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            17,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        assert_eq!(
+            walk_extensions(next_header::DEST_OPTIONS, &late),
+            Err(WireError::Malformed)
+        );
+        // Two fragment headers.
+        let twice = [
+            next_header::FRAGMENT,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            1,
+            17,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            1,
+        ];
+        assert_eq!(
+            walk_extensions(next_header::FRAGMENT, &twice),
+            Err(WireError::Malformed)
+        );
+        // Empty payload with an extension header announced.
+        assert_eq!(
+            walk_extensions(next_header::HOP_BY_HOP, &[]),
+            Err(WireError::Truncated)
+        );
+    }
+}
