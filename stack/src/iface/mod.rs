@@ -12,6 +12,7 @@
 //! Replies go back to the Ethernet source of the request (the previous hop),
 //! so answering needs no route or neighbour lookup.
 
+mod fast;
 mod limit;
 mod rx;
 mod tx;
@@ -407,7 +408,17 @@ impl<B: Buf> Interface<B> {
         }
         let mut deliveries: ArrayVec<(SocketId, Datagram<B>), RX_BURST> = ArrayVec::new();
         for buf in burst.drain(..) {
-            rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut deliveries);
+            match fast::try_udp(&self.core, buf) {
+                fast::Fast::Deliver(socket, datagram) => {
+                    // Room for a whole burst: this never fails.
+                    if deliveries.try_push((socket, datagram)).is_err() {
+                        self.core.counters.count_drop(DropReason::UdpQueueFull);
+                    }
+                }
+                fast::Fast::General(buf) => {
+                    rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut deliveries)
+                }
+            }
         }
         if !deliveries.is_empty() {
             self.deliver(port, &mut tx, now, handler, &mut deliveries);

@@ -98,14 +98,7 @@ fn arp_input<P: Port>(
     }
 }
 
-/// A source no packet may come from.
-fn is_martian(core: &Core<impl Buf>, src: Ipv4Addr) -> bool {
-    src.is_multicast()
-        || src.is_loopback()
-        || src.is_unspecified()
-        || core.is_broadcast(src)
-        || core.is_local(src)
-}
+use super::fast::is_martian;
 
 fn checksum_ok(
     policy: ChecksumPolicy,

@@ -15,6 +15,7 @@ use crate::time::Instant;
 use crate::udp::table::CachedRoute;
 use crate::udp::{Datagram, SocketId};
 use crate::wire::arp::{ArpOperation, ArpRepr, PACKET_LEN as ARP_LEN};
+use crate::wire::checksum;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv4::{msg_type, Icmpv4Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP_LEN};
 use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
@@ -217,6 +218,16 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     let Datagram {
         mut buf, payload, ..
     } = datagram;
+    if payload.end == buf.len() && payload.start == FAST_HEADERS {
+        if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
+            if h[14] == 0x45 && payload.end <= ETH_LEN + core.config.mtu {
+                turn_around_plain_udp(h, core.config.mac);
+                core.counters.count(Stat::UdpOutDatagrams);
+                core.counters.count(Stat::IpOutRequests);
+                return tx.push(port, buf, &core.counters);
+            }
+        }
+    }
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let padding = buf.len().saturating_sub(payload.end);
     if padding > 0 {
@@ -235,6 +246,33 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     }
     core.counters.count(Stat::UdpOutDatagrams);
     transmit_ipv4(core, port, tx, buf);
+}
+
+/// Ethernet + IPv4 without options + UDP.
+const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
+
+/// Turns the headers of a plain UDP/IPv4 frame around in place, on one
+/// fixed-size array: MACs (the reply goes to the previous hop), addresses and
+/// ports swapped (which leaves the UDP checksum valid), TTL reset and DF set
+/// with the IPv4 checksum recomputed over the five header words.
+#[inline]
+fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
+    h.copy_within(6..12, 0);
+    h[6..12].copy_from_slice(&our_mac.0);
+    let (src_ip, dst_ip) = ([h[26], h[27], h[28], h[29]], [h[30], h[31], h[32], h[33]]);
+    h[26..30].copy_from_slice(&dst_ip);
+    h[30..34].copy_from_slice(&src_ip);
+    h[20..22].copy_from_slice(&[0x40, 0x00]); // DF, offset 0
+    h[22] = DEFAULT_TTL;
+    h[24..26].copy_from_slice(&[0, 0]);
+    let mut sum = 0u64;
+    for at in (14..34).step_by(4) {
+        sum += u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]));
+    }
+    h[24..26].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
+    let (src_port, dst_port) = ([h[34], h[35]], [h[36], h[37]]);
+    h[34..36].copy_from_slice(&dst_port);
+    h[36..38].copy_from_slice(&src_port);
 }
 
 /// Answers a datagram for a closed port with ICMP port unreachable, reusing
