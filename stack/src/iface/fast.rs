@@ -71,13 +71,9 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, buf: B) -> Fast<B> {
     let ip_ok = match (trust, offload.ip_checksum) {
         (true, ChecksumStatus::Good) => true,
         (true, ChecksumStatus::Bad) => false,
-        _ => {
-            let mut sum = 0u64;
-            for at in (14..34).step_by(4) {
-                sum += u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]));
-            }
-            checksum::fold(sum) == 0xffff
-        }
+        _ => h[14..34]
+            .first_chunk::<20>()
+            .is_some_and(|ip| checksum::ipv4_header_sum(ip) == 0xffff),
     };
     let udp_ok = match (trust, offload.l4_checksum) {
         (true, ChecksumStatus::Good) => true,

@@ -406,22 +406,57 @@ impl<B: Buf> Interface<B> {
                 self.core.udp.touch_socket(slot);
             }
         }
-        let mut deliveries: ArrayVec<(SocketId, Datagram<B>), RX_BURST> = ArrayVec::new();
+        // Datagrams are handed over as they come, in arrival order;
+        // consecutive ones for the same socket travel together.
+        let mut batch: Batch<B> = ArrayVec::new();
+        let mut batch_socket = None;
+        let mut to_wake: ArrayVec<u32, RX_BURST> = ArrayVec::new();
         for buf in burst.drain(..) {
-            match fast::try_udp(&self.core, buf) {
-                fast::Fast::Deliver(socket, datagram) => {
-                    // Room for a whole burst: this never fails.
-                    if deliveries.try_push((socket, datagram)).is_err() {
-                        self.core.counters.count_drop(DropReason::UdpQueueFull);
-                    }
-                }
+            let delivered = match fast::try_udp(&self.core, buf) {
+                fast::Fast::Deliver(socket, datagram) => Some((socket, datagram)),
                 fast::Fast::General(buf) => {
-                    rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut deliveries)
+                    let mut delivered = None;
+                    rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut delivered);
+                    delivered
                 }
+            };
+            let Some((socket, datagram)) = delivered else {
+                continue;
+            };
+            if batch_socket != Some(socket) {
+                if let Some(previous) = batch_socket {
+                    self.hand_over(
+                        previous,
+                        &mut batch,
+                        port,
+                        &mut tx,
+                        now,
+                        handler,
+                        &mut to_wake,
+                    );
+                }
+                batch_socket = Some(socket);
+            }
+            // A batch holds a whole burst, so there is always room.
+            if batch.try_push(datagram).is_err() {
+                self.core.counters.count_drop(DropReason::UdpQueueFull);
             }
         }
-        if !deliveries.is_empty() {
-            self.deliver(port, &mut tx, now, handler, &mut deliveries);
+        if let Some(socket) = batch_socket {
+            self.hand_over(
+                socket,
+                &mut batch,
+                port,
+                &mut tx,
+                now,
+                handler,
+                &mut to_wake,
+            );
+        }
+        for index in to_wake {
+            if let Some(Some(queue)) = self.queues.get(index as usize) {
+                queue.wake();
+            }
         }
         if now >= self.next_timers {
             self.next_timers = now + TIMER_INTERVAL;
@@ -431,49 +466,42 @@ impl<B: Buf> Interface<B> {
         received
     }
 
-    /// Hands the burst's datagrams over in arrival order: consecutive
-    /// datagrams for the same socket go together, to its queue (queue mode)
-    /// or to one handler call (inline mode). Each queue that received
-    /// anything wakes its sleeping reader once, after the whole burst.
-    fn deliver<P: Port<Buf = B>, H: UdpHandler<B>>(
+    /// Hands one socket's consecutive datagrams over: to its queue (queue
+    /// mode; the queue is noted in `to_wake`, woken once after the burst) or
+    /// to one handler call (inline mode). Leaves `batch` empty.
+    #[allow(clippy::too_many_arguments)]
+    fn hand_over<P: Port<Buf = B>, H: UdpHandler<B>>(
         &mut self,
+        socket: SocketId,
+        batch: &mut Batch<B>,
         port: &mut P,
         tx: &mut TxBatch<B>,
         now: Instant,
         handler: &mut H,
-        deliveries: &mut ArrayVec<(SocketId, Datagram<B>), RX_BURST>,
+        to_wake: &mut ArrayVec<u32, RX_BURST>,
     ) {
-        let mut ctx = UdpContext {
-            core: &mut self.core,
-            port,
-            tx,
-            now,
-        };
-        let mut to_wake: ArrayVec<&Arc<SocketQueue<B>>, RX_BURST> = ArrayVec::new();
-        let mut batch: Batch<B> = ArrayVec::new();
-        let mut items = deliveries.drain(..).peekable();
-        while let Some((socket, first)) = items.next() {
-            batch.push(first);
-            while let Some((_, datagram)) = items.next_if(|(s, _)| *s == socket) {
-                batch.push(datagram);
-            }
-            match self.queues.get(socket.index() as usize) {
-                Some(Some(queue)) => {
-                    let (pushed, dropped) = queue.push_all(batch.drain(..));
-                    for _ in 0..dropped {
-                        ctx.core.counters.count_drop(DropReason::UdpQueueFull);
-                    }
-                    if pushed > 0 && !to_wake.iter().any(|q| Arc::ptr_eq(q, queue)) {
-                        to_wake.push(queue);
-                    }
+        let index = socket.index();
+        match self.queues.get(index as usize) {
+            Some(Some(queue)) => {
+                let (pushed, dropped) = queue.push_all(batch.drain(..));
+                for _ in 0..dropped {
+                    self.core.counters.count_drop(DropReason::UdpQueueFull);
                 }
-                _ => handler.on_datagrams(socket, &mut batch, &mut ctx),
+                if pushed > 0 && !to_wake.contains(&index) {
+                    let _ = to_wake.try_push(index);
+                }
             }
-            batch.clear();
+            _ => {
+                let mut ctx = UdpContext {
+                    core: &mut self.core,
+                    port,
+                    tx,
+                    now,
+                };
+                handler.on_datagrams(socket, batch, &mut ctx);
+            }
         }
-        for queue in to_wake {
-            queue.wake();
-        }
+        batch.clear();
     }
 
     /// Applies binds, connects and closes from application threads.

@@ -3,9 +3,9 @@
 //! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
 //! table's hash probes, no panic (every view is checked before it is read).
 //! A frame ends in exactly one of: a reply pushed to the tx batch, a
-//! datagram pushed to `deliveries`, or a counted drop.
+//! datagram handed back in `delivered`, or a counted drop.
 
-use super::{tx, ChecksumPolicy, Core, TxBatch, RX_BURST};
+use super::{tx, ChecksumPolicy, Core, TxBatch};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, Reassembly};
@@ -18,8 +18,10 @@ use crate::wire::icmpv4::{msg_type, Icmpv4Packet};
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
-use arrayvec::ArrayVec;
 use core::net::{Ipv4Addr, SocketAddrV4};
+
+/// A datagram the receive path accepted, with its socket.
+pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
 
 pub(super) fn receive_frame<P: Port>(
     core: &mut Core<P::Buf>,
@@ -27,7 +29,7 @@ pub(super) fn receive_frame<P: Port>(
     tx: &mut TxBatch<P::Buf>,
     now: Instant,
     buf: P::Buf,
-    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+    delivered: &mut Delivered<P::Buf>,
 ) {
     core.counters.count(Stat::EthInFrames);
     let (dst, src, ethertype) = match EthernetFrame::new_checked(buf.data()) {
@@ -39,7 +41,7 @@ pub(super) fn receive_frame<P: Port>(
     }
     match ethertype {
         EtherType::Arp => arp_input(core, port, tx, now, buf),
-        EtherType::Ipv4 => ipv4_input(core, port, tx, now, buf, src, deliveries),
+        EtherType::Ipv4 => ipv4_input(core, port, tx, now, buf, src, delivered),
         _ => core.counters.count_drop(DropReason::EthUnknownType),
     }
 }
@@ -119,7 +121,7 @@ fn ipv4_input<P: Port>(
     now: Instant,
     buf: P::Buf,
     eth_src: MacAddr,
-    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+    delivered: &mut Delivered<P::Buf>,
 ) {
     core.counters.count(Stat::IpInReceives);
     let offload = buf.rx_offload();
@@ -154,7 +156,7 @@ fn ipv4_input<P: Port>(
         l4_checksum: offload.l4_checksum,
     };
     if !ip.is_fragment() {
-        return deliver_local(core, port, tx, now, buf, eth_src, local, deliveries);
+        return deliver_local(core, port, tx, now, buf, eth_src, local, delivered);
     }
     core.counters.count(Stat::IpReasmReqds);
     let fragment = Fragment {
@@ -180,7 +182,7 @@ fn ipv4_input<P: Port>(
                 l4_checksum: ChecksumStatus::Unknown,
                 ..local
             };
-            deliver_local(core, port, tx, now, whole, eth_src, local, deliveries);
+            deliver_local(core, port, tx, now, whole, eth_src, local, delivered);
         }
     }
 }
@@ -206,7 +208,7 @@ fn deliver_local<P: Port>(
     buf: P::Buf,
     eth_src: MacAddr,
     local: Local,
-    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+    delivered: &mut Delivered<P::Buf>,
 ) {
     core.counters.count(Stat::IpInDelivers);
     match local.protocol {
@@ -229,7 +231,7 @@ fn deliver_local<P: Port>(
                 broadcast: local.broadcast,
                 l4_checksum: local.l4_checksum,
             };
-            udp_input(core, port, tx, now, buf, eth_src, l4, deliveries)
+            udp_input(core, port, tx, now, buf, eth_src, l4, delivered)
         }
         _ => core.counters.count_drop(DropReason::Ipv4UnknownProtocol),
     }
@@ -279,7 +281,7 @@ fn udp_input<P: Port>(
     buf: P::Buf,
     eth_src: MacAddr,
     l4: UdpInput,
-    deliveries: &mut ArrayVec<(SocketId, Datagram<P::Buf>), RX_BURST>,
+    delivered: &mut Delivered<P::Buf>,
 ) {
     let start = ETH_LEN + l4.header_len;
     let end = ETH_LEN + l4.total_len;
@@ -314,11 +316,7 @@ fn udp_input<P: Port>(
         dst,
         payload,
     };
-    // `deliveries` holds a whole burst, so there is always room.
-    if let Err(full) = deliveries.try_push((socket, datagram)) {
-        drop(full);
-        core.counters.count_drop(DropReason::UdpQueueFull);
-    }
+    *delivered = Some((socket, datagram));
 }
 
 /// The UDP destination port of an Ethernet/IPv4/UDP frame, read without

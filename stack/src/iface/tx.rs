@@ -265,11 +265,10 @@ fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
     h[20..22].copy_from_slice(&[0x40, 0x00]); // DF, offset 0
     h[22] = DEFAULT_TTL;
     h[24..26].copy_from_slice(&[0, 0]);
-    let mut sum = 0u64;
-    for at in (14..34).step_by(4) {
-        sum += u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]));
-    }
-    h[24..26].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
+    let sum = h[14..34]
+        .first_chunk::<20>()
+        .map_or(0, checksum::ipv4_header_sum);
+    h[24..26].copy_from_slice(&(!sum).to_be_bytes());
     let (src_port, dst_port) = ([h[34], h[35]], [h[36], h[37]]);
     h[34..36].copy_from_slice(&dst_port);
     h[36..38].copy_from_slice(&src_port);

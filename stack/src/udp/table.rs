@@ -400,11 +400,15 @@ impl UdpTable {
     /// owning lcore only; no allocation.
     #[inline]
     pub fn lookup(&self, key: &FlowKey) -> Option<SocketId> {
+        let head = self.ports[usize::from(key.dst.port())];
         // Pass 0: sockets bound to the destination address; pass 1, only if
         // pass 0 found nothing: sockets bound to ANY.
         for wildcard_pass in [false, true] {
-            let mut best: Option<(u32, SocketId)> = None;
-            for (id, socket) in self.chain(key.dst.port()) {
+            let mut best: Option<(u32, u32)> = None;
+            let mut at = head;
+            while let Some(Some(socket)) = self.sockets.get(at as usize) {
+                let id = at;
+                at = socket.next_on_port;
                 if socket.local.ip().is_unspecified() != wildcard_pass {
                     continue;
                 }
@@ -423,7 +427,7 @@ impl UdpTable {
                 }
             }
             if let Some((_, id)) = best {
-                return Some(id);
+                return Some(SocketId(id));
             }
         }
         None

@@ -58,6 +58,14 @@ pub fn checksum(data: &[u8]) -> u16 {
     !fold(accumulate(0, data))
 }
 
+/// The folded sum of a 20-byte IPv4 header (no options): 0xffff when its
+/// checksum field is correct. Five word loads, no loop.
+#[inline]
+pub fn ipv4_header_sum(h: &[u8; 20]) -> u16 {
+    let word = |at: usize| u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]));
+    fold(word(0) + word(4) + word(8) + word(12) + word(16))
+}
+
 /// The sum of the IPv4 pseudo-header for TCP/UDP.
 pub fn pseudo_header_v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16) -> u64 {
     let sum = accumulate(0, &src.octets());
@@ -96,6 +104,16 @@ mod tests {
         header[8] = 0x05; // TTL 64 -> 5
         let new = u16::from_be_bytes([header[8], header[9]]);
         assert_eq!(update(before, old, new), checksum(&header));
+    }
+
+    #[test]
+    fn header_sum_matches_the_general_sum() {
+        let header = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(ipv4_header_sum(&header), 0xffff);
+        assert_eq!(ipv4_header_sum(&header), fold(accumulate(0, &header)));
     }
 
     #[test]
