@@ -26,6 +26,8 @@ pub const MAX_QUEUE: usize = 8;
 pub struct NeighborConfig {
     /// How long a confirmed entry stays `Reachable`.
     pub reachable_time: Duration,
+    /// How long a `Stale` entry is kept before it is forgotten.
+    pub stale_time: Duration,
     /// Time between requests while `Incomplete`.
     pub retrans_time: Duration,
     /// Requests before giving up.
@@ -40,6 +42,7 @@ impl Default for NeighborConfig {
     fn default() -> Self {
         NeighborConfig {
             reachable_time: Duration::from_secs(30),
+            stale_time: Duration::from_secs(60),
             retrans_time: Duration::from_secs(1),
             max_probes: 3,
             queue_len: 4,
@@ -212,17 +215,16 @@ impl<B> NeighborCache<B> {
         }
     }
 
-    /// Runs timers: reachable entries age to stale; incomplete ones are
-    /// probed again (their addresses are pushed to `probe`) or, after
-    /// `max_probes`, removed, their waiting packets pushed to `failed`.
-    pub fn poll<const N: usize>(
-        &mut self,
-        now: Instant,
-        probe: &mut Vec<Ipv4Addr>,
-        failed: &mut ArrayVec<B, N>,
-    ) {
+    /// Runs timers: reachable entries age to stale, and stale ones are
+    /// forgotten `stale_time` later (the next packet resolves them again); incomplete ones are probed again
+    /// (their addresses are pushed to `probe`) or, after `max_probes`,
+    /// removed, their waiting packets freed. Returns how many packets were
+    /// freed that way, for the caller to count.
+    pub fn poll(&mut self, now: Instant, probe: &mut Vec<Ipv4Addr>) -> usize {
         let mut changed = false;
+        let mut given_up = 0;
         let retrans = self.config.retrans_time;
+        let stale_time = self.config.stale_time;
         let max_probes = self.config.max_probes;
         self.entries.retain(|&ip, entry| {
             if now < entry.deadline {
@@ -231,10 +233,14 @@ impl<B> NeighborCache<B> {
             match entry.state {
                 NeighborState::Reachable => {
                     entry.state = NeighborState::Stale;
+                    entry.deadline = now + stale_time;
                     changed = true;
                     true
                 }
-                NeighborState::Stale => true,
+                NeighborState::Stale => {
+                    changed = true;
+                    false
+                }
                 NeighborState::Incomplete if entry.probes < max_probes => {
                     entry.probes += 1;
                     entry.deadline = now + retrans;
@@ -242,9 +248,7 @@ impl<B> NeighborCache<B> {
                     true
                 }
                 NeighborState::Incomplete => {
-                    for packet in entry.waiting.drain(..) {
-                        let _ = failed.try_push(packet);
-                    }
+                    given_up += entry.waiting.len();
                     changed = true;
                     false
                 }
@@ -253,6 +257,7 @@ impl<B> NeighborCache<B> {
         if changed {
             self.generation += 1;
         }
+        given_up
     }
 }
 
@@ -300,14 +305,17 @@ mod tests {
     fn unanswered_requests_are_retried_then_given_up() {
         let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
         cache.resolve(IP, 7, t(0));
-        let (mut probes, mut failed) = (Vec::new(), ArrayVec::<u32, 8>::new());
-        cache.poll(t(0), &mut probes, &mut failed);
+        let mut probes = Vec::new();
+        assert_eq!(cache.poll(t(0), &mut probes), 0);
         assert!(probes.is_empty(), "not due yet");
-        cache.poll(t(1), &mut probes, &mut failed);
-        cache.poll(t(2), &mut probes, &mut failed);
+        cache.poll(t(1), &mut probes);
+        cache.poll(t(2), &mut probes);
         assert_eq!(probes, [IP, IP], "two more requests: three in all");
-        cache.poll(t(3), &mut probes, &mut failed);
-        assert_eq!(failed.as_slice(), &[7]);
+        assert_eq!(
+            cache.poll(t(3), &mut probes),
+            1,
+            "the parked packet is given up"
+        );
         assert_eq!(cache.state(IP), None);
     }
 
@@ -316,11 +324,19 @@ mod tests {
         let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
         cache.learn(IP, MAC, true, t(0));
         let generation = cache.generation();
-        let (mut probes, mut failed) = (Vec::new(), ArrayVec::<u32, 8>::new());
-        cache.poll(t(31), &mut probes, &mut failed);
+        let mut probes = Vec::new();
+        cache.poll(t(31), &mut probes);
         assert_eq!(cache.state(IP), Some(NeighborState::Stale));
         assert_ne!(cache.generation(), generation);
         assert_eq!(cache.lookup(IP), Some(MAC));
+        cache.poll(t(90), &mut probes);
+        assert_eq!(
+            cache.state(IP),
+            Some(NeighborState::Stale),
+            "stale for 59 s"
+        );
+        cache.poll(t(91), &mut probes);
+        assert_eq!(cache.state(IP), None, "forgotten after 60 s stale");
     }
 
     #[test]

@@ -566,13 +566,17 @@ impl<B: Buf> Interface<B> {
     }
 
     fn run_timers<P: Port<Buf = B>>(&mut self, port: &mut P, tx: &mut TxBatch<B>, now: Instant) {
-        let mut failed: ArrayVec<B, 64> = ArrayVec::new();
         self.probes.clear();
-        self.core.neighbors.poll(now, &mut self.probes, &mut failed);
-        for _ in failed.drain(..) {
+        let given_up = self.core.neighbors.poll(now, &mut self.probes);
+        for _ in 0..given_up {
             self.core
                 .counters
                 .count_drop(DropReason::TxNeighborUnresolved);
+        }
+        for _ in 0..self.core.reassembler.expire(now) {
+            self.core
+                .counters
+                .count_drop(DropReason::Ipv4ReassemblyTimeout);
         }
         for i in 0..self.probes.len() {
             let target = self.probes[i];

@@ -64,10 +64,17 @@ fn arp_input<P: Port>(
         return core.counters.count_drop(DropReason::ArpMalformed);
     }
     let for_us = core.is_local(arp.target_ip);
+    // Only on-link senders get a new entry: an off-link address in an ARP
+    // packet is bogus, and must not take room in the cache.
+    let on_link = core
+        .config
+        .addresses
+        .iter()
+        .any(|a| a.contains(arp.sender_ip));
     if !arp.sender_ip.is_unspecified() {
         let released = core
             .neighbors
-            .learn(arp.sender_ip, arp.sender_mac, for_us, now);
+            .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
         for mut waiting in released {
             tx::set_destination_mac(&mut waiting, arp.sender_mac);
             tx::transmit_ipv4(core, port, tx, waiting);

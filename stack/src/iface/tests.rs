@@ -750,3 +750,37 @@ fn a_connected_socket_keeps_its_route_until_something_changes() {
 fn iface_lookups(iface: &Interface<MemBuf>) -> u64 {
     iface.counters().get(Stat::RouteLookups)
 }
+
+#[test]
+fn an_incomplete_datagram_times_out_and_is_counted() {
+    let (mut iface, mut port) = stack();
+    let mut ip = ipv4(PEER_IP, OUR_IP, protocol::UDP, &[0u8; 1480]);
+    ip[6..8].copy_from_slice(&0x2000u16.to_be_bytes()); // first fragment, more to come
+    Ipv4Packet::new_unchecked(&mut ip[..]).fill_checksum();
+    port.push_rx(&ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.buffers_in_use(), 1, "the reassembly buffer waits");
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(31_000_000_000),
+        &mut DropDatagrams,
+    );
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv4ReassemblyTimeout),
+        1
+    );
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn arp_from_off_link_senders_is_not_learned() {
+    let (mut iface, mut port) = stack();
+    let far = Ipv4Addr::new(192, 0, 2, 9);
+    port.push_rx(&arp(
+        ArpOperation::Request,
+        (PEER_MAC, far),
+        (MacAddr::default(), OUR_IP),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.neighbor(far), None);
+}
