@@ -7,10 +7,11 @@
 //! the isolated set each test process uses.
 //!
 //! Invariants: EAL initialises at most once per process (a second call is
-//! [`DpdkError::EalAlreadyInitialized`], also after cleanup, as DPDK requires);
-//! `rte_eal_cleanup` runs when the [`Eal`] is dropped, which must be after every
-//! port is closed and every lcore has returned (drop order: declare the `Eal`
-//! first).
+//! [`DpdkError::EalAlreadyInitialized`], also after cleanup, as DPDK requires).
+//! `rte_eal_cleanup` runs only through the `unsafe` [`Eal::cleanup`]: pools
+//! and mbufs are not tied to the `Eal`'s lifetime, so dropping it must not
+//! free what they point into. Dropping it removes EAL's empty runtime
+//! directory; the process's exit releases the memory.
 
 use crate::error::{rte_errno, strerror, DpdkError, Result};
 use crate::sys;
@@ -37,7 +38,7 @@ pub fn split_args(args: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<S
     (eal, app)
 }
 
-/// A running EAL. Dropping it runs `rte_eal_cleanup`.
+/// A running EAL. Dropping it removes EAL's empty runtime directory.
 #[derive(Debug)]
 pub struct Eal {
     args: Vec<String>,
@@ -94,13 +95,27 @@ impl Eal {
     }
 }
 
-impl Drop for Eal {
-    fn drop(&mut self) {
-        // SAFETY: the caller has closed its ports and joined its lcores
-        // before dropping (module invariant).
+impl Eal {
+    /// Releases EAL's resources (`rte_eal_cleanup`).
+    ///
+    /// # Safety
+    /// No DPDK object may be used afterwards: every port, queue, pool and
+    /// mbuf must be dropped and every lcore launch waited for. (Pools and
+    /// mbufs are not tied to the `Eal`'s lifetime, so the compiler cannot
+    /// check this; dropping an `Eal` without calling this is always safe, and
+    /// the process's exit releases the memory.)
+    pub unsafe fn cleanup(self) {
+        // SAFETY: the caller guarantees no DPDK object is used any more.
         unsafe {
             sys::rte_eal_cleanup();
         }
+        // Drop (below) removes the runtime directory.
+    }
+}
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        // No rte_eal_cleanup here: a pool or mbuf may outlive this handle.
         remove_runtime_dir();
     }
 }

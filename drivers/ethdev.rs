@@ -221,10 +221,19 @@ impl EthPort {
         Ok(())
     }
 
-    /// Stops the port. Stop polling its queues first: a stopped port's
-    /// queues return nothing.
+    /// Stops the port. Every queue handle must have been dropped first
+    /// (DPDK frees a queue's buffers on stop, so a thread still polling it
+    /// would touch freed memory); otherwise this is an error.
     pub fn stop(&self) -> Result<()> {
-        if !self.shared.started.swap(false, Ordering::SeqCst) {
+        let s = &self.shared;
+        if s.rx_taken.load(Ordering::SeqCst) != 0 || s.tx_taken.load(Ordering::SeqCst) != 0 {
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {}: cannot stop while a queue handle exists; stop polling and drop the \
+                 EthQueue first",
+                s.id
+            )));
+        }
+        if !s.started.swap(false, Ordering::SeqCst) {
             return Ok(());
         }
         // SAFETY: the port is started; DPDK swaps in dummy burst functions.

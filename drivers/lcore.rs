@@ -84,12 +84,14 @@ unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
     }
 }
 
-/// A closure running on a worker lcore.
+/// A closure running on a worker lcore. Waited for on the main lcore only
+/// (DPDK's rule), so the handle stays on the thread that launched.
 #[derive(Debug)]
 #[must_use = "the lcore runs until waited for"]
 pub struct LaunchHandle {
     lcore: Lcore,
     waited: bool,
+    _main_lcore_only: std::marker::PhantomData<*const ()>,
 }
 
 impl LaunchHandle {
@@ -122,8 +124,17 @@ fn wait_lcore(lcore: Lcore) -> LaunchResult {
     }
 }
 
-/// Runs `job` on worker lcore `lcore`. Fails if it is not an idle worker.
+/// Runs `job` on worker lcore `lcore`. Must be called on the main lcore
+/// (DPDK's rule); fails if called elsewhere or if `lcore` is not an idle
+/// worker.
 pub fn launch(lcore: Lcore, job: impl FnOnce() -> i32 + Send + 'static) -> Result<LaunchHandle> {
+    if Lcore::current() != Some(Lcore::main()) {
+        return Err(DpdkError::Launch {
+            lcore: lcore.0,
+            reason: "launch must be called on the main lcore (the thread that initialised EAL)"
+                .into(),
+        });
+    }
     if lcore == Lcore::main() || !Lcore::workers().contains(&lcore) {
         return Err(DpdkError::Launch {
             lcore: lcore.0,
@@ -150,6 +161,7 @@ pub fn launch(lcore: Lcore, job: impl FnOnce() -> i32 + Send + 'static) -> Resul
     Ok(LaunchHandle {
         lcore,
         waited: false,
+        _main_lcore_only: std::marker::PhantomData,
     })
 }
 

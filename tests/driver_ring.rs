@@ -218,3 +218,31 @@ fn the_tsc_clock_tracks_wall_time() {
         clock.hz()
     );
 }
+
+#[test]
+fn a_port_is_not_stopped_while_a_queue_is_held() {
+    let _eal = common::eal(1, &["net_null0"]);
+    let pool = pool("stop_held", 511);
+    let port = EthPort::open(0, &PortConfig::default(), pool).expect("open");
+    let queue = port.queue(0, 0).expect("queue");
+    assert!(matches!(port.stop(), Err(DpdkError::InvalidArgument(_))));
+    assert!(port.is_started());
+    drop(queue);
+    port.stop().expect("no queue held any more");
+    assert!(!port.is_started());
+}
+
+#[test]
+fn only_the_main_lcore_launches() {
+    let _eal = common::eal(2, &[]);
+    let worker = Lcore::workers()[0];
+    let from_elsewhere = std::thread::spawn(move || launch(worker, || 0).is_err());
+    assert!(
+        from_elsewhere.join().expect("thread"),
+        "refused off the main lcore"
+    );
+    assert_eq!(
+        launch(worker, || 3).expect("main lcore").wait(),
+        LaunchResult::Returned(3)
+    );
+}
