@@ -27,8 +27,10 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
-    /// A pool of `count` buffers that each hold a whole 64 KiB IPv4 datagram
-    /// (for reassembly): the largest data room an mbuf can have.
+    /// A pool of `count` buffers with the largest data room an mbuf can have
+    /// (65,535 bytes, headroom included: 65,407 bytes of data), for
+    /// reassembly and large sends. Datagrams bigger than that are dropped
+    /// and counted (`ipv4_reassembly_too_big`) or refused (`TooLarge`).
     pub fn large(count: u32) -> PoolConfig {
         PoolConfig {
             count,
@@ -155,7 +157,7 @@ impl crate::stack::socket::BufPool for Mempool {
 pub struct PoolPair {
     /// Buffers for ordinary datagrams.
     pub regular: Mempool,
-    /// Buffers that hold a whole 64 KiB datagram.
+    /// Buffers of the largest mbuf size ([`PoolConfig::large`]).
     pub large: Mempool,
 }
 

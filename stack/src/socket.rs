@@ -364,12 +364,16 @@ impl<P: BufPool> UdpSocket<P> {
 
 impl<P: BufPool> Drop for UdpSocket<P> {
     fn drop(&mut self) {
-        // If the command queue is full the socket stays bound until the
-        // interface stops; nothing else is lost.
-        let _ = self
-            .shared
-            .commands
-            .push(Command::Close { socket: self.id });
+        // The lcore drains commands on every poll: wait for room rather than
+        // leave the socket bound. If the lcore is gone, give up after ~1 s.
+        let mut close = Command::Close { socket: self.id };
+        for _ in 0..100_000 {
+            match self.shared.commands.push(close) {
+                Ok(()) => return,
+                Err(back) => close = back,
+            }
+            std::thread::sleep(Duration::from_micros(10));
+        }
     }
 }
 

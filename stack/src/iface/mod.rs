@@ -525,18 +525,23 @@ impl<B: Buf> Interface<B> {
                         self.queues[index] = Some(queue);
                         (id, self.core.udp.local_addr(id).unwrap_or(local))
                     });
-                    let _ = reply.try_send(result);
+                    if let (Err(_), Ok((id, _))) = (reply.try_send(result), result) {
+                        // The caller gave up waiting: nobody owns the socket.
+                        self.close_queued(id);
+                    }
                 }
                 Command::Connect { socket, remote } => {
                     self.core.udp.connect(socket, remote);
                 }
-                Command::Close { socket } => {
-                    self.core.udp.close(socket);
-                    if let Some(slot) = self.queues.get_mut(socket.index() as usize) {
-                        *slot = None;
-                    }
-                }
+                Command::Close { socket } => self.close_queued(socket),
             }
+        }
+    }
+
+    fn close_queued(&mut self, socket: SocketId) {
+        self.core.udp.close(socket);
+        if let Some(slot) = self.queues.get_mut(socket.index() as usize) {
+            *slot = None;
         }
     }
 

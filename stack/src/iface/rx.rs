@@ -317,12 +317,7 @@ fn udp_input<P: Port>(
         return;
     };
     core.counters.count(Stat::UdpInDatagrams);
-    let datagram = Datagram {
-        buf,
-        src,
-        dst,
-        payload,
-    };
+    let datagram = Datagram::new(buf, src, dst, payload);
     *delivered = Some((socket, datagram));
 }
 

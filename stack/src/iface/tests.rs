@@ -784,3 +784,106 @@ fn arp_from_off_link_senders_is_not_learned() {
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert_eq!(iface.neighbor(far), None);
 }
+
+/// Uppercases each payload in place, then replies.
+struct Shout;
+
+impl UdpHandler<MemBuf> for Shout {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        for mut datagram in batch.drain(..) {
+            datagram.payload_mut().make_ascii_uppercase();
+            ctx.reply(datagram);
+        }
+    }
+}
+
+fn parse_reply(frame: &[u8]) -> (Ipv4Addr, Ipv4Addr, u16, u16, Vec<u8>) {
+    let eth = EthernetFrame::new_checked(frame).unwrap();
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert!(ip.verify_checksum());
+    let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+    assert!(udp.verify_checksum(ip.src(), ip.dst()), "UDP checksum");
+    assert_eq!(
+        usize::from(ip.total_len()),
+        20 + usize::from(udp.len()),
+        "lengths agree"
+    );
+    (
+        ip.src(),
+        ip.dst(),
+        udp.src_port(),
+        udp.dst_port(),
+        udp.payload().to_vec(),
+    )
+}
+
+#[test]
+fn replies_to_broadcasts_come_from_our_address() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(
+            SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 67),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let src = SocketAddrV4::new(PEER_IP, 68);
+    for dst_ip in [Ipv4Addr::BROADCAST, Ipv4Addr::new(10, 0, 0, 255)] {
+        let dst = SocketAddrV4::new(dst_ip, 67);
+        let ip = ipv4(PEER_IP, dst_ip, protocol::UDP, &udp(src, dst, b"discover"));
+        port.push_rx(&ethernet(
+            MacAddr::BROADCAST,
+            PEER_MAC,
+            EtherType::Ipv4,
+            &ip,
+        ));
+        poll(&mut iface, &mut port, &mut Echo);
+        let out = port.take_tx();
+        assert_eq!(out.len(), 1, "to {dst_ip}");
+        assert_eq!(
+            parse_reply(&out[0]),
+            (OUR_IP, PEER_IP, 67, 68, b"discover".to_vec())
+        );
+    }
+}
+
+#[test]
+fn a_reply_has_consistent_lengths_when_the_ip_packet_was_longer_than_udp() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    let mut datagram = udp(
+        SocketAddrV4::new(PEER_IP, 9),
+        SocketAddrV4::new(OUR_IP, 7),
+        b"abc",
+    );
+    datagram.extend_from_slice(&[0xee; 12]); // inside the IPv4 packet, after UDP
+    let ip = ipv4(PEER_IP, OUR_IP, protocol::UDP, &datagram);
+    port.push_rx(&ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(
+        parse_reply(&out[0]),
+        (OUR_IP, PEER_IP, 7, 9, b"abc".to_vec())
+    );
+}
+
+#[test]
+fn a_payload_changed_in_place_is_replied_with_a_fresh_checksum() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    port.push_rx(&udp_frame(40000, 7, b"quiet"));
+    poll(&mut iface, &mut port, &mut Shout);
+    let out = port.take_tx();
+    assert_eq!(
+        parse_reply(&out[0]),
+        (OUR_IP, PEER_IP, 7, 40000, b"QUIET".to_vec())
+    );
+}

@@ -209,6 +209,13 @@ pub(crate) fn reply_echo_in_place<P: Port>(
 }
 
 /// Sends a datagram's payload back to where it came from, in its own buffer.
+///
+/// The common case (a plain header, unmodified payload, sent to one of our
+/// addresses) is turned around on the fixed header array. Otherwise the
+/// reply is rebuilt carefully: headers without options, the IPv4 length
+/// matching the UDP length, our own address as the source when the request
+/// went to a broadcast address, and the UDP checksum recomputed when the
+/// source or the payload changed.
 pub(crate) fn reply_udp_in_place<P: Port>(
     core: &mut Core<P::Buf>,
     port: &mut P,
@@ -216,9 +223,14 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     datagram: Datagram<P::Buf>,
 ) {
     let Datagram {
-        mut buf, payload, ..
+        mut buf,
+        src: peer,
+        dst: ours,
+        payload,
+        modified,
     } = datagram;
-    if payload.end == buf.len() && payload.start == FAST_HEADERS {
+    let broadcast = core.is_broadcast(*ours.ip());
+    if !modified && !broadcast && payload.end == buf.len() && payload.start == FAST_HEADERS {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
             if h[14] == 0x45 && payload.end <= ETH_LEN + core.config.mtu {
                 turn_around_plain_udp(h, core.config.mac);
@@ -233,17 +245,49 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     if padding > 0 {
         buf.trim(padding);
     }
-    turn_around_ipv4(core, &mut buf);
-    turn_around_ethernet(&mut buf, core.config.mac, eth_src);
-    let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
-        return;
+    let payload_len = payload.end.saturating_sub(payload.start);
+    let source = if broadcast {
+        core.config
+            .addresses
+            .iter()
+            .find(|a| a.contains(*peer.ip()))
+            .or(core.config.addresses.first())
+            .map_or(*ours.ip(), |a| a.addr)
+    } else {
+        *ours.ip()
     };
-    let header_len = Ipv4Packet::new_unchecked(&*ip_bytes).header_len();
-    if let Some(ports) = ip_bytes.get_mut(header_len..header_len + 4) {
-        // Swapping the ports (and, above, the addresses) keeps the checksum.
-        let (src, dst) = ports.split_at_mut(2);
-        src.swap_with_slice(dst);
+    // Drop any IPv4 options: headers go right before the UDP header.
+    let udp_start = payload.start.saturating_sub(UDP_LEN);
+    let header_start = udp_start.saturating_sub(ETH_LEN + IP_LEN);
+    if header_start > 0 {
+        buf.adjust(header_start);
     }
+    let ident = core.ident();
+    let Some(frame) = buf
+        .data_mut()
+        .get_mut(..ETH_LEN + IP_LEN + UDP_LEN + payload_len)
+    else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(eth_src);
+    eth.set_src(core.config.mac);
+    eth.set_ethertype(EtherType::Ipv4);
+    let udp_len = UDP_LEN + payload_len;
+    UdpPacket::new_unchecked(&mut frame[ETH_LEN + IP_LEN..]).emit_header(
+        (source, ours.port()),
+        (*peer.ip(), peer.port()),
+        payload_len as u16,
+    );
+    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
+        src: source,
+        dst: *peer.ip(),
+        protocol: protocol::UDP,
+        payload_len: udp_len as u16,
+        ttl: DEFAULT_TTL,
+        ident,
+        dont_fragment: IP_LEN + udp_len <= core.config.mtu,
+    });
     core.counters.count(Stat::UdpOutDatagrams);
     transmit_ipv4(core, port, tx, buf);
 }

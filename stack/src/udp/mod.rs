@@ -13,25 +13,48 @@ use core::ops::Range;
 /// its payload lies in it.
 #[derive(Debug)]
 pub struct Datagram<B: Buf> {
-    /// The frame, headers included.
-    pub buf: B,
+    pub(crate) buf: B,
     /// The sender.
     pub src: SocketAddrV4,
-    /// The address it was sent to (one of ours).
+    /// The address it was sent to (one of ours, or a broadcast address).
     pub dst: SocketAddrV4,
-    /// The payload's byte range within `buf.data()`.
-    pub payload: Range<usize>,
+    pub(crate) payload: Range<usize>,
+    /// The payload was changed through [`Datagram::payload_mut`]: a reply
+    /// must recompute the UDP checksum.
+    pub(crate) modified: bool,
 }
 
 impl<B: Buf> Datagram<B> {
+    pub(crate) fn new(buf: B, src: SocketAddrV4, dst: SocketAddrV4, payload: Range<usize>) -> Self {
+        Datagram {
+            buf,
+            src,
+            dst,
+            payload,
+            modified: false,
+        }
+    }
+
     /// The payload bytes.
     pub fn payload(&self) -> &[u8] {
         &self.buf.data()[self.payload.clone()]
     }
 
-    /// The payload bytes, writable in place.
+    /// The payload bytes, writable in place (for a reply with the same
+    /// length; the reply then recomputes the checksum).
     pub fn payload_mut(&mut self) -> &mut [u8] {
+        self.modified = true;
         let range = self.payload.clone();
         &mut self.buf.data_mut()[range]
+    }
+
+    /// The whole frame, headers included.
+    pub fn frame(&self) -> &[u8] {
+        self.buf.data()
+    }
+
+    /// Gives up the datagram, returning its buffer (the whole frame).
+    pub fn into_buf(self) -> B {
+        self.buf
     }
 }

@@ -201,7 +201,8 @@ impl UdpTable {
             if !(options.reuse_port && other.options.reuse_port) {
                 return Err(BindError::AddrInUse);
             }
-            if other.local == local {
+            // A group shares address and device (as Linux's sk_bound_dev_if).
+            if other.local == local && other.options.device == options.device {
                 group = other.group;
             }
         }
@@ -421,8 +422,17 @@ impl UdpTable {
                 best = Some((points, id));
                 if let Some(g) = socket.group {
                     let group = &self.groups[g];
+                    let hash = self.flow_hash(key);
                     if group.connected == 0 {
-                        return Some(group.select(self.flow_hash(key)));
+                        return Some(group.select(hash));
+                    }
+                    // Connected members present: an unconnected member chosen
+                    // by hash stands in, and scoring goes on so a connected
+                    // socket that matches better still wins.
+                    if socket.remote.is_none() {
+                        if let Some(pick) = self.select_unconnected(group, hash) {
+                            best = Some((points, pick.0));
+                        }
                     }
                 }
             }
@@ -431,6 +441,16 @@ impl UdpTable {
             }
         }
         None
+    }
+
+    /// A member of `group` that is not connected, chosen by `hash`.
+    fn select_unconnected(&self, group: &ReuseportGroup, hash: u32) -> Option<SocketId> {
+        let members = &group.members;
+        let start = group.select(hash);
+        let first = members.iter().position(|&m| m == start)?;
+        (0..members.len())
+            .map(|i| members[(first + i) % members.len()])
+            .find(|&m| self.socket(m).is_some_and(|s| s.remote.is_none()))
     }
 
     /// A keyed hash of the 4-tuple (for reuseport selection).

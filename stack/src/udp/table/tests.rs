@@ -147,13 +147,16 @@ fn a_connected_socket_in_a_reuseport_group_wins_its_flow() {
             Some(connected)
         );
     }
-    for src_port in 1..200 {
+    let mut hits = [0usize; 3];
+    for src_port in 1..600 {
         let chosen = t.lookup(&key(addr(OTHER_PEER, src_port), addr(HOST, 4000)));
-        assert!(
-            chosen.is_some_and(|c| unconnected.contains(&c)),
-            "others go to unconnected members"
-        );
+        let index = unconnected.iter().position(|&u| Some(u) == chosen);
+        hits[index.expect("others go to unconnected members")] += 1;
     }
+    assert!(
+        hits.iter().all(|&h| h > 100),
+        "still spread by hash: {hits:?}"
+    );
     assert!(t.close(connected));
     let chosen = t.lookup(&key(addr(PEER, 6000), addr(HOST, 4000)));
     assert!(
@@ -205,4 +208,29 @@ fn lookup_does_not_depend_on_how_many_sockets_exist() {
         t.local_addr(t.lookup(&k).unwrap()),
         Some(addr(HOST, 15_000))
     );
+}
+
+#[test]
+fn reuseport_groups_are_per_device() {
+    let mut t = UdpTable::new(3);
+    let on = |device| BindOptions {
+        reuse_port: true,
+        device: Some(device),
+    };
+    let a = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 53), on(0), local)
+        .unwrap();
+    let b = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 53), on(1), local)
+        .unwrap();
+    for src_port in 1..200 {
+        let mut k = key(addr(PEER, src_port), addr(HOST, 53));
+        assert_eq!(
+            t.lookup(&k),
+            Some(a),
+            "port 0 traffic stays on port 0's socket"
+        );
+        k.device = 1;
+        assert_eq!(t.lookup(&k), Some(b));
+    }
 }
