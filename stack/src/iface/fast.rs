@@ -103,7 +103,10 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, buf: B) -> Fast<B> {
     counters.count(Stat::IpInReceives);
     counters.count(Stat::IpInDelivers);
     counters.count(Stat::UdpInDatagrams);
-    Fast::Deliver(socket, Datagram::new(buf, src, dst, HEADERS..34 + udp_len))
+    Fast::Deliver(
+        socket,
+        Datagram::new(buf, src, dst, HEADERS..34 + udp_len, false),
+    )
 }
 
 /// A source no packet may come from (the general path's rule).

@@ -317,7 +317,7 @@ fn udp_input<P: Port>(
         return;
     };
     core.counters.count(Stat::UdpInDatagrams);
-    let datagram = Datagram::new(buf, src, dst, payload);
+    let datagram = Datagram::new(buf, src, dst, payload, l4.broadcast);
     *delivered = Some((socket, datagram));
 }
 

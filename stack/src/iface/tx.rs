@@ -228,8 +228,8 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         dst: ours,
         payload,
         modified,
+        to_broadcast: broadcast,
     } = datagram;
-    let broadcast = core.is_broadcast(*ours.ip());
     if !modified && !broadcast && payload.end == buf.len() && payload.start == FAST_HEADERS {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
             if h[14] == 0x45 && payload.end <= ETH_LEN + core.config.mtu {
@@ -240,6 +240,22 @@ pub(crate) fn reply_udp_in_place<P: Port>(
             }
         }
     }
+    rebuild_udp_reply(core, port, tx, buf, peer, ours, payload, broadcast);
+}
+
+/// The general case of [`reply_udp_in_place`]: headers rebuilt from scratch.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn rebuild_udp_reply<P: Port>(
+    core: &mut Core<P::Buf>,
+    port: &mut P,
+    tx: &mut TxBatch<P::Buf>,
+    mut buf: P::Buf,
+    peer: SocketAddrV4,
+    ours: SocketAddrV4,
+    payload: core::ops::Range<usize>,
+    broadcast: bool,
+) {
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let padding = buf.len().saturating_sub(payload.end);
     if padding > 0 {

@@ -22,16 +22,25 @@ pub struct Datagram<B: Buf> {
     /// The payload was changed through [`Datagram::payload_mut`]: a reply
     /// must recompute the UDP checksum.
     pub(crate) modified: bool,
+    /// It was sent to a broadcast address: a reply must come from ours.
+    pub(crate) to_broadcast: bool,
 }
 
 impl<B: Buf> Datagram<B> {
-    pub(crate) fn new(buf: B, src: SocketAddrV4, dst: SocketAddrV4, payload: Range<usize>) -> Self {
+    pub(crate) fn new(
+        buf: B,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        payload: Range<usize>,
+        to_broadcast: bool,
+    ) -> Self {
         Datagram {
             buf,
             src,
             dst,
             payload,
             modified: false,
+            to_broadcast,
         }
     }
 
