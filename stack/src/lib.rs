@@ -1,7 +1,7 @@
 //! dpstack's protocol code: pure Rust, sans-IO.
 //!
 //! Invariants of this crate:
-//! - it never names DPDK and contains no `unsafe` (enforced below);
+//! - it never names DPDK, and `forbid(unsafe_code)` holds for all of it;
 //! - it reads no clock and starts no thread: callers pass `now`
 //!   ([`time::Instant`]) into every entry point;
 //! - it is generic over the [`port::Port`] / [`port::Buf`] traits, so each

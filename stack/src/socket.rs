@@ -364,15 +364,16 @@ impl<P: BufPool> UdpSocket<P> {
 
 impl<P: BufPool> Drop for UdpSocket<P> {
     fn drop(&mut self) {
-        // The lcore drains commands on every poll: wait for room rather than
-        // leave the socket bound. If the lcore is gone, give up after ~1 s.
+        // The lcore drains commands on every poll: wait (yielding the CPU)
+        // for room rather than leave the socket bound; if the lcore is gone,
+        // give up after a bounded number of tries.
         let mut close = Command::Close { socket: self.id };
-        for _ in 0..100_000 {
+        for _ in 0..1_000_000 {
             match self.shared.commands.push(close) {
                 Ok(()) => return,
                 Err(back) => close = back,
             }
-            std::thread::sleep(Duration::from_micros(10));
+            std::thread::yield_now();
         }
     }
 }

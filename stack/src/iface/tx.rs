@@ -278,26 +278,40 @@ fn rebuild_udp_reply<P: Port>(
     if header_start > 0 {
         buf.adjust(header_start);
     }
-    let ident = core.ident();
     let Some(frame) = buf
         .data_mut()
         .get_mut(..ETH_LEN + IP_LEN + UDP_LEN + payload_len)
     else {
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
+    write_udp_headers(core, frame, SocketAddrV4::new(source, ours.port()), peer);
+    EthernetFrame::new_unchecked(frame).set_dst(eth_src);
+    transmit_ipv4(core, port, tx, buf);
+}
+
+/// Writes Ethernet (source MAC and type; the caller sets the destination),
+/// IPv4 and UDP headers in front of the payload that fills the rest of
+/// `frame`, with the UDP checksum over that payload, and counts the datagram.
+fn write_udp_headers<B: Buf>(
+    core: &mut Core<B>,
+    frame: &mut [u8],
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+) {
+    let ident = core.ident();
+    let payload_len = frame.len() - (ETH_LEN + IP_LEN + UDP_LEN);
+    let udp_len = UDP_LEN + payload_len;
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(eth_src);
     eth.set_src(core.config.mac);
     eth.set_ethertype(EtherType::Ipv4);
-    let udp_len = UDP_LEN + payload_len;
     UdpPacket::new_unchecked(&mut frame[ETH_LEN + IP_LEN..]).emit_header(
-        (source, ours.port()),
-        (*peer.ip(), peer.port()),
+        (*src.ip(), src.port()),
+        (*dst.ip(), dst.port()),
         payload_len as u16,
     );
     Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
-        src: source,
-        dst: *peer.ip(),
+        src: *src.ip(),
+        dst: *dst.ip(),
         protocol: protocol::UDP,
         payload_len: udp_len as u16,
         ttl: DEFAULT_TTL,
@@ -305,7 +319,6 @@ fn rebuild_udp_reply<P: Port>(
         dont_fragment: IP_LEN + udp_len <= core.config.mtu,
     });
     core.counters.count(Stat::UdpOutDatagrams);
-    transmit_ipv4(core, port, tx, buf);
 }
 
 /// Ethernet + IPv4 without options + UDP.
@@ -448,30 +461,15 @@ pub(crate) fn send_udp_buffer<P: Port>(
     if udp_len > usize::from(u16::MAX) - IP_LEN {
         return Err(SendError::TooLarge);
     }
-    let ident = core.ident();
-    let Some(frame) = buf.prepend(ETH_LEN + IP_LEN + UDP_LEN) else {
+    if buf.prepend(ETH_LEN + IP_LEN + UDP_LEN).is_none() {
         return Err(SendError::TooLarge);
-    };
-    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_src(core.config.mac);
-    eth.set_ethertype(EtherType::Ipv4);
-    let mtu = core.config.mtu;
-    let frame = buf.data_mut();
-    UdpPacket::new_unchecked(&mut frame[ETH_LEN + IP_LEN..]).emit_header(
-        (src_ip, local.port()),
-        (*dst.ip(), dst.port()),
-        payload_len as u16,
+    }
+    write_udp_headers(
+        core,
+        buf.data_mut(),
+        SocketAddrV4::new(src_ip, local.port()),
+        dst,
     );
-    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
-        src: src_ip,
-        dst: *dst.ip(),
-        protocol: protocol::UDP,
-        payload_len: udp_len as u16,
-        ttl: DEFAULT_TTL,
-        ident,
-        dont_fragment: IP_LEN + udp_len <= mtu,
-    });
-    core.counters.count(Stat::UdpOutDatagrams);
     if let Some(route) = cached {
         set_destination_mac(&mut buf, route.mac);
         transmit_ipv4(core, port, tx, buf);
