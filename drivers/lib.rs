@@ -3,7 +3,8 @@
 //! This crate is the driver layer, the only place with `unsafe`: EAL start-up
 //! ([`eal`]), packet buffer pools ([`mempool`]), owned packet buffers
 //! ([`mbuf`]), ethdev ports and queues ([`ethdev`]), lcore threads
-//! ([`lcore`]) and the TSC clock ([`clock`]). It implements the stack's
+//! ([`lcore`]), the TSC clock ([`clock`]) and, for benchmarks, batched kernel
+//! UDP sockets ([`kernel_udp`]). It implements the stack's
 //! [`stack::port::Port`] and [`stack::port::Buf`] traits for DPDK, and
 //! re-exports the pure protocol crate as [`stack`].
 //!
