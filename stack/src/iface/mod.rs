@@ -379,10 +379,12 @@ impl<B: Buf> Interface<B> {
         handler: &mut H,
     ) -> usize {
         let mut tx = TxBatch::new(self.core.config.tx_retries);
-        if let Some(shared) = self.shared.clone() {
+        // Taken out and put back (no reference-count traffic per poll).
+        if let Some(shared) = self.shared.take() {
             // Sends first: a socket's last datagrams go out before its close.
             self.send_queued(&shared, port, &mut tx, now);
             self.run_commands(&shared);
+            self.shared = Some(shared);
         }
         if !self.announced {
             self.announced = true;
