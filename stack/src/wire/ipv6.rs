@@ -404,3 +404,67 @@ mod tests {
         );
     }
 }
+
+/// The link-local address a port derives from its MAC (RFC 4291 appendix A,
+/// modified EUI-64: the universal/local bit flipped, ff:fe in the middle).
+pub fn link_local_from_mac(mac: crate::port::MacAddr) -> Ipv6Addr {
+    let m = mac.0;
+    Ipv6Addr::from([
+        0xfe,
+        0x80,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        m[0] ^ 0x02,
+        m[1],
+        m[2],
+        0xff,
+        0xfe,
+        m[3],
+        m[4],
+        m[5],
+    ])
+}
+
+/// The solicited-node multicast group of `addr` (RFC 4291 2.7.1):
+/// ff02::1:ff00:0/104 plus the address's low 24 bits.
+pub fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
+    let o = addr.octets();
+    Ipv6Addr::from([
+        0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, o[13], o[14], o[15],
+    ])
+}
+
+/// The Ethernet address an IPv6 multicast group maps to (RFC 2464 7):
+/// 33:33 plus the group's low 32 bits.
+pub fn multicast_mac(group: Ipv6Addr) -> crate::port::MacAddr {
+    let o = group.octets();
+    crate::port::MacAddr([0x33, 0x33, o[12], o[13], o[14], o[15]])
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::*;
+    use crate::port::MacAddr;
+
+    #[test]
+    fn link_local_uses_modified_eui64() {
+        let mac = MacAddr([0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
+        let expected: Ipv6Addr = "fe80::5054:ff:fe12:3456".parse().unwrap();
+        assert_eq!(link_local_from_mac(mac), expected);
+    }
+
+    #[test]
+    fn solicited_node_and_its_mac() {
+        let addr: Ipv6Addr = "2001:db8::1:2:3:abcd:ef01".parse().unwrap();
+        let group = solicited_node(addr);
+        assert_eq!(group, "ff02::1:ffcd:ef01".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(
+            multicast_mac(group),
+            MacAddr([0x33, 0x33, 0xff, 0xcd, 0xef, 0x01])
+        );
+    }
+}
