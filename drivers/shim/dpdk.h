@@ -37,10 +37,7 @@ char *dps_pktmbuf_prepend(struct rte_mbuf *m, uint16_t len);
 char *dps_pktmbuf_append(struct rte_mbuf *m, uint16_t len);
 char *dps_pktmbuf_adj(struct rte_mbuf *m, uint16_t len);
 int dps_pktmbuf_trim(struct rte_mbuf *m, uint16_t len);
-uint16_t dps_pktmbuf_headroom(const struct rte_mbuf *m);
 uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m);
-int dps_pktmbuf_is_contiguous(const struct rte_mbuf *m);
-uint32_t dps_mbuf_rss_hash(const struct rte_mbuf *m);
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp);
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp);
 

@@ -32,9 +32,6 @@ char *dps_pktmbuf_prepend(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf
 char *dps_pktmbuf_append(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_append(m, len); }
 char *dps_pktmbuf_adj(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_adj(m, len); }
 int dps_pktmbuf_trim(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_trim(m, len); }
-uint16_t dps_pktmbuf_headroom(const struct rte_mbuf *m) { return rte_pktmbuf_headroom(m); }
 uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m) { return rte_pktmbuf_tailroom(m); }
-int dps_pktmbuf_is_contiguous(const struct rte_mbuf *m) { return rte_pktmbuf_is_contiguous(m); }
-uint32_t dps_mbuf_rss_hash(const struct rte_mbuf *m) { return m->hash.rss; }
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp) { return rte_mempool_avail_count(mp); }
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp) { return rte_mempool_in_use_count(mp); }
