@@ -6,6 +6,11 @@
 //! lcore), and answers closed ports with ICMP port unreachable. Without EAL
 //! options it runs on an embedded default: a `net_tap` port whose kernel side
 //! is the interface `dpstack0`. SIGINT/SIGTERM print the counters and exit 0.
+//!
+//! Several ports: one `--ip` per port, in port order; one polling lcore
+//! drives them all with one route table (`--route PREFIX,GATEWAY` adds
+//! static routes). Replies leave through the port their request came in on;
+//! new packets through the port their route names.
 
 #[path = "../common.rs"]
 mod common;
@@ -18,7 +23,9 @@ use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
 use dpstack::stack::counters::{Counters, Stat};
-use dpstack::stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
+use dpstack::stack::iface::{
+    Batch, Interface, InterfaceConfig, LinkConfig, UdpContext, UdpHandler,
+};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::Ipv4Cidr;
 use dpstack::stack::socket::{SocketError, UdpSocket};
@@ -43,19 +50,24 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack0"];
                   echo hi | socat - UDP:192.0.2.1:7"
 )]
 struct Cli {
-    /// Our address and prefix length.
+    /// Our address and prefix length; repeat it to use more ports (the
+    /// first --ip goes to the first port, and so on).
     #[arg(long, default_value = "192.0.2.1/24")]
-    ip: Ipv4Cidr,
-    /// Default gateway.
+    ip: Vec<Ipv4Cidr>,
+    /// Default gateway (on the network of one of the --ip prefixes).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
+    /// A static route, PREFIX,GATEWAY (e.g. 198.51.100.0/24,10.2.0.2);
+    /// repeatable. The port is the one whose network holds the gateway.
+    #[arg(long = "route", value_parser = parse_route, value_name = "PREFIX,GATEWAY")]
+    routes: Vec<(Ipv4Cidr, Ipv4Addr)>,
     /// UDP port or range to echo on, e.g. 7 or 10000-19999 (repeatable).
     #[arg(long = "udp", default_value = "7", value_parser = parse_ports)]
     udp_ports: Vec<PortRange>,
     /// Receive and drop instead of echoing (a sink, for benchmarks).
     #[arg(long)]
     sink: bool,
-    /// Echo from application threads (one per port, at most 64) through
+    /// Echo from application threads (one per address and port, at most 64) through
     /// queue-mode sockets, instead of inline on the polling lcore.
     #[arg(long, conflicts_with = "sink")]
     queue_mode: bool,
@@ -80,6 +92,16 @@ fn parse_ports(s: &str) -> Result<PortRange, String> {
         return Err(bad());
     }
     Ok(PortRange(low, high))
+}
+
+fn parse_route(s: &str) -> Result<(Ipv4Cidr, Ipv4Addr), String> {
+    let (prefix, gateway) = s
+        .split_once(',')
+        .ok_or_else(|| format!("'{s}' is not PREFIX,GATEWAY (e.g. 198.51.100.0/24,10.2.0.2)"))?;
+    let gateway = gateway
+        .parse()
+        .map_err(|_| format!("bad gateway address '{gateway}'"))?;
+    Ok((prefix.parse()?, gateway))
 }
 
 /// Echoes every datagram back to its sender from its own buffer, or drops
@@ -111,30 +133,64 @@ fn main() -> ExitCode {
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let signal = common::stop_signal()?;
     let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
-    let port_id = *available_ports()
-        .first()
-        .ok_or("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack0)")?;
+    let port_ids = available_ports();
+    if port_ids.is_empty() {
+        return Err("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack0)".into());
+    }
+    if cli.ip.len() > port_ids.len() {
+        return Err(format!(
+            "{} --ip given but EAL found {} port(s): give one --ip per port",
+            cli.ip.len(),
+            port_ids.len()
+        ));
+    }
     let pool_config = PoolConfig {
         count: cli.total_num_mbufs,
         ..PoolConfig::default()
     };
     let pool = Mempool::create("echo_pool", &pool_config).map_err(|e| e.to_string())?;
-    let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
     let large =
         Mempool::create("echo_reassembly", &PoolConfig::large(63)).map_err(|e| e.to_string())?;
-    let queue = port
-        .queue(0, 0)
-        .map_err(|e| e.to_string())?
-        .with_large_pool(large);
-
-    let mut config = InterfaceConfig::new(port.mac(), cli.ip);
+    let mut eth_ports = Vec::new();
+    let mut queues = Vec::new();
+    let mut links = Vec::new();
+    for (&port_id, &ip) in port_ids.iter().zip(&cli.ip) {
+        let port =
+            EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
+        let queue = port
+            .queue(0, 0)
+            .map_err(|e| e.to_string())?
+            .with_large_pool(large);
+        links.push(LinkConfig::new(port.mac(), ip));
+        eth_ports.push(port);
+        queues.push(queue);
+    }
+    let mut config = InterfaceConfig::with_links(links);
     config.gateway = cli.gateway;
     config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut iface: Interface<Mbuf> = Interface::new(config);
-    let ports: Vec<u16> = cli.udp_ports.iter().flat_map(|r| r.0..=r.1).collect();
-    if cli.queue_mode && ports.len() > MAX_QUEUE_MODE_PORTS {
+    let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    for &(prefix, gateway) in &cli.routes {
+        iface
+            .add_route(prefix, gateway)
+            .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?;
+    }
+    // A socket per address and port: a reply sent through the route table
+    // (queue mode) then comes from the address the request went to, as a
+    // client's connected socket expects.
+    let locals: Vec<SocketAddrV4> = cli
+        .ip
+        .iter()
+        .flat_map(|ip| {
+            let ip = ip.addr;
+            cli.udp_ports
+                .iter()
+                .flat_map(move |r| (r.0..=r.1).map(move |p| SocketAddrV4::new(ip, p)))
+        })
+        .collect();
+    if cli.queue_mode && locals.len() > MAX_QUEUE_MODE_SOCKETS {
         return Err(format!(
-            "--queue-mode runs a thread per port: give at most {MAX_QUEUE_MODE_PORTS} ports"
+            "--queue-mode runs a thread per socket (address and port): \
+             give at most {MAX_QUEUE_MODE_SOCKETS}"
         ));
     }
     let send_pools = PoolPair {
@@ -143,13 +199,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     };
     let stack = cli.queue_mode.then(|| iface.handle(send_pools, 1024));
     if !cli.queue_mode {
-        for &udp_port in &ports {
+        for &local in &locals {
             iface
-                .udp_bind(
-                    SocketAddrV4::new(cli.ip.addr, udp_port),
-                    BindOptions::default(),
-                )
-                .map_err(|e| format!("cannot bind UDP port {udp_port}: {e}"))?;
+                .udp_bind(local, BindOptions::default())
+                .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
         }
     }
     let counters = Arc::clone(iface.counters());
@@ -159,7 +212,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let poller = {
         let stop = Arc::clone(&stop);
         move || {
-            let report = poll_until_stopped(iface, queue, &stop, Echo { sink });
+            let report = poll_until_stopped(iface, queues, &stop, Echo { sink });
             let _ = done_tx.send(report);
             0
         }
@@ -176,19 +229,18 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let app_stop = Arc::new(AtomicBool::new(false));
     let mut app_threads = Vec::new();
     if let Some(stack) = &stack {
-        for &udp_port in &ports {
+        for &local in &locals {
             let socket = stack
-                .udp_bind(SocketAddrV4::new(cli.ip.addr, udp_port))
-                .map_err(|e| format!("cannot bind UDP port {udp_port}: {e}"))?;
+                .udp_bind(local)
+                .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
             let app_stop = Arc::clone(&app_stop);
             app_threads.push(std::thread::spawn(move || {
                 echo_from_thread(&socket, &app_stop)
             }));
         }
     }
-    let bound = ports.len();
-    let info = port.info().map_err(|e| e.to_string())?;
-    let ports: Vec<String> = cli
+    let bound = locals.len();
+    let udp_ports: Vec<String> = cli
         .udp_ports
         .iter()
         .map(|r| {
@@ -199,17 +251,23 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             }
         })
         .collect();
+    for (port, ip) in eth_ports.iter().zip(&cli.ip) {
+        let info = port.info().map_err(|e| e.to_string())?;
+        println!(
+            "{PROGRAM}: port {} ({}, {}) is {ip}",
+            port.id(),
+            info.name,
+            port.mac()
+        );
+    }
     println!(
-        "{PROGRAM}: port {port_id} ({}, {}) is {} ; {} UDP port(s) {} ({bound} sockets)",
-        info.name,
-        port.mac(),
-        cli.ip,
+        "{PROGRAM}: {} UDP port(s) {} ({bound} sockets)",
         match (cli.sink, cli.queue_mode) {
             (true, _) => "sinking",
             (false, true) => "echoing from application threads on",
             (false, false) => "echoing",
         },
-        ports.join(",")
+        udp_ports.join(",")
     );
     wait_for_signal(&signal, &counters, cli.stats_period);
     app_stop.store(true, Ordering::SeqCst);
@@ -228,7 +286,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
 }
 
 /// Most ports `--queue-mode` serves (a thread each).
-const MAX_QUEUE_MODE_PORTS: usize = 64;
+const MAX_QUEUE_MODE_SOCKETS: usize = 64;
 
 /// Queue mode: receive batches from the socket's queue and send each
 /// payload back, until told to stop.
@@ -250,18 +308,18 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
 /// The lcore loop: one TSC read and one poll per iteration.
 fn poll_until_stopped(
     mut iface: Interface<Mbuf>,
-    mut queue: EthQueue,
+    mut queues: Vec<EthQueue>,
     stop: &AtomicBool,
     mut handler: Echo,
 ) -> String {
     let clock = TscClock::new();
     while !stop.load(Ordering::Relaxed) {
-        iface.poll(&mut queue, clock.now(), &mut handler);
+        iface.poll_ports(&mut queues, clock.now(), &mut handler);
     }
     let mut report = String::new();
-    for (ip, mac, state) in iface.neighbors() {
+    for (link, ip, mac, state) in iface.neighbors() {
         let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
-        report.push_str(&format!("neighbor {ip} at {mac} ({state:?})\n"));
+        report.push_str(&format!("neighbor {ip} at {mac} ({state:?}) link {link}\n"));
     }
     report
 }

@@ -135,7 +135,8 @@ fn main() {
     let mut iface: Interface<MemBuf> = Interface::new(InterfaceConfig::new(
         OUR_MAC,
         Ipv4Cidr::new(OUR_IP, 24).unwrap(),
-    ));
+    ))
+    .expect("a valid configuration");
     iface
         .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
         .unwrap();

@@ -22,6 +22,12 @@ pub struct Ipv4Cidr {
 }
 
 impl Ipv4Cidr {
+    /// `0.0.0.0/0`: every address (the default route's prefix).
+    pub const DEFAULT: Ipv4Cidr = Ipv4Cidr {
+        addr: Ipv4Addr::UNSPECIFIED,
+        len: 0,
+    };
+
     /// `addr/len`; `None` if `len` > 32.
     pub fn new(addr: Ipv4Addr, len: u8) -> Option<Ipv4Cidr> {
         (len <= 32).then_some(Ipv4Cidr { addr, len })

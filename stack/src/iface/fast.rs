@@ -38,7 +38,10 @@ fn addr(h: &[u8; HEADERS], at: usize) -> Ipv4Addr {
 
 /// Tries the fast path on one frame.
 #[inline]
-pub(super) fn try_udp<B: Buf>(core: &Core<B>, buf: B) -> Fast<B> {
+pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return Fast::General(buf);
+    };
     let data = buf.data();
     let Some(h) = data.first_chunk::<HEADERS>() else {
         return Fast::General(buf);
@@ -47,7 +50,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, buf: B) -> Fast<B> {
     // not a fragment (MF clear, offset 0), total length within the frame.
     let frame_len = data.len();
     let total = usize::from(word(h, 16));
-    let plain = h[..6] == core.config.mac.0
+    let plain = h[..6] == our_mac.0
         && h[12..14] == [0x08, 0x00]
         && h[14] == 0x45
         && h[23] == crate::wire::ipv4::protocol::UDP
@@ -93,7 +96,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, buf: B) -> Fast<B> {
     let key = FlowKey {
         src,
         dst,
-        device: core.config.port_index,
+        device: link as u16,
     };
     let Some(socket) = core.udp.lookup(&key) else {
         return Fast::General(buf);
@@ -105,7 +108,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, buf: B) -> Fast<B> {
     counters.count(Stat::UdpInDatagrams);
     Fast::Deliver(
         socket,
-        Datagram::new(buf, src, dst, HEADERS..34 + udp_len, false),
+        Datagram::new(buf, src, dst, HEADERS..34 + udp_len, false, link as u16),
     )
 }
 

@@ -1,29 +1,37 @@
-//! The IPv4/UDP pipeline of one port: an [`Interface`] polled by its lcore.
+//! The IPv4/UDP pipeline of one lcore: an [`Interface`] driving one or more
+//! ports (links) with one route table.
 //!
-//! [`Interface::poll`] is the run-to-completion step: receive a burst, run
-//! each frame through Ethernet, ARP, IPv4, ICMP and UDP ([`rx`]), hand the
-//! datagrams to the application grouped per socket ([`UdpHandler`], inline
-//! mode), run the neighbour timers, and transmit everything the step produced
-//! in bursts ([`TxBatch`]). Replies (ARP, ICMP echo, UDP echo) are built in
-//! the received buffer; nothing is copied or allocated per packet.
+//! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
+//! from each port, run each frame through Ethernet, ARP, IPv4, ICMP and UDP
+//! ([`rx`]), hand the datagrams to the application grouped per socket
+//! ([`UdpHandler`], inline mode, or socket queues), run the timers, and
+//! transmit everything the step produced in bursts, one batch per port
+//! ([`TxBatch`]). Replies (ARP, ICMP echo, UDP echo) are built in the
+//! received buffer and leave through the port the request came in on; new
+//! packets leave through the port their route names, resolved by that
+//! port's neighbour cache. Nothing is copied or allocated per packet.
 //!
 //! Invariants: no panic on any input (wire views are checked before use);
 //! every dropped packet increments one [`DropReason`]; `now` is an argument.
 //! Replies go back to the Ethernet source of the request (the previous hop),
-//! so answering needs no route or neighbour lookup.
+//! so answering needs no route or neighbour lookup. Addresses follow the
+//! weak host model: a packet for any of our addresses is accepted on any
+//! link, as Linux does.
 
+mod config;
 mod fast;
 mod limit;
 mod rx;
 mod tx;
 
+pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use limit::TokenBucket;
 pub use tx::{SendError, TxBatch};
 
 use crate::counters::{Counters, DropReason};
-use crate::neighbor::{NeighborCache, NeighborConfig, NeighborState};
+use crate::neighbor::{NeighborCache, NeighborState};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
-use crate::reassembly::{Reassembler, ReassemblyConfig};
+use crate::reassembly::Reassembler;
 use crate::route::{Ipv4Cidr, Route, RouteCache, RouteTable};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::time::{Duration, Instant};
@@ -31,69 +39,14 @@ use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
 use arrayvec::ArrayVec;
 use core::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
+use tx::Out;
 
-/// Packets received per poll.
+/// Packets received per port per poll.
 pub const RX_BURST: usize = DEFAULT_BURST;
 
 /// Datagrams handed to a handler at once (consecutive datagrams of a burst
 /// for one socket).
 pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
-
-/// How checksums of received packets are checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChecksumPolicy {
-    /// Trust the device's verdict when it gives one; verify in software
-    /// otherwise.
-    TrustOffload,
-    /// Always verify in software.
-    Software,
-}
-
-/// How an interface is set up.
-#[derive(Debug, Clone)]
-pub struct InterfaceConfig {
-    /// The port's MAC address.
-    pub mac: MacAddr,
-    /// Local addresses with their prefix lengths (each adds a connected route).
-    pub addresses: Vec<Ipv4Cidr>,
-    /// Default gateway, if any.
-    pub gateway: Option<Ipv4Addr>,
-    /// This port's index (for routes and SO_BINDTODEVICE).
-    pub port_index: u16,
-    /// Largest IPv4 packet the link carries (bigger ones are fragmented).
-    pub mtu: usize,
-    /// Receive checksum policy.
-    pub checksum: ChecksumPolicy,
-    /// ICMP errors allowed per second (and burst) before rate limiting.
-    pub icmp_errors_per_sec: u64,
-    /// Neighbour cache tunables.
-    pub neighbor: NeighborConfig,
-    /// Fragment reassembly tunables.
-    pub reassembly: ReassemblyConfig,
-    /// Key of the reuseport flow hash (use a random value).
-    pub hash_key: u64,
-    /// Extra transmit attempts before the unsent tail is dropped.
-    pub tx_retries: u32,
-}
-
-impl InterfaceConfig {
-    /// A configuration with one address and defaults for everything else.
-    pub fn new(mac: MacAddr, address: Ipv4Cidr) -> InterfaceConfig {
-        InterfaceConfig {
-            mac,
-            addresses: vec![address],
-            gateway: None,
-            port_index: 0,
-            mtu: 1500,
-            checksum: ChecksumPolicy::TrustOffload,
-            icmp_errors_per_sec: 1000,
-            neighbor: NeighborConfig::default(),
-            reassembly: ReassemblyConfig::default(),
-            hash_key: 0x005e_ed0f_d057_ac6b,
-            tx_retries: 4,
-        }
-    }
-}
 
 /// Receives datagrams in inline mode, on the lcore.
 pub trait UdpHandler<B: Buf> {
@@ -121,16 +74,45 @@ impl<B: Buf> UdpHandler<B> for DropDatagrams {
     }
 }
 
-/// State shared by the receive and send paths (everything but the handler).
+/// One port's link-layer state: its MAC, addresses, MTU and neighbours.
+#[derive(Debug)]
+pub(crate) struct Link<B> {
+    pub(crate) mac: MacAddr,
+    pub(crate) addresses: Vec<Ipv4Cidr>,
+    pub(crate) mtu: usize,
+    pub(crate) neighbors: NeighborCache<B>,
+}
+
+impl<B> Link<B> {
+    /// Our address to speak from towards `peer` on this link: the one whose
+    /// network holds it, else the link's first.
+    pub(crate) fn source_for(&self, peer: Ipv4Addr) -> Ipv4Addr {
+        self.addresses
+            .iter()
+            .find(|a| a.contains(peer))
+            .or(self.addresses.first())
+            .map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr)
+    }
+
+    /// True if `ip` is on one of this link's connected networks.
+    pub(crate) fn on_link(&self, ip: Ipv4Addr) -> bool {
+        self.addresses.iter().any(|a| a.contains(ip))
+    }
+}
+
+/// State shared by the receive and send paths (everything but the handler
+/// and the per-poll transmit batches).
 #[derive(Debug)]
 pub(crate) struct Core<B: Buf> {
     pub(crate) config: InterfaceConfig,
+    pub(crate) links: Vec<Link<B>>,
     pub(crate) routes: RouteTable,
     pub(crate) route_cache: RouteCache,
-    pub(crate) neighbors: NeighborCache<B>,
     pub(crate) reassembler: Reassembler<B>,
     pub(crate) udp: UdpTable,
     pub(crate) counters: Arc<Counters>,
+    /// Every local address, of every link (computed once).
+    pub(crate) local: Vec<Ipv4Addr>,
     /// Directed broadcast addresses of our networks (computed once).
     pub(crate) broadcasts: Vec<Ipv4Addr>,
     pub(crate) icmp_limit: TokenBucket,
@@ -138,10 +120,10 @@ pub(crate) struct Core<B: Buf> {
 }
 
 impl<B: Buf> Core<B> {
-    /// True if `ip` is one of our addresses.
+    /// True if `ip` is one of our addresses (on any link).
     #[inline]
     pub(crate) fn is_local(&self, ip: Ipv4Addr) -> bool {
-        self.config.addresses.iter().any(|a| a.addr == ip)
+        self.local.contains(&ip)
     }
 
     /// True if `ip` is a broadcast address of one of our networks (or the
@@ -155,33 +137,48 @@ impl<B: Buf> Core<B> {
         self.next_ident = self.next_ident.wrapping_add(1);
         self.next_ident
     }
+
+    /// Changes whenever a route or any neighbour changes: the stamp of
+    /// cached routes.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        let neighbors = self
+            .links
+            .iter()
+            .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors.generation()));
+        self.routes.generation() ^ neighbors.rotate_left(32)
+    }
+
+    /// The link whose connected networks hold `ip`.
+    pub(crate) fn link_of(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.links.iter().position(|l| l.on_link(ip))
+    }
 }
 
 /// What a handler may do while it runs on the lcore.
 pub struct UdpContext<'a, P: Port> {
     pub(crate) core: &'a mut Core<P::Buf>,
-    pub(crate) port: &'a mut P,
-    pub(crate) tx: &'a mut TxBatch<P::Buf>,
+    pub(crate) out: Out<'a, P>,
     pub(crate) now: Instant,
 }
 
 impl<P: Port> UdpContext<'_, P> {
     /// Sends `datagram`'s payload back to its sender, from the address it
-    /// was sent to, reusing its buffer (zero-copy).
+    /// was sent to, through the port it came in on, reusing its buffer
+    /// (zero-copy).
     pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
-        tx::reply_udp_in_place(self.core, self.port, self.tx, datagram);
+        tx::reply_udp_in_place(self.core, &mut self.out, datagram);
     }
 
-    /// Sends `payload` from `socket` to `dst` (a new buffer; headers added).
+    /// Sends `payload` from `socket` to `dst` (a new buffer; headers added;
+    /// the route picks the port).
     pub fn send_to(
         &mut self,
         socket: SocketId,
         dst: SocketAddrV4,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        tx::send_udp(
-            self.core, self.port, self.tx, self.now, socket, dst, payload,
-        )
+        tx::send_udp(self.core, &mut self.out, self.now, socket, dst, payload)
     }
 
     /// The interface's counters.
@@ -195,10 +192,13 @@ impl<P: Port> UdpContext<'_, P> {
     }
 }
 
-/// One port's IPv4/UDP stack. See the module documentation.
+/// The IPv4/UDP stack of one lcore over one or more ports. See the module
+/// documentation.
 #[derive(Debug)]
 pub struct Interface<B: Buf> {
     core: Core<B>,
+    /// One transmit batch per link, empty between polls.
+    batches: Vec<TxBatch<B>>,
     /// Queues of queue-mode sockets, by socket index.
     queues: Vec<Option<Arc<SocketQueue<B>>>>,
     /// Commands and sends from application threads, once a handle exists.
@@ -220,38 +220,41 @@ const SEND_QUEUE: usize = 4096;
 /// How often neighbour timers run.
 const TIMER_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Datagrams of a burst waiting to be handed over, and the queues to wake.
+struct Delivery<B: Buf> {
+    batch: Batch<B>,
+    socket: Option<SocketId>,
+    to_wake: ArrayVec<u32, RX_BURST>,
+}
+
 impl<B: Buf> Interface<B> {
-    /// An interface with connected routes for its addresses and a default
-    /// route through the gateway, if one is set.
-    pub fn new(config: InterfaceConfig) -> Interface<B> {
+    /// An interface with connected routes for its links' addresses and a
+    /// default route through the gateway, if one is set.
+    pub fn new(config: InterfaceConfig) -> Result<Interface<B>, ConfigError> {
+        config::validate(&config)?;
         let mut routes = RouteTable::new();
-        for address in &config.addresses {
-            routes.add(Route {
-                prefix: *address,
-                gateway: None,
-                port: config.port_index,
-                source: address.addr,
-            });
+        for (index, link) in config.links.iter().enumerate() {
+            for address in &link.addresses {
+                routes.add(Route {
+                    prefix: *address,
+                    gateway: None,
+                    port: index as u16,
+                    source: address.addr,
+                });
+            }
         }
-        if let (Some(gateway), Some(first)) = (config.gateway, config.addresses.first()) {
-            let source = config
-                .addresses
-                .iter()
-                .find(|a| a.contains(gateway))
-                .unwrap_or(first)
-                .addr;
-            routes.add(Route {
-                prefix: Ipv4Cidr {
-                    addr: Ipv4Addr::UNSPECIFIED,
-                    len: 0,
-                },
-                gateway: Some(gateway),
-                port: config.port_index,
-                source,
-            });
-        }
+        let links: Vec<Link<B>> = config
+            .links
+            .iter()
+            .map(|l| Link {
+                mac: l.mac,
+                addresses: l.addresses.clone(),
+                mtu: l.mtu,
+                neighbors: NeighborCache::new(config.neighbor.clone()),
+            })
+            .collect();
+        let all = || config.links.iter().flat_map(|l| l.addresses.iter());
         let core = Core {
-            neighbors: NeighborCache::new(config.neighbor.clone()),
             reassembler: Reassembler::new(config.reassembly.clone()),
             udp: UdpTable::new(config.hash_key),
             icmp_limit: TokenBucket::new(
@@ -261,23 +264,31 @@ impl<B: Buf> Interface<B> {
             routes,
             route_cache: RouteCache::new(4096),
             counters: Arc::new(Counters::default()),
-            broadcasts: config
-                .addresses
-                .iter()
+            local: all().map(|a| a.addr).collect(),
+            broadcasts: all()
                 .filter(|a| a.len < 31)
                 .map(|a| a.broadcast())
                 .collect(),
             next_ident: 0,
+            links,
             config,
         };
-        Interface {
+        let batches = (0..core.links.len())
+            .map(|_| TxBatch::new(core.config.tx_retries))
+            .collect();
+        let mut iface = Interface {
             core,
+            batches,
             queues: Vec::new(),
             shared: None,
             probes: Vec::new(),
             next_timers: Instant::ZERO,
             announced: false,
+        };
+        if let Some(gateway) = iface.core.config.gateway {
+            iface.add_route(Ipv4Cidr::DEFAULT, gateway)?;
         }
+        Ok(iface)
     }
 
     /// The counters (clone the `Arc` to read them from another thread).
@@ -290,20 +301,52 @@ impl<B: Buf> Interface<B> {
         &self.core.config
     }
 
-    /// Adds a static route.
-    pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Option<Ipv4Addr>) {
-        let source = self
+    /// Adds (or replaces) a static route to `prefix` through `gateway`,
+    /// which must be on a link's connected network (that link carries it).
+    pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Ipv4Addr) -> Result<(), ConfigError> {
+        let link = self
             .core
-            .config
-            .addresses
-            .first()
-            .map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr);
+            .link_of(gateway)
+            .ok_or(ConfigError::GatewayNotOnLink(gateway))?;
+        let source = self.core.links[link].source_for(gateway);
         self.core.routes.add(Route {
             prefix,
-            gateway,
-            port: self.core.config.port_index,
+            gateway: Some(gateway),
+            port: link as u16,
             source,
         });
+        Ok(())
+    }
+
+    /// Adds (or replaces) a route that sends `prefix` straight out of
+    /// `link` (its hosts answer ARP there).
+    pub fn add_link_route(&mut self, prefix: Ipv4Cidr, link: usize) -> Result<(), ConfigError> {
+        let source = self
+            .core
+            .links
+            .get(link)
+            .ok_or(ConfigError::NoSuchLink(link))?
+            .source_for(prefix.addr);
+        self.core.routes.add(Route {
+            prefix,
+            gateway: None,
+            port: link as u16,
+            source,
+        });
+        Ok(())
+    }
+
+    /// Removes the route to `prefix`; true if there was one.
+    pub fn remove_route(&mut self, prefix: Ipv4Cidr) -> bool {
+        self.core.routes.remove(prefix)
+    }
+
+    /// The route `dst` takes: (link, next hop, source address).
+    pub fn route_to(&self, dst: Ipv4Addr) -> Option<(usize, Ipv4Addr, Ipv4Addr)> {
+        self.core
+            .routes
+            .next_hop(dst)
+            .map(|hop| (usize::from(hop.port), hop.via, hop.source))
     }
 
     /// Binds a UDP socket (port 0: an ephemeral port).
@@ -313,9 +356,9 @@ impl<B: Buf> Interface<B> {
         options: BindOptions,
     ) -> Result<SocketId, BindError> {
         let core = &mut self.core;
-        let addresses = &core.config.addresses;
+        let local_addrs = &core.local;
         core.udp
-            .bind(local, options, |ip| addresses.iter().any(|a| a.addr == ip))
+            .bind(local, options, |ip| local_addrs.contains(&ip))
     }
 
     /// Connects a UDP socket to `remote`.
@@ -333,14 +376,24 @@ impl<B: Buf> Interface<B> {
         self.core.udp.local_addr(socket)
     }
 
-    /// The MAC of a neighbour, if resolved.
+    /// The MAC of a neighbour on any link, if resolved.
     pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
-        self.core.neighbors.lookup(ip)
+        self.core.links.iter().find_map(|l| l.neighbors.lookup(ip))
     }
 
-    /// The neighbour cache's entries (control path).
-    pub fn neighbors(&self) -> Vec<(Ipv4Addr, Option<MacAddr>, NeighborState)> {
-        self.core.neighbors.entries()
+    /// The neighbour caches' entries, with their links (control path).
+    pub fn neighbors(&self) -> Vec<(usize, Ipv4Addr, Option<MacAddr>, NeighborState)> {
+        self.core
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(index, l)| {
+                l.neighbors
+                    .entries()
+                    .into_iter()
+                    .map(move |(ip, mac, state)| (index, ip, mac, state))
+            })
+            .collect()
     }
 
     /// A handle that application threads use to open queue-mode sockets on
@@ -353,8 +406,8 @@ impl<B: Buf> Interface<B> {
         StackHandle::new(Arc::clone(shared), pool, queue_len)
     }
 
-    /// Sends `payload` from `socket` to `dst` outside of a poll (e.g. to start
-    /// a conversation); it leaves on this call.
+    /// Sends `payload` from `socket` to `dst` outside of a poll (e.g. to
+    /// start a conversation) on a one-port interface; it leaves on this call.
     pub fn send_to<P: Port<Buf = B>>(
         &mut self,
         port: &mut P,
@@ -363,239 +416,275 @@ impl<B: Buf> Interface<B> {
         dst: SocketAddrV4,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        let mut out = TxBatch::new(self.core.config.tx_retries);
-        let result = tx::send_udp(&mut self.core, port, &mut out, now, socket, dst, payload);
-        out.flush(port, &self.core.counters);
+        self.send_to_ports(core::slice::from_mut(port), now, socket, dst, payload)
+    }
+
+    /// [`Interface::send_to`] with all the interface's ports, in link order.
+    pub fn send_to_ports<P: Port<Buf = B>>(
+        &mut self,
+        ports: &mut [P],
+        now: Instant,
+        socket: SocketId,
+        dst: SocketAddrV4,
+        payload: &[u8],
+    ) -> Result<(), SendError> {
+        let links = ports.len().min(self.batches.len());
+        let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
+        let result = tx::send_udp(&mut self.core, &mut out, now, socket, dst, payload);
+        out.flush(&self.core.counters);
         result
     }
 
-    /// One run-to-completion step: receive up to [`RX_BURST`] frames,
-    /// process them, deliver datagrams to `handler`, run timers, transmit.
-    /// Returns the number of frames received. Owning lcore only.
+    /// One run-to-completion step on a one-port interface.
+    /// See [`Interface::poll_ports`].
     pub fn poll<P: Port<Buf = B>, H: UdpHandler<B>>(
         &mut self,
         port: &mut P,
         now: Instant,
         handler: &mut H,
     ) -> usize {
-        let mut tx = TxBatch::new(self.core.config.tx_retries);
-        // Taken out and put back (no reference-count traffic per poll).
-        if let Some(shared) = self.shared.take() {
+        self.poll_ports(core::slice::from_mut(port), now, handler)
+    }
+
+    /// One run-to-completion step: receive up to [`RX_BURST`] frames from
+    /// each port (`ports` in link order; ports beyond the links are not
+    /// polled), process them, deliver datagrams to `handler` or socket
+    /// queues, run timers, transmit. Returns the number of frames received.
+    /// Owning lcore only.
+    pub fn poll_ports<P: Port<Buf = B>, H: UdpHandler<B>>(
+        &mut self,
+        ports: &mut [P],
+        now: Instant,
+        handler: &mut H,
+    ) -> usize {
+        let links = ports.len().min(self.batches.len());
+        let Interface {
+            core,
+            batches,
+            queues,
+            shared,
+            probes,
+            next_timers,
+            announced,
+        } = self;
+        let mut out = Out::new(&mut ports[..links], &mut batches[..links]);
+        if let Some(shared) = shared.as_deref() {
             // Sends first: a socket's last datagrams go out before its close.
-            self.send_queued(&shared, port, &mut tx, now);
-            self.run_commands(&shared);
-            self.shared = Some(shared);
+            send_queued(core, shared, &mut out, now);
+            run_commands(core, queues, shared);
         }
-        if !self.announced {
-            self.announced = true;
-            for i in 0..self.core.config.addresses.len() {
-                let ip = self.core.config.addresses[i].addr;
-                tx::send_arp_request(&mut self.core, port, &mut tx, ip, ip);
-            }
-        }
-        let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
-        let received = port.rx_burst(&mut burst, RX_BURST);
-        // With many sockets, start the socket-table loads of the whole burst
-        // before the first lookup needs one, so their cache misses overlap.
-        if self.core.udp.len() > PREFETCH_MIN_SOCKETS {
-            let slots: ArrayVec<u32, RX_BURST> = burst
-                .iter()
-                .map(|buf| {
-                    rx::peek_udp_port(buf.data()).map_or(u32::MAX, |p| self.core.udp.touch(p))
-                })
-                .collect();
-            for &slot in &slots {
-                self.core.udp.touch_socket(slot);
-            }
-        }
-        // Datagrams are handed over as they come, in arrival order;
-        // consecutive ones for the same socket travel together.
-        let mut batch: Batch<B> = ArrayVec::new();
-        let mut batch_socket = None;
-        let mut to_wake: ArrayVec<u32, RX_BURST> = ArrayVec::new();
-        for buf in burst.drain(..) {
-            let delivered = match fast::try_udp(&self.core, buf) {
-                fast::Fast::Deliver(socket, datagram) => Some((socket, datagram)),
-                fast::Fast::General(buf) => {
-                    let mut delivered = None;
-                    rx::receive_frame(&mut self.core, port, &mut tx, now, buf, &mut delivered);
-                    delivered
+        if !*announced {
+            *announced = true;
+            for link in 0..links {
+                for i in 0..core.links[link].addresses.len() {
+                    let ip = core.links[link].addresses[i].addr;
+                    tx::send_arp_request(core, &mut out, link, ip, ip);
                 }
-            };
-            let Some((socket, datagram)) = delivered else {
-                continue;
-            };
-            if batch_socket != Some(socket) {
-                if let Some(previous) = batch_socket {
-                    self.hand_over(
-                        previous,
-                        &mut batch,
-                        port,
-                        &mut tx,
-                        now,
-                        handler,
-                        &mut to_wake,
-                    );
-                }
-                batch_socket = Some(socket);
-            }
-            // A batch holds a whole burst, so there is always room.
-            if batch.try_push(datagram).is_err() {
-                self.core.counters.count_drop(DropReason::UdpQueueFull);
             }
         }
-        if let Some(socket) = batch_socket {
-            self.hand_over(
-                socket,
-                &mut batch,
-                port,
-                &mut tx,
-                now,
-                handler,
-                &mut to_wake,
-            );
+        let mut delivery = Delivery {
+            batch: ArrayVec::new(),
+            socket: None,
+            to_wake: ArrayVec::new(),
+        };
+        let mut received = 0;
+        for link in 0..links {
+            received += receive_burst(core, queues, &mut out, link, now, handler, &mut delivery);
         }
-        for index in to_wake {
-            if let Some(Some(queue)) = self.queues.get(index as usize) {
+        for index in delivery.to_wake {
+            if let Some(Some(queue)) = queues.get(index as usize) {
                 queue.wake();
             }
         }
-        if now >= self.next_timers {
-            self.next_timers = now + TIMER_INTERVAL;
-            self.run_timers(port, &mut tx, now);
+        if now >= *next_timers {
+            *next_timers = now + TIMER_INTERVAL;
+            run_timers(core, probes, &mut out, now);
         }
-        tx.flush(port, &self.core.counters);
+        out.flush(&core.counters);
         received
     }
+}
 
-    /// Hands one socket's consecutive datagrams over: to its queue (queue
-    /// mode; the queue is noted in `to_wake`, woken once after the burst) or
-    /// to one handler call (inline mode). Leaves `batch` empty.
-    #[allow(clippy::too_many_arguments)]
-    fn hand_over<P: Port<Buf = B>, H: UdpHandler<B>>(
-        &mut self,
-        socket: SocketId,
-        batch: &mut Batch<B>,
-        port: &mut P,
-        tx: &mut TxBatch<B>,
-        now: Instant,
-        handler: &mut H,
-        to_wake: &mut ArrayVec<u32, RX_BURST>,
-    ) {
-        let index = socket.index();
-        match self.queues.get(index as usize) {
-            Some(Some(queue)) => {
-                let (pushed, dropped) = queue.push_all(batch.drain(..));
-                for _ in 0..dropped {
-                    self.core.counters.count_drop(DropReason::UdpQueueFull);
-                }
-                if pushed > 0 && !to_wake.contains(&index) {
-                    let _ = to_wake.try_push(index);
-                }
-            }
-            _ => {
-                let mut ctx = UdpContext {
-                    core: &mut self.core,
-                    port,
-                    tx,
-                    now,
-                };
-                handler.on_datagrams(socket, batch, &mut ctx);
-            }
-        }
-        batch.clear();
-    }
-
-    /// Applies binds, connects and closes from application threads.
-    fn run_commands(&mut self, shared: &Shared<B>) {
-        for _ in 0..MAX_COMMANDS_PER_POLL {
-            let Some(command) = shared.commands.pop() else {
-                return;
-            };
-            match command {
-                Command::Bind {
-                    local,
-                    options,
-                    queue,
-                    reply,
-                } => {
-                    let result = self.udp_bind(local, options).map(|id| {
-                        let index = id.index() as usize;
-                        if self.queues.len() <= index {
-                            self.queues.resize(index + 1, None);
-                        }
-                        self.queues[index] = Some(queue);
-                        (id, self.core.udp.local_addr(id).unwrap_or(local))
-                    });
-                    if let (Err(_), Ok((id, _))) = (reply.try_send(result), result) {
-                        // The caller gave up waiting: nobody owns the socket.
-                        self.close_queued(id);
-                    }
-                }
-                Command::Connect { socket, remote } => {
-                    self.core.udp.connect(socket, remote);
-                }
-                Command::Close { socket } => self.close_queued(socket),
-            }
+/// Receives one burst from `link` and hands its datagrams over as they
+/// come, in arrival order; consecutive ones for the same socket travel
+/// together. Returns the number of frames received.
+fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+) -> usize {
+    let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
+    let Some(port) = out.port(link) else {
+        return 0;
+    };
+    let received = port.rx_burst(&mut burst, RX_BURST);
+    // With many sockets, start the socket-table loads of the whole burst
+    // before the first lookup needs one, so their cache misses overlap.
+    if core.udp.len() > PREFETCH_MIN_SOCKETS {
+        let slots: ArrayVec<u32, RX_BURST> = burst
+            .iter()
+            .map(|buf| rx::peek_udp_port(buf.data()).map_or(u32::MAX, |p| core.udp.touch(p)))
+            .collect();
+        for &slot in &slots {
+            core.udp.touch_socket(slot);
         }
     }
-
-    fn close_queued(&mut self, socket: SocketId) {
-        self.core.udp.close(socket);
-        if let Some(slot) = self.queues.get_mut(socket.index() as usize) {
-            *slot = None;
+    for buf in burst.drain(..) {
+        let delivered = match fast::try_udp(core, link, buf) {
+            fast::Fast::Deliver(socket, datagram) => Some((socket, datagram)),
+            fast::Fast::General(buf) => {
+                let mut delivered = None;
+                rx::receive_frame(core, out, link, now, buf, &mut delivered);
+                delivered
+            }
+        };
+        let Some((socket, datagram)) = delivered else {
+            continue;
+        };
+        if delivery.socket != Some(socket) {
+            if let Some(previous) = delivery.socket {
+                hand_over(core, queues, previous, out, now, handler, delivery);
+            }
+            delivery.socket = Some(socket);
+        }
+        // A batch holds a whole burst, so there is always room.
+        if delivery.batch.try_push(datagram).is_err() {
+            core.counters.count_drop(DropReason::UdpQueueFull);
         }
     }
+    if let Some(socket) = delivery.socket.take() {
+        hand_over(core, queues, socket, out, now, handler, delivery);
+    }
+    received
+}
 
-    /// Sends datagrams queued by application threads (bounded per poll).
-    fn send_queued<P: Port<Buf = B>>(
-        &mut self,
-        shared: &Shared<B>,
-        port: &mut P,
-        tx: &mut TxBatch<B>,
-        now: Instant,
-    ) {
-        for _ in 0..MAX_SENDS_PER_POLL {
-            let Some(request) = shared.sends.pop() else {
-                return;
-            };
-            // Failures are counted by reason inside.
-            let _ = tx::send_udp_buffer(
-                &mut self.core,
-                port,
-                tx,
+/// Hands one socket's consecutive datagrams over: to its queue (queue mode;
+/// the queue is noted in `to_wake`, woken once after the poll) or to one
+/// handler call (inline mode). Leaves the batch empty.
+fn hand_over<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    socket: SocketId,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+) {
+    let index = socket.index();
+    match queues.get(index as usize) {
+        Some(Some(queue)) => {
+            let (pushed, dropped) = queue.push_all(delivery.batch.drain(..));
+            for _ in 0..dropped {
+                core.counters.count_drop(DropReason::UdpQueueFull);
+            }
+            if pushed > 0 && !delivery.to_wake.contains(&index) {
+                let _ = delivery.to_wake.try_push(index);
+            }
+        }
+        _ => {
+            let mut ctx = UdpContext {
+                core,
+                out: out.reborrow(),
                 now,
-                request.socket,
-                request.dst,
-                request.buf,
-            );
+            };
+            handler.on_datagrams(socket, &mut delivery.batch, &mut ctx);
         }
     }
+    delivery.batch.clear();
+}
 
-    fn run_timers<P: Port<Buf = B>>(&mut self, port: &mut P, tx: &mut TxBatch<B>, now: Instant) {
-        self.probes.clear();
-        let given_up = self.core.neighbors.poll(now, &mut self.probes);
+/// Applies binds, connects and closes from application threads.
+fn run_commands<B: Buf>(
+    core: &mut Core<B>,
+    queues: &mut Vec<Option<Arc<SocketQueue<B>>>>,
+    shared: &Shared<B>,
+) {
+    for _ in 0..MAX_COMMANDS_PER_POLL {
+        let Some(command) = shared.commands.pop() else {
+            return;
+        };
+        match command {
+            Command::Bind {
+                local,
+                options,
+                queue,
+                reply,
+            } => {
+                let local_addrs = &core.local;
+                let result = core
+                    .udp
+                    .bind(local, options, |ip| local_addrs.contains(&ip))
+                    .map(|id| {
+                        let index = id.index() as usize;
+                        if queues.len() <= index {
+                            queues.resize(index + 1, None);
+                        }
+                        queues[index] = Some(queue);
+                        (id, core.udp.local_addr(id).unwrap_or(local))
+                    });
+                if let (Err(_), Ok((id, _))) = (reply.try_send(result), result) {
+                    // The caller gave up waiting: nobody owns the socket.
+                    close_queued(core, queues, id);
+                }
+            }
+            Command::Connect { socket, remote } => {
+                core.udp.connect(socket, remote);
+            }
+            Command::Close { socket } => close_queued(core, queues, socket),
+        }
+    }
+}
+
+fn close_queued<B: Buf>(
+    core: &mut Core<B>,
+    queues: &mut [Option<Arc<SocketQueue<B>>>],
+    socket: SocketId,
+) {
+    core.udp.close(socket);
+    if let Some(slot) = queues.get_mut(socket.index() as usize) {
+        *slot = None;
+    }
+}
+
+/// Sends datagrams queued by application threads (bounded per poll).
+fn send_queued<B: Buf, P: Port<Buf = B>>(
+    core: &mut Core<B>,
+    shared: &Shared<B>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+) {
+    for _ in 0..MAX_SENDS_PER_POLL {
+        let Some(request) = shared.sends.pop() else {
+            return;
+        };
+        // Failures are counted by reason inside.
+        let _ = tx::send_udp_buffer(core, out, now, request.socket, request.dst, request.buf);
+    }
+}
+
+/// Neighbour retries and expiry on every link, reassembly timeouts.
+fn run_timers<B: Buf, P: Port<Buf = B>>(
+    core: &mut Core<B>,
+    probes: &mut Vec<Ipv4Addr>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+) {
+    for _ in 0..core.reassembler.expire(now) {
+        core.counters.count_drop(DropReason::Ipv4ReassemblyTimeout);
+    }
+    for link in 0..core.links.len() {
+        probes.clear();
+        let given_up = core.links[link].neighbors.poll(now, probes);
         for _ in 0..given_up {
-            self.core
-                .counters
-                .count_drop(DropReason::TxNeighborUnresolved);
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
         }
-        for _ in 0..self.core.reassembler.expire(now) {
-            self.core
-                .counters
-                .count_drop(DropReason::Ipv4ReassemblyTimeout);
-        }
-        for i in 0..self.probes.len() {
-            let target = self.probes[i];
-            let source = self
-                .core
-                .config
-                .addresses
-                .iter()
-                .find(|a| a.contains(target))
-                .or(self.core.config.addresses.first())
-                .map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr);
-            tx::send_arp_request(&mut self.core, port, tx, source, target);
+        for &target in probes.iter() {
+            let source = core.links[link].source_for(target);
+            tx::send_arp_request(core, out, link, source, target);
         }
     }
 }

@@ -5,7 +5,8 @@
 //! A frame ends in exactly one of: a reply pushed to the tx batch, a
 //! datagram handed back in `delivered`, or a counted drop.
 
-use super::{tx, ChecksumPolicy, Core, TxBatch};
+use super::tx::{self, Out};
+use super::{ChecksumPolicy, Core};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, Reassembly};
@@ -25,31 +26,36 @@ pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
 
 pub(super) fn receive_frame<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     now: Instant,
     buf: P::Buf,
     delivered: &mut Delivered<P::Buf>,
 ) {
     core.counters.count(Stat::EthInFrames);
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::EthNotForUs);
+    };
     let (dst, src, ethertype) = match EthernetFrame::new_checked(buf.data()) {
         Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
         Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
     };
-    if dst != core.config.mac && !dst.is_broadcast() {
+    if dst != our_mac && !dst.is_broadcast() {
         return core.counters.count_drop(DropReason::EthNotForUs);
     }
     match ethertype {
-        EtherType::Arp => arp_input(core, port, tx, now, buf),
-        EtherType::Ipv4 => ipv4_input(core, port, tx, now, buf, src, delivered),
+        EtherType::Arp => arp_input(core, out, link, now, buf),
+        EtherType::Ipv4 => ipv4_input(core, out, link, now, buf, src, delivered),
         _ => core.counters.count_drop(DropReason::EthUnknownType),
     }
 }
 
+/// ARP on `link`: we answer for that link's own addresses, and learn
+/// neighbours into that link's cache.
 fn arp_input<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     now: Instant,
     mut buf: P::Buf,
 ) {
@@ -63,21 +69,20 @@ fn arp_input<P: Port>(
     {
         return core.counters.count_drop(DropReason::ArpMalformed);
     }
-    let for_us = core.is_local(arp.target_ip);
+    let here = &core.links[link];
+    let our_mac = here.mac;
+    let for_us = here.addresses.iter().any(|a| a.addr == arp.target_ip);
     // Only on-link senders get a new entry: an off-link address in an ARP
     // packet is bogus, and must not take room in the cache.
-    let on_link = core
-        .config
-        .addresses
-        .iter()
-        .any(|a| a.contains(arp.sender_ip));
+    let on_link = here.on_link(arp.sender_ip);
     if !arp.sender_ip.is_unspecified() {
-        let released = core
-            .neighbors
-            .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
+        let released =
+            core.links[link]
+                .neighbors
+                .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
         for mut waiting in released {
             tx::set_destination_mac(&mut waiting, arp.sender_mac);
-            tx::transmit_ipv4(core, port, tx, waiting);
+            tx::transmit_ipv4(core, out, link, waiting);
         }
     }
     match arp.operation {
@@ -86,7 +91,7 @@ fn arp_input<P: Port>(
             core.counters.count(Stat::ArpInRequests);
             let reply = ArpRepr {
                 operation: ArpOperation::Reply,
-                sender_mac: core.config.mac,
+                sender_mac: our_mac,
                 sender_ip: arp.target_ip,
                 target_mac: arp.sender_mac,
                 target_ip: arp.sender_ip,
@@ -95,9 +100,9 @@ fn arp_input<P: Port>(
             reply.emit(&mut data[ETH_LEN..]);
             let mut frame = EthernetFrame::new_unchecked(data);
             frame.set_dst(arp.sender_mac);
-            frame.set_src(core.config.mac);
+            frame.set_src(our_mac);
             core.counters.count(Stat::ArpOutReplies);
-            tx.push(port, buf, &core.counters);
+            out.push(link, buf, &core.counters);
         }
         ArpOperation::Request if arp.sender_ip == arp.target_ip => {
             // An announcement: learned above if the neighbour was known.
@@ -123,8 +128,8 @@ fn checksum_ok(
 
 fn ipv4_input<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     now: Instant,
     buf: P::Buf,
     eth_src: MacAddr,
@@ -163,7 +168,7 @@ fn ipv4_input<P: Port>(
         l4_checksum: offload.l4_checksum,
     };
     if !ip.is_fragment() {
-        return deliver_local(core, port, tx, now, buf, eth_src, local, delivered);
+        return deliver_local(core, out, link, now, buf, eth_src, local, delivered);
     }
     core.counters.count(Stat::IpReasmReqds);
     let fragment = Fragment {
@@ -177,6 +182,9 @@ fn ipv4_input<P: Port>(
         payload_len: local.total_len - local.header_len,
         ttl: ip.ttl(),
     };
+    let Some(port) = out.port(link) else {
+        return core.counters.count_drop(DropReason::EthNotForUs);
+    };
     match core.reassembler.add(port, &buf, fragment, now) {
         Reassembly::Pending => {}
         Reassembly::Dropped(reason) => core.counters.count_drop(reason),
@@ -189,7 +197,7 @@ fn ipv4_input<P: Port>(
                 l4_checksum: ChecksumStatus::Unknown,
                 ..local
             };
-            deliver_local(core, port, tx, now, whole, eth_src, local, delivered);
+            deliver_local(core, out, link, now, whole, eth_src, local, delivered);
         }
     }
 }
@@ -209,8 +217,8 @@ struct Local {
 #[allow(clippy::too_many_arguments)]
 fn deliver_local<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     now: Instant,
     buf: P::Buf,
     eth_src: MacAddr,
@@ -221,8 +229,8 @@ fn deliver_local<P: Port>(
     match local.protocol {
         protocol::ICMP => icmp_input(
             core,
-            port,
-            tx,
+            out,
+            link,
             buf,
             eth_src,
             local.header_len,
@@ -238,7 +246,7 @@ fn deliver_local<P: Port>(
                 broadcast: local.broadcast,
                 l4_checksum: local.l4_checksum,
             };
-            udp_input(core, port, tx, now, buf, eth_src, l4, delivered)
+            udp_input(core, out, link, now, buf, eth_src, l4, delivered)
         }
         _ => core.counters.count_drop(DropReason::Ipv4UnknownProtocol),
     }
@@ -247,8 +255,8 @@ fn deliver_local<P: Port>(
 #[allow(clippy::too_many_arguments)]
 fn icmp_input<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     buf: P::Buf,
     eth_src: MacAddr,
     header_len: usize,
@@ -266,7 +274,7 @@ fn icmp_input<P: Port>(
         return core.counters.count_drop(DropReason::IcmpUnhandled);
     }
     core.counters.count(Stat::IcmpInEchos);
-    tx::reply_echo_in_place(core, port, tx, buf, eth_src, total_len);
+    tx::reply_echo_in_place(core, out, link, buf, eth_src, total_len);
 }
 
 /// What the IPv4 layer found out for UDP.
@@ -282,8 +290,8 @@ pub(super) struct UdpInput {
 #[allow(clippy::too_many_arguments)]
 fn udp_input<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     now: Instant,
     buf: P::Buf,
     eth_src: MacAddr,
@@ -307,17 +315,17 @@ fn udp_input<P: Port>(
     let key = FlowKey {
         src,
         dst,
-        device: core.config.port_index,
+        device: link as u16,
     };
     let Some(socket) = core.udp.lookup(&key) else {
         core.counters.count_drop(DropReason::UdpNoSocket);
         if !l4.broadcast {
-            tx::port_unreachable_in_place(core, port, tx, now, buf, eth_src, l4.total_len);
+            tx::port_unreachable_in_place(core, out, link, now, buf, eth_src, l4.total_len);
         }
         return;
     };
     core.counters.count(Stat::UdpInDatagrams);
-    let datagram = Datagram::new(buf, src, dst, payload, l4.broadcast);
+    let datagram = Datagram::new(buf, src, dst, payload, l4.broadcast, link as u16);
     *delivered = Some((socket, datagram));
 }
 

@@ -17,7 +17,7 @@ const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
 fn stack() -> (Interface<MemBuf>, MemPort) {
     let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
-    let mut iface = Interface::new(config);
+    let mut iface = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig {
         mac: OUR_MAC,
         ..MemPortConfig::default()
@@ -149,7 +149,7 @@ fn poll<H: UdpHandler<MemBuf>>(iface: &mut Interface<MemBuf>, port: &mut MemPort
 #[test]
 fn the_first_poll_announces_our_address() {
     let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
-    let mut iface: Interface<MemBuf> = Interface::new(config);
+    let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig::default());
     iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
     let out = port.take_tx();
@@ -590,10 +590,9 @@ fn a_destination_without_a_route_is_an_error() {
         iface.send_to(&mut port, Instant::ZERO, socket, far, b"q"),
         Err(SendError::NoRoute)
     );
-    iface.add_route(
-        Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap(),
-        Some(PEER_IP),
-    );
+    iface
+        .add_route(Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap(), PEER_IP)
+        .unwrap();
     iface
         .send_to(&mut port, Instant::ZERO, socket, far, b"q")
         .unwrap();
@@ -612,7 +611,7 @@ fn two_stacks_talk_over_a_wire() {
         .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
         .unwrap();
     let client_config = InterfaceConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
-    let mut client: Interface<MemBuf> = Interface::new(client_config);
+    let mut client: Interface<MemBuf> = Interface::new(client_config).unwrap();
     let mut client_port = MemPort::new(MemPortConfig {
         mac: PEER_MAC,
         ..MemPortConfig::default()
@@ -684,7 +683,7 @@ fn a_fragmented_datagram_is_reassembled_and_echoed() {
     assert!(out.iter().all(|f| f.len() <= 14 + 1500));
     let (mut client, mut client_port) = {
         let config = InterfaceConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
-        let mut client: Interface<MemBuf> = Interface::new(config);
+        let mut client: Interface<MemBuf> = Interface::new(config).unwrap();
         let mut client_port = MemPort::new(MemPortConfig {
             mac: PEER_MAC,
             ..MemPortConfig::default()
@@ -732,10 +731,12 @@ fn a_connected_socket_keeps_its_route_until_something_changes() {
         1,
         "looked up once, then kept by the socket"
     );
-    iface.add_route(
-        Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24).unwrap(),
-        Some(PEER_IP),
-    );
+    iface
+        .add_route(
+            Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24).unwrap(),
+            PEER_IP,
+        )
+        .unwrap();
     iface
         .send_to(&mut port, Instant::ZERO, socket, peer, b"q")
         .unwrap();
@@ -887,3 +888,5 @@ fn a_payload_changed_in_place_is_replied_with_a_fresh_checksum() {
         (OUR_IP, PEER_IP, 7, 40000, b"QUIET".to_vec())
     );
 }
+
+mod links;

@@ -99,6 +99,55 @@ impl<B: Buf> TxBatch<B> {
     }
 }
 
+/// Where a poll's packets leave: the ports, in link order, and a transmit
+/// batch for each. A link without a port (the caller passed fewer ports
+/// than the interface has links) drops what is sent to it, counted.
+pub struct Out<'a, P: Port> {
+    ports: &'a mut [P],
+    batches: &'a mut [TxBatch<P::Buf>],
+}
+
+impl<'a, P: Port> Out<'a, P> {
+    pub(crate) fn new(ports: &'a mut [P], batches: &'a mut [TxBatch<P::Buf>]) -> Out<'a, P> {
+        Out { ports, batches }
+    }
+
+    /// The same ports and batches, for a shorter borrow.
+    pub(crate) fn reborrow(&mut self) -> Out<'_, P> {
+        Out {
+            ports: &mut *self.ports,
+            batches: &mut *self.batches,
+        }
+    }
+
+    /// The port of `link`.
+    #[inline]
+    pub(crate) fn port(&mut self, link: usize) -> Option<&mut P> {
+        self.ports.get_mut(link)
+    }
+
+    /// A fresh buffer from `link`'s pool.
+    pub(crate) fn alloc(&mut self, link: usize) -> Option<P::Buf> {
+        self.ports.get_mut(link)?.alloc()
+    }
+
+    /// Queues `buf` for `link`.
+    #[inline]
+    pub(crate) fn push(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
+        match (self.ports.get_mut(link), self.batches.get_mut(link)) {
+            (Some(port), Some(batch)) => batch.push(port, buf, counters),
+            _ => counters.count_drop(DropReason::TxNoRoute),
+        }
+    }
+
+    /// Sends every batch.
+    pub(crate) fn flush(&mut self, counters: &Counters) {
+        for (port, batch) in self.ports.iter_mut().zip(self.batches.iter_mut()) {
+            batch.flush(port, counters);
+        }
+    }
+}
+
 /// Sets the Ethernet destination of a frame whose header is in place.
 pub(crate) fn set_destination_mac<B: Buf>(buf: &mut B, mac: MacAddr) {
     if let Some(header) = buf.data_mut().get_mut(..6) {
@@ -110,12 +159,15 @@ pub(crate) fn set_destination_mac<B: Buf>(buf: &mut B, mac: MacAddr) {
 /// a gratuitous ARP announcing our address).
 pub(crate) fn send_arp_request<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     source: Ipv4Addr,
     target: Ipv4Addr,
 ) {
-    let Some(mut buf) = port.alloc() else {
+    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let Some(mut buf) = out.alloc(link) else {
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
     let Some(frame) = buf.append(ETH_LEN + ARP_LEN) else {
@@ -123,18 +175,18 @@ pub(crate) fn send_arp_request<P: Port>(
     };
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_dst(MacAddr::BROADCAST);
-    eth.set_src(core.config.mac);
+    eth.set_src(mac);
     eth.set_ethertype(EtherType::Arp);
     ArpRepr {
         operation: ArpOperation::Request,
-        sender_mac: core.config.mac,
+        sender_mac: mac,
         sender_ip: source,
         target_mac: MacAddr::default(),
         target_ip: target,
     }
     .emit(&mut frame[ETH_LEN..]);
     core.counters.count(Stat::ArpOutRequests);
-    tx.push(port, buf, &core.counters);
+    out.push(link, buf, &core.counters);
 }
 
 /// Swaps the Ethernet addresses: the reply goes back to the previous hop.
@@ -147,13 +199,13 @@ fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr)
 /// Turns the IPv4 header around for a reply. A plain 20-byte header is
 /// rewritten in place with an incremental checksum update (the common case);
 /// a header with options is rebuilt without them, right before the payload.
-fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B) {
+fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
     let Some(bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
         return;
     };
     let ip = Ipv4Packet::new_unchecked(&*bytes);
     let header_len = ip.header_len();
-    let fits = usize::from(ip.total_len()) <= core.config.mtu;
+    let fits = usize::from(ip.total_len()) <= mtu;
     if header_len == IP_LEN && fits {
         return Ipv4Packet::new_unchecked(bytes).reverse_for_reply(DEFAULT_TTL);
     }
@@ -185,8 +237,8 @@ fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B) {
 /// Turns an echo request into its reply, in place.
 pub(crate) fn reply_echo_in_place<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     mut buf: P::Buf,
     eth_src: MacAddr,
     ip_total_len: usize,
@@ -195,8 +247,11 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     if padding > 0 {
         buf.trim(padding);
     }
-    turn_around_ipv4(core, &mut buf);
-    turn_around_ethernet(&mut buf, core.config.mac, eth_src);
+    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    turn_around_ipv4(core, &mut buf, mtu);
+    turn_around_ethernet(&mut buf, mac, eth_src);
     let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
         return;
     };
@@ -205,7 +260,7 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     icmp.set_type_code(msg_type::ECHO_REPLY, 0);
     icmp.fill_checksum();
     core.counters.count(Stat::IcmpOutEchoReps);
-    transmit_ipv4(core, port, tx, buf);
+    transmit_ipv4(core, out, link, buf);
 }
 
 /// Sends a datagram's payload back to where it came from, in its own buffer.
@@ -218,8 +273,7 @@ pub(crate) fn reply_echo_in_place<P: Port>(
 /// source or the payload changed.
 pub(crate) fn reply_udp_in_place<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
     datagram: Datagram<P::Buf>,
 ) {
     let Datagram {
@@ -229,18 +283,23 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         payload,
         modified,
         to_broadcast: broadcast,
+        link,
     } = datagram;
+    let link = usize::from(link);
+    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
     if !modified && !broadcast && payload.end == buf.len() && payload.start == FAST_HEADERS {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
-            if h[14] == 0x45 && payload.end <= ETH_LEN + core.config.mtu {
-                turn_around_plain_udp(h, core.config.mac);
+            if h[14] == 0x45 && payload.end <= ETH_LEN + mtu {
+                turn_around_plain_udp(h, mac);
                 core.counters.count(Stat::UdpOutDatagrams);
                 core.counters.count(Stat::IpOutRequests);
-                return tx.push(port, buf, &core.counters);
+                return out.push(link, buf, &core.counters);
             }
         }
     }
-    rebuild_udp_reply(core, port, tx, buf, peer, ours, payload, broadcast);
+    rebuild_udp_reply(core, out, link, buf, peer, ours, payload, broadcast);
 }
 
 /// The general case of [`reply_udp_in_place`]: headers rebuilt from scratch.
@@ -248,8 +307,8 @@ pub(crate) fn reply_udp_in_place<P: Port>(
 #[allow(clippy::too_many_arguments)]
 fn rebuild_udp_reply<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     mut buf: P::Buf,
     peer: SocketAddrV4,
     ours: SocketAddrV4,
@@ -262,13 +321,11 @@ fn rebuild_udp_reply<P: Port>(
         buf.trim(padding);
     }
     let payload_len = payload.end.saturating_sub(payload.start);
+    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
     let source = if broadcast {
-        core.config
-            .addresses
-            .iter()
-            .find(|a| a.contains(*peer.ip()))
-            .or(core.config.addresses.first())
-            .map_or(*ours.ip(), |a| a.addr)
+        core.links[link].source_for(*peer.ip())
     } else {
         *ours.ip()
     };
@@ -284,9 +341,10 @@ fn rebuild_udp_reply<P: Port>(
     else {
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
-    write_udp_headers(core, frame, SocketAddrV4::new(source, ours.port()), peer);
+    let src = SocketAddrV4::new(source, ours.port());
+    write_udp_headers(core, frame, src, peer, mac, mtu);
     EthernetFrame::new_unchecked(frame).set_dst(eth_src);
-    transmit_ipv4(core, port, tx, buf);
+    transmit_ipv4(core, out, link, buf);
 }
 
 /// Writes Ethernet (source MAC and type; the caller sets the destination),
@@ -297,12 +355,14 @@ fn write_udp_headers<B: Buf>(
     frame: &mut [u8],
     src: SocketAddrV4,
     dst: SocketAddrV4,
+    our_mac: MacAddr,
+    mtu: usize,
 ) {
     let ident = core.ident();
     let payload_len = frame.len() - (ETH_LEN + IP_LEN + UDP_LEN);
     let udp_len = UDP_LEN + payload_len;
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_src(core.config.mac);
+    eth.set_src(our_mac);
     eth.set_ethertype(EtherType::Ipv4);
     UdpPacket::new_unchecked(&mut frame[ETH_LEN + IP_LEN..]).emit_header(
         (*src.ip(), src.port()),
@@ -316,7 +376,7 @@ fn write_udp_headers<B: Buf>(
         payload_len: udp_len as u16,
         ttl: DEFAULT_TTL,
         ident,
-        dont_fragment: IP_LEN + udp_len <= core.config.mtu,
+        dont_fragment: IP_LEN + udp_len <= mtu,
     });
     core.counters.count(Stat::UdpOutDatagrams);
 }
@@ -351,8 +411,8 @@ fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
 /// its buffer, within the ICMP error rate limit.
 pub(crate) fn port_unreachable_in_place<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     now: Instant,
     mut buf: P::Buf,
     eth_src: MacAddr,
@@ -361,6 +421,9 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     if !core.icmp_limit.take(now) {
         return core.counters.count_drop(DropReason::IcmpRateLimited);
     }
+    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
     let (src, dst) = {
         let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
         (ip.src(), ip.dst())
@@ -378,7 +441,7 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     let data = buf.data_mut();
     let mut eth = EthernetFrame::new_unchecked(&mut *data);
     eth.set_dst(eth_src);
-    eth.set_src(core.config.mac);
+    eth.set_src(mac);
     eth.set_ethertype(EtherType::Ipv4);
     Ipv4Packet::new_unchecked(&mut data[ETH_LEN..]).emit_header(&Ipv4Header {
         src: dst,
@@ -394,21 +457,69 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     icmp.set_rest(0, 0);
     icmp.fill_checksum();
     core.counters.count(Stat::IcmpOutDestUnreachs);
-    transmit_ipv4(core, port, tx, buf);
+    transmit_ipv4(core, out, link, buf);
+}
+
+/// How a datagram from a socket leaves: the link, the neighbour to resolve
+/// (unless the socket's cached route already knows its MAC) and our source
+/// address.
+#[derive(Debug, Clone, Copy)]
+struct Path {
+    link: usize,
+    via: Ipv4Addr,
+    source: Ipv4Addr,
+    cached_mac: Option<MacAddr>,
+    generation: u64,
+}
+
+/// Finds the way to `dst` for `socket`: early demux first (a connected
+/// socket keeps its route and next-hop MAC while nothing changed), then the
+/// route cache.
+fn path_to<B: Buf>(
+    core: &mut Core<B>,
+    socket: SocketId,
+    dst: SocketAddrV4,
+) -> Result<Path, SendError> {
+    let generation = core.generation();
+    if let Some(route) = core.udp.cached_route(socket, dst, generation) {
+        return Ok(Path {
+            link: usize::from(route.link),
+            via: Ipv4Addr::UNSPECIFIED,
+            source: route.source,
+            cached_mac: Some(route.mac),
+            generation,
+        });
+    }
+    core.counters.count(Stat::RouteLookups);
+    let hop = core
+        .route_cache
+        .next_hop(&core.routes, generation, *dst.ip())
+        .ok_or_else(|| {
+            core.counters.count_drop(DropReason::TxNoRoute);
+            SendError::NoRoute
+        })?;
+    Ok(Path {
+        link: usize::from(hop.port),
+        via: hop.via,
+        source: hop.source,
+        cached_mac: None,
+        generation,
+    })
 }
 
 /// Builds and sends a UDP datagram from `socket` to `dst` (copies `payload`
-/// into a new buffer).
+/// into a new buffer from the outgoing link's pool).
 pub(crate) fn send_udp<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
     now: Instant,
     socket: SocketId,
     dst: SocketAddrV4,
     payload: &[u8],
 ) -> Result<(), SendError> {
-    let mut buf = port.alloc().ok_or_else(|| {
+    let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
+    let path = path_to(core, socket, dst)?;
+    let mut buf = out.alloc(path.link).ok_or_else(|| {
         core.counters.count_drop(DropReason::TxNoBuffer);
         SendError::NoBuffer
     })?;
@@ -418,41 +529,41 @@ pub(crate) fn send_udp<P: Port>(
     buf.append(payload.len())
         .ok_or(SendError::TooLarge)?
         .copy_from_slice(payload);
-    send_udp_buffer(core, port, tx, now, socket, dst, buf)
+    send_on_path(core, out, now, socket, local, dst, buf, path)
 }
 
 /// Sends the payload already in `buf` as a UDP datagram from `socket` to
 /// `dst`: the headers are prepended in the buffer's headroom.
 pub(crate) fn send_udp_buffer<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
     now: Instant,
     socket: SocketId,
     dst: SocketAddrV4,
-    mut buf: P::Buf,
+    buf: P::Buf,
 ) -> Result<(), SendError> {
     let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
-    let generation = core.routes.generation() ^ core.neighbors.generation().rotate_left(32);
-    // Early demux on send: a connected socket keeps its route and next-hop
-    // MAC while nothing changed, and skips both lookups.
-    let cached = core.udp.cached_route(socket, dst, generation);
-    let (via, source) = match cached {
-        Some(route) => (Ipv4Addr::UNSPECIFIED, route.source),
-        None => {
-            core.counters.count(Stat::RouteLookups);
-            let hop = core
-                .route_cache
-                .next_hop(&core.routes, generation, *dst.ip())
-                .ok_or_else(|| {
-                    core.counters.count_drop(DropReason::TxNoRoute);
-                    SendError::NoRoute
-                })?;
-            (hop.via, hop.source)
-        }
+    let path = path_to(core, socket, dst)?;
+    send_on_path(core, out, now, socket, local, dst, buf, path)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_on_path<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    socket: SocketId,
+    local: SocketAddrV4,
+    dst: SocketAddrV4,
+    mut buf: P::Buf,
+    path: Path,
+) -> Result<(), SendError> {
+    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
     };
     let src_ip = if local.ip().is_unspecified() {
-        source
+        path.source
     } else {
         *local.ip()
     };
@@ -464,36 +575,34 @@ pub(crate) fn send_udp_buffer<P: Port>(
     if buf.prepend(ETH_LEN + IP_LEN + UDP_LEN).is_none() {
         return Err(SendError::TooLarge);
     }
-    write_udp_headers(
-        core,
-        buf.data_mut(),
-        SocketAddrV4::new(src_ip, local.port()),
-        dst,
-    );
-    if let Some(route) = cached {
-        set_destination_mac(&mut buf, route.mac);
-        transmit_ipv4(core, port, tx, buf);
+    let src = SocketAddrV4::new(src_ip, local.port());
+    write_udp_headers(core, buf.data_mut(), src, dst, mac, mtu);
+    let link = path.link;
+    if let Some(next_hop) = path.cached_mac {
+        set_destination_mac(&mut buf, next_hop);
+        transmit_ipv4(core, out, link, buf);
         return Ok(());
     }
     if dst.ip().is_broadcast() {
         set_destination_mac(&mut buf, MacAddr::BROADCAST);
-        transmit_ipv4(core, port, tx, buf);
+        transmit_ipv4(core, out, link, buf);
         return Ok(());
     }
-    match core.neighbors.resolve(via, buf, now) {
-        Resolution::Ready(mut buf, mac) => {
+    match core.links[link].neighbors.resolve(path.via, buf, now) {
+        Resolution::Ready(mut buf, next_hop) => {
             let route = CachedRoute {
-                generation,
-                source,
-                mac,
+                generation: path.generation,
+                source: path.source,
+                mac: next_hop,
+                link: link as u16,
             };
             core.udp.remember_route(socket, dst, route);
-            set_destination_mac(&mut buf, mac);
-            transmit_ipv4(core, port, tx, buf);
+            set_destination_mac(&mut buf, next_hop);
+            transmit_ipv4(core, out, link, buf);
             Ok(())
         }
         Resolution::QueuedSendRequest => {
-            send_arp_request(core, port, tx, source, via);
+            send_arp_request(core, out, link, path.source, path.via);
             Ok(())
         }
         Resolution::Queued => Ok(()),
@@ -504,25 +613,30 @@ pub(crate) fn send_udp_buffer<P: Port>(
     }
 }
 
-/// Sends a finished IPv4 frame, fragmenting it if it exceeds the MTU.
+/// Sends a finished IPv4 frame out of `link`, fragmenting it if it exceeds
+/// the link's MTU.
 pub(crate) fn transmit_ipv4<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
     buf: P::Buf,
 ) {
     core.counters.count(Stat::IpOutRequests);
-    if buf.len() <= ETH_LEN + core.config.mtu {
-        return tx.push(port, buf, &core.counters);
+    let Some(mtu) = core.links.get(link).map(|l| l.mtu) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    if buf.len() <= ETH_LEN + mtu {
+        return out.push(link, buf, &core.counters);
     }
-    fragment(core, port, tx, &buf);
+    fragment(core, out, link, mtu, &buf);
 }
 
 /// Splits an oversized IPv4 frame into fragments in new buffers (slow path).
 fn fragment<P: Port>(
     core: &mut Core<P::Buf>,
-    port: &mut P,
-    tx: &mut TxBatch<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    mtu: usize,
     whole: &P::Buf,
 ) {
     let data = whole.data();
@@ -539,10 +653,10 @@ fn fragment<P: Port>(
     let start = ETH_LEN + ip.header_len();
     let end = (ETH_LEN + usize::from(ip.total_len())).min(data.len());
     let payload = &data[start.min(end)..end];
-    let chunk = (core.config.mtu.saturating_sub(IP_LEN) & !7).max(8);
+    let chunk = (mtu.saturating_sub(IP_LEN) & !7).max(8);
     let pieces = payload.len().div_ceil(chunk);
     for (i, piece) in payload.chunks(chunk).enumerate() {
-        let Some(mut buf) = port.alloc() else {
+        let Some(mut buf) = out.alloc(link) else {
             return core.counters.count_drop(DropReason::TxNoBuffer);
         };
         let Some(frame) = buf.append(ETH_LEN + IP_LEN + piece.len()) else {
@@ -558,7 +672,7 @@ fn fragment<P: Port>(
         ip.set_fragment(i * chunk, i + 1 < pieces);
         ip.fill_checksum();
         core.counters.count(Stat::IpFragCreates);
-        tx.push(port, buf, &core.counters);
+        out.push(link, buf, &core.counters);
     }
     core.counters.count(Stat::IpFragOKs);
 }

@@ -62,7 +62,7 @@ struct Lcore {
 impl Lcore {
     fn start(queue_len: usize) -> Lcore {
         let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
-        let mut iface: Interface<MemBuf> = Interface::new(config);
+        let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
         let port = MemPort::new(MemPortConfig {
             mac: OUR_MAC,
             ..MemPortConfig::default()

@@ -24,6 +24,8 @@ pub struct Datagram<B: Buf> {
     pub(crate) modified: bool,
     /// It was sent to a broadcast address: a reply must come from ours.
     pub(crate) to_broadcast: bool,
+    /// The link it arrived on (a reply leaves through it).
+    pub(crate) link: u16,
 }
 
 impl<B: Buf> Datagram<B> {
@@ -33,6 +35,7 @@ impl<B: Buf> Datagram<B> {
         dst: SocketAddrV4,
         payload: Range<usize>,
         to_broadcast: bool,
+        link: u16,
     ) -> Self {
         Datagram {
             buf,
@@ -41,7 +44,13 @@ impl<B: Buf> Datagram<B> {
             payload,
             modified: false,
             to_broadcast,
+            link,
         }
+    }
+
+    /// The link (port, in the interface's link order) it arrived on.
+    pub fn link(&self) -> usize {
+        usize::from(self.link)
     }
 
     /// The payload bytes.

@@ -84,6 +84,8 @@ pub struct CachedRoute {
     pub source: Ipv4Addr,
     /// The next hop's MAC address.
     pub mac: crate::port::MacAddr,
+    /// The link it leaves through.
+    pub link: u16,
 }
 
 /// No socket (end of a chain, empty port slot).

@@ -1,0 +1,165 @@
+//! How an interface is set up: its links (one per port, each with a MAC,
+//! addresses and an MTU) and the settings they share, and the typed errors
+//! a bad configuration gives.
+
+use crate::neighbor::NeighborConfig;
+use crate::port::MacAddr;
+use crate::reassembly::ReassemblyConfig;
+use crate::route::Ipv4Cidr;
+use core::net::Ipv4Addr;
+
+/// Most links (ports) one interface drives.
+pub const MAX_LINKS: usize = 8;
+
+/// How checksums of received packets are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumPolicy {
+    /// Trust the device's verdict when it gives one; verify in software
+    /// otherwise.
+    TrustOffload,
+    /// Always verify in software.
+    Software,
+}
+
+/// One port of an interface. Links are numbered in the order given; that
+/// number is the port of a route and the device of SO_BINDTODEVICE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkConfig {
+    /// The port's MAC address.
+    pub mac: MacAddr,
+    /// Local addresses with their prefix lengths (each adds a connected
+    /// route through this link).
+    pub addresses: Vec<Ipv4Cidr>,
+    /// Largest IPv4 packet the link carries (bigger ones are fragmented).
+    pub mtu: usize,
+}
+
+impl LinkConfig {
+    /// A link with one address and a 1500-byte MTU.
+    pub fn new(mac: MacAddr, address: Ipv4Cidr) -> LinkConfig {
+        LinkConfig {
+            mac,
+            addresses: vec![address],
+            mtu: 1500,
+        }
+    }
+}
+
+/// How an interface is set up.
+#[derive(Debug, Clone)]
+pub struct InterfaceConfig {
+    /// The ports, in link order (at least one, at most [`MAX_LINKS`]).
+    pub links: Vec<LinkConfig>,
+    /// Default gateway, if any (on the connected network of some link).
+    pub gateway: Option<Ipv4Addr>,
+    /// Receive checksum policy.
+    pub checksum: ChecksumPolicy,
+    /// ICMP errors allowed per second (and burst) before rate limiting.
+    pub icmp_errors_per_sec: u64,
+    /// Neighbour cache tunables (each link has its own cache).
+    pub neighbor: NeighborConfig,
+    /// Fragment reassembly tunables.
+    pub reassembly: ReassemblyConfig,
+    /// Key of the reuseport flow hash (use a random value).
+    pub hash_key: u64,
+    /// Extra transmit attempts before the unsent tail is dropped.
+    pub tx_retries: u32,
+}
+
+impl InterfaceConfig {
+    /// One link with one address, defaults for everything else.
+    pub fn new(mac: MacAddr, address: Ipv4Cidr) -> InterfaceConfig {
+        InterfaceConfig::with_links(vec![LinkConfig::new(mac, address)])
+    }
+
+    /// Several links, defaults for everything else.
+    pub fn with_links(links: Vec<LinkConfig>) -> InterfaceConfig {
+        InterfaceConfig {
+            links,
+            gateway: None,
+            checksum: ChecksumPolicy::TrustOffload,
+            icmp_errors_per_sec: 1000,
+            neighbor: NeighborConfig::default(),
+            reassembly: ReassemblyConfig::default(),
+            hash_key: 0x005e_ed0f_d057_ac6b,
+            tx_retries: 4,
+        }
+    }
+}
+
+/// Why an interface cannot be set up as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// No link, or more than [`MAX_LINKS`].
+    LinkCount(usize),
+    /// A link has no address.
+    NoAddress {
+        /// The link.
+        link: usize,
+    },
+    /// An MTU below IPv4's minimum of 68 bytes (or above 65535).
+    BadMtu {
+        /// The link.
+        link: usize,
+        /// The MTU given.
+        mtu: usize,
+    },
+    /// The same address on two links (or twice on one).
+    DuplicateAddress(Ipv4Addr),
+    /// A gateway outside every link's connected networks.
+    GatewayNotOnLink(Ipv4Addr),
+    /// A link number the interface does not have.
+    NoSuchLink(usize),
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConfigError::LinkCount(n) => {
+                write!(f, "an interface drives 1 to {MAX_LINKS} ports, not {n}")
+            }
+            ConfigError::NoAddress { link } => {
+                write!(
+                    f,
+                    "port {link} has no IPv4 address: give it one (--ip ADDR/PREFIX)"
+                )
+            }
+            ConfigError::BadMtu { link, mtu } => {
+                write!(f, "port {link}: MTU {mtu} is outside 68..=65535")
+            }
+            ConfigError::DuplicateAddress(ip) => write!(f, "address {ip} is configured twice"),
+            ConfigError::GatewayNotOnLink(ip) => write!(
+                f,
+                "gateway {ip} is on none of the ports' networks: \
+                 give a gateway inside an --ip prefix"
+            ),
+            ConfigError::NoSuchLink(link) => write!(f, "there is no port {link}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Checks a configuration's links: count, addresses, MTUs.
+pub(super) fn validate(config: &InterfaceConfig) -> Result<(), ConfigError> {
+    let count = config.links.len();
+    if count == 0 || count > MAX_LINKS {
+        return Err(ConfigError::LinkCount(count));
+    }
+    let mut seen: Vec<Ipv4Addr> = Vec::new();
+    for (link, l) in config.links.iter().enumerate() {
+        if l.addresses.is_empty() {
+            return Err(ConfigError::NoAddress { link });
+        }
+        if !(68..=65535).contains(&l.mtu) {
+            return Err(ConfigError::BadMtu { link, mtu: l.mtu });
+        }
+        for a in &l.addresses {
+            if seen.contains(&a.addr) {
+                return Err(ConfigError::DuplicateAddress(a.addr));
+            }
+            seen.push(a.addr);
+        }
+    }
+    Ok(())
+}
