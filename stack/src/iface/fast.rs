@@ -32,6 +32,11 @@ fn word(h: &[u8; HEADERS], at: usize) -> u16 {
 }
 
 #[inline]
+fn word32(h: &[u8; HEADERS], at: usize) -> u32 {
+    u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]])
+}
+
+#[inline]
 fn addr(h: &[u8; HEADERS], at: usize) -> Ipv4Addr {
     Ipv4Addr::new(h[at], h[at + 1], h[at + 2], h[at + 3])
 }
@@ -71,20 +76,27 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     }
     let offload = buf.rx_offload();
     let trust = core.config.checksum == ChecksumPolicy::TrustOffload;
+    // The addresses are summed once, for the header and the pseudo-header
+    // (each 32-bit word folds like its two 16-bit halves).
+    let addresses = u64::from(src_ip.to_bits()) + u64::from(dst_ip.to_bits());
     let ip_ok = match (trust, offload.ip_checksum) {
         (true, ChecksumStatus::Good) => true,
         (true, ChecksumStatus::Bad) => false,
-        _ => h[14..34]
-            .first_chunk::<20>()
-            .is_some_and(|ip| checksum::ipv4_header_sum(ip) == 0xffff),
+        _ => {
+            let sum = addresses
+                + u64::from(word32(h, 14))
+                + u64::from(word32(h, 18))
+                + u64::from(word32(h, 22));
+            checksum::fold(sum) == 0xffff
+        }
     };
     let udp_ok = match (trust, offload.l4_checksum) {
         (true, ChecksumStatus::Good) => true,
         (true, ChecksumStatus::Bad) => false,
         _ => {
             word(h, 40) == 0 || {
-                let sum = checksum::pseudo_header_v4(src_ip, dst_ip, 17, udp_len as u16);
-                checksum::fold(checksum::accumulate(sum, &data[34..34 + udp_len])) == 0xffff
+                let pseudo = addresses + 17 + udp_len as u64;
+                checksum::fold(checksum::accumulate(pseudo, &data[34..34 + udp_len])) == 0xffff
             }
         }
     };

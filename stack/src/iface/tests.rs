@@ -262,6 +262,27 @@ fn udp_echo_in_inline_mode_replies_from_the_same_buffer() {
 }
 
 #[test]
+fn an_echo_resets_ttl_and_sets_df_with_a_correct_header_checksum() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    for (ttl, flags) in [(3u8, 0x00u8), (255, 0x00), (1, 0x40)] {
+        let mut frame = udp_frame(40000, 7, b"ttl");
+        frame[14 + 6] = flags;
+        frame[14 + 8] = ttl;
+        Ipv4Packet::new_unchecked(&mut frame[14..]).fill_checksum();
+        port.push_rx(&frame);
+        poll(&mut iface, &mut port, &mut Echo);
+        let out = port.take_tx();
+        assert_eq!(out.len(), 1, "ttl {ttl}");
+        let ip = Ipv4Packet::new_checked(&out[0][14..]).unwrap();
+        assert!(ip.verify_checksum(), "ttl {ttl} flags {flags:#x}");
+        assert_eq!((ip.ttl(), out[0][14 + 6]), (64, 0x40));
+    }
+}
+
+#[test]
 fn datagrams_arrive_in_order_with_consecutive_ones_batched_per_socket() {
     let (mut iface, mut port) = stack();
     let a = iface

@@ -280,7 +280,8 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         mut buf,
         src: peer,
         dst: ours,
-        payload,
+        payload_start,
+        payload_end,
         modified,
         to_broadcast: broadcast,
         link,
@@ -289,6 +290,7 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
+    let payload = payload_start as usize..payload_end as usize;
     if !modified && !broadcast && payload.end == buf.len() && payload.start == FAST_HEADERS {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
             if h[14] == 0x45 && payload.end <= ETH_LEN + mtu {
@@ -386,8 +388,10 @@ const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 
 /// Turns the headers of a plain UDP/IPv4 frame around in place, on one
 /// fixed-size array: MACs (the reply goes to the previous hop), addresses and
-/// ports swapped (which leaves the UDP checksum valid), TTL reset and DF set
-/// with the IPv4 checksum recomputed over the five header words.
+/// ports swapped (which leaves both checksums valid: the ones' complement
+/// sum does not depend on word order), TTL reset and DF set. Those two words
+/// change, so the IPv4 checksum is updated incrementally (RFC 1624), which
+/// is exact because the receive path verified the request's checksum.
 #[inline]
 fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
     h.copy_within(6..12, 0);
@@ -395,13 +399,15 @@ fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
     let (src_ip, dst_ip) = ([h[26], h[27], h[28], h[29]], [h[30], h[31], h[32], h[33]]);
     h[26..30].copy_from_slice(&dst_ip);
     h[30..34].copy_from_slice(&src_ip);
+    // Flags/offset and TTL/protocol as one 32-bit word: its complement and
+    // its new value fold like their 16-bit halves.
+    let old = u32::from_be_bytes([h[20], h[21], h[22], h[23]]);
     h[20..22].copy_from_slice(&[0x40, 0x00]); // DF, offset 0
     h[22] = DEFAULT_TTL;
-    h[24..26].copy_from_slice(&[0, 0]);
-    let sum = h[14..34]
-        .first_chunk::<20>()
-        .map_or(0, checksum::ipv4_header_sum);
-    h[24..26].copy_from_slice(&(!sum).to_be_bytes());
+    let new = u32::from_be_bytes([h[20], h[21], h[22], h[23]]);
+    let check = u16::from_be_bytes([h[24], h[25]]);
+    let sum = u64::from(!check) + u64::from(!old) + u64::from(new);
+    h[24..26].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
     let (src_port, dst_port) = ([h[34], h[35]], [h[36], h[37]]);
     h[34..36].copy_from_slice(&dst_port);
     h[36..38].copy_from_slice(&src_port);

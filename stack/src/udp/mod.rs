@@ -18,7 +18,10 @@ pub struct Datagram<B: Buf> {
     pub src: SocketAddrV4,
     /// The address it was sent to (one of ours, or a broadcast address).
     pub dst: SocketAddrV4,
-    pub(crate) payload: Range<usize>,
+    /// Where the payload lies in the frame (u32: a reassembled datagram
+    /// may end past 65,535; compact, as datagrams move by value per packet).
+    pub(crate) payload_start: u32,
+    pub(crate) payload_end: u32,
     /// The payload was changed through [`Datagram::payload_mut`]: a reply
     /// must recompute the UDP checksum.
     pub(crate) modified: bool,
@@ -41,7 +44,8 @@ impl<B: Buf> Datagram<B> {
             buf,
             src,
             dst,
-            payload,
+            payload_start: payload.start as u32,
+            payload_end: payload.end as u32,
             modified: false,
             to_broadcast,
             link,
@@ -55,15 +59,20 @@ impl<B: Buf> Datagram<B> {
 
     /// The payload bytes.
     pub fn payload(&self) -> &[u8] {
-        &self.buf.data()[self.payload.clone()]
+        &self.buf.data()[self.payload_range()]
     }
 
     /// The payload bytes, writable in place (for a reply with the same
     /// length; the reply then recomputes the checksum).
     pub fn payload_mut(&mut self) -> &mut [u8] {
         self.modified = true;
-        let range = self.payload.clone();
+        let range = self.payload_range();
         &mut self.buf.data_mut()[range]
+    }
+
+    /// Where the payload lies in [`Datagram::frame`].
+    pub fn payload_range(&self) -> Range<usize> {
+        self.payload_start as usize..self.payload_end as usize
     }
 
     /// The whole frame, headers included.

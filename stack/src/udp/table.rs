@@ -10,7 +10,10 @@
 //!
 //! Semantics follow `__udp4_lib_lookup`: sockets bound to the destination
 //! address are considered first, and only if none matches, those bound to ANY.
-//! Each candidate is scored by [`score`], which has exactly one call site
+//! A port whose only socket is a plain one (unconnected, no group, no
+//! device) is marked in its slot, and lookup just compares that socket's
+//! address: the common server case costs one slot read and one compare.
+//! Otherwise each candidate is scored by [`score`], which has exactly one call site
 //! ([`UdpTable::lookup`]) so it stays inlined (seed 000: a second call site
 //! cost 7-12 %). When the best candidate belongs to an SO_REUSEPORT group, a
 //! keyed hash of the 4-tuple picks the member, unless the group holds
@@ -89,7 +92,12 @@ pub struct CachedRoute {
 }
 
 /// No socket (end of a chain, empty port slot).
-const NONE: u32 = u32::MAX;
+const NONE: u32 = 0x7fff_ffff;
+
+/// Set in a port slot whose chain is one socket that is unconnected, in no
+/// reuseport group and bound to no device: lookup then only compares the
+/// local address (what [`score`] would decide for it), skipping the walk.
+const SOLE: u32 = 1 << 31;
 
 #[derive(Debug, Clone)]
 struct Socket {
@@ -97,10 +105,51 @@ struct Socket {
     remote: Option<SocketAddrV4>,
     options: BindOptions,
     group: Option<usize>,
-    /// The next socket bound to the same port.
-    next_on_port: u32,
     /// Connected sockets: the route to their peer (early demux on send).
     route: Option<CachedRoute>,
+}
+
+/// What lookup reads of a socket, packed into 28 bytes (a socket's whole
+/// match state and its chain link in under half a cache line), kept apart
+/// from the colder [`Socket`]. Addresses are host-order bits; 0 is ANY.
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    local_ip: u32,
+    remote_ip: u32,
+    local_port: u16,
+    /// 0: any remote port (or not connected).
+    remote_port: u16,
+    /// [`ANY_DEVICE`] unless bound to a device.
+    device: u32,
+    connected: bool,
+    /// Reuseport group index, or [`NONE`].
+    group: u32,
+    /// The next socket bound to the same port, or [`NONE`].
+    next_on_port: u32,
+}
+
+/// What the reuseport step decided.
+enum GroupPick {
+    /// This member receives the datagram (the group has no connected
+    /// members).
+    Final(SocketId),
+    /// This unconnected member stands in for the group; scoring goes on.
+    StandIn(SocketId),
+    /// The scored socket itself stays the best so far.
+    Keep,
+}
+
+/// [`Hot::device`] of a socket not bound to a device.
+const ANY_DEVICE: u32 = u32::MAX;
+
+/// A received datagram's addresses as lookup compares them.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    src_ip: u32,
+    dst_ip: u32,
+    src_port: u16,
+    dst_port: u16,
+    device: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -126,9 +175,11 @@ pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 32768..=60999;
 #[derive(Debug)]
 pub struct UdpTable {
     sockets: Vec<Option<Socket>>,
+    /// Lookup's view of each socket (same index as `sockets`).
+    hot: Vec<Hot>,
     free: Vec<u32>,
     /// First socket bound to each port.
-    ports: Box<[u32]>,
+    ports: Box<[u32; 1 << 16]>,
     groups: Vec<ReuseportGroup>,
     hash_key: u64,
     next_ephemeral: u16,
@@ -141,8 +192,12 @@ impl UdpTable {
     pub fn new(hash_key: u64) -> UdpTable {
         UdpTable {
             sockets: Vec::new(),
+            hot: Vec::new(),
             free: Vec::new(),
-            ports: vec![NONE; 1 << 16].into_boxed_slice(),
+            ports: vec![NONE; 1 << 16]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("65,536 entries")),
             groups: Vec::new(),
             hash_key,
             next_ephemeral: *EPHEMERAL_PORTS.start(),
@@ -170,20 +225,32 @@ impl UdpTable {
             remote: None,
             options,
             group,
-            next_on_port: NONE,
             route: None,
+        };
+        let hot = Hot {
+            local_ip: local.ip().to_bits(),
+            remote_ip: 0,
+            local_port: local.port(),
+            remote_port: 0,
+            device: options.device.map_or(ANY_DEVICE, u32::from),
+            connected: false,
+            group: group.map_or(NONE, |g| g as u32),
+            next_on_port: NONE,
         };
         let id = match self.free.pop() {
             Some(slot) => {
                 self.sockets[slot as usize] = Some(socket);
+                self.hot[slot as usize] = hot;
                 SocketId(slot)
             }
             None => {
                 self.sockets.push(Some(socket));
+                self.hot.push(hot);
                 SocketId((self.sockets.len() - 1) as u32)
             }
         };
         self.link(id);
+        self.refresh(local.port());
         self.bound += 1;
         if let Some(g) = group {
             self.groups[g].members.push(id);
@@ -218,55 +285,57 @@ impl UdpTable {
     /// Appends a socket to its port's chain (arrival order is kept, so
     /// reuseport members and equal scores resolve as they were bound).
     fn link(&mut self, id: SocketId) {
-        let port = usize::from(
-            self.sockets[id.0 as usize]
-                .as_ref()
-                .map_or(0, |s| s.local.port()),
-        );
-        let mut at = self.ports[port];
+        let port = usize::from(self.hot[id.0 as usize].local_port);
+        let mut at = self.ports[port] & !SOLE;
         if at == NONE {
             self.ports[port] = id.0;
             return;
         }
-        loop {
-            let Some(socket) = self.sockets[at as usize].as_mut() else {
-                return;
-            };
-            if socket.next_on_port == NONE {
-                socket.next_on_port = id.0;
+        while let Some(hot) = self.hot.get_mut(at as usize) {
+            if hot.next_on_port == NONE {
+                hot.next_on_port = id.0;
                 return;
             }
-            at = socket.next_on_port;
+            at = hot.next_on_port;
         }
+    }
+
+    /// Marks `port`'s slot [`SOLE`] when its chain allows the shortcut, and
+    /// clears the mark otherwise. After every change to the port's sockets.
+    fn refresh(&mut self, port: u16) {
+        let slot = &mut self.ports[usize::from(port)];
+        let head = *slot & !SOLE;
+        let sole = self.hot.get(head as usize).is_some_and(|h| {
+            h.next_on_port == NONE && !h.connected && h.group == NONE && h.device == ANY_DEVICE
+        });
+        *slot = if sole { head | SOLE } else { head };
     }
 
     /// Removes a socket from its port's chain.
     fn unlink(&mut self, id: SocketId, port: u16, next: u32) {
         let head = &mut self.ports[usize::from(port)];
+        *head &= !SOLE;
         if *head == id.0 {
             *head = next;
             return;
         }
         let mut at = *head;
-        while at != NONE {
-            let Some(socket) = self.sockets[at as usize].as_mut() else {
-                return;
-            };
-            if socket.next_on_port == id.0 {
-                socket.next_on_port = next;
+        while let Some(hot) = self.hot.get_mut(at as usize) {
+            if hot.next_on_port == id.0 {
+                hot.next_on_port = next;
                 return;
             }
-            at = socket.next_on_port;
+            at = hot.next_on_port;
         }
     }
 
     /// The sockets bound to `port`, in bind order.
     fn chain(&self, port: u16) -> impl Iterator<Item = (SocketId, &Socket)> + '_ {
-        let mut at = self.ports[usize::from(port)];
+        let mut at = self.ports[usize::from(port)] & !SOLE;
         core::iter::from_fn(move || {
             let socket = self.sockets.get(at as usize)?.as_ref()?;
             let id = SocketId(at);
-            at = socket.next_on_port;
+            at = self.hot[id.0 as usize].next_on_port;
             Some((id, socket))
         })
     }
@@ -308,9 +377,15 @@ impl UdpTable {
         };
         let was_connected = socket.remote.replace(remote).is_some();
         socket.route = None;
+        let hot = &mut self.hot[id.0 as usize];
+        hot.remote_ip = remote.ip().to_bits();
+        hot.remote_port = remote.port();
+        hot.connected = true;
+        let port = hot.local_port;
         if let (Some(g), false) = (socket.group, was_connected) {
             self.groups[g].connected += 1;
         }
+        self.refresh(port);
         true
     }
 
@@ -319,8 +394,9 @@ impl UdpTable {
         let Some(socket) = self.sockets.get(id.0 as usize).and_then(Option::as_ref) else {
             return false;
         };
-        let (port, next) = (socket.local.port(), socket.next_on_port);
+        let (port, next) = (socket.local.port(), self.hot[id.0 as usize].next_on_port);
         self.unlink(id, port, next);
+        self.refresh(port);
         let Some(socket) = self.sockets[id.0 as usize].take() else {
             return false;
         };
@@ -394,8 +470,8 @@ impl UdpTable {
     /// (the second stage of a burst's prefetch).
     #[inline]
     pub fn touch_socket(&self, slot: u32) {
-        if let Some(Some(socket)) = self.sockets.get(slot as usize) {
-            core::hint::black_box(socket.local);
+        if let Some(hot) = self.hot.get((slot & !SOLE) as usize) {
+            core::hint::black_box(hot.local_ip);
         }
     }
 
@@ -403,46 +479,75 @@ impl UdpTable {
     /// owning lcore only; no allocation.
     #[inline]
     pub fn lookup(&self, key: &FlowKey) -> Option<SocketId> {
-        let head = self.ports[usize::from(key.dst.port())];
+        let slot = self.ports[usize::from(key.dst.port())];
+        if slot & SOLE != 0 {
+            let id = slot & !SOLE;
+            let local = self.hot.get(id as usize)?.local_ip;
+            return (local == 0 || local == key.dst.ip().to_bits()).then_some(SocketId(id));
+        }
+        self.lookup_chain(key, slot)
+    }
+
+    /// The general lookup: walks the port's chain, scoring each socket.
+    #[inline(never)]
+    fn lookup_chain(&self, key: &FlowKey, head: u32) -> Option<SocketId> {
+        let probe = Probe {
+            src_ip: key.src.ip().to_bits(),
+            dst_ip: key.dst.ip().to_bits(),
+            src_port: key.src.port(),
+            dst_port: key.dst.port(),
+            device: u32::from(key.device),
+        };
         // Pass 0: sockets bound to the destination address; pass 1, only if
         // pass 0 found nothing: sockets bound to ANY.
         for wildcard_pass in [false, true] {
-            let mut best: Option<(u32, u32)> = None;
+            let (mut best_points, mut best) = (0, NONE);
             let mut at = head;
-            while let Some(Some(socket)) = self.sockets.get(at as usize) {
+            while let Some(hot) = self.hot.get(at as usize) {
                 let id = at;
-                at = socket.next_on_port;
-                if socket.local.ip().is_unspecified() != wildcard_pass {
+                at = hot.next_on_port;
+                if (hot.local_ip == 0) != wildcard_pass {
                     continue;
                 }
-                let Some(points) = score(socket, key) else {
+                let Some(points) = score(hot, &probe) else {
                     continue;
                 };
-                if best.is_some_and(|(b, _)| b >= points) {
+                if points <= best_points {
                     continue;
                 }
-                best = Some((points, id));
-                if let Some(g) = socket.group {
-                    let group = &self.groups[g];
-                    let hash = self.flow_hash(key);
-                    if group.connected == 0 {
-                        return Some(group.select(hash));
-                    }
-                    // Connected members present: an unconnected member chosen
-                    // by hash stands in, and scoring goes on so a connected
-                    // socket that matches better still wins.
-                    if socket.remote.is_none() {
-                        if let Some(pick) = self.select_unconnected(group, hash) {
-                            best = Some((points, pick.0));
-                        }
+                (best_points, best) = (points, id);
+                if let Some(group) = self.groups.get(hot.group as usize) {
+                    match self.pick_in_group(group, key, hot.connected) {
+                        GroupPick::Final(pick) => return Some(pick),
+                        GroupPick::StandIn(pick) => best = pick.0,
+                        GroupPick::Keep => {}
                     }
                 }
             }
-            if let Some((_, id)) = best {
-                return Some(SocketId(id));
+            if best != NONE {
+                return Some(SocketId(best));
             }
         }
         None
+    }
+
+    /// The reuseport step for a best-so-far socket in `group`. Kept out of
+    /// line so the flow hash is computed only for grouped sockets (inlined,
+    /// the compiler hoists it into every lookup).
+    #[inline(never)]
+    fn pick_in_group(&self, group: &ReuseportGroup, key: &FlowKey, connected: bool) -> GroupPick {
+        let hash = self.flow_hash(key);
+        if group.connected == 0 {
+            return GroupPick::Final(group.select(hash));
+        }
+        // Connected members present: an unconnected member chosen by hash
+        // stands in, and scoring goes on so a connected socket that matches
+        // better still wins.
+        if connected {
+            return GroupPick::Keep;
+        }
+        self.select_unconnected(group, hash)
+            .map_or(GroupPick::Keep, GroupPick::StandIn)
     }
 
     /// A member of `group` that is not connected, chosen by `hash`.
@@ -468,36 +573,36 @@ impl UdpTable {
     }
 }
 
-/// How well `socket` matches `key`: `None` if it cannot receive it, else
-/// higher for more specific matches (as Linux's `compute_score`: exact local
-/// address, connected remote address and port, bound device, 4 points each).
-/// One call site: [`UdpTable::lookup`].
+/// How well a socket matches a datagram: `None` if it cannot receive it,
+/// else higher for more specific matches (as Linux's `compute_score`: exact
+/// local address, connected remote address and port, bound device, 4 points
+/// each). One call site: [`UdpTable::lookup_chain`].
 #[inline(always)]
-fn score(socket: &Socket, key: &FlowKey) -> Option<u32> {
-    if socket.local.port() != key.dst.port() {
+fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
+    if socket.local_port != probe.dst_port {
         return None;
     }
     let mut points = 2; // IPv4 socket for an IPv4 datagram
-    if !socket.local.ip().is_unspecified() {
-        if socket.local.ip() != key.dst.ip() {
+    if socket.local_ip != 0 {
+        if socket.local_ip != probe.dst_ip {
             return None;
         }
         points += 4;
     }
-    if let Some(remote) = socket.remote {
-        if remote.ip() != key.src.ip() {
+    if socket.connected {
+        if socket.remote_ip != probe.src_ip {
             return None;
         }
         points += 4;
-        if remote.port() != 0 {
-            if remote.port() != key.src.port() {
+        if socket.remote_port != 0 {
+            if socket.remote_port != probe.src_port {
                 return None;
             }
             points += 4;
         }
     }
-    if let Some(device) = socket.options.device {
-        if device != key.device {
+    if socket.device != ANY_DEVICE {
+        if socket.device != probe.device {
             return None;
         }
         points += 4;

@@ -234,3 +234,70 @@ fn reuseport_groups_are_per_device() {
         assert_eq!(t.lookup(&k), Some(b));
     }
 }
+
+/// A small deterministic generator for the randomized test below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % bound
+    }
+}
+
+#[test]
+fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
+    // Random binds, connects and closes over three ports; after each step,
+    // every datagram shape gets the same answer from `lookup` (which takes
+    // the shortcut on marked slots) and from the walk itself.
+    let ips = [Ipv4Addr::UNSPECIFIED, HOST, HOST2];
+    let peers = [PEER, OTHER_PEER];
+    let mut rng = Lcg(7);
+    let mut t = UdpTable::new(3);
+    let mut open: Vec<SocketId> = Vec::new();
+    let mut shortcuts = 0;
+    for _ in 0..400 {
+        match rng.next(4) {
+            0 | 1 => {
+                let options = BindOptions {
+                    reuse_port: rng.next(3) == 0,
+                    device: (rng.next(4) == 0).then_some(rng.next(2) as u16),
+                };
+                let local_addr = addr(ips[rng.next(3) as usize], 5000 + rng.next(3) as u16);
+                if let Ok(id) = t.bind(local_addr, options, local) {
+                    open.push(id);
+                }
+            }
+            2 if !open.is_empty() => {
+                let id = open[rng.next(open.len() as u64) as usize];
+                let peer = addr(peers[rng.next(2) as usize], rng.next(2) as u16 * 9);
+                t.connect(id, peer);
+            }
+            _ if !open.is_empty() => {
+                let id = open.swap_remove(rng.next(open.len() as u64) as usize);
+                assert!(t.close(id));
+            }
+            _ => {}
+        }
+        for port in 5000..5003u16 {
+            let slot = t.ports[usize::from(port)];
+            shortcuts += usize::from(slot & SOLE != 0);
+            for dst in [HOST, HOST2] {
+                for src in peers {
+                    for device in 0..2 {
+                        let k = FlowKey {
+                            src: addr(src, 9),
+                            dst: addr(dst, port),
+                            device,
+                        };
+                        assert_eq!(t.lookup(&k), t.lookup_chain(&k, slot & !SOLE), "{k:?}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(shortcuts > 50, "the shortcut was exercised ({shortcuts})");
+}
