@@ -296,7 +296,7 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
         match socket.recv_batch(&mut batch, 32, Some(Duration::from_millis(100))) {
             Ok(_) => {
                 for datagram in batch.drain(..) {
-                    let _ = socket.send_to(datagram.payload(), datagram.src);
+                    let _ = socket.send_to(datagram.payload(), datagram.src());
                 }
             }
             Err(SocketError::TimedOut) => {}

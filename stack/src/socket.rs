@@ -324,7 +324,7 @@ impl<P: BufPool> UdpSocket<P> {
         let payload = datagram.payload();
         let n = payload.len().min(buf.len());
         buf[..n].copy_from_slice(&payload[..n]);
-        Ok((n, datagram.src))
+        Ok((n, datagram.src()))
     }
 
     /// Sends `payload` to `dst`: copied into a pool buffer here, headers and

@@ -67,7 +67,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         return Fast::General(buf);
     }
     let (src_ip, dst_ip) = (addr(h, 26), addr(h, 30));
-    if !core.is_local(dst_ip) || core.is_broadcast(dst_ip) || is_martian(core, src_ip) {
+    if core.class(dst_ip.to_bits()) != super::LOCAL || is_martian(core, src_ip) {
         return Fast::General(buf);
     }
     let udp_len = usize::from(word(h, 38));
@@ -87,7 +87,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
                 + u64::from(word32(h, 14))
                 + u64::from(word32(h, 18))
                 + u64::from(word32(h, 22));
-            checksum::fold(sum) == 0xffff
+            checksum::fold_small(sum) == 0xffff
         }
     };
     let udp_ok = match (trust, offload.l4_checksum) {
@@ -96,7 +96,8 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         _ => {
             word(h, 40) == 0 || {
                 let pseudo = addresses + 17 + udp_len as u64;
-                checksum::fold(checksum::accumulate(pseudo, &data[34..34 + udp_len])) == 0xffff
+                let sum = pseudo + checksum::accumulate_span(data, 34, 34 + udp_len);
+                checksum::fold_small(sum) == 0xffff
             }
         }
     };
@@ -118,18 +119,16 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     counters.count(Stat::IpInReceives);
     counters.count(Stat::IpInDelivers);
     counters.count(Stat::UdpInDatagrams);
-    Fast::Deliver(
-        socket,
-        Datagram::new(buf, src, dst, HEADERS..34 + udp_len, false, link as u16),
-    )
+    let mut datagram = Datagram::new(buf, HEADERS..34 + udp_len, false, link as u16);
+    // No Ethernet padding after the datagram: the frame can be turned around.
+    datagram.plain = 34 + udp_len == frame_len;
+    Fast::Deliver(socket, datagram)
 }
 
 /// A source no packet may come from (the general path's rule).
 #[inline]
 pub(super) fn is_martian<B: Buf>(core: &Core<B>, src: Ipv4Addr) -> bool {
-    src.is_multicast()
-        || src.is_loopback()
-        || src.is_unspecified()
-        || core.is_broadcast(src)
-        || core.is_local(src)
+    let bits = src.to_bits();
+    // Multicast (224/4), loopback (127/8), unspecified, ours or a broadcast.
+    bits >> 28 == 0xe || bits >> 24 == 127 || bits == 0 || core.class(bits) != 0
 }

@@ -100,6 +100,40 @@ impl<B> Link<B> {
     }
 }
 
+/// [`Core::class`]: one of our addresses.
+pub(crate) const LOCAL: u8 = 1;
+/// [`Core::class`]: a directed broadcast address of one of our networks, or
+/// the limited broadcast.
+pub(crate) const BROADCAST: u8 = 2;
+
+/// An address's bit in [`Core::special_filter`] (a multiplicative hash's
+/// top six bits).
+#[inline]
+fn special_bit(ip: u32) -> u64 {
+    1 << (ip.wrapping_mul(0x9e37_79b1) >> 26)
+}
+
+/// The address classes of a configuration: each local address, each
+/// directed broadcast address (prefixes shorter than /31) and the limited
+/// broadcast, with an address in two roles getting both bits.
+fn special_addresses(links: &[LinkConfig]) -> Vec<(u32, u8)> {
+    let mut special: Vec<(u32, u8)> = vec![(Ipv4Addr::BROADCAST.to_bits(), BROADCAST)];
+    let mut add =
+        |ip: Ipv4Addr, class: u8| match special.iter_mut().find(|(a, _)| *a == ip.to_bits()) {
+            Some((_, bits)) => *bits |= class,
+            None => special.push((ip.to_bits(), class)),
+        };
+    for address in links.iter().flat_map(|l| l.addresses.iter()) {
+        add(address.addr, LOCAL);
+        if address.len < 31 {
+            add(address.broadcast(), BROADCAST);
+        }
+    }
+    // Local addresses first: they are what most packets ask about.
+    special.sort_by_key(|&(_, class)| class & LOCAL == 0);
+    special
+}
+
 /// State shared by the receive and send paths (everything but the handler
 /// and the per-poll transmit batches).
 #[derive(Debug)]
@@ -113,24 +147,43 @@ pub(crate) struct Core<B: Buf> {
     pub(crate) counters: Arc<Counters>,
     /// Every local address, of every link (computed once).
     pub(crate) local: Vec<Ipv4Addr>,
-    /// Directed broadcast addresses of our networks (computed once).
-    pub(crate) broadcasts: Vec<Ipv4Addr>,
+    /// Every address that is ours or a broadcast address, with its
+    /// [`LOCAL`]/[`BROADCAST`] bits (computed once; one scan per question).
+    pub(crate) special: Vec<(u32, u8)>,
+    /// One bit per [`special_bit`] of each special address: a clear bit
+    /// answers "neither local nor broadcast" without the scan (the common
+    /// question about a source address).
+    pub(crate) special_filter: u64,
     pub(crate) icmp_limit: TokenBucket,
     pub(crate) next_ident: u16,
 }
 
 impl<B: Buf> Core<B> {
+    /// [`LOCAL`] and/or [`BROADCAST`] for `ip`, or 0. Per packet.
+    #[inline]
+    pub(crate) fn class(&self, ip: u32) -> u8 {
+        if self.special_filter & special_bit(ip) == 0 {
+            return 0;
+        }
+        for &(address, class) in &self.special {
+            if address == ip {
+                return class;
+            }
+        }
+        0
+    }
+
     /// True if `ip` is one of our addresses (on any link).
     #[inline]
     pub(crate) fn is_local(&self, ip: Ipv4Addr) -> bool {
-        self.local.contains(&ip)
+        self.class(ip.to_bits()) & LOCAL != 0
     }
 
     /// True if `ip` is a broadcast address of one of our networks (or the
     /// limited broadcast).
     #[inline]
     pub(crate) fn is_broadcast(&self, ip: Ipv4Addr) -> bool {
-        ip.is_broadcast() || self.broadcasts.contains(&ip)
+        self.class(ip.to_bits()) & BROADCAST != 0
     }
 
     pub(crate) fn ident(&mut self) -> u16 {
@@ -166,6 +219,7 @@ impl<P: Port> UdpContext<'_, P> {
     /// Sends `datagram`'s payload back to its sender, from the address it
     /// was sent to, through the port it came in on, reusing its buffer
     /// (zero-copy).
+    #[inline]
     pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
         tx::reply_udp_in_place(self.core, &mut self.out, datagram);
     }
@@ -265,10 +319,10 @@ impl<B: Buf> Interface<B> {
             route_cache: RouteCache::new(4096),
             counters: Arc::new(Counters::default()),
             local: all().map(|a| a.addr).collect(),
-            broadcasts: all()
-                .filter(|a| a.len < 31)
-                .map(|a| a.broadcast())
-                .collect(),
+            special_filter: special_addresses(&config.links)
+                .iter()
+                .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
+            special: special_addresses(&config.links),
             next_ident: 0,
             links,
             config,

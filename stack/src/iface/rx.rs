@@ -325,7 +325,7 @@ fn udp_input<P: Port>(
         return;
     };
     core.counters.count(Stat::UdpInDatagrams);
-    let datagram = Datagram::new(buf, src, dst, payload, l4.broadcast, link as u16);
+    let datagram = Datagram::new(buf, payload, l4.broadcast, link as u16);
     *delivered = Some((socket, datagram));
 }
 

@@ -282,6 +282,52 @@ fn an_echo_resets_ttl_and_sets_df_with_a_correct_header_checksum() {
     }
 }
 
+/// Records each datagram's addresses as the handler sees them.
+#[derive(Default)]
+struct Addresses(Vec<(SocketAddrV4, SocketAddrV4, Vec<u8>)>);
+
+impl UdpHandler<MemBuf> for Addresses {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+        for d in batch.iter() {
+            self.0.push((d.src(), d.dst(), d.payload().to_vec()));
+        }
+    }
+}
+
+#[test]
+fn a_datagram_reports_its_addresses_with_or_without_ip_options() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    port.push_rx(&udp_frame(40000, 7, b"plain"));
+    // The same datagram with a 4-byte IPv4 option (NOPs): the general path.
+    let plain = udp_frame(40001, 7, b"options");
+    let mut with_options = plain[..34].to_vec();
+    with_options.extend_from_slice(&[1, 1, 1, 1]);
+    with_options.extend_from_slice(&plain[34..]);
+    with_options[14] = 0x46;
+    let total = u16::from_be_bytes([with_options[16], with_options[17]]) + 4;
+    with_options[16..18].copy_from_slice(&total.to_be_bytes());
+    Ipv4Packet::new_unchecked(&mut with_options[14..]).fill_checksum();
+    port.push_rx(&with_options);
+    let mut seen = Addresses::default();
+    poll(&mut iface, &mut port, &mut seen);
+    let ours = SocketAddrV4::new(OUR_IP, 7);
+    assert_eq!(
+        seen.0,
+        [
+            (SocketAddrV4::new(PEER_IP, 40000), ours, b"plain".to_vec()),
+            (SocketAddrV4::new(PEER_IP, 40001), ours, b"options".to_vec()),
+        ]
+    );
+}
+
 #[test]
 fn datagrams_arrive_in_order_with_consecutive_ones_batched_per_socket() {
     let (mut iface, mut port) = stack();

@@ -134,9 +134,18 @@ impl<'a, P: Port> Out<'a, P> {
     /// Queues `buf` for `link`.
     #[inline]
     pub(crate) fn push(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
-        match (self.ports.get_mut(link), self.batches.get_mut(link)) {
-            (Some(port), Some(batch)) => batch.push(port, buf, counters),
-            _ => counters.count_drop(DropReason::TxNoRoute),
+        let Some(batch) = self.batches.get_mut(link) else {
+            return counters.count_drop(DropReason::TxNoRoute);
+        };
+        if let Err(full) = batch.bufs.try_push(buf) {
+            // Full: send the batch (ports and batches have the same length).
+            if let Some(port) = self.ports.get_mut(link) {
+                batch.flush(port, counters);
+            }
+            // A flush empties the batch (the unsent tail is freed, counted).
+            if batch.bufs.try_push(full.element()).is_err() {
+                counters.count_drop(DropReason::TxDeviceFull);
+            }
         }
     }
 
@@ -271,6 +280,7 @@ pub(crate) fn reply_echo_in_place<P: Port>(
 /// matching the UDP length, our own address as the source when the request
 /// went to a broadcast address, and the UDP checksum recomputed when the
 /// source or the payload changed.
+#[inline]
 pub(crate) fn reply_udp_in_place<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -278,11 +288,9 @@ pub(crate) fn reply_udp_in_place<P: Port>(
 ) {
     let Datagram {
         mut buf,
-        src: peer,
-        dst: ours,
         payload_start,
         payload_end,
-        modified,
+        plain,
         to_broadcast: broadcast,
         link,
     } = datagram;
@@ -290,17 +298,19 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
-    let payload = payload_start as usize..payload_end as usize;
-    if !modified && !broadcast && payload.end == buf.len() && payload.start == FAST_HEADERS {
+    if plain && buf.len() <= ETH_LEN + mtu {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
-            if h[14] == 0x45 && payload.end <= ETH_LEN + mtu {
-                turn_around_plain_udp(h, mac);
-                core.counters.count(Stat::UdpOutDatagrams);
-                core.counters.count(Stat::IpOutRequests);
-                return out.push(link, buf, &core.counters);
-            }
+            turn_around_plain_udp(h, mac);
+            core.counters.count(Stat::UdpOutDatagrams);
+            core.counters.count(Stat::IpOutRequests);
+            return out.push(link, buf, &core.counters);
         }
     }
+    let payload = payload_start as usize..payload_end as usize;
+    let ((peer_ip, our_ip), (peer_port, our_port)) =
+        crate::udp::addresses(buf.data(), payload.start);
+    let peer = SocketAddrV4::new(peer_ip, peer_port);
+    let ours = SocketAddrV4::new(our_ip, our_port);
     rebuild_udp_reply(core, out, link, buf, peer, ours, payload, broadcast);
 }
 
@@ -396,21 +406,26 @@ const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
     h.copy_within(6..12, 0);
     h[6..12].copy_from_slice(&our_mac.0);
-    let (src_ip, dst_ip) = ([h[26], h[27], h[28], h[29]], [h[30], h[31], h[32], h[33]]);
-    h[26..30].copy_from_slice(&dst_ip);
-    h[30..34].copy_from_slice(&src_ip);
+    // Source and destination address swap as the halves of one word, and
+    // so do the ports.
+    if let Some(addresses) = h[26..34].first_chunk_mut::<8>() {
+        *addresses = u64::from_ne_bytes(*addresses).rotate_left(32).to_ne_bytes();
+    }
+    if let Some(ports) = h[34..38].first_chunk_mut::<4>() {
+        *ports = u32::from_ne_bytes(*ports).rotate_left(16).to_ne_bytes();
+    }
     // Flags/offset and TTL/protocol as one 32-bit word: its complement and
-    // its new value fold like their 16-bit halves.
-    let old = u32::from_be_bytes([h[20], h[21], h[22], h[23]]);
-    h[20..22].copy_from_slice(&[0x40, 0x00]); // DF, offset 0
-    h[22] = DEFAULT_TTL;
-    let new = u32::from_be_bytes([h[20], h[21], h[22], h[23]]);
-    let check = u16::from_be_bytes([h[24], h[25]]);
-    let sum = u64::from(!check) + u64::from(!old) + u64::from(new);
-    h[24..26].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
-    let (src_port, dst_port) = ([h[34], h[35]], [h[36], h[37]]);
-    h[34..36].copy_from_slice(&dst_port);
-    h[36..38].copy_from_slice(&src_port);
+    // its new value fold like their 16-bit halves. The sum is taken in the
+    // machine's byte order, which the ones' complement sum does not mind
+    // (RFC 1071 2(B)), so no byte swaps are needed.
+    let old = [h[20], h[21], h[22], h[23]];
+    let new = [0x40, 0x00, DEFAULT_TTL, h[23]]; // DF, offset 0
+    h[20..24].copy_from_slice(&new);
+    let check = u16::from_ne_bytes([h[24], h[25]]);
+    let sum = u64::from(!check)
+        + u64::from(!u32::from_ne_bytes(old))
+        + u64::from(u32::from_ne_bytes(new));
+    h[24..26].copy_from_slice(&(!checksum::fold_small(sum)).to_ne_bytes());
 }
 
 /// Answers a datagram for a closed port with ICMP port unreachable, reusing

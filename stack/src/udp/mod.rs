@@ -6,50 +6,73 @@ pub mod table;
 pub use table::{BindError, BindOptions, SocketId, UdpTable};
 
 use crate::port::Buf;
-use core::net::SocketAddrV4;
+use core::net::{Ipv4Addr, SocketAddrV4};
 use core::ops::Range;
 
 /// A received UDP datagram: the whole frame's buffer (zero-copy) and where
-/// its payload lies in it.
+/// its payload lies in it. Addresses and ports are read from the frame when
+/// asked for ([`Datagram::src`], [`Datagram::dst`]): the frame always holds
+/// an Ethernet header, an IPv4 header at byte 14 and the UDP header right
+/// before the payload. 24 bytes, moved by value per packet.
 #[derive(Debug)]
 pub struct Datagram<B: Buf> {
     pub(crate) buf: B,
-    /// The sender.
-    pub src: SocketAddrV4,
-    /// The address it was sent to (one of ours, or a broadcast address).
-    pub dst: SocketAddrV4,
     /// Where the payload lies in the frame (u32: a reassembled datagram
     /// may end past 65,535; compact, as datagrams move by value per packet).
     pub(crate) payload_start: u32,
     pub(crate) payload_end: u32,
-    /// The payload was changed through [`Datagram::payload_mut`]: a reply
-    /// must recompute the UDP checksum.
-    pub(crate) modified: bool,
+    /// The frame is Ethernet + a 20-byte IPv4 header + UDP + payload and
+    /// nothing else, its checksums verified and its payload untouched: a
+    /// reply may just turn the headers around. Cleared by
+    /// [`Datagram::payload_mut`] (the reply then recomputes the checksum).
+    pub(crate) plain: bool,
     /// It was sent to a broadcast address: a reply must come from ours.
     pub(crate) to_broadcast: bool,
     /// The link it arrived on (a reply leaves through it).
     pub(crate) link: u16,
 }
 
+/// The (source, destination) addresses and ports of a validated frame whose
+/// UDP payload starts at `payload_start` (unspecified if it is too short,
+/// which the receive path never lets through).
+pub(crate) fn addresses(frame: &[u8], payload_start: usize) -> ((Ipv4Addr, Ipv4Addr), (u16, u16)) {
+    let ip = |at: usize| {
+        frame
+            .get(at..at + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(Ipv4Addr::UNSPECIFIED, Ipv4Addr::from)
+    };
+    let port = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let udp = payload_start.saturating_sub(8);
+    ((ip(26), ip(30)), (port(udp), port(udp + 2)))
+}
+
 impl<B: Buf> Datagram<B> {
-    pub(crate) fn new(
-        buf: B,
-        src: SocketAddrV4,
-        dst: SocketAddrV4,
-        payload: Range<usize>,
-        to_broadcast: bool,
-        link: u16,
-    ) -> Self {
+    pub(crate) fn new(buf: B, payload: Range<usize>, to_broadcast: bool, link: u16) -> Self {
         Datagram {
             buf,
-            src,
-            dst,
             payload_start: payload.start as u32,
             payload_end: payload.end as u32,
-            modified: false,
+            plain: false,
             to_broadcast,
             link,
         }
+    }
+
+    /// The sender.
+    pub fn src(&self) -> SocketAddrV4 {
+        let (ip, port) = addresses(self.buf.data(), self.payload_start as usize);
+        SocketAddrV4::new(ip.0, port.0)
+    }
+
+    /// The address it was sent to (one of ours, or a broadcast address).
+    pub fn dst(&self) -> SocketAddrV4 {
+        let (ip, port) = addresses(self.buf.data(), self.payload_start as usize);
+        SocketAddrV4::new(ip.1, port.1)
     }
 
     /// The link (port, in the interface's link order) it arrived on.
@@ -65,7 +88,7 @@ impl<B: Buf> Datagram<B> {
     /// The payload bytes, writable in place (for a reply with the same
     /// length; the reply then recomputes the checksum).
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        self.modified = true;
+        self.plain = false;
         let range = self.payload_range();
         &mut self.buf.data_mut()[range]
     }

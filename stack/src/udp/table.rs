@@ -477,7 +477,7 @@ impl UdpTable {
 
     /// The socket that receives a datagram with `key`, if any. Per packet,
     /// owning lcore only; no allocation.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, key: &FlowKey) -> Option<SocketId> {
         let slot = self.ports[usize::from(key.dst.port())];
         if slot & SOLE != 0 {
