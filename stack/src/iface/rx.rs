@@ -328,15 +328,3 @@ fn udp_input<P: Port>(
     let datagram = Datagram::new(buf, payload, l4.broadcast, link as u16);
     *delivered = Some((socket, datagram));
 }
-
-/// The UDP destination port of an Ethernet/IPv4/UDP frame, read without
-/// validation (for prefetching only; `None` for anything else).
-#[inline]
-pub(super) fn peek_udp_port(frame: &[u8]) -> Option<u16> {
-    if frame.get(12..14)? != [0x08, 0x00] || *frame.get(ETH_LEN + 9)? != protocol::UDP {
-        return None;
-    }
-    let ihl = usize::from(frame.get(ETH_LEN)? & 0x0f) * 4;
-    let at = ETH_LEN + ihl + 2;
-    Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]))
-}
