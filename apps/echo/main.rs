@@ -111,6 +111,7 @@ struct Echo {
 }
 
 impl UdpHandler<Mbuf> for Echo {
+    #[inline]
     fn on_datagrams<P: Port<Buf = Mbuf>>(
         &mut self,
         _socket: SocketId,

@@ -51,6 +51,8 @@ pub enum BindError {
     AddrNotAvailable,
     /// Port 0 asked and every ephemeral port is taken.
     NoFreePort,
+    /// The table holds as many sockets as it can index (67 million).
+    TableFull,
 }
 
 impl core::fmt::Display for BindError {
@@ -59,6 +61,7 @@ impl core::fmt::Display for BindError {
             BindError::AddrInUse => "address already in use",
             BindError::AddrNotAvailable => "address not available (not one of ours)",
             BindError::NoFreePort => "no free ephemeral port",
+            BindError::TableFull => "the socket table is full",
         })
     }
 }
@@ -90,20 +93,28 @@ pub struct CachedRoute {
 }
 
 /// No socket (end of a chain, empty port slot).
-const NONE: u32 = 0x7fff_ffff;
+const NONE: u32 = ID_MASK;
+
+/// Socket indexes take the low 26 bits of a port slot (67 million sockets).
+const ID_MASK: u32 = (1 << 26) - 1;
+
+/// Where a [`SOLE`] slot keeps its socket's address: an index into
+/// [`UdpTable::addresses`] plus one (0 is ANY), five bits.
+const ADDRESS_SHIFT: u32 = 26;
+const ADDRESS_MASK: u32 = 0x1f;
 
 /// Set in a port slot whose chain is one socket that is unconnected, in no
 /// reuseport group and bound to no device: lookup then only compares the
 /// local address (what [`score`] would decide for it), skipping the walk.
-/// The slot's upper half holds that address, so the shortcut reads one
-/// 8-byte slot and nothing else (with 10,000 ports in use, one cache miss
-/// at most, and the burst prefetch overlaps those).
+/// The slot names that address by a 5-bit index into a short list, so the
+/// shortcut reads one 4-byte slot and that list (always in cache): with
+/// 10,000 ports in use the slots touched take 40 KB.
 const SOLE: u32 = 1 << 31;
 
 /// The first socket of a port slot.
 #[inline]
-fn head_of(slot: u64) -> u32 {
-    (slot as u32) & !SOLE
+fn head_of(slot: u32) -> u32 {
+    slot & ID_MASK
 }
 
 #[derive(Debug, Clone)]
@@ -186,7 +197,9 @@ pub struct UdpTable {
     hot: Vec<Hot>,
     free: Vec<u32>,
     /// First socket bound to each port.
-    ports: Box<[u64; 1 << 16]>,
+    ports: Box<[u32; 1 << 16]>,
+    /// The specific local addresses [`SOLE`] slots refer to (at most 31).
+    addresses: Vec<u32>,
     groups: Vec<ReuseportGroup>,
     hash_key: u64,
     next_ephemeral: u16,
@@ -201,7 +214,8 @@ impl UdpTable {
             sockets: Vec::new(),
             hot: Vec::new(),
             free: Vec::new(),
-            ports: vec![u64::from(NONE); 1 << 16]
+            addresses: Vec::new(),
+            ports: vec![NONE; 1 << 16]
                 .into_boxed_slice()
                 .try_into()
                 .unwrap_or_else(|_| unreachable!("65,536 entries")),
@@ -222,6 +236,9 @@ impl UdpTable {
     ) -> Result<SocketId, BindError> {
         if !local.ip().is_unspecified() && !is_local(*local.ip()) {
             return Err(BindError::AddrNotAvailable);
+        }
+        if self.free.is_empty() && self.sockets.len() >= NONE as usize {
+            return Err(BindError::TableFull);
         }
         if local.port() == 0 {
             local.set_port(self.free_port(*local.ip())?);
@@ -295,7 +312,7 @@ impl UdpTable {
         let port = usize::from(self.hot[id.0 as usize].local_port);
         let mut at = head_of(self.ports[port]);
         if at == NONE {
-            self.ports[port] = u64::from(id.0);
+            self.ports[port] = id.0;
             return;
         }
         while let Some(hot) = self.hot.get_mut(at as usize) {
@@ -310,14 +327,24 @@ impl UdpTable {
     /// Marks `port`'s slot [`SOLE`] when its chain allows the shortcut, and
     /// clears the mark otherwise. After every change to the port's sockets.
     fn refresh(&mut self, port: u16) {
-        let slot = &mut self.ports[usize::from(port)];
-        let head = head_of(*slot);
+        let head = head_of(self.ports[usize::from(port)]);
         let sole = self.hot.get(head as usize).filter(|h| {
             h.next_on_port == NONE && !h.connected && h.group == NONE && h.device == ANY_DEVICE
         });
-        *slot = match sole {
-            Some(h) => u64::from(h.local_ip) << 32 | u64::from(head | SOLE),
-            None => u64::from(head),
+        let address = sole.and_then(|h| match h.local_ip {
+            0 => Some(0),
+            ip => match self.addresses.iter().position(|&a| a == ip) {
+                Some(i) => Some(i as u32 + 1),
+                None if self.addresses.len() < ADDRESS_MASK as usize => {
+                    self.addresses.push(ip);
+                    Some(self.addresses.len() as u32)
+                }
+                None => None, // no room: this port takes the walk
+            },
+        });
+        self.ports[usize::from(port)] = match address {
+            Some(index) => head | SOLE | index << ADDRESS_SHIFT,
+            None => head,
         };
     }
 
@@ -326,7 +353,7 @@ impl UdpTable {
         let slot = &mut self.ports[usize::from(port)];
         let head = head_of(*slot);
         if head == id.0 {
-            *slot = u64::from(next);
+            *slot = next;
             return;
         }
         let mut at = head;
@@ -474,9 +501,11 @@ impl UdpTable {
     #[inline(always)]
     pub fn lookup(&self, key: &FlowKey) -> Option<SocketId> {
         let slot = self.ports[usize::from(key.dst.port())];
-        if slot as u32 & SOLE != 0 {
-            let local = (slot >> 32) as u32;
-            let hit = local == 0 || local == key.dst.ip().to_bits();
+        if slot & SOLE != 0 {
+            let hit = match (slot >> ADDRESS_SHIFT) & ADDRESS_MASK {
+                0 => true,
+                index => self.addresses.get(index as usize - 1) == Some(&key.dst.ip().to_bits()),
+            };
             return hit.then_some(SocketId(head_of(slot)));
         }
         self.lookup_chain(key, head_of(slot))

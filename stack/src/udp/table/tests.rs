@@ -284,7 +284,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
         }
         for port in 5000..5003u16 {
             let slot = t.ports[usize::from(port)];
-            shortcuts += usize::from(slot as u32 & SOLE != 0);
+            shortcuts += usize::from(slot & SOLE != 0);
             for dst in [HOST, HOST2] {
                 for src in peers {
                     for device in 0..2 {
@@ -300,4 +300,30 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
         }
     }
     assert!(shortcuts > 50, "the shortcut was exercised ({shortcuts})");
+}
+
+#[test]
+fn sole_sockets_on_more_addresses_than_slots_can_name_still_match() {
+    // 40 addresses, one socket each on its own port: the slot names at most
+    // 31 addresses, the rest take the walk; all answer the same.
+    let ip = |i: u32| Ipv4Addr::from(0x0a00_0100 + i);
+    let mut t = UdpTable::new(5);
+    let ids: Vec<SocketId> = (0..40)
+        .map(|i| {
+            t.bind(addr(ip(i), 6000 + i as u16), BindOptions::default(), |_| {
+                true
+            })
+            .unwrap()
+        })
+        .collect();
+    let shortcut = (0..40u16)
+        .filter(|&i| t.ports[usize::from(6000 + i)] & SOLE != 0)
+        .count();
+    assert_eq!(shortcut, 31);
+    for (i, id) in ids.into_iter().enumerate() {
+        let port = 6000 + i as u16;
+        let to = |dst| key(addr(PEER, 9), addr(dst, port));
+        assert_eq!(t.lookup(&to(ip(i as u32))), Some(id));
+        assert_eq!(t.lookup(&to(ip(i as u32 + 1))), None, "another address");
+    }
 }
