@@ -27,7 +27,7 @@ use dpstack::stack::iface::{
     Batch, Interface, InterfaceConfig, LinkConfig, UdpContext, UdpHandler,
 };
 use dpstack::stack::port::Port;
-use dpstack::stack::route::Ipv4Cidr;
+use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::socket::{SocketError, UdpSocket};
 use dpstack::stack::udp::{BindOptions, SocketId};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -50,10 +50,11 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack0"];
                   echo hi | socat - UDP:192.0.2.1:7"
 )]
 struct Cli {
-    /// Our address and prefix length; repeat it to use more ports (the
-    /// first --ip goes to the first port, and so on).
-    #[arg(long, default_value = "192.0.2.1/24")]
-    ip: Vec<Ipv4Cidr>,
+    /// Our address and prefix length, IPv4 or IPv6; repeat it to use more
+    /// ports: the n-th IPv4 --ip goes to port n, and so does the n-th IPv6
+    /// one (every port also has an IPv6 link-local address).
+    #[arg(long, default_value = "192.0.2.1/24", value_parser = parse_cidr)]
+    ip: Vec<Cidr>,
     /// Default gateway (on the network of one of the --ip prefixes).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -92,6 +93,47 @@ fn parse_ports(s: &str) -> Result<PortRange, String> {
         return Err(bad());
     }
     Ok(PortRange(low, high))
+}
+
+/// An --ip value.
+#[derive(Debug, Clone, Copy)]
+enum Cidr {
+    V4(Ipv4Cidr),
+    V6(Ipv6Cidr),
+}
+
+fn parse_cidr(s: &str) -> Result<Cidr, String> {
+    if s.contains(':') {
+        s.parse().map(Cidr::V6)
+    } else {
+        s.parse().map(Cidr::V4)
+    }
+}
+
+/// The IPv4 and IPv6 addresses of each port, from the --ip list.
+fn addresses_per_port(ips: &[Cidr]) -> Vec<(Vec<Ipv4Cidr>, Vec<Ipv6Cidr>)> {
+    let v4: Vec<Ipv4Cidr> = ips
+        .iter()
+        .filter_map(|c| match c {
+            Cidr::V4(a) => Some(*a),
+            Cidr::V6(_) => None,
+        })
+        .collect();
+    let v6: Vec<Ipv6Cidr> = ips
+        .iter()
+        .filter_map(|c| match c {
+            Cidr::V6(a) => Some(*a),
+            Cidr::V4(_) => None,
+        })
+        .collect();
+    (0..v4.len().max(v6.len()))
+        .map(|i| {
+            (
+                v4.get(i).into_iter().copied().collect(),
+                v6.get(i).into_iter().copied().collect(),
+            )
+        })
+        .collect()
 }
 
 fn parse_route(s: &str) -> Result<(Ipv4Cidr, Ipv4Addr), String> {
@@ -138,10 +180,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     if port_ids.is_empty() {
         return Err("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack0)".into());
     }
-    if cli.ip.len() > port_ids.len() {
+    let per_port = addresses_per_port(&cli.ip);
+    if per_port.len() > port_ids.len() {
         return Err(format!(
-            "{} --ip given but EAL found {} port(s): give one --ip per port",
-            cli.ip.len(),
+            "--ip addresses for {} ports given but EAL found {} port(s): \
+             give one IPv4 and/or one IPv6 --ip per port",
+            per_port.len(),
             port_ids.len()
         ));
     }
@@ -155,14 +199,18 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let mut eth_ports = Vec::new();
     let mut queues = Vec::new();
     let mut links = Vec::new();
-    for (&port_id, &ip) in port_ids.iter().zip(&cli.ip) {
+    for (&port_id, (v4, v6)) in port_ids.iter().zip(&per_port) {
         let port =
             EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
         let queue = port
             .queue(0, 0)
             .map_err(|e| e.to_string())?
             .with_large_pool(large);
-        links.push(LinkConfig::new(port.mac(), ip));
+        links.push(LinkConfig {
+            addresses: v4.clone(),
+            addresses6: v6.clone(),
+            ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
+        });
         eth_ports.push(port);
         queues.push(queue);
     }
@@ -170,6 +218,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     config.gateway = cli.gateway;
     config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    let addresses6: Vec<Vec<Ipv6Cidr>> =
+        (0..eth_ports.len()).map(|l| iface.addresses6(l)).collect();
     for &(prefix, gateway) in &cli.routes {
         iface
             .add_route(prefix, gateway)
@@ -178,9 +228,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // A socket per address and port: a reply sent through the route table
     // (queue mode) then comes from the address the request went to, as a
     // client's connected socket expects.
-    let locals: Vec<SocketAddrV4> = cli
-        .ip
+    // (UDP over IPv6 is not built yet: IPv6 addresses answer ND and ping.)
+    let locals: Vec<SocketAddrV4> = per_port
         .iter()
+        .flat_map(|(v4, _)| v4.iter())
         .flat_map(|ip| {
             let ip = ip.addr;
             cli.udp_ports
@@ -252,13 +303,20 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             }
         })
         .collect();
-    for (port, ip) in eth_ports.iter().zip(&cli.ip) {
+    for (link, port) in eth_ports.iter().enumerate() {
         let info = port.info().map_err(|e| e.to_string())?;
+        let (v4, _) = &per_port[link];
+        let addresses: Vec<String> = v4
+            .iter()
+            .map(ToString::to_string)
+            .chain(addresses6[link].iter().map(ToString::to_string))
+            .collect();
         println!(
-            "{PROGRAM}: port {} ({}, {}) is {ip}",
+            "{PROGRAM}: port {} ({}, {}) is {}",
             port.id(),
             info.name,
-            port.mac()
+            port.mac(),
+            addresses.join(" ")
         );
     }
     println!(
@@ -321,6 +379,12 @@ fn poll_until_stopped(
     for (link, ip, mac, state) in iface.neighbors() {
         let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
         report.push_str(&format!("neighbor {ip} at {mac} ({state:?}) link {link}\n"));
+    }
+    for (link, ip, mac, state) in iface.neighbors6() {
+        let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
+        report.push_str(&format!(
+            "neighbor6 {ip} at {mac} ({state:?}) link {link}\n"
+        ));
     }
     report
 }

@@ -93,6 +93,31 @@ reasons! {
     TxDeviceFull = "tx_device_full",
     /// No buffer could be allocated for an outgoing packet.
     TxNoBuffer = "tx_no_buffer",
+    /// IPv6 header or payload length beyond the frame.
+    Ipv6Truncated = "ipv6_truncated",
+    /// IPv6 version field wrong.
+    Ipv6Malformed = "ipv6_malformed",
+    /// Multicast source, or the unspecified source outside duplicate address
+    /// detection.
+    Ipv6BadSource = "ipv6_bad_source",
+    /// Destination is neither one of our addresses nor a group we joined.
+    Ipv6NotForUs = "ipv6_not_for_us",
+    /// Hop limit of zero.
+    Ipv6HopLimitZero = "ipv6_hop_limit_zero",
+    /// Extension-header chain malformed, too long or past the packet.
+    Ipv6BadExtensions = "ipv6_bad_extensions",
+    /// A fragment (IPv6 reassembly is not built yet).
+    Ipv6Fragment = "ipv6_fragment",
+    /// Upper-layer protocol the stack does not handle over IPv6.
+    Ipv6UnknownNextHeader = "ipv6_unknown_next_header",
+    /// ICMPv6 message too short or with a bad checksum.
+    Icmp6Malformed = "icmp6_malformed",
+    /// ICMPv6 type the stack does not answer.
+    Icmp6Unhandled = "icmp6_unhandled",
+    /// Neighbor Discovery message failing RFC 4861's validity checks.
+    NdInvalid = "nd_invalid",
+    /// Neighbor solicitation for an address that is not ours on that link.
+    NdNotForUs = "nd_not_for_us",
 }
 
 /// Number of drop reasons.
@@ -163,6 +188,22 @@ protocol_counters! {
     UdpOutDatagrams,
     /// Route lookups on the send path (connected sockets skip them).
     RouteLookups,
+    /// IPv6 packets received (before validation).
+    Ip6InReceives,
+    /// IPv6 packets delivered to ICMPv6/UDP.
+    Ip6InDelivers,
+    /// IPv6 packets sent.
+    Ip6OutRequests,
+    /// ICMPv6 echo requests received.
+    Icmp6InEchos,
+    /// ICMPv6 echo replies sent.
+    Icmp6OutEchoReplies,
+    /// Neighbor solicitations received for our addresses.
+    Icmp6InNeighborSolicits,
+    /// Neighbor advertisements sent.
+    Icmp6OutNeighborAdvertisements,
+    /// Neighbor advertisements received.
+    Icmp6InNeighborAdvertisements,
 }
 
 /// Number of protocol counters.

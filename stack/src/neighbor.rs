@@ -1,5 +1,7 @@
-//! The ARP neighbour cache: IPv4 address to MAC, with states, expiry,
-//! retries, and a small bounded queue of packets waiting for resolution.
+//! The neighbour cache: IP address to MAC, with states, expiry, retries,
+//! and a small bounded queue of packets waiting for resolution. One type
+//! serves ARP (keyed by `Ipv4Addr`, the default) and IPv6 Neighbor Discovery
+//! (keyed by `Ipv6Addr`).
 //!
 //! States follow the kernel's in spirit: `Incomplete` (a request is out; up to
 //! [`NeighborConfig::queue_len`] packets wait), `Reachable` (confirmed, until
@@ -15,8 +17,14 @@
 use crate::port::MacAddr;
 use crate::time::{Duration, Instant};
 use arrayvec::ArrayVec;
+use core::hash::Hash;
 use core::net::Ipv4Addr;
 use std::collections::HashMap;
+
+/// An address a neighbour cache is keyed by (`Ipv4Addr` or `Ipv6Addr`).
+pub trait NeighborAddr: Copy + Eq + Hash + Ord + core::fmt::Debug {}
+
+impl<A: Copy + Eq + Hash + Ord + core::fmt::Debug> NeighborAddr for A {}
 
 /// Most packets that wait for one neighbour.
 pub const MAX_QUEUE: usize = 8;
@@ -88,15 +96,15 @@ pub enum Resolution<B> {
 
 /// The cache. See the module documentation.
 #[derive(Debug)]
-pub struct NeighborCache<B> {
+pub struct NeighborCache<B, A = Ipv4Addr> {
     config: NeighborConfig,
-    entries: HashMap<Ipv4Addr, Entry<B>>,
+    entries: HashMap<A, Entry<B>>,
     generation: u64,
 }
 
-impl<B> NeighborCache<B> {
+impl<B, A: NeighborAddr> NeighborCache<B, A> {
     /// An empty cache.
-    pub fn new(config: NeighborConfig) -> NeighborCache<B> {
+    pub fn new(config: NeighborConfig) -> NeighborCache<B, A> {
         NeighborCache {
             config,
             entries: HashMap::new(),
@@ -110,17 +118,17 @@ impl<B> NeighborCache<B> {
     }
 
     /// The MAC of `ip` if it is known (reachable or stale).
-    pub fn lookup(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+    pub fn lookup(&self, ip: A) -> Option<MacAddr> {
         self.entries.get(&ip).and_then(|e| e.mac)
     }
 
     /// The state of `ip`, if it has an entry.
-    pub fn state(&self, ip: Ipv4Addr) -> Option<NeighborState> {
+    pub fn state(&self, ip: A) -> Option<NeighborState> {
         self.entries.get(&ip).map(|e| e.state)
     }
 
     /// Every entry as (address, MAC if known, state), in address order.
-    pub fn entries(&self) -> Vec<(Ipv4Addr, Option<MacAddr>, NeighborState)> {
+    pub fn entries(&self) -> Vec<(A, Option<MacAddr>, NeighborState)> {
         let mut all: Vec<_> = self
             .entries
             .iter()
@@ -142,7 +150,7 @@ impl<B> NeighborCache<B> {
 
     /// Finds the MAC for a packet to `ip`, or parks the packet until the
     /// neighbour answers.
-    pub fn resolve(&mut self, ip: Ipv4Addr, packet: B, now: Instant) -> Resolution<B> {
+    pub fn resolve(&mut self, ip: A, packet: B, now: Instant) -> Resolution<B> {
         let queue_len = self.config.queue_len.min(MAX_QUEUE);
         if let Some(entry) = self.entries.get_mut(&ip) {
             if let Some(mac) = entry.mac {
@@ -179,7 +187,7 @@ impl<B> NeighborCache<B> {
     /// waiting for it, to be sent to `mac` now.
     pub fn learn(
         &mut self,
-        ip: Ipv4Addr,
+        ip: A,
         mac: MacAddr,
         create: bool,
         now: Instant,
@@ -220,7 +228,7 @@ impl<B> NeighborCache<B> {
     /// (their addresses are pushed to `probe`) or, after `max_probes`,
     /// removed, their waiting packets freed. Returns how many packets were
     /// freed that way, for the caller to count.
-    pub fn poll(&mut self, now: Instant, probe: &mut Vec<Ipv4Addr>) -> usize {
+    pub fn poll(&mut self, now: Instant, probe: &mut Vec<A>) -> usize {
         let mut changed = false;
         let mut given_up = 0;
         let retrans = self.config.retrans_time;

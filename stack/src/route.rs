@@ -9,7 +9,7 @@
 //! neighbour changes), so any change invalidates stale entries on next use
 //! without a sweep. Owned by one lcore.
 
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 use std::collections::HashMap;
 
 /// An IPv4 prefix: address and length.
@@ -77,6 +77,60 @@ impl core::str::FromStr for Ipv4Cidr {
 }
 
 impl core::fmt::Display for Ipv4Cidr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// An IPv6 prefix: address and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv6Cidr {
+    /// The address (host bits may be set: it is also an interface address).
+    pub addr: Ipv6Addr,
+    /// Prefix length, 0 to 128.
+    pub len: u8,
+}
+
+impl Ipv6Cidr {
+    /// `addr/len`; `None` if `len` > 128.
+    pub fn new(addr: Ipv6Addr, len: u8) -> Option<Ipv6Cidr> {
+        (len <= 128).then_some(Ipv6Cidr { addr, len })
+    }
+
+    /// The network mask.
+    pub fn mask(self) -> u128 {
+        if self.len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - u32::from(self.len))
+        }
+    }
+
+    /// True if `ip` is inside the prefix.
+    pub fn contains(self, ip: Ipv6Addr) -> bool {
+        (ip.to_bits() ^ self.addr.to_bits()) & self.mask() == 0
+    }
+}
+
+impl core::str::FromStr for Ipv6Cidr {
+    type Err = String;
+
+    /// Parses `ADDRESS/LEN`, e.g. `2001:db8::1/64`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (addr, len) = s
+            .split_once('/')
+            .ok_or_else(|| format!("'{s}' is not ADDRESS/PREFIX (e.g. 2001:db8::1/64)"))?;
+        let addr: Ipv6Addr = addr
+            .parse()
+            .map_err(|_| format!("bad IPv6 address '{addr}'"))?;
+        let len: u8 = len
+            .parse()
+            .map_err(|_| format!("bad prefix length '{len}'"))?;
+        Ipv6Cidr::new(addr, len).ok_or_else(|| format!("prefix length {len} is over 128"))
+    }
+}
+
+impl core::fmt::Display for Ipv6Cidr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}/{}", self.addr, self.len)
     }

@@ -5,8 +5,9 @@
 use crate::neighbor::NeighborConfig;
 use crate::port::MacAddr;
 use crate::reassembly::ReassemblyConfig;
-use crate::route::Ipv4Cidr;
-use core::net::Ipv4Addr;
+use crate::route::{Ipv4Cidr, Ipv6Cidr};
+use crate::wire::ipv6::link_local_from_mac;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 /// Most links (ports) one interface drives.
 pub const MAX_LINKS: usize = 8;
@@ -32,16 +33,44 @@ pub struct LinkConfig {
     pub addresses: Vec<Ipv4Cidr>,
     /// Largest IPv4 packet the link carries (bigger ones are fragmented).
     pub mtu: usize,
+    /// IPv6 addresses configured on the link (global or unique local), in
+    /// addition to the link-local one.
+    pub addresses6: Vec<Ipv6Cidr>,
+    /// Run IPv6 on the link: a link-local address derived from the MAC
+    /// (fe80::/64, modified EUI-64), Neighbor Discovery, ICMPv6.
+    pub ipv6: bool,
 }
 
 impl LinkConfig {
-    /// A link with one address and a 1500-byte MTU.
+    /// A link with one address, a 1500-byte MTU and IPv6 link-local only.
     pub fn new(mac: MacAddr, address: Ipv4Cidr) -> LinkConfig {
         LinkConfig {
             mac,
             addresses: vec![address],
             mtu: 1500,
+            addresses6: Vec::new(),
+            ipv6: true,
         }
+    }
+
+    /// Every IPv6 address of the link: the link-local one first (if IPv6
+    /// runs), then the configured ones.
+    pub fn all_addresses6(&self) -> Vec<Ipv6Cidr> {
+        if !self.ipv6 {
+            return Vec::new();
+        }
+        let link_local = Ipv6Cidr {
+            addr: link_local_from_mac(self.mac),
+            len: 64,
+        };
+        core::iter::once(link_local)
+            .chain(
+                self.addresses6
+                    .iter()
+                    .copied()
+                    .filter(|a| a.addr != link_local.addr),
+            )
+            .collect()
     }
 }
 
@@ -97,6 +126,10 @@ pub enum ConfigError {
         /// The link.
         link: usize,
     },
+    /// An IPv6 address that cannot be an interface address (multicast,
+    /// unspecified, loopback, IPv4-mapped), or IPv6 addresses on a link
+    /// with IPv6 turned off.
+    BadAddress6(Ipv6Addr),
     /// An MTU below IPv4's minimum of 68 bytes (or above 65535).
     BadMtu {
         /// The link.
@@ -106,6 +139,8 @@ pub enum ConfigError {
     },
     /// The same address on two links (or twice on one).
     DuplicateAddress(Ipv4Addr),
+    /// The same IPv6 address on two links (or twice on one).
+    DuplicateAddress6(Ipv6Addr),
     /// A gateway outside every link's connected networks.
     GatewayNotOnLink(Ipv4Addr),
     /// A link number the interface does not have.
@@ -128,6 +163,12 @@ impl core::fmt::Display for ConfigError {
                 write!(f, "port {link}: MTU {mtu} is outside 68..=65535")
             }
             ConfigError::DuplicateAddress(ip) => write!(f, "address {ip} is configured twice"),
+            ConfigError::DuplicateAddress6(ip) => write!(f, "address {ip} is configured twice"),
+            ConfigError::BadAddress6(ip) => write!(
+                f,
+                "{ip} cannot be an interface address (multicast, unspecified, loopback or \
+                 IPv4-mapped, or IPv6 is off on its port)"
+            ),
             ConfigError::GatewayNotOnLink(ip) => write!(
                 f,
                 "gateway {ip} is on none of the ports' networks: \
@@ -147,9 +188,28 @@ pub(super) fn validate(config: &InterfaceConfig) -> Result<(), ConfigError> {
         return Err(ConfigError::LinkCount(count));
     }
     let mut seen: Vec<Ipv4Addr> = Vec::new();
+    let mut seen6: Vec<Ipv6Addr> = Vec::new();
     for (link, l) in config.links.iter().enumerate() {
-        if l.addresses.is_empty() {
+        if l.addresses.is_empty() && l.addresses6.is_empty() {
             return Err(ConfigError::NoAddress { link });
+        }
+        for a in &l.addresses6 {
+            let ip = a.addr;
+            if !l.ipv6
+                || ip.is_multicast()
+                || ip.is_unspecified()
+                || ip.is_loopback()
+                || ip.to_ipv4_mapped().is_some()
+            {
+                return Err(ConfigError::BadAddress6(ip));
+            }
+        }
+        for a in l.all_addresses6() {
+            // Link-local addresses repeat across links only if MACs do.
+            if seen6.contains(&a.addr) && !a.addr.is_unicast_link_local() {
+                return Err(ConfigError::DuplicateAddress6(a.addr));
+            }
+            seen6.push(a.addr);
         }
         if !(68..=65535).contains(&l.mtu) {
             return Err(ConfigError::BadMtu { link, mtu: l.mtu });

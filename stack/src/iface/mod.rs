@@ -22,6 +22,7 @@ mod config;
 mod fast;
 mod limit;
 mod rx;
+mod rx6;
 mod tx;
 
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
@@ -32,12 +33,16 @@ use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborState};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
 use crate::reassembly::Reassembler;
-use crate::route::{Ipv4Cidr, Route, RouteCache, RouteTable};
+use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::time::{Duration, Instant};
 use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
+use crate::wire::ipv6::{multicast_mac, solicited_node};
 use arrayvec::ArrayVec;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+
+/// ff02::1, the all-nodes group every IPv6 link joins.
+pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use std::sync::Arc;
 use tx::Out;
 
@@ -81,6 +86,12 @@ pub(crate) struct Link<B> {
     pub(crate) addresses: Vec<Ipv4Cidr>,
     pub(crate) mtu: usize,
     pub(crate) neighbors: NeighborCache<B>,
+    /// IPv6 addresses, link-local first (empty if IPv6 is off).
+    pub(crate) addresses6: Vec<Ipv6Cidr>,
+    /// Multicast groups joined: all-nodes and each address's solicited-node
+    /// group.
+    pub(crate) groups6: Vec<Ipv6Addr>,
+    pub(crate) neighbors6: NeighborCache<B, Ipv6Addr>,
 }
 
 impl<B> Link<B> {
@@ -97,6 +108,27 @@ impl<B> Link<B> {
     /// True if `ip` is on one of this link's connected networks.
     pub(crate) fn on_link(&self, ip: Ipv4Addr) -> bool {
         self.addresses.iter().any(|a| a.contains(ip))
+    }
+
+    /// True if `ip` is one of this link's IPv6 addresses.
+    pub(crate) fn has_address6(&self, ip: Ipv6Addr) -> bool {
+        self.addresses6.iter().any(|a| a.addr == ip)
+    }
+
+    /// True if the link joined multicast group `ip`.
+    pub(crate) fn joined(&self, ip: Ipv6Addr) -> bool {
+        self.groups6.contains(&ip)
+    }
+
+    /// True if the link listens to Ethernet multicast address `mac` (the
+    /// mapping of a group it joined).
+    pub(crate) fn listens(&self, mac: MacAddr) -> bool {
+        self.groups6.iter().any(|&g| multicast_mac(g) == mac)
+    }
+
+    /// The link-local address, if IPv6 runs on the link.
+    pub(crate) fn link_local6(&self) -> Option<Ipv6Addr> {
+        self.addresses6.first().map(|a| a.addr)
     }
 }
 
@@ -206,6 +238,15 @@ impl<B: Buf> Core<B> {
     pub(crate) fn link_of(&self, ip: Ipv4Addr) -> Option<usize> {
         self.links.iter().position(|l| l.on_link(ip))
     }
+
+    /// True if `ip` is one of our IPv6 addresses (on any link: the weak
+    /// host model, except that link-local addresses are per link).
+    pub(crate) fn is_local6(&self, link: usize, ip: Ipv6Addr) -> bool {
+        if ip.is_unicast_link_local() {
+            return self.links.get(link).is_some_and(|l| l.has_address6(ip));
+        }
+        self.links.iter().any(|l| l.has_address6(ip))
+    }
 }
 
 /// What a handler may do while it runs on the lcore.
@@ -298,11 +339,27 @@ impl<B: Buf> Interface<B> {
         let links: Vec<Link<B>> = config
             .links
             .iter()
-            .map(|l| Link {
-                mac: l.mac,
-                addresses: l.addresses.clone(),
-                mtu: l.mtu,
-                neighbors: NeighborCache::new(config.neighbor.clone()),
+            .map(|l| {
+                let addresses6 = l.all_addresses6();
+                let mut groups6 = Vec::new();
+                if l.ipv6 {
+                    groups6.push(ALL_NODES);
+                }
+                for a in &addresses6 {
+                    let group = solicited_node(a.addr);
+                    if !groups6.contains(&group) {
+                        groups6.push(group);
+                    }
+                }
+                Link {
+                    mac: l.mac,
+                    addresses: l.addresses.clone(),
+                    mtu: l.mtu,
+                    neighbors: NeighborCache::new(config.neighbor.clone()),
+                    addresses6,
+                    groups6,
+                    neighbors6: NeighborCache::new(config.neighbor.clone()),
+                }
             })
             .collect();
         let all = || config.links.iter().flat_map(|l| l.addresses.iter());
@@ -431,6 +488,29 @@ impl<B: Buf> Interface<B> {
     /// The MAC of a neighbour on any link, if resolved.
     pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
         self.core.links.iter().find_map(|l| l.neighbors.lookup(ip))
+    }
+
+    /// The IPv6 neighbour caches' entries, with their links (control path).
+    pub fn neighbors6(&self) -> Vec<(usize, Ipv6Addr, Option<MacAddr>, NeighborState)> {
+        self.core
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(index, l)| {
+                l.neighbors6
+                    .entries()
+                    .into_iter()
+                    .map(move |(ip, mac, state)| (index, ip, mac, state))
+            })
+            .collect()
+    }
+
+    /// The IPv6 addresses of `link`, link-local first.
+    pub fn addresses6(&self, link: usize) -> Vec<Ipv6Cidr> {
+        self.core
+            .links
+            .get(link)
+            .map_or_else(Vec::new, |l| l.addresses6.clone())
     }
 
     /// The neighbour caches' entries, with their links (control path).
@@ -728,6 +808,13 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
         for &target in probes.iter() {
             let source = core.links[link].source_for(target);
             tx::send_arp_request(core, out, link, source, target);
+        }
+        // IPv6 neighbours age the same way (nothing waits on them yet: the
+        // IPv6 send path resolves nothing so far).
+        let mut probes6 = Vec::new();
+        let given_up = core.links[link].neighbors6.poll(now, &mut probes6);
+        for _ in 0..given_up {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
         }
     }
 }

@@ -40,12 +40,14 @@ pub(super) fn receive_frame<P: Port>(
         Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
         Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
     };
-    if dst != our_mac && !dst.is_broadcast() {
+    let multicast_for_us = || core.links.get(link).is_some_and(|l| l.listens(dst));
+    if dst != our_mac && !dst.is_broadcast() && !multicast_for_us() {
         return core.counters.count_drop(DropReason::EthNotForUs);
     }
     match ethertype {
         EtherType::Arp => arp_input(core, out, link, now, buf),
         EtherType::Ipv4 => ipv4_input(core, out, link, now, buf, src, delivered),
+        EtherType::Ipv6 => super::rx6::ipv6_input(core, out, link, now, buf, src),
         _ => core.counters.count_drop(DropReason::EthUnknownType),
     }
 }

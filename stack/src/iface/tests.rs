@@ -468,8 +468,13 @@ fn malformed_frames_are_dropped_by_reason_and_the_stack_keeps_answering() {
         ("runt", vec![1, 2, 3], DropReason::EthTruncated),
         ("other MAC", not_ours, DropReason::EthNotForUs),
         (
-            "ipv6",
+            "ipv6 version 0",
             ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv6, &[0; 40]),
+            DropReason::Ipv6Malformed,
+        ),
+        (
+            "unknown ethertype",
+            ethernet(OUR_MAC, PEER_MAC, EtherType::Unknown(0x88b5), &[0; 40]),
             DropReason::EthUnknownType,
         ),
         (
@@ -514,6 +519,7 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
     iface
         .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
         .unwrap();
+    let group = crate::wire::ipv6::solicited_node(ipv6::our_ll());
     let seeds = [
         echo_request(1, b"abc"),
         udp_frame(1, 7, b"xyz"),
@@ -521,6 +527,26 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
             ArpOperation::Request,
             (PEER_MAC, PEER_IP),
             (MacAddr::default(), OUR_IP),
+        ),
+        ipv6::frame6(
+            OUR_MAC,
+            &ipv6::ip6_icmp(
+                ipv6::PEER_LL,
+                ipv6::our_ll(),
+                64,
+                &[],
+                &ipv6::echo6(1, b"six"),
+            ),
+        ),
+        ipv6::frame6(
+            crate::wire::ipv6::multicast_mac(group),
+            &ipv6::ip6_icmp(
+                ipv6::PEER_LL,
+                group,
+                255,
+                &[],
+                &ipv6::ns(ipv6::our_ll(), Some(PEER_MAC)),
+            ),
         ),
     ];
     let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -550,6 +576,9 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
         Stat::ArpInGratuitous,
         Stat::IcmpInEchos,
         Stat::UdpInDatagrams,
+        Stat::Icmp6InEchos,
+        Stat::Icmp6InNeighborSolicits,
+        Stat::Icmp6InNeighborAdvertisements,
     ]
     .iter()
     .map(|&s| c.get(s))
@@ -957,3 +986,5 @@ fn a_payload_changed_in_place_is_replied_with_a_fresh_checksum() {
 }
 
 mod links;
+
+mod ipv6;

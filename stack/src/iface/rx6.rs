@@ -1,0 +1,280 @@
+//! The IPv6 receive path: header validation, the bounded extension-header
+//! walk, ICMPv6 echo, and Neighbor Discovery (solicitations for our
+//! addresses answered, advertisements learned).
+//!
+//! Per packet, owning lcore only: no allocation, no panic (every view is
+//! checked before use). A packet ends in exactly one of: a reply pushed to
+//! the link's transmit batch or a counted drop. Replies are built in the
+//! received buffer and go back to the Ethernet source (the previous hop),
+//! so answering resolves nothing.
+
+use super::tx::Out;
+use super::{Core, ALL_NODES};
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, MacAddr, Port};
+use crate::time::Instant;
+use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::icmpv6::{msg_type, Icmpv6Packet, NdpRepr};
+use crate::wire::ipv6::{
+    multicast_mac, next_header, solicited_node, walk_extensions, Ipv6Header, Ipv6Packet,
+    HEADER_LEN as IP6_LEN,
+};
+use crate::wire::WireError;
+use core::net::Ipv6Addr;
+
+/// Hop limit of packets we originate.
+const HOP_LIMIT: u8 = 64;
+
+/// Neighbor Discovery messages carry this hop limit, which proves they were
+/// not forwarded (RFC 4861 7.1).
+const ND_HOP_LIMIT: u8 = 255;
+
+/// What the IPv6 layer found out for ICMPv6.
+struct Local6 {
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    hop_limit: u8,
+    /// Offset of the upper-layer message in the frame.
+    start: usize,
+    /// End of the IPv6 packet in the frame.
+    end: usize,
+}
+
+pub(super) fn ipv6_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+) {
+    core.counters.count(Stat::Ip6InReceives);
+    if core.links.get(link).is_none_or(|l| l.addresses6.is_empty()) {
+        // IPv6 is off on this link.
+        return core.counters.count_drop(DropReason::EthUnknownType);
+    }
+    let ip = match Ipv6Packet::new_checked(&buf.data()[ETH_LEN..]) {
+        Ok(ip) => ip,
+        Err(WireError::Truncated) => return core.counters.count_drop(DropReason::Ipv6Truncated),
+        Err(_) => return core.counters.count_drop(DropReason::Ipv6Malformed),
+    };
+    if ip.version() != 6 {
+        return core.counters.count_drop(DropReason::Ipv6Malformed);
+    }
+    let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
+    if src.is_multicast() {
+        return core.counters.count_drop(DropReason::Ipv6BadSource);
+    }
+    let for_us = if dst.is_multicast() {
+        core.links[link].joined(dst)
+    } else {
+        core.is_local6(link, dst)
+    };
+    if !for_us {
+        return core.counters.count_drop(DropReason::Ipv6NotForUs);
+    }
+    if hop_limit == 0 {
+        return core.counters.count_drop(DropReason::Ipv6HopLimitZero);
+    }
+    let payload = ip.payload();
+    let extensions = match walk_extensions(ip.next_header(), payload) {
+        Ok(extensions) => extensions,
+        Err(_) => return core.counters.count_drop(DropReason::Ipv6BadExtensions),
+    };
+    if extensions.fragment.is_some() {
+        return core.counters.count_drop(DropReason::Ipv6Fragment);
+    }
+    let local = Local6 {
+        src,
+        dst,
+        hop_limit,
+        start: ETH_LEN + IP6_LEN + extensions.offset,
+        end: ETH_LEN + IP6_LEN + payload.len(),
+    };
+    // Only duplicate address detection may come from the unspecified
+    // address (an NS, checked below).
+    let icmp = extensions.protocol == next_header::ICMPV6;
+    if src.is_unspecified() && !icmp {
+        return core.counters.count_drop(DropReason::Ipv6BadSource);
+    }
+    core.counters.count(Stat::Ip6InDelivers);
+    match extensions.protocol {
+        next_header::ICMPV6 => icmp6_input(core, out, link, now, buf, eth_src, local),
+        _ => core.counters.count_drop(DropReason::Ipv6UnknownNextHeader),
+    }
+}
+
+fn icmp6_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    local: Local6,
+) {
+    let message = &buf.data()[local.start..local.end];
+    let icmp = match Icmpv6Packet::new_checked(message) {
+        Ok(icmp) if icmp.verify_checksum(local.src, local.dst) => icmp,
+        _ => return core.counters.count_drop(DropReason::Icmp6Malformed),
+    };
+    let kind = icmp.msg_type();
+    if local.src.is_unspecified() && kind != msg_type::NEIGHBOR_SOLICITATION {
+        return core.counters.count_drop(DropReason::Ipv6BadSource);
+    }
+    match kind {
+        msg_type::ECHO_REQUEST if icmp.code() == 0 => {
+            core.counters.count(Stat::Icmp6InEchos);
+            reply_echo(core, out, link, buf, eth_src, &local);
+        }
+        msg_type::NEIGHBOR_SOLICITATION | msg_type::NEIGHBOR_ADVERTISEMENT => {
+            let ndp = match NdpRepr::parse(message) {
+                Ok(ndp) if local.hop_limit == ND_HOP_LIMIT => ndp,
+                _ => return core.counters.count_drop(DropReason::NdInvalid),
+            };
+            match ndp {
+                NdpRepr::Solicitation { target, source_mac } => solicitation(
+                    core, out, link, now, buf, eth_src, &local, target, source_mac,
+                ),
+                NdpRepr::Advertisement {
+                    solicited,
+                    override_,
+                    target,
+                    target_mac,
+                    ..
+                } => {
+                    // RFC 4861 7.1.2: a multicast advertisement is unsolicited.
+                    if local.dst.is_multicast() && solicited {
+                        return core.counters.count_drop(DropReason::NdInvalid);
+                    }
+                    core.counters.count(Stat::Icmp6InNeighborAdvertisements);
+                    if let Some(mac) = target_mac.filter(|_| override_ || solicited) {
+                        let create = solicited;
+                        core.links[link].neighbors6.learn(target, mac, create, now);
+                    }
+                }
+            }
+        }
+        _ => core.counters.count_drop(DropReason::Icmp6Unhandled),
+    }
+}
+
+/// Answers a neighbour solicitation for one of the link's addresses with an
+/// advertisement, built in the solicitation's buffer; learns the solicitor.
+#[allow(clippy::too_many_arguments)]
+fn solicitation<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    mut buf: P::Buf,
+    eth_src: MacAddr,
+    local: &Local6,
+    target: Ipv6Addr,
+    source_mac: Option<MacAddr>,
+) {
+    // RFC 4861 7.1.1: from the unspecified address (duplicate address
+    // detection), only to a solicited-node group and without a link-layer
+    // address option.
+    let dad = local.src.is_unspecified();
+    if dad && (local.dst != solicited_node(target) || source_mac.is_some()) {
+        return core.counters.count_drop(DropReason::NdInvalid);
+    }
+    let our_mac = core.links[link].mac;
+    if !core.links[link].has_address6(target) {
+        return core.counters.count_drop(DropReason::NdNotForUs);
+    }
+    core.counters.count(Stat::Icmp6InNeighborSolicits);
+    if let (false, Some(mac)) = (dad, source_mac) {
+        // Nothing of ours waits on the solicitor yet (see the module docs),
+        // so nothing comes back to send.
+        let _ = core.links[link].neighbors6.learn(local.src, mac, true, now);
+    }
+    // The advertisement: to the solicitor, or to all nodes when the
+    // solicitor has no address yet.
+    let (dst, dst_mac) = if dad {
+        (ALL_NODES, multicast_mac(ALL_NODES))
+    } else {
+        (local.src, source_mac.unwrap_or(eth_src))
+    };
+    let advert = NdpRepr::Advertisement {
+        router: false,
+        solicited: !dad,
+        override_: true,
+        target,
+        target_mac: Some(our_mac),
+    };
+    let len = ETH_LEN + IP6_LEN + advert.len();
+    let have = buf.len();
+    if have > len {
+        buf.trim(have - len);
+    } else if have < len && buf.append(len - have).is_none() {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    }
+    let frame = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(dst_mac);
+    eth.set_src(our_mac);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src: target,
+        dst,
+        next_header: next_header::ICMPV6,
+        payload_len: advert.len() as u16,
+        hop_limit: ND_HOP_LIMIT,
+    });
+    let message = &mut frame[ETH_LEN + IP6_LEN..];
+    advert.emit(message);
+    Icmpv6Packet::new_unchecked(message).fill_checksum(target, dst);
+    core.counters.count(Stat::Icmp6OutNeighborAdvertisements);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
+
+/// Turns an echo request into its reply in place: the ICMPv6 message moves
+/// up to right after a fresh IPv6 header (extension headers are not
+/// echoed), addresses swap (a request to a group is answered from our
+/// link-local address), and the checksum is recomputed.
+fn reply_echo<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    mut buf: P::Buf,
+    eth_src: MacAddr,
+    local: &Local6,
+) {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let source = if local.dst.is_multicast() {
+        match core.links[link].link_local6() {
+            Some(ip) => ip,
+            None => return core.counters.count_drop(DropReason::TxNoRoute),
+        }
+    } else {
+        local.dst
+    };
+    let message_len = local.end - local.start;
+    let frame_len = ETH_LEN + IP6_LEN + message_len;
+    let frame = buf.data_mut();
+    frame.copy_within(local.start..local.end, ETH_LEN + IP6_LEN);
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(eth_src);
+    eth.set_src(our_mac);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src: source,
+        dst: local.src,
+        next_header: next_header::ICMPV6,
+        payload_len: message_len as u16,
+        hop_limit: HOP_LIMIT,
+    });
+    let mut icmp = Icmpv6Packet::new_unchecked(&mut frame[ETH_LEN + IP6_LEN..frame_len]);
+    icmp.set_type_code(msg_type::ECHO_REPLY, 0);
+    icmp.fill_checksum(source, local.src);
+    let excess = buf.len() - frame_len;
+    if excess > 0 {
+        buf.trim(excess);
+    }
+    core.counters.count(Stat::Icmp6OutEchoReplies);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}

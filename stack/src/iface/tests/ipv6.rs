@@ -1,0 +1,379 @@
+//! IPv6 over the in-memory port: Neighbor Discovery both as responder and
+//! learner, ICMPv6 echo to link-local and global addresses, and hostile or
+//! malformed packets dropped by reason with the stack still answering.
+
+use super::*;
+use crate::wire::icmpv6::{msg_type as icmp6, Icmpv6Packet, NdpRepr};
+use crate::wire::ipv6::{
+    link_local_from_mac, multicast_mac, next_header, solicited_node, Ipv6Header, Ipv6Packet,
+};
+use core::net::Ipv6Addr;
+
+pub(super) const GLOBAL: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+pub(super) const PEER_LL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2);
+
+pub(super) fn our_ll() -> Ipv6Addr {
+    link_local_from_mac(OUR_MAC)
+}
+
+fn stack6() -> (Interface<MemBuf>, MemPort) {
+    let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    link.addresses6
+        .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
+    let mut iface = Interface::new(InterfaceConfig::with_links(vec![link])).unwrap();
+    let mut port = MemPort::new(MemPortConfig {
+        mac: OUR_MAC,
+        ..MemPortConfig::default()
+    });
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    port.take_tx();
+    (iface, port)
+}
+
+/// An IPv6 packet whose upper-layer message is ICMPv6 (checksum filled),
+/// after `extensions` (raw extension headers; the first byte of each is
+/// rewritten to chain them).
+pub(super) fn ip6_icmp(
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    hop: u8,
+    extensions: &[Vec<u8>],
+    message: &[u8],
+) -> Vec<u8> {
+    let ext_len: usize = extensions.iter().map(Vec::len).sum();
+    let mut packet = vec![0u8; 40 + ext_len + message.len()];
+    let mut at = 40;
+    for (i, ext) in extensions.iter().enumerate() {
+        packet[at..at + ext.len()].copy_from_slice(ext);
+        packet[at] = if i + 1 < extensions.len() {
+            next_header::DEST_OPTIONS
+        } else {
+            next_header::ICMPV6
+        };
+        at += ext.len();
+    }
+    packet[at..].copy_from_slice(message);
+    let first = if extensions.is_empty() {
+        next_header::ICMPV6
+    } else {
+        next_header::DEST_OPTIONS
+    };
+    Ipv6Packet::new_unchecked(&mut packet[..]).emit_header(&Ipv6Header {
+        src,
+        dst,
+        next_header: first,
+        payload_len: (ext_len + message.len()) as u16,
+        hop_limit: hop,
+    });
+    Icmpv6Packet::new_unchecked(&mut packet[at..]).fill_checksum(src, dst);
+    packet
+}
+
+pub(super) fn frame6(dst_mac: MacAddr, packet: &[u8]) -> Vec<u8> {
+    ethernet(dst_mac, PEER_MAC, EtherType::Ipv6, packet)
+}
+
+pub(super) fn echo6(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let mut m = vec![icmp6::ECHO_REQUEST, 0, 0, 0, 0x12, 0x34, 0, seq];
+    m.extend_from_slice(payload);
+    m
+}
+
+pub(super) fn ns(target: Ipv6Addr, source_mac: Option<MacAddr>) -> Vec<u8> {
+    let repr = NdpRepr::Solicitation { target, source_mac };
+    let mut m = vec![0u8; repr.len()];
+    repr.emit(&mut m);
+    m
+}
+
+/// Parses a sent IPv6 frame: (eth dst, src, dst, hop limit, ICMPv6 message),
+/// checking the ICMPv6 checksum.
+fn parse6(frame: &[u8]) -> (MacAddr, Ipv6Addr, Ipv6Addr, u8, Vec<u8>) {
+    let eth = EthernetFrame::new_checked(frame).unwrap();
+    assert_eq!(eth.ethertype(), EtherType::Ipv6);
+    let ip = Ipv6Packet::new_checked(eth.payload()).unwrap();
+    assert_eq!(ip.next_header(), next_header::ICMPV6);
+    let icmp = Icmpv6Packet::new_checked(ip.payload()).unwrap();
+    assert!(icmp.verify_checksum(ip.src(), ip.dst()), "ICMPv6 checksum");
+    assert_eq!(
+        eth.payload().len(),
+        40 + ip.payload().len(),
+        "no trailing bytes"
+    );
+    (
+        eth.dst(),
+        ip.src(),
+        ip.dst(),
+        ip.hop_limit(),
+        ip.payload().to_vec(),
+    )
+}
+
+#[test]
+fn a_solicitation_for_our_address_is_answered_and_teaches_us_the_solicitor() {
+    let (mut iface, mut port) = stack6();
+    for target in [our_ll(), GLOBAL] {
+        let group = solicited_node(target);
+        let packet = ip6_icmp(PEER_LL, group, 255, &[], &ns(target, Some(PEER_MAC)));
+        port.push_rx(&frame6(multicast_mac(group), &packet));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        let out = port.take_tx();
+        assert_eq!(out.len(), 1, "target {target}");
+        let (eth_dst, src, dst, hop, message) = parse6(&out[0]);
+        assert_eq!((eth_dst, src, dst, hop), (PEER_MAC, target, PEER_LL, 255));
+        assert_eq!(
+            NdpRepr::parse(&message).unwrap(),
+            NdpRepr::Advertisement {
+                router: false,
+                solicited: true,
+                override_: true,
+                target,
+                target_mac: Some(OUR_MAC),
+            }
+        );
+    }
+    let learned = iface.neighbors6();
+    assert_eq!(learned.len(), 1);
+    assert_eq!((learned[0].1, learned[0].2), (PEER_LL, Some(PEER_MAC)));
+    assert_eq!(
+        iface.counters().get(Stat::Icmp6OutNeighborAdvertisements),
+        2
+    );
+}
+
+#[test]
+fn duplicate_address_detection_for_our_address_is_answered_to_all_nodes() {
+    let (mut iface, mut port) = stack6();
+    let group = solicited_node(GLOBAL);
+    let packet = ip6_icmp(Ipv6Addr::UNSPECIFIED, group, 255, &[], &ns(GLOBAL, None));
+    port.push_rx(&frame6(multicast_mac(group), &packet));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (eth_dst, src, dst, _, message) = parse6(&out[0]);
+    assert_eq!(eth_dst, MacAddr([0x33, 0x33, 0, 0, 0, 1]));
+    assert_eq!((src, dst), (GLOBAL, "ff02::1".parse().unwrap()));
+    assert!(matches!(
+        NdpRepr::parse(&message).unwrap(),
+        NdpRepr::Advertisement {
+            solicited: false,
+            override_: true,
+            ..
+        }
+    ));
+    assert!(iface.neighbors6().is_empty(), "nothing to learn from ::");
+}
+
+#[test]
+fn advertisements_are_learned() {
+    let (mut iface, mut port) = stack6();
+    let na = NdpRepr::Advertisement {
+        router: false,
+        solicited: true,
+        override_: true,
+        target: PEER6,
+        target_mac: Some(PEER_MAC),
+    };
+    let mut m = vec![0u8; na.len()];
+    na.emit(&mut m);
+    port.push_rx(&frame6(OUR_MAC, &ip6_icmp(PEER6, GLOBAL, 255, &[], &m)));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.neighbors6()[0].1, PEER6);
+    assert_eq!(iface.neighbors6()[0].2, Some(PEER_MAC));
+}
+
+#[test]
+fn ping6_to_link_local_global_and_all_nodes_is_answered() {
+    let (mut iface, mut port) = stack6();
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let cases = [
+        (PEER_LL, our_ll(), OUR_MAC, our_ll()),
+        (PEER6, GLOBAL, OUR_MAC, GLOBAL),
+        (PEER_LL, all_nodes, multicast_mac(all_nodes), our_ll()),
+    ];
+    for (seq, (src, dst, mac, reply_from)) in cases.into_iter().enumerate() {
+        let request = echo6(seq as u8, b"ping six");
+        let mut frame = frame6(mac, &ip6_icmp(src, dst, 64, &[], &request));
+        frame.extend_from_slice(&[0; 6]); // Ethernet padding
+        port.push_rx(&frame);
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        let out = port.take_tx();
+        assert_eq!(out.len(), 1, "to {dst}");
+        let (eth_dst, from, to, hop, message) = parse6(&out[0]);
+        assert_eq!((eth_dst, from, to, hop), (PEER_MAC, reply_from, src, 64));
+        assert_eq!(message[0], icmp6::ECHO_REPLY);
+        assert_eq!(
+            message[4..],
+            request[4..],
+            "ident, sequence and data echoed"
+        );
+    }
+    assert_eq!(iface.counters().get(Stat::Icmp6OutEchoReplies), 3);
+}
+
+#[test]
+fn an_echo_after_extension_headers_is_answered_without_them() {
+    let (mut iface, mut port) = stack6();
+    let pad = vec![0, 0, 1, 4, 0, 0, 0, 0]; // dest options: PadN
+    let request = echo6(9, b"ext");
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER6, GLOBAL, 64, &[pad.clone(), pad], &request),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (_, from, to, _, message) = parse6(&out[0]);
+    assert_eq!((from, to), (GLOBAL, PEER6));
+    assert_eq!(message[4..], request[4..]);
+}
+
+#[test]
+fn hostile_and_malformed_ipv6_is_dropped_by_reason_and_the_stack_still_answers() {
+    let (mut iface, mut port) = stack6();
+    let group = solicited_node(GLOBAL);
+    let pad = vec![0, 0, 1, 4, 0, 0, 0, 0];
+    let mut bad_checksum = ip6_icmp(PEER6, GLOBAL, 64, &[], &echo6(1, b"x"));
+    bad_checksum[42] ^= 0xff;
+    let mut truncated = ip6_icmp(PEER6, GLOBAL, 64, &[], &echo6(1, b"x"));
+    truncated[5] += 40; // payload length past the frame
+    let mut version = ip6_icmp(PEER6, GLOBAL, 64, &[], &echo6(1, b"x"));
+    version[0] = 0x40;
+    let fragment = {
+        let mut p = ip6_icmp(
+            PEER6,
+            GLOBAL,
+            64,
+            &[vec![0, 0, 0, 1, 0, 0, 0, 7]],
+            &echo6(1, b"x"),
+        );
+        p[6] = next_header::FRAGMENT;
+        p
+    };
+    let cases: Vec<(Vec<u8>, MacAddr, DropReason)> = vec![
+        (
+            ip6_icmp(PEER6, GLOBAL, 0, &[], &echo6(1, b"x")),
+            OUR_MAC,
+            DropReason::Ipv6HopLimitZero,
+        ),
+        (
+            ip6_icmp(PEER6, GLOBAL, 64, &vec![pad; 9], &echo6(1, b"x")),
+            OUR_MAC,
+            DropReason::Ipv6BadExtensions,
+        ),
+        (fragment, OUR_MAC, DropReason::Ipv6Fragment),
+        (
+            ip6_icmp("ff02::5".parse().unwrap(), GLOBAL, 64, &[], &echo6(1, b"x")),
+            OUR_MAC,
+            DropReason::Ipv6BadSource,
+        ),
+        (
+            ip6_icmp(Ipv6Addr::UNSPECIFIED, GLOBAL, 64, &[], &echo6(1, b"x")),
+            OUR_MAC,
+            DropReason::Ipv6BadSource,
+        ),
+        (
+            ip6_icmp(PEER6, PEER6, 64, &[], &echo6(1, b"x")),
+            OUR_MAC,
+            DropReason::Ipv6NotForUs,
+        ),
+        (
+            ip6_icmp(PEER6, "ff02::9".parse().unwrap(), 64, &[], &echo6(1, b"x")),
+            OUR_MAC,
+            DropReason::Ipv6NotForUs,
+        ),
+        (bad_checksum, OUR_MAC, DropReason::Icmp6Malformed),
+        (truncated, OUR_MAC, DropReason::Ipv6Truncated),
+        (version, OUR_MAC, DropReason::Ipv6Malformed),
+        (
+            ip6_icmp(PEER_LL, group, 254, &[], &ns(GLOBAL, Some(PEER_MAC))),
+            multicast_mac(group),
+            DropReason::NdInvalid,
+        ),
+        (
+            ip6_icmp(
+                Ipv6Addr::UNSPECIFIED,
+                group,
+                255,
+                &[],
+                &ns(GLOBAL, Some(PEER_MAC)),
+            ),
+            multicast_mac(group),
+            DropReason::NdInvalid,
+        ),
+        (
+            ip6_icmp(PEER_LL, GLOBAL, 255, &[], &ns(PEER6, Some(PEER_MAC))),
+            OUR_MAC,
+            DropReason::NdNotForUs,
+        ),
+        (
+            ip6_icmp(PEER6, GLOBAL, 64, &[], &[200, 0, 0, 0, 0, 0, 0, 0]),
+            OUR_MAC,
+            DropReason::Icmp6Unhandled,
+        ),
+        (frame6_raw_udp(), OUR_MAC, DropReason::Ipv6UnknownNextHeader),
+    ];
+    for (packet, mac, reason) in cases {
+        let before = iface.counters().dropped(reason);
+        port.push_rx(&frame6(mac, &packet));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        assert!(port.take_tx().is_empty(), "{reason:?}: nothing answered");
+        assert_eq!(iface.counters().dropped(reason), before + 1, "{reason:?}");
+    }
+    // A frame to a multicast MAC we did not join never reaches IPv6.
+    port.push_rx(&frame6(
+        MacAddr([0x33, 0x33, 0, 0, 0, 9]),
+        &ip6_icmp(PEER6, GLOBAL, 64, &[], &echo6(1, b"x")),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.counters().dropped(DropReason::EthNotForUs), 1);
+    // Still answering.
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER6, GLOBAL, 64, &[], &echo6(2, b"ok")),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// A UDP-over-IPv6 packet (not handled over IPv6 yet).
+fn frame6_raw_udp() -> Vec<u8> {
+    let mut p = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
+    p[6] = next_header::UDP;
+    p
+}
+
+#[test]
+fn a_link_without_ipv6_ignores_it() {
+    let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    link.ipv6 = false;
+    let mut iface: Interface<MemBuf> =
+        Interface::new(InterfaceConfig::with_links(vec![link])).unwrap();
+    let mut port = MemPort::new(MemPortConfig::default());
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER_LL, our_ll(), 64, &[], &echo6(1, b"x")),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().iter().all(|f| f[12..14] != [0x86, 0xdd]));
+    assert_eq!(iface.counters().dropped(DropReason::EthUnknownType), 1);
+    assert!(iface.addresses6(0).is_empty());
+}
+
+#[test]
+fn bad_ipv6_addresses_are_refused() {
+    for bad in ["ff02::1", "::", "::1", "::ffff:10.0.0.1"] {
+        let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+        link.addresses6
+            .push(crate::route::Ipv6Cidr::new(bad.parse().unwrap(), 64).unwrap());
+        let result = Interface::<MemBuf>::new(InterfaceConfig::with_links(vec![link])).map(|_| ());
+        assert_eq!(
+            result,
+            Err(ConfigError::BadAddress6(bad.parse().unwrap())),
+            "{bad}"
+        );
+    }
+}

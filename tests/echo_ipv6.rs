@@ -1,0 +1,186 @@
+//! `dpstack-echo` answering IPv6 with the Linux kernel as its peer: a
+//! `net_tap` port moved into a network namespace the test creates. Neighbor
+//! Discovery both ways and `ping -6` to the link-local and global addresses;
+//! hostile IPv6 packets (hop limit 0, a long extension chain, a fragment)
+//! sent raw from the namespace are dropped and counted, and the stack still
+//! answers after.
+
+mod common;
+
+use common::{child_eal_args, unique_name, AppProcess, Netns};
+
+const STACK6: &str = "2001:db8:6::1";
+const KERNEL6: &str = "2001:db8:6::2";
+const KERNEL_MAC: &str = "02:00:00:00:06:02";
+
+struct Setup {
+    app: AppProcess,
+    ns: Netns,
+    iface: String,
+    stack_mac: String,
+    link_local: String,
+}
+
+fn start() -> Setup {
+    let iface = unique_name("dps6");
+    let vdev = format!("net_tap0,iface={iface}");
+    let global = format!("{STACK6}/64");
+    let app = AppProcess::echo(
+        &child_eal_args(&[&vdev]),
+        &["--ip", "10.206.0.1/24", "--ip", &global, "--udp", "7"],
+    );
+    app.wait_for_output("UDP port(s)");
+    let line = app.output_so_far();
+    let stack_mac = line
+        .split(", ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the start line names the MAC")
+        .to_lowercase();
+    let link_local = line
+        .split_whitespace()
+        .find(|w| w.starts_with("fe80::"))
+        .and_then(|w| w.split('/').next())
+        .expect("the start line lists the link-local address")
+        .to_owned();
+    let ns = Netns::create(&unique_name("dpstack-v6-"));
+    let n = ns.name.clone();
+    common::run("ip", &["link", "set", &iface, "netns", &n]);
+    common::run(
+        "ip",
+        &["-n", &n, "link", "set", &iface, "address", KERNEL_MAC],
+    );
+    // No duplicate address detection delay on the kernel side.
+    let out = ns.exec(
+        "sysctl",
+        &["-qw", &format!("net.ipv6.conf.{iface}.accept_dad=0")],
+    );
+    assert!(out.status.success());
+    let address = format!("{KERNEL6}/64");
+    common::run(
+        "ip",
+        &["-n", &n, "addr", "add", &address, "dev", &iface, "nodad"],
+    );
+    common::run("ip", &["-n", &n, "link", "set", &iface, "up"]);
+    Setup {
+        app,
+        ns,
+        iface,
+        stack_mac,
+        link_local,
+    }
+}
+
+fn ping6(s: &Setup, target: &str, count: &str) -> String {
+    let out = s.ns.exec(
+        "ping",
+        &[
+            "-6", "-c", count, "-i", "0.2", "-W", "2", "-I", &s.iface, target,
+        ],
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn counter(output: &str, name: &str) -> u64 {
+    output
+        .lines()
+        .rev()
+        .filter_map(|l| l.trim().strip_prefix(name))
+        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn ping6_reaches_the_global_and_link_local_addresses_and_both_sides_learn_each_other() {
+    let s = start();
+    let out = ping6(&s, STACK6, "3");
+    assert!(out.contains("3 received"), "ping -6 global: {out}");
+    let link_local = format!("{}%{}", s.link_local, s.iface);
+    let out = ping6(&s, &link_local, "2");
+    assert!(out.contains("2 received"), "ping -6 link-local: {out}");
+    // The kernel resolved us by Neighbor Discovery.
+    let neigh = String::from_utf8_lossy(&s.ns.exec("ip", &["-6", "neigh", "show", STACK6]).stdout)
+        .to_lowercase();
+    assert!(
+        neigh.contains(&s.stack_mac),
+        "kernel's neighbour entry: {neigh}"
+    );
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(counter(&done.stdout, "Icmp6OutEchoReplies"), 5);
+    assert!(counter(&done.stdout, "Icmp6OutNeighborAdvertisements") >= 1);
+    // And the stack learned the kernel from its solicitations.
+    assert!(
+        done.stdout
+            .contains(&format!("at {}", KERNEL_MAC.to_uppercase()))
+            && done.stdout.contains("neighbor6 "),
+        "the stack's neighbour cache: {}",
+        done.stdout
+    );
+}
+
+/// Sends raw IPv6 packets from the namespace with a Python raw socket
+/// (`IPV6_HDRINCL`-free: the kernel builds the IPv6 header, we choose the
+/// hop limit and the extension headers through the payload protocol).
+fn send_raw6(s: &Setup, script: &str) {
+    let out = s.ns.exec("python3", &["-c", script]);
+    assert!(
+        out.status.success(),
+        "raw send: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn hostile_ipv6_is_dropped_and_counted_and_the_stack_still_answers() {
+    let s = start();
+    // Resolve first, so the raw packets go straight out.
+    let out = ping6(&s, STACK6, "1");
+    assert!(out.contains("1 received"), "{out}");
+    let script = format!(
+        r#"
+import socket, struct
+dst = ("{STACK6}", 0)
+echo = bytes([128, 0, 0, 0, 0, 1, 0, 1]) + b"hostile"
+# 1. hop limit 0: an echo request sent with IPV6_UNICAST_HOPS = 0.
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 0)
+s.sendto(echo, dst)
+# 2. nine destination-options headers before the payload (over the walk's bound).
+def dest_opts(nxt):
+    return bytes([nxt, 0, 1, 4, 0, 0, 0, 0])
+chain = b"".join(dest_opts(60) for _ in range(8)) + dest_opts(59)
+r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, 60)
+r.sendto(chain, dst)
+# 3. a fragment (not reassembled yet).
+frag = bytes([58, 0, 0, 1]) + struct.pack("!I", 7) + echo
+f = socket.socket(socket.AF_INET6, socket.SOCK_RAW, 44)
+f.sendto(frag, dst)
+"#
+    );
+    send_raw6(&s, &script);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = ping6(&s, STACK6, "2");
+    assert!(out.contains("2 received"), "still answering: {out}");
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(
+        counter(&done.stdout, "drop_ipv6_hop_limit_zero"),
+        1,
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        counter(&done.stdout, "drop_ipv6_bad_extensions"),
+        1,
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        counter(&done.stdout, "drop_ipv6_fragment"),
+        1,
+        "{}",
+        done.stdout
+    );
+    assert_eq!(counter(&done.stdout, "Icmp6OutEchoReplies"), 3);
+}
