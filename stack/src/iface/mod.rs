@@ -39,7 +39,7 @@ use crate::time::{Duration, Instant};
 use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
 use crate::wire::ipv6::{multicast_mac, solicited_node};
 use arrayvec::ArrayVec;
-use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 /// ff02::1, the all-nodes group every IPv6 link joins.
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
@@ -458,20 +458,22 @@ impl<B: Buf> Interface<B> {
             .map(|hop| (usize::from(hop.port), hop.via, hop.source))
     }
 
-    /// Binds a UDP socket (port 0: an ephemeral port).
+    /// Binds a UDP socket (port 0: an ephemeral port). An IPv6 address
+    /// makes an IPv6 socket; bound to `::` it also receives IPv4 (as
+    /// IPv4-mapped addresses) unless `options.v6_only`.
     pub fn udp_bind(
         &mut self,
-        local: SocketAddrV4,
+        local: impl Into<SocketAddr>,
         options: BindOptions,
     ) -> Result<SocketId, BindError> {
         let core = &mut self.core;
-        let local_addrs = &core.local;
+        let (local4, links) = (&core.local, &core.links);
         core.udp
-            .bind(local, options, |ip| local_addrs.contains(&ip))
+            .bind(local, options, |ip| is_ours(local4, links, ip))
     }
 
     /// Connects a UDP socket to `remote`.
-    pub fn udp_connect(&mut self, socket: SocketId, remote: SocketAddrV4) -> bool {
+    pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
         self.core.udp.connect(socket, remote)
     }
 
@@ -637,6 +639,15 @@ impl<B: Buf> Interface<B> {
     }
 }
 
+/// True if `ip` is one of our addresses (IPv4 from `local4`, IPv6 on any
+/// link).
+fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => local4.contains(&v4),
+        IpAddr::V6(v6) => links.iter().any(|l| l.has_address6(v6)),
+    }
+}
+
 /// Receives one burst from `link` and hands its datagrams over as they
 /// come, in arrival order; consecutive ones for the same socket travel
 /// together. Returns the number of frames received.
@@ -737,10 +748,10 @@ fn run_commands<B: Buf>(
                 queue,
                 reply,
             } => {
-                let local_addrs = &core.local;
+                let (local4, links) = (&core.local, &core.links);
                 let result = core
                     .udp
-                    .bind(local, options, |ip| local_addrs.contains(&ip))
+                    .bind(local, options, |ip| is_ours(local4, links, ip))
                     .map(|id| {
                         let index = id.index() as usize;
                         if queues.len() <= index {

@@ -20,7 +20,7 @@
 //!
 //! Owned by one lcore; binds and closes are control-path calls.
 
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// A socket's handle in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,6 +40,9 @@ pub struct BindOptions {
     pub reuse_port: bool,
     /// SO_BINDTODEVICE: only receive from this port.
     pub device: Option<u16>,
+    /// IPV6_V6ONLY: an IPv6 socket bound to `::` does not also receive
+    /// IPv4 (as IPv4-mapped addresses). Ignored for IPv4 sockets.
+    pub v6_only: bool,
 }
 
 /// Why a bind failed.
@@ -68,7 +71,18 @@ impl core::fmt::Display for BindError {
 
 impl std::error::Error for BindError {}
 
-/// The parts of a received datagram that lookup looks at.
+/// The parts of a received IPv6 datagram that lookup looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowKey6 {
+    /// Sender.
+    pub src: SocketAddrV6,
+    /// Destination (ours).
+    pub dst: SocketAddrV6,
+    /// The port (device) it arrived on.
+    pub device: u16,
+}
+
+/// The parts of a received IPv4 datagram that lookup looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowKey {
     /// Sender.
@@ -117,29 +131,100 @@ fn head_of(slot: u32) -> u32 {
     slot & ID_MASK
 }
 
+/// An address as the table compares it: IPv4 in its IPv4-mapped IPv6 form,
+/// the unspecified address of either family as 0 (ANY).
+#[inline]
+fn key_of(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => 0,
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().to_bits(),
+        IpAddr::V6(v6) => v6.to_bits(),
+    }
+}
+
+/// True for an IPv4-mapped key (`::ffff:a.b.c.d`).
+#[inline]
+fn is_mapped(key: u128) -> bool {
+    key >> 32 == 0xffff
+}
+
+/// An address with IPv4-mapped IPv6 turned into IPv4.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, v6.port())),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}
+
+/// The traffic a socket receives: IPv4 at one key (0: ANY) and/or IPv6 at
+/// one key. An IPv4 socket hears IPv4 only; an IPv6 socket bound to `::`
+/// hears both unless v6-only; one bound to an IPv4-mapped address hears
+/// IPv4 only; one bound to any other IPv6 address hears IPv6 only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Views {
+    v4: Option<u128>,
+    v6: Option<u128>,
+}
+
+fn views(local: u128, v6_socket: bool, v6_only: bool) -> Views {
+    match (v6_socket, local) {
+        (false, _) => Views {
+            v4: Some(local),
+            v6: None,
+        },
+        (true, 0) => Views {
+            v4: (!v6_only).then_some(0),
+            v6: Some(0),
+        },
+        (true, l) if is_mapped(l) => Views {
+            v4: Some(l),
+            v6: None,
+        },
+        (true, l) => Views {
+            v4: None,
+            v6: Some(l),
+        },
+    }
+}
+
+/// True if two bindings of one port claim some of the same traffic.
+fn overlap(a: Views, b: Views) -> bool {
+    let same = |x: Option<u128>, y: Option<u128>| match (x, y) {
+        (Some(x), Some(y)) => x == y || x == 0 || y == 0,
+        _ => false,
+    };
+    same(a.v4, b.v4) || same(a.v6, b.v6)
+}
+
 #[derive(Debug, Clone)]
 struct Socket {
-    local: SocketAddrV4,
-    remote: Option<SocketAddrV4>,
+    local: SocketAddr,
+    remote: Option<SocketAddr>,
     options: BindOptions,
     group: Option<usize>,
     /// Connected sockets: the route to their peer (early demux on send).
     route: Option<CachedRoute>,
 }
 
-/// What lookup reads of a socket, packed into 28 bytes (a socket's whole
-/// match state and its chain link in under half a cache line), kept apart
-/// from the colder [`Socket`]. Addresses are host-order bits; 0 is ANY.
+/// What lookup reads of a socket (its whole match state and its chain
+/// link), kept apart from the colder [`Socket`]. Addresses are keys
+/// ([`key_of`]): IPv4 as IPv4-mapped, 0 for ANY.
 #[derive(Debug, Clone, Copy)]
 struct Hot {
-    local_ip: u32,
-    remote_ip: u32,
+    local: u128,
+    remote: u128,
     local_port: u16,
     /// 0: any remote port (or not connected).
     remote_port: u16,
     /// [`ANY_DEVICE`] unless bound to a device.
     device: u32,
     connected: bool,
+    /// An IPv6 socket (else IPv4).
+    v6: bool,
+    v6_only: bool,
     /// Reuseport group index, or [`NONE`].
     group: u32,
     /// The next socket bound to the same port, or [`NONE`].
@@ -160,11 +245,32 @@ enum GroupPick {
 /// [`Hot::device`] of a socket not bound to a device.
 const ANY_DEVICE: u32 = u32::MAX;
 
-/// A received datagram's addresses as lookup compares them.
+impl Hot {
+    fn views(&self) -> Views {
+        views(self.local, self.v6, self.v6_only)
+    }
+}
+
+impl Probe {
+    fn of_v4(key: &FlowKey) -> Probe {
+        Probe {
+            v4: true,
+            src: key_of(IpAddr::V4(*key.src.ip())),
+            dst: key_of(IpAddr::V4(*key.dst.ip())),
+            src_port: key.src.port(),
+            dst_port: key.dst.port(),
+            device: u32::from(key.device),
+        }
+    }
+}
+
+/// A received datagram's addresses as lookup compares them (keys).
 #[derive(Debug, Clone, Copy)]
 struct Probe {
-    src_ip: u32,
-    dst_ip: u32,
+    /// An IPv4 datagram (else IPv6).
+    v4: bool,
+    src: u128,
+    dst: u128,
     src_port: u16,
     dst_port: u16,
     device: u32,
@@ -228,22 +334,32 @@ impl UdpTable {
 
     /// Binds a socket to `local` (port 0: an ephemeral port). `is_local`
     /// says whether an address is one of the host's.
+    ///
+    /// An IPv6 address binds an IPv6 socket (see [`Views`] for what it
+    /// hears); an IPv4-mapped one must name an address of ours, and cannot
+    /// be v6-only.
     pub fn bind(
         &mut self,
-        mut local: SocketAddrV4,
+        local: impl Into<SocketAddr>,
         options: BindOptions,
-        is_local: impl Fn(Ipv4Addr) -> bool,
+        is_local: impl Fn(IpAddr) -> bool,
     ) -> Result<SocketId, BindError> {
-        if !local.ip().is_unspecified() && !is_local(*local.ip()) {
+        let mut local = local.into();
+        let v6 = local.is_ipv6();
+        let ip = canonical(local).ip();
+        let mapped = v6 && ip.is_ipv4();
+        if (!ip.is_unspecified() && !is_local(ip)) || (mapped && options.v6_only) {
             return Err(BindError::AddrNotAvailable);
         }
         if self.free.is_empty() && self.sockets.len() >= NONE as usize {
             return Err(BindError::TableFull);
         }
+        let key = key_of(ip);
+        let socket_views = views(key, v6, options.v6_only);
         if local.port() == 0 {
-            local.set_port(self.free_port(*local.ip())?);
+            local.set_port(self.free_port(socket_views)?);
         }
-        let group = self.join_group(local, options)?;
+        let group = self.join_group(local, socket_views, options)?;
         let socket = Socket {
             local,
             remote: None,
@@ -252,12 +368,14 @@ impl UdpTable {
             route: None,
         };
         let hot = Hot {
-            local_ip: local.ip().to_bits(),
-            remote_ip: 0,
+            local: key,
+            remote: 0,
             local_port: local.port(),
             remote_port: 0,
             device: options.device.map_or(ANY_DEVICE, u32::from),
             connected: false,
+            v6,
+            v6_only: v6 && options.v6_only,
             group: group.map_or(NONE, |g| g as u32),
             next_on_port: NONE,
         };
@@ -285,17 +403,21 @@ impl UdpTable {
     /// Checks the conflict rules; returns the reuseport group to join.
     fn join_group(
         &mut self,
-        local: SocketAddrV4,
+        local: SocketAddr,
+        local_views: Views,
         options: BindOptions,
     ) -> Result<Option<usize>, BindError> {
         let mut group = None;
-        for id in self.overlapping(local) {
+        for id in self.overlapping(local.port(), local_views) {
             let other = self.socket(id).expect("listed sockets exist");
             if !(options.reuse_port && other.options.reuse_port) {
                 return Err(BindError::AddrInUse);
             }
             // A group shares address and device (as Linux's sk_bound_dev_if).
-            if other.local == local && other.options.device == options.device {
+            if other.local == local
+                && other.options.device == options.device
+                && other.options.v6_only == options.v6_only
+            {
                 group = other.group;
             }
         }
@@ -306,21 +428,28 @@ impl UdpTable {
         Ok(group)
     }
 
-    /// Appends a socket to its port's chain (arrival order is kept, so
-    /// reuseport members and equal scores resolve as they were bound).
+    /// Adds a socket to its port's chain: IPv4 sockets in bind order, then
+    /// IPv6 sockets in bind order (so reuseport members and equal scores
+    /// resolve as they were bound within a family).
     fn link(&mut self, id: SocketId) {
         let port = usize::from(self.hot[id.0 as usize].local_port);
+        let is_v6 = self.hot[id.0 as usize].v6;
+        // IPv4 sockets go before the first IPv6 one (as Linux puts IPv6
+        // reuseport sockets at the tail), so for IPv4 traffic an IPv4 socket
+        // is met, and wins, before a dual-stack group's early answer.
+        let mut previous = NONE;
         let mut at = head_of(self.ports[port]);
-        if at == NONE {
-            self.ports[port] = id.0;
-            return;
-        }
-        while let Some(hot) = self.hot.get_mut(at as usize) {
-            if hot.next_on_port == NONE {
-                hot.next_on_port = id.0;
-                return;
+        while let Some(hot) = self.hot.get(at as usize) {
+            if !is_v6 && hot.v6 {
+                break;
             }
+            previous = at;
             at = hot.next_on_port;
+        }
+        self.hot[id.0 as usize].next_on_port = at;
+        match self.hot.get_mut(previous as usize) {
+            Some(hot) => hot.next_on_port = id.0,
+            None => self.ports[port] = id.0,
         }
     }
 
@@ -328,10 +457,13 @@ impl UdpTable {
     /// clears the mark otherwise. After every change to the port's sockets.
     fn refresh(&mut self, port: u16) {
         let head = head_of(self.ports[usize::from(port)]);
-        let sole = self.hot.get(head as usize).filter(|h| {
-            h.next_on_port == NONE && !h.connected && h.group == NONE && h.device == ANY_DEVICE
+        // The shortcut answers IPv4 lookups: the sole socket must hear IPv4.
+        let sole = self.hot.get(head as usize).and_then(|h| {
+            let plain =
+                h.next_on_port == NONE && !h.connected && h.group == NONE && h.device == ANY_DEVICE;
+            plain.then(|| h.views().v4).flatten()
         });
-        let address = sole.and_then(|h| match h.local_ip {
+        let address = sole.and_then(|key| match key as u32 {
             0 => Some(0),
             ip => match self.addresses.iter().position(|&a| a == ip) {
                 Some(i) => Some(i as u32 + 1),
@@ -377,20 +509,15 @@ impl UdpTable {
         })
     }
 
-    /// Sockets whose address overlaps `local` (same port, and same address
-    /// or either one ANY).
-    fn overlapping(&self, local: SocketAddrV4) -> Vec<SocketId> {
-        self.chain(local.port())
-            .filter(|(_, s)| {
-                s.local.ip() == local.ip()
-                    || s.local.ip().is_unspecified()
-                    || local.ip().is_unspecified()
-            })
+    /// Sockets on `port` that hear some of the traffic `local_views` would.
+    fn overlapping(&self, port: u16, local_views: Views) -> Vec<SocketId> {
+        self.chain(port)
+            .filter(|(id, _)| overlap(self.hot[id.0 as usize].views(), local_views))
             .map(|(id, _)| id)
             .collect()
     }
 
-    fn free_port(&mut self, ip: Ipv4Addr) -> Result<u16, BindError> {
+    fn free_port(&mut self, local_views: Views) -> Result<u16, BindError> {
         let span = EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start() + 1;
         for _ in 0..span {
             let port = self.next_ephemeral;
@@ -399,7 +526,7 @@ impl UdpTable {
             } else {
                 port + 1
             };
-            if self.overlapping(SocketAddrV4::new(ip, port)).is_empty() {
+            if self.overlapping(port, local_views).is_empty() {
                 return Ok(port);
             }
         }
@@ -408,14 +535,26 @@ impl UdpTable {
 
     /// Connects `id` to `remote`: it then only receives from there, and wins
     /// over unconnected sockets of its reuseport group.
-    pub fn connect(&mut self, id: SocketId, remote: SocketAddrV4) -> bool {
+    /// An IPv4 socket connects to IPv4 peers only; an IPv6 one to IPv6
+    /// peers, or IPv4 ones given as IPv4-mapped addresses (unless v6-only).
+    pub fn connect(&mut self, id: SocketId, remote: impl Into<SocketAddr>) -> bool {
+        let remote = remote.into();
         let Some(Some(socket)) = self.sockets.get_mut(id.0 as usize) else {
             return false;
         };
+        let hot = &mut self.hot[id.0 as usize];
+        let peer = canonical(remote);
+        let fits = match (hot.v6, remote.is_ipv6(), peer.is_ipv4()) {
+            (false, false, _) => true,
+            (true, true, mapped) => !(mapped && hot.v6_only),
+            _ => false,
+        };
+        if !fits {
+            return false;
+        }
         let was_connected = socket.remote.replace(remote).is_some();
         socket.route = None;
-        let hot = &mut self.hot[id.0 as usize];
-        hot.remote_ip = remote.ip().to_bits();
+        hot.remote = key_of(peer.ip());
         hot.remote_port = remote.port();
         hot.connected = true;
         let port = hot.local_port;
@@ -449,14 +588,30 @@ impl UdpTable {
         true
     }
 
-    /// The local address of a socket.
-    pub fn local_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
+    /// The address a socket is bound to, of its own family.
+    pub fn local_socket_addr(&self, id: SocketId) -> Option<SocketAddr> {
         self.socket(id).map(|s| s.local)
     }
 
-    /// The remote address of a connected socket.
+    /// The IPv4 address a socket speaks from to IPv4 peers: its own for an
+    /// IPv4 socket, the mapped one or ANY for an IPv6 socket that hears
+    /// IPv4; `None` for a socket that does not (or does not exist).
+    pub fn local_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
+        let socket = self.socket(id)?;
+        let key = self.hot[id.0 as usize].views().v4?;
+        Some(SocketAddrV4::new(
+            Ipv4Addr::from(key as u32),
+            socket.local.port(),
+        ))
+    }
+
+    /// The IPv4 peer of a connected socket (IPv4-mapped peers of IPv6
+    /// sockets included).
     pub fn peer_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
-        self.socket(id).and_then(|s| s.remote)
+        match canonical(self.socket(id)?.remote?) {
+            SocketAddr::V4(v4) => Some(v4),
+            SocketAddr::V6(_) => None,
+        }
     }
 
     /// The route a connected socket keeps to `dst`, if it is still valid
@@ -470,13 +625,14 @@ impl UdpTable {
     ) -> Option<CachedRoute> {
         let socket = self.socket(id)?;
         let route = socket.route?;
-        (socket.remote == Some(dst) && route.generation == generation).then_some(route)
+        let connected_to_dst = socket.remote.map(canonical) == Some(SocketAddr::V4(dst));
+        (connected_to_dst && route.generation == generation).then_some(route)
     }
 
     /// Lets a socket connected to `dst` keep `route` (others ignore it).
     pub fn remember_route(&mut self, id: SocketId, dst: SocketAddrV4, route: CachedRoute) {
         if let Some(Some(socket)) = self.sockets.get_mut(id.0 as usize) {
-            if socket.remote == Some(dst) {
+            if socket.remote.map(canonical) == Some(SocketAddr::V4(dst)) {
                 socket.route = Some(route);
             }
         }
@@ -496,8 +652,8 @@ impl UdpTable {
         self.sockets.get(id.0 as usize).and_then(Option::as_ref)
     }
 
-    /// The socket that receives a datagram with `key`, if any. Per packet,
-    /// owning lcore only; no allocation.
+    /// The socket that receives an IPv4 datagram with `key`, if any. Per
+    /// packet, owning lcore only; no allocation.
     #[inline(always)]
     pub fn lookup(&self, key: &FlowKey) -> Option<SocketId> {
         let slot = self.ports[usize::from(key.dst.port())];
@@ -508,19 +664,27 @@ impl UdpTable {
             };
             return hit.then_some(SocketId(head_of(slot)));
         }
-        self.lookup_chain(key, head_of(slot))
+        self.lookup_chain(&Probe::of_v4(key), head_of(slot))
     }
 
-    /// The general lookup: walks the port's chain, scoring each socket.
-    #[inline(never)]
-    fn lookup_chain(&self, key: &FlowKey, head: u32) -> Option<SocketId> {
+    /// The socket that receives an IPv6 datagram with `key`, if any.
+    #[inline]
+    pub fn lookup6(&self, key: &FlowKey6) -> Option<SocketId> {
+        let slot = self.ports[usize::from(key.dst.port())];
         let probe = Probe {
-            src_ip: key.src.ip().to_bits(),
-            dst_ip: key.dst.ip().to_bits(),
+            v4: false,
+            src: key.src.ip().to_bits(),
+            dst: key.dst.ip().to_bits(),
             src_port: key.src.port(),
             dst_port: key.dst.port(),
             device: u32::from(key.device),
         };
+        self.lookup_chain(&probe, head_of(slot))
+    }
+
+    /// The general lookup: walks the port's chain, scoring each socket.
+    #[inline(never)]
+    fn lookup_chain(&self, probe: &Probe, head: u32) -> Option<SocketId> {
         // Pass 0: sockets bound to the destination address; pass 1, only if
         // pass 0 found nothing: sockets bound to ANY.
         for wildcard_pass in [false, true] {
@@ -529,10 +693,10 @@ impl UdpTable {
             while let Some(hot) = self.hot.get(at as usize) {
                 let id = at;
                 at = hot.next_on_port;
-                if (hot.local_ip == 0) != wildcard_pass {
+                if (hot.local == 0) != wildcard_pass {
                     continue;
                 }
-                let Some(points) = score(hot, &probe) else {
+                let Some(points) = score(hot, probe) else {
                     continue;
                 };
                 if points <= best_points {
@@ -540,7 +704,7 @@ impl UdpTable {
                 }
                 (best_points, best) = (points, id);
                 if let Some(group) = self.groups.get(hot.group as usize) {
-                    match self.pick_in_group(group, key, hot.connected) {
+                    match self.pick_in_group(group, probe, hot.connected) {
                         GroupPick::Final(pick) => return Some(pick),
                         GroupPick::StandIn(pick) => best = pick.0,
                         GroupPick::Keep => {}
@@ -558,8 +722,8 @@ impl UdpTable {
     /// line so the flow hash is computed only for grouped sockets (inlined,
     /// the compiler hoists it into every lookup).
     #[inline(never)]
-    fn pick_in_group(&self, group: &ReuseportGroup, key: &FlowKey, connected: bool) -> GroupPick {
-        let hash = self.flow_hash(key);
+    fn pick_in_group(&self, group: &ReuseportGroup, probe: &Probe, connected: bool) -> GroupPick {
+        let hash = self.flow_hash(probe);
         if group.connected == 0 {
             return GroupPick::Final(group.select(hash));
         }
@@ -585,9 +749,10 @@ impl UdpTable {
 
     /// A keyed hash of the 4-tuple (for reuseport selection).
     #[inline]
-    fn flow_hash(&self, key: &FlowKey) -> u32 {
-        let a = u64::from(u32::from(*key.src.ip())) << 32 | u64::from(u32::from(*key.dst.ip()));
-        let b = u64::from(key.src.port()) << 16 | u64::from(key.dst.port());
+    fn flow_hash(&self, probe: &Probe) -> u32 {
+        let fold = |k: u128| (k >> 64) as u64 ^ k as u64;
+        let a = fold(probe.src).rotate_left(32) ^ fold(probe.dst);
+        let b = u64::from(probe.src_port) << 16 | u64::from(probe.dst_port);
         let mut h = (a ^ self.hash_key).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         h ^= h >> 29;
         h = (h ^ b ^ self.hash_key.rotate_left(32)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -597,23 +762,40 @@ impl UdpTable {
 }
 
 /// How well a socket matches a datagram: `None` if it cannot receive it,
-/// else higher for more specific matches (as Linux's `compute_score`: exact
-/// local address, connected remote address and port, bound device, 4 points
-/// each). One call site: [`UdpTable::lookup_chain`].
+/// else higher for more specific matches (as Linux's `compute_score`: an
+/// IPv4 socket beats an IPv6 one for IPv4 traffic; exact local address,
+/// connected remote address and port, bound device, 4 points each). One
+/// call site: [`UdpTable::lookup_chain`].
 #[inline(always)]
 fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
     if socket.local_port != probe.dst_port {
         return None;
     }
-    let mut points = 2; // IPv4 socket for an IPv4 datagram
-    if socket.local_ip != 0 {
-        if socket.local_ip != probe.dst_ip {
+    let mut points = if probe.v4 {
+        // IPv4 traffic: IPv4 sockets, and IPv6 ones that hear IPv4.
+        if socket.v6 && (socket.v6_only || (socket.local != 0 && !is_mapped(socket.local))) {
+            return None;
+        }
+        if socket.v6 {
+            1
+        } else {
+            2
+        }
+    } else {
+        // IPv6 traffic: IPv6 sockets not bound to an IPv4-mapped address.
+        if !socket.v6 || is_mapped(socket.local) {
+            return None;
+        }
+        2
+    };
+    if socket.local != 0 {
+        if socket.local != probe.dst {
             return None;
         }
         points += 4;
     }
     if socket.connected {
-        if socket.remote_ip != probe.src_ip {
+        if socket.remote != probe.src {
             return None;
         }
         points += 4;

@@ -2,14 +2,17 @@
 //! must receive it, pinning Linux's UDP lookup semantics.
 
 use super::*;
+use core::net::{Ipv6Addr, SocketAddrV6};
 
 const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const HOST2: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 5);
 const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const OTHER_PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
 
-fn local(ip: Ipv4Addr) -> bool {
-    ip == HOST || ip == HOST2
+const HOST6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+
+fn local(ip: IpAddr) -> bool {
+    ip == HOST || ip == HOST2 || ip == HOST6
 }
 
 fn addr(ip: Ipv4Addr, port: u16) -> SocketAddrV4 {
@@ -27,6 +30,7 @@ fn key(src: SocketAddrV4, dst: SocketAddrV4) -> FlowKey {
 const REUSE: BindOptions = BindOptions {
     reuse_port: true,
     device: None,
+    v6_only: false,
 };
 
 #[test]
@@ -171,6 +175,7 @@ fn bound_device_must_match() {
     let on_port_1 = BindOptions {
         reuse_port: false,
         device: Some(1),
+        v6_only: false,
     };
     let s = t.bind(addr(HOST, 700), on_port_1, local).unwrap();
     let mut k = key(addr(PEER, 1), addr(HOST, 700));
@@ -216,6 +221,7 @@ fn reuseport_groups_are_per_device() {
     let on = |device| BindOptions {
         reuse_port: true,
         device: Some(device),
+        v6_only: false,
     };
     let a = t
         .bind(addr(Ipv4Addr::UNSPECIFIED, 53), on(0), local)
@@ -265,8 +271,16 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                 let options = BindOptions {
                     reuse_port: rng.next(3) == 0,
                     device: (rng.next(4) == 0).then_some(rng.next(2) as u16),
+                    v6_only: rng.next(2) == 0,
                 };
-                let local_addr = addr(ips[rng.next(3) as usize], 5000 + rng.next(3) as u16);
+                let port = 5000 + rng.next(3) as u16;
+                // A third of the sockets are IPv6: dual-stack or v6-only
+                // wildcards, a global address, or an IPv4-mapped one.
+                let local_addr: SocketAddr = match rng.next(6) {
+                    0 => v6(Ipv6Addr::UNSPECIFIED, port),
+                    1 => v6([HOST6, HOST.to_ipv6_mapped()][rng.next(2) as usize], port),
+                    _ => SocketAddr::V4(addr(ips[rng.next(3) as usize], port)),
+                };
                 if let Ok(id) = t.bind(local_addr, options, local) {
                     open.push(id);
                 }
@@ -274,7 +288,13 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
             2 if !open.is_empty() => {
                 let id = open[rng.next(open.len() as u64) as usize];
                 let peer = addr(peers[rng.next(2) as usize], rng.next(2) as u16 * 9);
-                t.connect(id, peer);
+                // IPv6 sockets take the IPv4 peer in its mapped form.
+                if !t.connect(id, peer) {
+                    t.connect(
+                        id,
+                        SocketAddrV6::new(peer.ip().to_ipv6_mapped(), peer.port(), 0, 0),
+                    );
+                }
             }
             _ if !open.is_empty() => {
                 let id = open.swap_remove(rng.next(open.len() as u64) as usize);
@@ -293,7 +313,8 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                             dst: addr(dst, port),
                             device,
                         };
-                        assert_eq!(t.lookup(&k), t.lookup_chain(&k, head_of(slot)), "{k:?}");
+                        let walked = t.lookup_chain(&Probe::of_v4(&k), head_of(slot));
+                        assert_eq!(t.lookup(&k), walked, "{k:?}");
                     }
                 }
             }
@@ -326,4 +347,135 @@ fn sole_sockets_on_more_addresses_than_slots_can_name_still_match() {
         assert_eq!(t.lookup(&to(ip(i as u32))), Some(id));
         assert_eq!(t.lookup(&to(ip(i as u32 + 1))), None, "another address");
     }
+}
+
+fn key6(src: Ipv6Addr, dst: Ipv6Addr, port: u16) -> FlowKey6 {
+    FlowKey6 {
+        src: SocketAddrV6::new(src, 9, 0, 0),
+        dst: SocketAddrV6::new(dst, port, 0, 0),
+        device: 0,
+    }
+}
+
+const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+
+fn v6(ip: Ipv6Addr, port: u16) -> SocketAddr {
+    SocketAddr::V6(SocketAddrV6::new(ip, port, 0, 0))
+}
+
+const V6_ONLY: BindOptions = BindOptions {
+    reuse_port: false,
+    device: None,
+    v6_only: true,
+};
+
+#[test]
+fn a_dual_stack_wildcard_socket_hears_both_families() {
+    let mut t = UdpTable::new(1);
+    let any6 = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 53), BindOptions::default(), local)
+        .unwrap();
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(any6));
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), Some(any6));
+    assert_eq!(t.local_addr(any6), Some(addr(Ipv4Addr::UNSPECIFIED, 53)));
+    // It holds the IPv4 wildcard too (Linux: EADDRINUSE).
+    assert_eq!(
+        t.bind(
+            addr(Ipv4Addr::UNSPECIFIED, 53),
+            BindOptions::default(),
+            local
+        ),
+        Err(BindError::AddrInUse)
+    );
+    assert_eq!(
+        t.bind(addr(HOST, 53), BindOptions::default(), local),
+        Err(BindError::AddrInUse)
+    );
+}
+
+#[test]
+fn a_v6_only_socket_leaves_ipv4_to_an_ipv4_socket() {
+    let mut t = UdpTable::new(1);
+    let only6 = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 53), V6_ONLY, local)
+        .unwrap();
+    let any4 = t
+        .bind(
+            addr(Ipv4Addr::UNSPECIFIED, 53),
+            BindOptions::default(),
+            local,
+        )
+        .unwrap();
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(any4));
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), Some(only6));
+    assert_eq!(t.local_addr(only6), None, "speaks no IPv4");
+}
+
+#[test]
+fn families_never_cross_and_specific_addresses_coexist() {
+    let mut t = UdpTable::new(1);
+    let host6 = t
+        .bind(v6(HOST6, 53), BindOptions::default(), local)
+        .unwrap();
+    let any4 = t
+        .bind(
+            addr(Ipv4Addr::UNSPECIFIED, 53),
+            BindOptions::default(),
+            local,
+        )
+        .unwrap();
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), Some(host6));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(any4));
+    let other6 = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7);
+    assert_eq!(t.lookup6(&key6(PEER6, other6, 53)), None);
+    // An address that is not ours cannot be bound.
+    assert_eq!(
+        t.bind(v6(other6, 54), BindOptions::default(), local),
+        Err(BindError::AddrNotAvailable)
+    );
+}
+
+#[test]
+fn an_ipv4_mapped_binding_hears_ipv4_only() {
+    let mut t = UdpTable::new(1);
+    let mapped = t
+        .bind(v6(HOST.to_ipv6_mapped(), 53), BindOptions::default(), local)
+        .unwrap();
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST2, 53))), None);
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), None);
+    assert_eq!(
+        t.bind(v6(HOST.to_ipv6_mapped(), 54), V6_ONLY, local),
+        Err(BindError::AddrNotAvailable),
+        "v6-only cannot bind an IPv4-mapped address"
+    );
+}
+
+#[test]
+fn for_ipv4_an_ipv4_socket_beats_a_dual_stack_one() {
+    let mut t = UdpTable::new(1);
+    let dual = t.bind(v6(Ipv6Addr::UNSPECIFIED, 53), REUSE, local).unwrap();
+    let plain4 = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 53), REUSE, local)
+        .unwrap();
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(plain4));
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), Some(dual));
+}
+
+#[test]
+fn a_connected_dual_stack_socket_hears_only_its_ipv4_mapped_peer() {
+    let mut t = UdpTable::new(1);
+    let dual = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 53), BindOptions::default(), local)
+        .unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 9, 0, 0);
+    assert!(t.connect(dual, peer));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(dual));
+    assert_eq!(t.lookup(&key(addr(OTHER_PEER, 9), addr(HOST, 53))), None);
+    assert_eq!(t.peer_addr(dual), Some(addr(PEER, 9)));
+    // An IPv4 socket cannot connect to an IPv6 peer.
+    let four = t
+        .bind(addr(HOST, 60), BindOptions::default(), local)
+        .unwrap();
+    assert!(!t.connect(four, SocketAddrV6::new(PEER6, 9, 0, 0)));
 }
