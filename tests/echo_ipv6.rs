@@ -184,3 +184,46 @@ f.sendto(frag, dst)
     );
     assert_eq!(counter(&done.stdout, "Icmp6OutEchoReplies"), 3);
 }
+
+/// Sends `input` with socat from the namespace to `[target]:7` over UDP6
+/// and returns what came back.
+fn socat6(s: &Setup, target: &str, input: &[u8]) -> (Vec<u8>, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &s.ns.name, "socat", "-T", "2", "-"])
+        .arg(format!("UDP6:[{target}]:7"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("socat (scripts/setup installs it)");
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(input)
+        .expect("write");
+    let out = child.wait_with_output().expect("socat ran");
+    (
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn udp_over_ipv6_is_echoed_to_socat_on_global_and_link_local_addresses() {
+    let s = start();
+    let cases: [(String, &[u8]); 3] = [
+        (STACK6.to_owned(), b"hello over six\n"),
+        (STACK6.to_owned(), &[0x66; 1400]),
+        (format!("{}%{}", s.link_local, s.iface), b"link-local\n"),
+    ];
+    for (target, payload) in &cases {
+        let (back, err) = socat6(&s, target, payload);
+        assert_eq!(&back, payload, "echo from {target}: {err}");
+    }
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(counter(&done.stdout, "UdpInDatagrams"), 3);
+    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 3);
+}

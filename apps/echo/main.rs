@@ -30,7 +30,7 @@ use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::socket::{SocketError, UdpSocket};
 use dpstack::stack::udp::{BindOptions, SocketId};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -228,15 +228,21 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // A socket per address and port: a reply sent through the route table
     // (queue mode) then comes from the address the request went to, as a
     // client's connected socket expects.
-    // (UDP over IPv6 is not built yet: IPv6 addresses answer ND and ping.)
-    let locals: Vec<SocketAddrV4> = per_port
+    // Inline mode binds the IPv6 addresses (and the link-local ones) too;
+    // queue mode is IPv4 only for now (its send path has no IPv6 yet).
+    let mut addresses: Vec<IpAddr> = per_port
         .iter()
-        .flat_map(|(v4, _)| v4.iter())
-        .flat_map(|ip| {
-            let ip = ip.addr;
+        .flat_map(|(v4, _)| v4.iter().map(|a| IpAddr::V4(a.addr)))
+        .collect();
+    if !cli.queue_mode {
+        addresses.extend(addresses6.iter().flatten().map(|a| IpAddr::V6(a.addr)));
+    }
+    let locals: Vec<SocketAddr> = addresses
+        .iter()
+        .flat_map(|&ip| {
             cli.udp_ports
                 .iter()
-                .flat_map(move |r| (r.0..=r.1).map(move |p| SocketAddrV4::new(ip, p)))
+                .flat_map(move |r| (r.0..=r.1).map(move |p| SocketAddr::new(ip, p)))
         })
         .collect();
     if cli.queue_mode && locals.len() > MAX_QUEUE_MODE_SOCKETS {
@@ -282,6 +288,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let mut app_threads = Vec::new();
     if let Some(stack) = &stack {
         for &local in &locals {
+            let SocketAddr::V4(local) = local else {
+                continue;
+            };
             let socket = stack
                 .udp_bind(local)
                 .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
@@ -355,7 +364,9 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
         match socket.recv_batch(&mut batch, 32, Some(Duration::from_millis(100))) {
             Ok(_) => {
                 for datagram in batch.drain(..) {
-                    let _ = socket.send_to(datagram.payload(), datagram.src());
+                    if let SocketAddr::V4(peer) = datagram.src() {
+                        let _ = socket.send_to(datagram.payload(), peer);
+                    }
                 }
             }
             Err(SocketError::TimedOut) => {}

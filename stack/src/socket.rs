@@ -18,7 +18,7 @@
 
 use crate::port::Buf;
 use crate::udp::{BindError, BindOptions, Datagram, SocketId};
-use core::net::SocketAddrV4;
+use core::net::{SocketAddr, SocketAddrV4};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -317,7 +317,7 @@ impl<P: BufPool> UdpSocket<P> {
         &self,
         buf: &mut [u8],
         timeout: Option<Duration>,
-    ) -> Result<(usize, SocketAddrV4), SocketError> {
+    ) -> Result<(usize, SocketAddr), SocketError> {
         let mut one = Vec::with_capacity(1);
         self.recv_batch(&mut one, 1, timeout)?;
         let datagram = one.pop().ok_or(SocketError::TimedOut)?;

@@ -24,6 +24,7 @@ mod limit;
 mod rx;
 mod rx6;
 mod tx;
+mod tx6;
 
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use limit::TokenBucket;

@@ -47,7 +47,7 @@ pub(super) fn receive_frame<P: Port>(
     match ethertype {
         EtherType::Arp => arp_input(core, out, link, now, buf),
         EtherType::Ipv4 => ipv4_input(core, out, link, now, buf, src, delivered),
-        EtherType::Ipv6 => super::rx6::ipv6_input(core, out, link, now, buf, src),
+        EtherType::Ipv6 => super::rx6::ipv6_input(core, out, link, now, buf, src, delivered),
         _ => core.counters.count_drop(DropReason::EthUnknownType),
     }
 }

@@ -1,26 +1,35 @@
 //! The IPv6 receive path: header validation, the bounded extension-header
-//! walk, ICMPv6 echo, and Neighbor Discovery (solicitations for our
-//! addresses answered, advertisements learned).
+//! walk, UDP delivery, ICMPv6 echo, and Neighbor Discovery (solicitations
+//! for our addresses answered, advertisements learned).
 //!
 //! Per packet, owning lcore only: no allocation, no panic (every view is
 //! checked before use). A packet ends in exactly one of: a reply pushed to
-//! the link's transmit batch or a counted drop. Replies are built in the
+//! the link's transmit batch, a datagram handed back in `delivered`, or a
+//! counted drop. Replies are built in the
 //! received buffer and go back to the Ethernet source (the previous hop),
 //! so answering resolves nothing.
 
+use super::rx::Delivered;
 use super::tx::Out;
-use super::{Core, ALL_NODES};
+use super::{ChecksumPolicy, Core, ALL_NODES};
 use crate::counters::{DropReason, Stat};
+use crate::port::ChecksumStatus;
 use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
+use crate::udp::table::FlowKey6;
+use crate::udp::Datagram;
+use crate::wire::checksum;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, NdpRepr};
+use crate::wire::ipv6::pseudo_header;
 use crate::wire::ipv6::{
     multicast_mac, next_header, solicited_node, walk_extensions, Ipv6Header, Ipv6Packet,
     HEADER_LEN as IP6_LEN,
 };
+use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
 use core::net::Ipv6Addr;
+use core::net::SocketAddrV6;
 
 /// Hop limit of packets we originate.
 const HOP_LIMIT: u8 = 64;
@@ -47,6 +56,7 @@ pub(super) fn ipv6_input<P: Port>(
     now: Instant,
     buf: P::Buf,
     eth_src: MacAddr,
+    delivered: &mut Delivered<P::Buf>,
 ) {
     core.counters.count(Stat::Ip6InReceives);
     if core.links.get(link).is_none_or(|l| l.addresses6.is_empty()) {
@@ -100,6 +110,7 @@ pub(super) fn ipv6_input<P: Port>(
     core.counters.count(Stat::Ip6InDelivers);
     match extensions.protocol {
         next_header::ICMPV6 => icmp6_input(core, out, link, now, buf, eth_src, local),
+        next_header::UDP => udp6_input(core, link, buf, &local, delivered),
         _ => core.counters.count_drop(DropReason::Ipv6UnknownNextHeader),
     }
 }
@@ -157,6 +168,46 @@ fn icmp6_input<P: Port>(
         }
         _ => core.counters.count_drop(DropReason::Icmp6Unhandled),
     }
+}
+
+/// UDP over IPv6: length and (mandatory) checksum checked, the socket
+/// looked up, the datagram handed back for delivery.
+fn udp6_input<B: Buf>(
+    core: &mut Core<B>,
+    link: usize,
+    buf: B,
+    local: &Local6,
+    delivered: &mut Delivered<B>,
+) {
+    let segment = &buf.data()[local.start..local.end];
+    let Ok(udp) = UdpPacket::new_checked(segment) else {
+        return core.counters.count_drop(DropReason::UdpMalformed);
+    };
+    let udp_len = usize::from(udp.len());
+    let trusted = core.config.checksum == ChecksumPolicy::TrustOffload
+        && buf.rx_offload().l4_checksum == ChecksumStatus::Good;
+    let checksum_ok = trusted || {
+        // RFC 8200 8.1: a zero UDP checksum is not allowed over IPv6.
+        let sum = pseudo_header(local.src, local.dst, next_header::UDP, udp_len as u32);
+        udp.checksum() != 0
+            && checksum::fold(checksum::accumulate(sum, &segment[..udp_len])) == 0xffff
+    };
+    if !checksum_ok {
+        return core.counters.count_drop(DropReason::UdpBadChecksum);
+    }
+    let key = FlowKey6 {
+        src: SocketAddrV6::new(local.src, udp.src_port(), 0, 0),
+        dst: SocketAddrV6::new(local.dst, udp.dst_port(), 0, 0),
+        device: link as u16,
+    };
+    let Some(socket) = core.udp.lookup6(&key) else {
+        return core.counters.count_drop(DropReason::UdpNoSocket);
+    };
+    core.counters.count(Stat::UdpInDatagrams);
+    let payload = local.start + UDP_LEN..local.start + udp_len;
+    let mut datagram = Datagram::new(buf, payload, local.dst.is_multicast(), link as u16);
+    datagram.v6 = true;
+    *delivered = Some((socket, datagram));
 }
 
 /// Answers a neighbour solicitation for one of the link's addresses with an

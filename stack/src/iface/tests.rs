@@ -284,7 +284,7 @@ fn an_echo_resets_ttl_and_sets_df_with_a_correct_header_checksum() {
 
 /// Records each datagram's addresses as the handler sees them.
 #[derive(Default)]
-struct Addresses(Vec<(SocketAddrV4, SocketAddrV4, Vec<u8>)>);
+struct Addresses(Vec<(core::net::SocketAddr, core::net::SocketAddr, Vec<u8>)>);
 
 impl UdpHandler<MemBuf> for Addresses {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
@@ -322,8 +322,16 @@ fn a_datagram_reports_its_addresses_with_or_without_ip_options() {
     assert_eq!(
         seen.0,
         [
-            (SocketAddrV4::new(PEER_IP, 40000), ours, b"plain".to_vec()),
-            (SocketAddrV4::new(PEER_IP, 40001), ours, b"options".to_vec()),
+            (
+                SocketAddrV4::new(PEER_IP, 40000).into(),
+                ours.into(),
+                b"plain".to_vec()
+            ),
+            (
+                SocketAddrV4::new(PEER_IP, 40001).into(),
+                ours.into(),
+                b"options".to_vec()
+            ),
         ]
     );
 }

@@ -293,11 +293,16 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         plain,
         to_broadcast: broadcast,
         link,
+        v6,
     } = datagram;
     let link = usize::from(link);
     let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
+    if v6 {
+        let payload = payload_start as usize..payload_end as usize;
+        return super::tx6::reply_udp6(core, out, link, buf, payload, broadcast);
+    }
     if plain && buf.len() <= ETH_LEN + mtu {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
             turn_around_plain_udp(h, mac);

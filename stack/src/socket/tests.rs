@@ -196,7 +196,7 @@ fn recv_from_copies_and_times_out() {
         .unwrap();
     assert_eq!(
         (n, &buf, from),
-        (4, b"trun", SocketAddrV4::new(PEER_IP, 9000))
+        (4, b"trun", SocketAddrV4::new(PEER_IP, 9000).into())
     );
 }
 

@@ -6,14 +6,14 @@ pub mod table;
 pub use table::{BindError, BindOptions, SocketId, UdpTable};
 
 use crate::port::Buf;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use core::ops::Range;
 
 /// A received UDP datagram: the whole frame's buffer (zero-copy) and where
 /// its payload lies in it. Addresses and ports are read from the frame when
 /// asked for ([`Datagram::src`], [`Datagram::dst`]): the frame always holds
-/// an Ethernet header, an IPv4 header at byte 14 and the UDP header right
-/// before the payload. 24 bytes, moved by value per packet.
+/// an Ethernet header, an IPv4 or IPv6 header at byte 14 and the UDP header
+/// right before the payload. 24 bytes, moved by value per packet.
 #[derive(Debug)]
 pub struct Datagram<B: Buf> {
     pub(crate) buf: B,
@@ -30,6 +30,8 @@ pub struct Datagram<B: Buf> {
     pub(crate) to_broadcast: bool,
     /// The link it arrived on (a reply leaves through it).
     pub(crate) link: u16,
+    /// It came over IPv6.
+    pub(crate) v6: bool,
 }
 
 /// The (source, destination) addresses and ports of a validated frame whose
@@ -51,6 +53,23 @@ pub(crate) fn addresses(frame: &[u8], payload_start: usize) -> ((Ipv4Addr, Ipv4A
     ((ip(26), ip(30)), (port(udp), port(udp + 2)))
 }
 
+/// [`addresses`] for an IPv6 frame (the fixed header at byte 14).
+pub(crate) fn addresses6(frame: &[u8], payload_start: usize) -> ((Ipv6Addr, Ipv6Addr), (u16, u16)) {
+    let ip = |at: usize| {
+        frame
+            .get(at..at + 16)
+            .and_then(|b| <[u8; 16]>::try_from(b).ok())
+            .map_or(Ipv6Addr::UNSPECIFIED, Ipv6Addr::from)
+    };
+    let port = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let udp = payload_start.saturating_sub(8);
+    ((ip(22), ip(38)), (port(udp), port(udp + 2)))
+}
+
 impl<B: Buf> Datagram<B> {
     pub(crate) fn new(buf: B, payload: Range<usize>, to_broadcast: bool, link: u16) -> Self {
         Datagram {
@@ -60,19 +79,34 @@ impl<B: Buf> Datagram<B> {
             plain: false,
             to_broadcast,
             link,
+            v6: false,
         }
     }
 
     /// The sender.
-    pub fn src(&self) -> SocketAddrV4 {
+    pub fn src(&self) -> SocketAddr {
+        if self.v6 {
+            let (ip, port) = addresses6(self.buf.data(), self.payload_start as usize);
+            return SocketAddr::V6(SocketAddrV6::new(ip.0, port.0, 0, 0));
+        }
         let (ip, port) = addresses(self.buf.data(), self.payload_start as usize);
-        SocketAddrV4::new(ip.0, port.0)
+        SocketAddr::V4(SocketAddrV4::new(ip.0, port.0))
     }
 
-    /// The address it was sent to (one of ours, or a broadcast address).
-    pub fn dst(&self) -> SocketAddrV4 {
+    /// The address it was sent to (one of ours, or a broadcast or multicast
+    /// address).
+    pub fn dst(&self) -> SocketAddr {
+        if self.v6 {
+            let (ip, port) = addresses6(self.buf.data(), self.payload_start as usize);
+            return SocketAddr::V6(SocketAddrV6::new(ip.1, port.1, 0, 0));
+        }
         let (ip, port) = addresses(self.buf.data(), self.payload_start as usize);
-        SocketAddrV4::new(ip.1, port.1)
+        SocketAddr::V4(SocketAddrV4::new(ip.1, port.1))
+    }
+
+    /// True if it came over IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.v6
     }
 
     /// The link (port, in the interface's link order) it arrived on.

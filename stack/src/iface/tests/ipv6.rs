@@ -313,7 +313,11 @@ fn hostile_and_malformed_ipv6_is_dropped_by_reason_and_the_stack_still_answers()
             OUR_MAC,
             DropReason::Icmp6Unhandled,
         ),
-        (frame6_raw_udp(), OUR_MAC, DropReason::Ipv6UnknownNextHeader),
+        (
+            frame6_unknown_protocol(),
+            OUR_MAC,
+            DropReason::Ipv6UnknownNextHeader,
+        ),
     ];
     for (packet, mac, reason) in cases {
         let before = iface.counters().dropped(reason);
@@ -339,10 +343,11 @@ fn hostile_and_malformed_ipv6_is_dropped_by_reason_and_the_stack_still_answers()
     assert_eq!(port.buffers_in_use(), 0);
 }
 
-/// A UDP-over-IPv6 packet (not handled over IPv6 yet).
-fn frame6_raw_udp() -> Vec<u8> {
+/// An IPv6 packet for experimental protocol 253 (RFC 3692), which no
+/// stack handles.
+fn frame6_unknown_protocol() -> Vec<u8> {
     let mut p = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
-    p[6] = next_header::UDP;
+    p[6] = 253;
     p
 }
 
@@ -376,4 +381,153 @@ fn bad_ipv6_addresses_are_refused() {
             "{bad}"
         );
     }
+}
+
+/// A UDP-over-IPv6 packet with its checksum (or with `checksum` forced).
+fn ip6_udp(
+    src: (Ipv6Addr, u16),
+    dst: (Ipv6Addr, u16),
+    payload: &[u8],
+    checksum: Option<u16>,
+) -> Vec<u8> {
+    let udp_len = 8 + payload.len();
+    let mut packet = vec![0u8; 40 + udp_len];
+    Ipv6Packet::new_unchecked(&mut packet[..]).emit_header(&Ipv6Header {
+        src: src.0,
+        dst: dst.0,
+        next_header: next_header::UDP,
+        payload_len: udp_len as u16,
+        hop_limit: 64,
+    });
+    let udp = &mut packet[40..];
+    udp[0..2].copy_from_slice(&src.1.to_be_bytes());
+    udp[2..4].copy_from_slice(&dst.1.to_be_bytes());
+    udp[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+    udp[8..].copy_from_slice(payload);
+    let sum = crate::wire::ipv6::pseudo_header(src.0, dst.0, next_header::UDP, udp_len as u32);
+    let computed = !crate::wire::checksum::fold(crate::wire::checksum::accumulate(sum, udp));
+    udp[6..8].copy_from_slice(&checksum.unwrap_or(computed).to_be_bytes());
+    packet
+}
+
+/// (source, destination, payload) of a sent UDP-over-IPv6 frame, checking
+/// its checksum and lengths.
+fn parse_udp6(frame: &[u8]) -> ((Ipv6Addr, u16), (Ipv6Addr, u16), Vec<u8>) {
+    let eth = EthernetFrame::new_checked(frame).unwrap();
+    assert_eq!(
+        (eth.ethertype(), eth.dst(), eth.src()),
+        (EtherType::Ipv6, PEER_MAC, OUR_MAC)
+    );
+    let ip = Ipv6Packet::new_checked(eth.payload()).unwrap();
+    assert_eq!(ip.next_header(), next_header::UDP);
+    let udp = ip.payload();
+    assert_eq!(usize::from(u16::from_be_bytes([udp[4], udp[5]])), udp.len());
+    let sum =
+        crate::wire::ipv6::pseudo_header(ip.src(), ip.dst(), next_header::UDP, udp.len() as u32);
+    assert_eq!(
+        crate::wire::checksum::fold(crate::wire::checksum::accumulate(sum, udp)),
+        0xffff
+    );
+    let port = |at: usize| u16::from_be_bytes([udp[at], udp[at + 1]]);
+    ((ip.src(), port(0)), (ip.dst(), port(2)), udp[8..].to_vec())
+}
+
+#[test]
+fn a_dual_stack_socket_echoes_udp_over_both_families() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_udp((PEER6, 4000), (GLOBAL, 7), b"over six", None),
+    ));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        parse_udp6(&out[0]),
+        ((GLOBAL, 7), (PEER6, 4000), b"over six".to_vec())
+    );
+    // The same socket hears IPv4, and answers it over IPv4.
+    port.push_rx(&udp_frame(4001, 7, b"over four"));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (from, to, from_port, to_port, payload) = parse_reply(&out[0]);
+    assert_eq!((from, to, from_port, to_port), (OUR_IP, PEER_IP, 7, 4001));
+    assert_eq!(payload, b"over four");
+    assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 2);
+}
+
+#[test]
+fn udp_over_ipv6_to_link_local_and_after_extension_headers_is_echoed() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
+            BindOptions {
+                v6_only: true,
+                ..BindOptions::default()
+            },
+        )
+        .unwrap();
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_udp((PEER_LL, 5), (our_ll(), 7), b"ll", None),
+    ));
+    // With a destination-options header in front of UDP.
+    let mut with_ext = ip6_udp((PEER6, 6), (GLOBAL, 7), b"ext", None);
+    let udp = with_ext.split_off(40);
+    with_ext.extend_from_slice(&[next_header::UDP, 0, 1, 4, 0, 0, 0, 0]);
+    with_ext.extend_from_slice(&udp);
+    with_ext[6] = next_header::DEST_OPTIONS;
+    with_ext[5] += 8;
+    port.push_rx(&frame6(OUR_MAC, &with_ext));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        parse_udp6(&out[0]),
+        ((our_ll(), 7), (PEER_LL, 5), b"ll".to_vec())
+    );
+    assert_eq!(
+        parse_udp6(&out[1]),
+        ((GLOBAL, 7), (PEER6, 6), b"ext".to_vec())
+    );
+    // v6-only: IPv4 to the port finds no socket (and gets port unreachable).
+    port.push_rx(&udp_frame(4001, 7, b"four"));
+    poll(&mut iface, &mut port, &mut Echo);
+    assert_eq!(iface.counters().dropped(DropReason::UdpNoSocket), 1);
+}
+
+#[test]
+fn udp_over_ipv6_with_a_zero_or_wrong_checksum_is_dropped() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(GLOBAL, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    for checksum in [0, 0x1234] {
+        port.push_rx(&frame6(
+            OUR_MAC,
+            &ip6_udp((PEER6, 4000), (GLOBAL, 7), b"x", Some(checksum)),
+        ));
+        poll(&mut iface, &mut port, &mut Echo);
+    }
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::UdpBadChecksum), 2);
+    // A port nobody bound.
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_udp((PEER6, 4000), (GLOBAL, 8), b"x", None),
+    ));
+    poll(&mut iface, &mut port, &mut Echo);
+    assert_eq!(iface.counters().dropped(DropReason::UdpNoSocket), 1);
+    assert_eq!(port.buffers_in_use(), 0);
 }

@@ -1,0 +1,119 @@
+//! The IPv6 send path: UDP replies built in the received buffer.
+//!
+//! A reply keeps the request's buffer: new Ethernet, IPv6 and UDP headers
+//! go right before the payload (extension headers of the request are not
+//! repeated), and the UDP checksum, mandatory over IPv6, is computed. A
+//! request sent to a multicast group is answered from our own address on
+//! that link. The reply goes back to the Ethernet source of the request.
+
+use super::tx::Out;
+use super::Core;
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, MacAddr, Port};
+use crate::udp::addresses6;
+use crate::wire::checksum;
+use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::ipv6::{
+    next_header, pseudo_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
+};
+use crate::wire::udp::HEADER_LEN as UDP_LEN;
+use core::net::Ipv6Addr;
+use core::ops::Range;
+
+/// Hop limit of packets we originate.
+const HOP_LIMIT: u8 = 64;
+
+/// Sends the payload of an IPv6 datagram back to its sender from its own
+/// buffer.
+pub(crate) fn reply_udp6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    mut buf: P::Buf,
+    payload: Range<usize>,
+    to_group: bool,
+) {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let ((peer, ours), (peer_port, our_port)) = addresses6(buf.data(), payload.start);
+    let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
+    let source = if to_group {
+        match source_for(core, link, peer) {
+            Some(ip) => ip,
+            None => return core.counters.count_drop(DropReason::TxNoRoute),
+        }
+    } else {
+        ours
+    };
+    let headers = ETH_LEN + IP6_LEN + UDP_LEN;
+    let Some(header_start) = payload.start.checked_sub(headers) else {
+        return core.counters.count_drop(DropReason::UdpMalformed);
+    };
+    let padding = buf.len().saturating_sub(payload.end);
+    if padding > 0 {
+        buf.trim(padding);
+    }
+    if header_start > 0 {
+        buf.adjust(header_start);
+    }
+    let udp_len = UDP_LEN + payload.len();
+    let frame = buf.data_mut();
+    if frame.len() != headers + payload.len() {
+        return core.counters.count_drop(DropReason::UdpMalformed);
+    }
+    write_headers(
+        frame, our_mac, eth_src, source, peer, our_port, peer_port, udp_len,
+    );
+    core.counters.count(Stat::UdpOutDatagrams);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
+
+/// Our address on `link` to answer `peer` from: the link-local one for a
+/// link-local peer, else the first configured one (the link-local one if
+/// there is none).
+fn source_for<B: Buf>(core: &Core<B>, link: usize, peer: Ipv6Addr) -> Option<Ipv6Addr> {
+    let addresses = &core.links.get(link)?.addresses6;
+    if peer.is_unicast_link_local() {
+        return addresses.first().map(|a| a.addr);
+    }
+    addresses.get(1).or(addresses.first()).map(|a| a.addr)
+}
+
+/// Writes Ethernet, IPv6 and UDP headers in front of the payload that fills
+/// the rest of `frame`, with the UDP checksum.
+#[allow(clippy::too_many_arguments)]
+fn write_headers(
+    frame: &mut [u8],
+    our_mac: MacAddr,
+    peer_mac: MacAddr,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    src_port: u16,
+    dst_port: u16,
+    udp_len: usize,
+) {
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(peer_mac);
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src,
+        dst,
+        next_header: next_header::UDP,
+        payload_len: udp_len as u16,
+        hop_limit: HOP_LIMIT,
+    });
+    let udp = &mut frame[ETH_LEN + IP6_LEN..];
+    udp[0..2].copy_from_slice(&src_port.to_be_bytes());
+    udp[2..4].copy_from_slice(&dst_port.to_be_bytes());
+    udp[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+    udp[6..8].copy_from_slice(&[0, 0]);
+    let sum = pseudo_header(src, dst, next_header::UDP, udp_len as u32);
+    let mut check = !checksum::fold(checksum::accumulate(sum, &udp[..udp_len]));
+    if check == 0 {
+        check = 0xffff; // zero means "no checksum", which IPv6 forbids
+    }
+    udp[6..8].copy_from_slice(&check.to_be_bytes());
+}
