@@ -117,8 +117,9 @@ const ID_MASK: u32 = (1 << 26) - 1;
 const ADDRESS_SHIFT: u32 = 26;
 const ADDRESS_MASK: u32 = 0x1f;
 
-/// Set in a port slot whose chain is one socket that is unconnected, in no
-/// reuseport group and bound to no device: lookup then only compares the
+/// Set in a port slot whose chain has one socket that hears IPv4 (its head;
+/// any others are IPv6-only) and that socket is unconnected, in no reuseport
+/// group and bound to no device: an IPv4 lookup then only compares the
 /// local address (what [`score`] would decide for it), skipping the walk.
 /// The slot names that address by a 5-bit index into a short list, so the
 /// shortcut reads one 4-byte slot and that list (always in cache): with
@@ -457,11 +458,22 @@ impl UdpTable {
     /// clears the mark otherwise. After every change to the port's sockets.
     fn refresh(&mut self, port: u16) {
         let head = head_of(self.ports[usize::from(port)]);
-        // The shortcut answers IPv4 lookups: the sole socket must hear IPv4.
+        // The shortcut answers IPv4 lookups: the head must be the only
+        // socket of the chain that hears IPv4 (IPv6-only sockets after it
+        // never match IPv4), and plain.
+        let others_hear_v4 = || {
+            let mut at = self.hot.get(head as usize).map_or(NONE, |h| h.next_on_port);
+            while let Some(h) = self.hot.get(at as usize) {
+                if h.views().v4.is_some() {
+                    return true;
+                }
+                at = h.next_on_port;
+            }
+            false
+        };
         let sole = self.hot.get(head as usize).and_then(|h| {
-            let plain =
-                h.next_on_port == NONE && !h.connected && h.group == NONE && h.device == ANY_DEVICE;
-            plain.then(|| h.views().v4).flatten()
+            let plain = !h.connected && h.group == NONE && h.device == ANY_DEVICE;
+            (plain && !others_hear_v4()).then(|| h.views().v4).flatten()
         });
         let address = sole.and_then(|key| match key as u32 {
             0 => Some(0),

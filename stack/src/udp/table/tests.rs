@@ -479,3 +479,27 @@ fn a_connected_dual_stack_socket_hears_only_its_ipv4_mapped_peer() {
         .unwrap();
     assert!(!t.connect(four, SocketAddrV6::new(PEER6, 9, 0, 0)));
 }
+
+#[test]
+fn ipv6_only_neighbours_keep_the_ipv4_shortcut() {
+    let mut t = UdpTable::new(1);
+    let four = t
+        .bind(addr(HOST, 7), BindOptions::default(), local)
+        .unwrap();
+    let six = t.bind(v6(HOST6, 7), BindOptions::default(), local).unwrap();
+    assert_ne!(t.ports[7] & SOLE, 0, "the IPv6 socket hears no IPv4");
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 7))), Some(four));
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 7)), Some(six));
+    // A dual-stack wildcard also hears IPv4: the walk decides again.
+    let dual = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 7), REUSE, local)
+        .map_err(|e| e.to_string());
+    assert!(dual.is_err(), "overlaps the IPv4 socket without reuseport");
+    let other = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 8), BindOptions::default(), local)
+        .unwrap();
+    let four8 = t.bind(addr(HOST2, 8), BindOptions::default(), local);
+    assert_eq!(four8, Err(BindError::AddrInUse));
+    assert_ne!(t.ports[8] & SOLE, 0);
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST2, 8))), Some(other));
+}
