@@ -228,15 +228,19 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // A socket per address and port: a reply sent through the route table
     // (queue mode) then comes from the address the request went to, as a
     // client's connected socket expects.
-    // Inline mode binds the IPv6 addresses (and the link-local ones) too;
-    // queue mode is IPv4 only for now (its send path has no IPv6 yet).
-    let mut addresses: Vec<IpAddr> = per_port
-        .iter()
-        .flat_map(|(v4, _)| v4.iter().map(|a| IpAddr::V4(a.addr)))
-        .collect();
-    if !cli.queue_mode {
-        addresses.extend(addresses6.iter().flatten().map(|a| IpAddr::V6(a.addr)));
-    }
+    // With IPv6 addresses, inline mode binds one dual-stack `[::]` socket
+    // per port (it hears every address of both families; replies come from
+    // the address each request went to). Queue mode is IPv4 only for now
+    // (its send path has no IPv6 yet).
+    let dual_stack = !cli.queue_mode && per_port.iter().any(|(_, v6)| !v6.is_empty());
+    let addresses: Vec<IpAddr> = if dual_stack {
+        vec![IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)]
+    } else {
+        per_port
+            .iter()
+            .flat_map(|(v4, _)| v4.iter().map(|a| IpAddr::V4(a.addr)))
+            .collect()
+    };
     let locals: Vec<SocketAddr> = addresses
         .iter()
         .flat_map(|&ip| {

@@ -64,7 +64,8 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         && total >= 28
         && 14 + total <= frame_len;
     if !plain {
-        return Fast::General(buf);
+        // Not plain UDP/IPv4: perhaps plain UDP/IPv6.
+        return super::fast6::try_udp6(core, link, our_mac, buf);
     }
     let (src_ip, dst_ip) = (addr(h, 26), addr(h, 30));
     if core.class(dst_ip.to_bits()) != super::LOCAL || is_martian(core, src_ip) {

@@ -20,6 +20,7 @@
 
 mod config;
 mod fast;
+mod fast6;
 mod limit;
 mod rx;
 mod rx6;

@@ -300,6 +300,17 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
     if v6 {
+        if plain && !broadcast {
+            if let Some(h) = buf
+                .data_mut()
+                .first_chunk_mut::<{ super::fast6::HEADERS6 }>()
+            {
+                super::tx6::turn_around_plain_udp6(h, mac);
+                core.counters.count(Stat::UdpOutDatagrams);
+                core.counters.count(Stat::Ip6OutRequests);
+                return out.push(link, buf, &core.counters);
+            }
+        }
         let payload = payload_start as usize..payload_end as usize;
         return super::tx6::reply_udp6(core, out, link, buf, payload, broadcast);
     }

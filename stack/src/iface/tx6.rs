@@ -1,10 +1,12 @@
 //! The IPv6 send path: UDP replies built in the received buffer.
 //!
-//! A reply keeps the request's buffer: new Ethernet, IPv6 and UDP headers
-//! go right before the payload (extension headers of the request are not
-//! repeated), and the UDP checksum, mandatory over IPv6, is computed. A
-//! request sent to a multicast group is answered from our own address on
-//! that link. The reply goes back to the Ethernet source of the request.
+//! A plain request (no extension headers, no padding, payload untouched,
+//! unicast to us) is turned around in place. Otherwise the reply keeps the
+//! request's buffer with new Ethernet, IPv6 and UDP headers right before
+//! the payload (extension headers are not repeated) and a computed UDP
+//! checksum (mandatory over IPv6); a request sent to a multicast group is
+//! answered from our own address on that link. Replies go back to the
+//! Ethernet source of the request.
 
 use super::tx::Out;
 use super::Core;
@@ -68,6 +70,24 @@ pub(crate) fn reply_udp6<P: Port>(
     core.counters.count(Stat::UdpOutDatagrams);
     core.counters.count(Stat::Ip6OutRequests);
     out.push(link, buf, &core.counters);
+}
+
+/// Turns the headers of a plain UDP/IPv6 frame around in place: MACs (the
+/// reply goes to the previous hop), addresses and ports swapped (which
+/// leaves the UDP checksum valid: the pseudo-header sums both addresses
+/// alike), hop limit reset. IPv6 has no header checksum, so that is all.
+#[inline]
+pub(crate) fn turn_around_plain_udp6(h: &mut [u8; super::fast6::HEADERS6], our_mac: MacAddr) {
+    h.copy_within(6..12, 0);
+    h[6..12].copy_from_slice(&our_mac.0);
+    h[21] = HOP_LIMIT;
+    let mut src = [0u8; 16];
+    src.copy_from_slice(&h[22..38]);
+    h.copy_within(38..54, 22);
+    h[38..54].copy_from_slice(&src);
+    if let Some(ports) = h[54..58].first_chunk_mut::<4>() {
+        *ports = u32::from_ne_bytes(*ports).rotate_left(16).to_ne_bytes();
+    }
 }
 
 /// Our address on `link` to answer `peer` from: the link-local one for a

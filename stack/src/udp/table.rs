@@ -109,8 +109,12 @@ pub struct CachedRoute {
 /// No socket (end of a chain, empty port slot).
 const NONE: u32 = ID_MASK;
 
-/// Socket indexes take the low 26 bits of a port slot (67 million sockets).
-const ID_MASK: u32 = (1 << 26) - 1;
+/// Socket indexes take the low 25 bits of a port slot (33 million sockets).
+const ID_MASK: u32 = (1 << 25) - 1;
+
+/// Set in a port slot whose head is the only socket of the chain that hears
+/// IPv6, hears it at ANY, and is plain: an IPv6 lookup's answer is the head.
+const SOLE6: u32 = 1 << 25;
 
 /// Where a [`SOLE`] slot keeps its socket's address: an index into
 /// [`UdpTable::addresses`] plus one (0 is ANY), five bits.
@@ -126,7 +130,8 @@ const ADDRESS_MASK: u32 = 0x1f;
 /// 10,000 ports in use the slots touched take 40 KB.
 const SOLE: u32 = 1 << 31;
 
-/// The first socket of a port slot.
+/// The first socket of a port slot (without the [`SOLE`] and [`SOLE6`]
+/// marks).
 #[inline]
 fn head_of(slot: u32) -> u32 {
     slot & ID_MASK
@@ -471,10 +476,12 @@ impl UdpTable {
             }
             false
         };
-        let sole = self.hot.get(head as usize).and_then(|h| {
-            let plain = !h.connected && h.group == NONE && h.device == ANY_DEVICE;
-            (plain && !others_hear_v4()).then(|| h.views().v4).flatten()
-        });
+        let plain = self
+            .hot
+            .get(head as usize)
+            .filter(|h| !h.connected && h.group == NONE && h.device == ANY_DEVICE);
+        let sole = plain.and_then(|h| (!others_hear_v4()).then(|| h.views().v4).flatten());
+        let sole6 = plain.is_some_and(|h| h.views().v6 == Some(0) && !self.others_hear_v6(head));
         let address = sole.and_then(|key| match key as u32 {
             0 => Some(0),
             ip => match self.addresses.iter().position(|&a| a == ip) {
@@ -486,10 +493,23 @@ impl UdpTable {
                 None => None, // no room: this port takes the walk
             },
         });
+        let marks = if sole6 { SOLE6 } else { 0 };
         self.ports[usize::from(port)] = match address {
-            Some(index) => head | SOLE | index << ADDRESS_SHIFT,
-            None => head,
+            Some(index) => head | marks | SOLE | index << ADDRESS_SHIFT,
+            None => head | marks,
         };
+    }
+
+    /// True if a socket after `head` in its chain hears IPv6.
+    fn others_hear_v6(&self, head: u32) -> bool {
+        let mut at = self.hot.get(head as usize).map_or(NONE, |h| h.next_on_port);
+        while let Some(h) = self.hot.get(at as usize) {
+            if h.views().v6.is_some() {
+                return true;
+            }
+            at = h.next_on_port;
+        }
+        false
     }
 
     /// Removes a socket from its port's chain.
@@ -683,6 +703,9 @@ impl UdpTable {
     #[inline]
     pub fn lookup6(&self, key: &FlowKey6) -> Option<SocketId> {
         let slot = self.ports[usize::from(key.dst.port())];
+        if slot & SOLE6 != 0 {
+            return Some(SocketId(head_of(slot)));
+        }
         let probe = Probe {
             v4: false,
             src: key.src.ip().to_bits(),

@@ -452,6 +452,13 @@ fn a_dual_stack_socket_echoes_udp_over_both_families() {
         parse_udp6(&out[0]),
         ((GLOBAL, 7), (PEER6, 4000), b"over six".to_vec())
     );
+    // With Ethernet padding (no in-place turn-around: the reply is rebuilt).
+    let mut padded = frame6(OUR_MAC, &ip6_udp((PEER6, 4002), (GLOBAL, 7), b"pad", None));
+    padded.extend_from_slice(&[0xee; 5]);
+    port.push_rx(&padded);
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(parse_udp6(&out[0]), ((GLOBAL, 7), (PEER6, 4002), b"pad".to_vec()));
     // The same socket hears IPv4, and answers it over IPv4.
     port.push_rx(&udp_frame(4001, 7, b"over four"));
     poll(&mut iface, &mut port, &mut Echo);
@@ -460,7 +467,7 @@ fn a_dual_stack_socket_echoes_udp_over_both_families() {
     let (from, to, from_port, to_port, payload) = parse_reply(&out[0]);
     assert_eq!((from, to, from_port, to_port), (OUR_IP, PEER_IP, 7, 4001));
     assert_eq!(payload, b"over four");
-    assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 2);
+    assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 3);
 }
 
 #[test]

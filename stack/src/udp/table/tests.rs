@@ -265,6 +265,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
     let mut t = UdpTable::new(3);
     let mut open: Vec<SocketId> = Vec::new();
     let mut shortcuts = 0;
+    let mut shortcuts6 = 0;
     for _ in 0..400 {
         match rng.next(4) {
             0 | 1 => {
@@ -318,9 +319,33 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                     }
                 }
             }
+            shortcuts6 += usize::from(slot & SOLE6 != 0);
+            for dst in [HOST6, Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 9)] {
+                for device in 0..2 {
+                    let k = FlowKey6 {
+                        src: SocketAddrV6::new(PEER6, 9, 0, 0),
+                        dst: SocketAddrV6::new(dst, port, 0, 0),
+                        device,
+                    };
+                    let probe = Probe {
+                        v4: false,
+                        src: PEER6.to_bits(),
+                        dst: dst.to_bits(),
+                        src_port: 9,
+                        dst_port: port,
+                        device: u32::from(device),
+                    };
+                    let walked = t.lookup_chain(&probe, head_of(slot));
+                    assert_eq!(t.lookup6(&k), walked, "{k:?}");
+                }
+            }
         }
     }
     assert!(shortcuts > 50, "the shortcut was exercised ({shortcuts})");
+    assert!(
+        shortcuts6 > 10,
+        "the IPv6 shortcut was exercised ({shortcuts6})"
+    );
 }
 
 #[test]
