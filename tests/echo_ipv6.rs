@@ -188,10 +188,14 @@ f.sendto(frag, dst)
 /// Sends `input` with socat from the namespace to `[target]:7` over UDP6
 /// and returns what came back.
 fn socat6(s: &Setup, target: &str, input: &[u8]) -> (Vec<u8>, String) {
+    socat6_to(s, target, 7, input)
+}
+
+fn socat6_to(s: &Setup, target: &str, port: u16, input: &[u8]) -> (Vec<u8>, String) {
     use std::io::Write;
     let mut child = std::process::Command::new("ip")
         .args(["netns", "exec", &s.ns.name, "socat", "-T", "2", "-"])
-        .arg(format!("UDP6:[{target}]:7"))
+        .arg(format!("UDP6:[{target}]:{port}"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -226,4 +230,37 @@ fn udp_over_ipv6_is_echoed_to_socat_on_global_and_link_local_addresses() {
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(counter(&done.stdout, "UdpInDatagrams"), 3);
     assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 3);
+}
+
+/// The value of `field` in the namespace's /proc/net/snmp6.
+fn snmp6(s: &Setup, field: &str) -> u64 {
+    let out = s.ns.exec("cat", &["/proc/net/snmp6"]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no {field} in /proc/net/snmp6"))
+}
+
+#[test]
+fn a_closed_port_answers_icmpv6_port_unreachable() {
+    let s = start();
+    let before = snmp6(&s, "Icmp6InDestUnreachs");
+    let (back, _) = socat6_to(&s, STACK6, 9, b"anyone there?\n");
+    assert!(back.is_empty());
+    assert!(
+        common::wait_until(std::time::Duration::from_secs(2), || {
+            snmp6(&s, "Icmp6InDestUnreachs") > before
+        }),
+        "the kernel got destination unreachable"
+    );
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(counter(&done.stdout, "Icmp6OutDestUnreachs") >= 1);
+    assert!(counter(&done.stdout, "drop_udp_no_socket") >= 1);
 }

@@ -204,6 +204,8 @@ protocol_counters! {
     Icmp6OutNeighborAdvertisements,
     /// Neighbor advertisements received.
     Icmp6InNeighborAdvertisements,
+    /// ICMPv6 destination-unreachable messages sent.
+    Icmp6OutDestUnreachs,
 }
 
 /// Number of protocol counters.

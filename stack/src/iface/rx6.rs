@@ -11,6 +11,7 @@
 
 use super::rx::Delivered;
 use super::tx::Out;
+use super::tx6::Invoking;
 use super::{ChecksumPolicy, Core, ALL_NODES};
 use crate::counters::{DropReason, Stat};
 use crate::port::ChecksumStatus;
@@ -110,7 +111,7 @@ pub(super) fn ipv6_input<P: Port>(
     core.counters.count(Stat::Ip6InDelivers);
     match extensions.protocol {
         next_header::ICMPV6 => icmp6_input(core, out, link, now, buf, eth_src, local),
-        next_header::UDP => udp6_input(core, link, buf, &local, delivered),
+        next_header::UDP => udp6_input(core, out, link, now, buf, eth_src, &local, delivered),
         _ => core.counters.count_drop(DropReason::Ipv6UnknownNextHeader),
     }
 }
@@ -172,12 +173,16 @@ fn icmp6_input<P: Port>(
 
 /// UDP over IPv6: length and (mandatory) checksum checked, the socket
 /// looked up, the datagram handed back for delivery.
-fn udp6_input<B: Buf>(
-    core: &mut Core<B>,
+#[allow(clippy::too_many_arguments)]
+fn udp6_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
     link: usize,
-    buf: B,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
     local: &Local6,
-    delivered: &mut Delivered<B>,
+    delivered: &mut Delivered<P::Buf>,
 ) {
     let segment = &buf.data()[local.start..local.end];
     let Ok(udp) = UdpPacket::new_checked(segment) else {
@@ -201,7 +206,13 @@ fn udp6_input<B: Buf>(
         device: link as u16,
     };
     let Some(socket) = core.udp.lookup6(&key) else {
-        return core.counters.count_drop(DropReason::UdpNoSocket);
+        core.counters.count_drop(DropReason::UdpNoSocket);
+        let invoking = Invoking {
+            ours: local.dst,
+            peer: local.src,
+            end: local.end,
+        };
+        return super::tx6::port_unreachable6(core, out, link, now, buf, eth_src, invoking);
     };
     core.counters.count(Stat::UdpInDatagrams);
     let payload = local.start + UDP_LEN..local.start + udp_len;

@@ -12,9 +12,11 @@ use super::tx::Out;
 use super::Core;
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
+use crate::time::Instant;
 use crate::udp::addresses6;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::icmpv6::{msg_type, Icmpv6Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
 use crate::wire::ipv6::{
     next_header, pseudo_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
 };
@@ -24,6 +26,72 @@ use core::ops::Range;
 
 /// Hop limit of packets we originate.
 const HOP_LIMIT: u8 = 64;
+
+/// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU.
+const MIN_MTU: usize = 1280;
+
+/// The packet an ICMPv6 error answers.
+pub(crate) struct Invoking {
+    /// Where it was sent (one of ours, or a group).
+    pub(crate) ours: Ipv6Addr,
+    /// Its sender.
+    pub(crate) peer: Ipv6Addr,
+    /// The end of its IPv6 packet in the frame.
+    pub(crate) end: usize,
+}
+
+/// Answers a datagram for a closed port with ICMPv6 destination unreachable
+/// (port), reusing its buffer: new headers go in front of the invoking
+/// packet, which is quoted as far as the minimum MTU allows (RFC 4443 3.1).
+/// Not for packets sent to a group (RFC 4443 2.4 (e)); rate-limited with
+/// the interface's ICMP errors.
+pub(crate) fn port_unreachable6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    mut buf: P::Buf,
+    eth_src: MacAddr,
+    invoking: Invoking,
+) {
+    if invoking.ours.is_multicast() {
+        return; // counted as UdpNoSocket by the caller
+    }
+    if !core.icmp_limit.take(now) {
+        return core.counters.count_drop(DropReason::IcmpRateLimited);
+    }
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let quoted = invoking
+        .end
+        .saturating_sub(ETH_LEN)
+        .min(MIN_MTU - IP6_LEN - ICMP6_LEN);
+    let excess = buf.len().saturating_sub(ETH_LEN + quoted);
+    buf.trim(excess);
+    if buf.prepend(IP6_LEN + ICMP6_LEN).is_none() {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    }
+    let frame = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(eth_src);
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src: invoking.ours,
+        dst: invoking.peer,
+        next_header: next_header::ICMPV6,
+        payload_len: (ICMP6_LEN + quoted) as u16,
+        hop_limit: HOP_LIMIT,
+    });
+    let mut icmp = Icmpv6Packet::new_unchecked(&mut frame[ETH_LEN + IP6_LEN..]);
+    icmp.set_type_code(msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE);
+    icmp.set_body_word([0; 4]);
+    icmp.fill_checksum(invoking.ours, invoking.peer);
+    core.counters.count(Stat::Icmp6OutDestUnreachs);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
 
 /// Sends the payload of an IPv6 datagram back to its sender from its own
 /// buffer.

@@ -458,7 +458,10 @@ fn a_dual_stack_socket_echoes_udp_over_both_families() {
     port.push_rx(&padded);
     poll(&mut iface, &mut port, &mut Echo);
     let out = port.take_tx();
-    assert_eq!(parse_udp6(&out[0]), ((GLOBAL, 7), (PEER6, 4002), b"pad".to_vec()));
+    assert_eq!(
+        parse_udp6(&out[0]),
+        ((GLOBAL, 7), (PEER6, 4002), b"pad".to_vec())
+    );
     // The same socket hears IPv4, and answers it over IPv4.
     port.push_rx(&udp_frame(4001, 7, b"over four"));
     poll(&mut iface, &mut port, &mut Echo);
@@ -536,5 +539,36 @@ fn udp_over_ipv6_with_a_zero_or_wrong_checksum_is_dropped() {
     ));
     poll(&mut iface, &mut port, &mut Echo);
     assert_eq!(iface.counters().dropped(DropReason::UdpNoSocket), 1);
+    assert_eq!(port.take_tx().len(), 1, "port unreachable");
     assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_closed_port_answers_icmpv6_port_unreachable_quoting_the_datagram() {
+    let (mut iface, mut port) = stack6();
+    let request = ip6_udp((PEER6, 4000), (GLOBAL, 9), b"anyone?", None);
+    port.push_rx(&frame6(OUR_MAC, &request));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (eth_dst, src, dst, _, message) = parse6(&out[0]);
+    assert_eq!((eth_dst, src, dst), (PEER_MAC, GLOBAL, PEER6));
+    assert_eq!((message[0], message[1]), (icmp6::DEST_UNREACHABLE, 4));
+    assert_eq!(&message[8..], &request[..], "the whole invoking packet");
+    assert_eq!(iface.counters().get(Stat::Icmp6OutDestUnreachs), 1);
+    // Nothing for a datagram sent to a group.
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let to_group = ip6_udp((PEER_LL, 4000), (all_nodes, 9), b"all?", None);
+    port.push_rx(&frame6(multicast_mac(all_nodes), &to_group));
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::UdpNoSocket), 2);
+    // A big datagram is quoted only as far as 1280 bytes allow.
+    let big = ip6_udp((PEER6, 4000), (GLOBAL, 9), &[7u8; 1400], None);
+    port.push_rx(&frame6(OUR_MAC, &big));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out[0].len(), 14 + 1280);
+    let (_, _, _, _, message) = parse6(&out[0]);
+    assert_eq!(&message[8..], &big[..1280 - 48]);
 }
