@@ -22,13 +22,16 @@ struct Setup {
 }
 
 fn start() -> Setup {
+    start_with(&[])
+}
+
+fn start_with(extra: &[&str]) -> Setup {
     let iface = unique_name("dps6");
     let vdev = format!("net_tap0,iface={iface}");
     let global = format!("{STACK6}/64");
-    let app = AppProcess::echo(
-        &child_eal_args(&[&vdev]),
-        &["--ip", "10.206.0.1/24", "--ip", &global, "--udp", "7"],
-    );
+    let mut args = vec!["--ip", "10.206.0.1/24", "--ip", &global, "--udp", "7"];
+    args.extend_from_slice(extra);
+    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
     app.wait_for_output("UDP port(s)");
     let line = app.output_so_far();
     let stack_mac = line
@@ -263,4 +266,27 @@ fn a_closed_port_answers_icmpv6_port_unreachable() {
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(counter(&done.stdout, "Icmp6OutDestUnreachs") >= 1);
     assert!(counter(&done.stdout, "drop_udp_no_socket") >= 1);
+}
+
+#[test]
+fn queue_mode_sends_over_ipv6_through_the_route_and_neighbour_cache() {
+    // Queue mode: the application thread's send_to takes the IPv6 route
+    // (the on-link prefix) and the neighbour cache, not the request's
+    // previous hop.
+    let s = start_with(&["--queue-mode"]);
+    for payload in [&b"queued over six\n"[..], &[0x36; 1200]] {
+        let (back, err) = socat6(&s, STACK6, payload);
+        assert_eq!(back, payload, "{err}");
+    }
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert!(
+        done.stdout.contains(&format!(
+            "neighbor6 {KERNEL6} at {}",
+            KERNEL_MAC.to_uppercase()
+        )),
+        "the peer is in the IPv6 neighbour cache: {}",
+        done.stdout
+    );
 }

@@ -225,21 +225,23 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             .add_route(prefix, gateway)
             .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?;
     }
-    // A socket per address and port: a reply sent through the route table
-    // (queue mode) then comes from the address the request went to, as a
-    // client's connected socket expects.
-    // With IPv6 addresses, inline mode binds one dual-stack `[::]` socket
-    // per port (it hears every address of both families; replies come from
-    // the address each request went to). Queue mode is IPv4 only for now
-    // (its send path has no IPv6 yet).
+    // Queue mode: a socket per address and port, so a reply sent through
+    // the route table comes from the address the request went to, as a
+    // client's connected socket expects. Inline mode: with IPv6 addresses,
+    // one dual-stack `[::]` socket per port (it hears every address of both
+    // families; an inline reply comes from the address the request went
+    // to); else a socket per IPv4 address and port.
     let dual_stack = !cli.queue_mode && per_port.iter().any(|(_, v6)| !v6.is_empty());
     let addresses: Vec<IpAddr> = if dual_stack {
         vec![IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)]
     } else {
-        per_port
+        let v4 = per_port
             .iter()
-            .flat_map(|(v4, _)| v4.iter().map(|a| IpAddr::V4(a.addr)))
-            .collect()
+            .flat_map(|(v4, _)| v4.iter().map(|a| IpAddr::V4(a.addr)));
+        let v6 = per_port
+            .iter()
+            .flat_map(|(_, v6)| v6.iter().map(|a| IpAddr::V6(a.addr)));
+        v4.chain(v6).collect()
     };
     let locals: Vec<SocketAddr> = addresses
         .iter()
@@ -292,9 +294,6 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let mut app_threads = Vec::new();
     if let Some(stack) = &stack {
         for &local in &locals {
-            let SocketAddr::V4(local) = local else {
-                continue;
-            };
             let socket = stack
                 .udp_bind(local)
                 .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
@@ -368,9 +367,7 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
         match socket.recv_batch(&mut batch, 32, Some(Duration::from_millis(100))) {
             Ok(_) => {
                 for datagram in batch.drain(..) {
-                    if let SocketAddr::V4(peer) = datagram.src() {
-                        let _ = socket.send_to(datagram.payload(), peer);
-                    }
+                    let _ = socket.send_to(datagram.payload(), datagram.src());
                 }
             }
             Err(SocketError::TimedOut) => {}

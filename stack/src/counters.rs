@@ -206,6 +206,8 @@ protocol_counters! {
     Icmp6InNeighborAdvertisements,
     /// ICMPv6 destination-unreachable messages sent.
     Icmp6OutDestUnreachs,
+    /// Neighbor solicitations sent (resolving a next hop).
+    Icmp6OutNeighborSolicits,
 }
 
 /// Number of protocol counters.

@@ -19,6 +19,7 @@ pub mod neighbor;
 pub mod port;
 pub mod reassembly;
 pub mod route;
+pub mod route6;
 pub mod socket;
 pub mod time;
 pub mod udp;

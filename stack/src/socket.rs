@@ -18,7 +18,7 @@
 
 use crate::port::Buf;
 use crate::udp::{BindError, BindOptions, Datagram, SocketId};
-use core::net::{SocketAddr, SocketAddrV4};
+use core::net::SocketAddr;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -75,14 +75,14 @@ impl std::error::Error for SocketError {}
 #[derive(Debug)]
 pub(crate) enum Command<B: Buf> {
     Bind {
-        local: SocketAddrV4,
+        local: SocketAddr,
         options: BindOptions,
         queue: Arc<SocketQueue<B>>,
-        reply: crossbeam_channel::Sender<Result<(SocketId, SocketAddrV4), BindError>>,
+        reply: crossbeam_channel::Sender<Result<(SocketId, SocketAddr), BindError>>,
     },
     Connect {
         socket: SocketId,
-        remote: SocketAddrV4,
+        remote: SocketAddr,
     },
     Close {
         socket: SocketId,
@@ -93,7 +93,7 @@ pub(crate) enum Command<B: Buf> {
 #[derive(Debug)]
 pub(crate) struct SendRequest<B> {
     pub(crate) socket: SocketId,
-    pub(crate) dst: SocketAddrV4,
+    pub(crate) dst: SocketAddr,
     pub(crate) buf: B,
 }
 
@@ -195,14 +195,14 @@ impl<B: Buf> SocketQueue<B> {
 #[derive(Debug)]
 pub struct UdpSocket<P: BufPool> {
     id: SocketId,
-    local: SocketAddrV4,
+    local: SocketAddr,
     queue: Arc<SocketQueue<P::Buf>>,
     shared: Arc<Shared<P::Buf>>,
     pool: Arc<P>,
 }
 
-/// Headroom left in front of a payload for Ethernet, IPv4 and UDP headers.
-pub(crate) const HEADERS: usize = 14 + 20 + 8;
+/// Headroom left in front of a payload for Ethernet, IPv6 (or IPv4) and UDP headers.
+pub(crate) const HEADERS: usize = 14 + 40 + 8;
 
 /// Creates queue-mode sockets for one interface; cheap to clone and `Send`.
 #[derive(Debug)]
@@ -232,16 +232,17 @@ impl<P: BufPool> StackHandle<P> {
     }
 
     /// Binds a socket (port 0: an ephemeral port), as `UdpSocket::bind`.
-    pub fn udp_bind(&self, local: SocketAddrV4) -> Result<UdpSocket<P>, SocketError> {
+    pub fn udp_bind(&self, local: impl Into<SocketAddr>) -> Result<UdpSocket<P>, SocketError> {
         self.udp_bind_with(local, BindOptions::default())
     }
 
     /// Binds with options (SO_REUSEPORT, device).
     pub fn udp_bind_with(
         &self,
-        local: SocketAddrV4,
+        local: impl Into<SocketAddr>,
         options: BindOptions,
     ) -> Result<UdpSocket<P>, SocketError> {
+        let local = local.into();
         let queue = Arc::new(SocketQueue::new(self.queue_len));
         let (reply, answer) = crossbeam_channel::bounded(1);
         let command = Command::Bind {
@@ -270,12 +271,13 @@ impl<P: BufPool> StackHandle<P> {
 
 impl<P: BufPool> UdpSocket<P> {
     /// The bound address.
-    pub fn local_addr(&self) -> SocketAddrV4 {
+    pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
 
     /// Only exchange datagrams with `remote` from now on.
-    pub fn connect(&self, remote: SocketAddrV4) -> Result<(), SocketError> {
+    pub fn connect(&self, remote: impl Into<SocketAddr>) -> Result<(), SocketError> {
+        let remote = remote.into();
         self.shared
             .commands
             .push(Command::Connect {
@@ -329,7 +331,12 @@ impl<P: BufPool> UdpSocket<P> {
 
     /// Sends `payload` to `dst`: copied into a pool buffer here, headers and
     /// transmission on the lcore.
-    pub fn send_to(&self, payload: &[u8], dst: SocketAddrV4) -> Result<usize, SocketError> {
+    pub fn send_to(
+        &self,
+        payload: &[u8],
+        dst: impl Into<SocketAddr>,
+    ) -> Result<usize, SocketError> {
+        let dst = dst.into();
         let mut buf = self.pool.alloc().ok_or(SocketError::NoBuffer)?;
         if buf.tailroom() < payload.len() {
             buf = self.pool.alloc_large().ok_or(SocketError::TooLarge)?;

@@ -36,6 +36,7 @@ use crate::neighbor::{NeighborCache, NeighborState};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
 use crate::reassembly::Reassembler;
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
+use crate::route6::{Route6, RouteTable6};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::time::{Duration, Instant};
 use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
@@ -175,6 +176,9 @@ pub(crate) struct Core<B: Buf> {
     pub(crate) config: InterfaceConfig,
     pub(crate) links: Vec<Link<B>>,
     pub(crate) routes: RouteTable,
+    /// IPv6 routes: on-link prefixes of the configured addresses, static
+    /// routes (link-local destinations are not routed: they name a link).
+    pub(crate) routes6: RouteTable6,
     pub(crate) route_cache: RouteCache,
     pub(crate) reassembler: Reassembler<B>,
     pub(crate) udp: UdpTable,
@@ -272,10 +276,17 @@ impl<P: Port> UdpContext<'_, P> {
     pub fn send_to(
         &mut self,
         socket: SocketId,
-        dst: SocketAddrV4,
+        dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        tx::send_udp(self.core, &mut self.out, self.now, socket, dst, payload)
+        tx6::send_any(
+            self.core,
+            &mut self.out,
+            self.now,
+            socket,
+            dst.into(),
+            payload,
+        )
     }
 
     /// The interface's counters.
@@ -328,6 +339,17 @@ impl<B: Buf> Interface<B> {
     pub fn new(config: InterfaceConfig) -> Result<Interface<B>, ConfigError> {
         config::validate(&config)?;
         let mut routes = RouteTable::new();
+        let mut routes6 = RouteTable6::new();
+        for (index, link) in config.links.iter().enumerate() {
+            for address in link.addresses6.iter().filter(|a| a.len < 128) {
+                routes6.add(Route6 {
+                    prefix: *address,
+                    gateway: None,
+                    port: index as u16,
+                    source: address.addr,
+                });
+            }
+        }
         for (index, link) in config.links.iter().enumerate() {
             for address in &link.addresses {
                 routes.add(Route {
@@ -373,6 +395,7 @@ impl<B: Buf> Interface<B> {
                 config.icmp_errors_per_sec.max(1),
             ),
             routes,
+            routes6,
             route_cache: RouteCache::new(4096),
             counters: Arc::new(Counters::default()),
             local: all().map(|a| a.addr).collect(),
@@ -549,7 +572,7 @@ impl<B: Buf> Interface<B> {
         port: &mut P,
         now: Instant,
         socket: SocketId,
-        dst: SocketAddrV4,
+        dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) -> Result<(), SendError> {
         self.send_to_ports(core::slice::from_mut(port), now, socket, dst, payload)
@@ -561,12 +584,12 @@ impl<B: Buf> Interface<B> {
         ports: &mut [P],
         now: Instant,
         socket: SocketId,
-        dst: SocketAddrV4,
+        dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) -> Result<(), SendError> {
         let links = ports.len().min(self.batches.len());
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
-        let result = tx::send_udp(&mut self.core, &mut out, now, socket, dst, payload);
+        let result = tx6::send_any(&mut self.core, &mut out, now, socket, dst.into(), payload);
         out.flush(&self.core.counters);
         result
     }
@@ -638,6 +661,18 @@ impl<B: Buf> Interface<B> {
         }
         out.flush(&core.counters);
         received
+    }
+}
+
+/// `dst` with an IPv4-mapped IPv6 address turned into IPv4 (it leaves over
+/// IPv4).
+fn canonical_dst(dst: SocketAddr) -> SocketAddr {
+    match dst {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, v6.port())),
+            None => dst,
+        },
+        v4 => v4,
     }
 }
 
@@ -760,7 +795,7 @@ fn run_commands<B: Buf>(
                             queues.resize(index + 1, None);
                         }
                         queues[index] = Some(queue);
-                        (id, core.udp.local_addr(id).unwrap_or(local))
+                        (id, core.udp.local_socket_addr(id).unwrap_or(local))
                     });
                 if let (Err(_), Ok((id, _))) = (reply.try_send(result), result) {
                     // The caller gave up waiting: nobody owns the socket.
@@ -798,7 +833,14 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
             return;
         };
         // Failures are counted by reason inside.
-        let _ = tx::send_udp_buffer(core, out, now, request.socket, request.dst, request.buf);
+        let _ = match canonical_dst(request.dst) {
+            SocketAddr::V4(v4) => {
+                tx::send_udp_buffer(core, out, now, request.socket, v4, request.buf)
+            }
+            SocketAddr::V6(v6) => {
+                tx6::send_udp6_buffer(core, out, now, request.socket, v6, request.buf)
+            }
+        };
     }
 }
 
@@ -822,12 +864,14 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
             let source = core.links[link].source_for(target);
             tx::send_arp_request(core, out, link, source, target);
         }
-        // IPv6 neighbours age the same way (nothing waits on them yet: the
-        // IPv6 send path resolves nothing so far).
+        // IPv6 neighbours: the same ageing, and solicitations repeated.
         let mut probes6 = Vec::new();
         let given_up = core.links[link].neighbors6.poll(now, &mut probes6);
         for _ in 0..given_up {
             core.counters.count_drop(DropReason::TxNeighborUnresolved);
+        }
+        for target in probes6 {
+            tx6::send_solicitation(core, out, link, target);
         }
     }
 }

@@ -162,7 +162,8 @@ fn icmp6_input<P: Port>(
                     core.counters.count(Stat::Icmp6InNeighborAdvertisements);
                     if let Some(mac) = target_mac.filter(|_| override_ || solicited) {
                         let create = solicited;
-                        core.links[link].neighbors6.learn(target, mac, create, now);
+                        let waiting = core.links[link].neighbors6.learn(target, mac, create, now);
+                        super::tx6::release_waiting(core, out, link, waiting, mac);
                     }
                 }
             }
@@ -248,9 +249,8 @@ fn solicitation<P: Port>(
     }
     core.counters.count(Stat::Icmp6InNeighborSolicits);
     if let (false, Some(mac)) = (dad, source_mac) {
-        // Nothing of ours waits on the solicitor yet (see the module docs),
-        // so nothing comes back to send.
-        let _ = core.links[link].neighbors6.learn(local.src, mac, true, now);
+        let waiting = core.links[link].neighbors6.learn(local.src, mac, true, now);
+        super::tx6::release_waiting(core, out, link, waiting, mac);
     }
     // The advertisement: to the solicitor, or to all nodes when the
     // solicitor has no address yet.

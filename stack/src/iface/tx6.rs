@@ -8,20 +8,25 @@
 //! answered from our own address on that link. Replies go back to the
 //! Ethernet source of the request.
 
-use super::tx::Out;
+use super::tx::{Out, SendError};
 use super::Core;
 use crate::counters::{DropReason, Stat};
+use crate::neighbor::Resolution;
 use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::addresses6;
+use crate::udp::SocketId;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::icmpv6::NdpRepr;
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
+use crate::wire::ipv6::{multicast_mac, solicited_node};
 use crate::wire::ipv6::{
     next_header, pseudo_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
 };
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::Ipv6Addr;
+use core::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
 use core::ops::Range;
 
 /// Hop limit of packets we originate.
@@ -204,4 +209,258 @@ fn write_headers(
         check = 0xffff; // zero means "no checksum", which IPv6 forbids
     }
     udp[6..8].copy_from_slice(&check.to_be_bytes());
+}
+
+/// Sends `payload` from `socket` to `dst`, IPv4 or IPv6 (an IPv4-mapped
+/// IPv6 destination goes out as IPv4).
+pub(crate) fn send_any<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    socket: SocketId,
+    dst: SocketAddr,
+    payload: &[u8],
+) -> Result<(), SendError> {
+    match dst {
+        SocketAddr::V4(v4) => super::tx::send_udp(core, out, now, socket, v4, payload),
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => {
+                let v4 = SocketAddrV4::new(v4, v6.port());
+                super::tx::send_udp(core, out, now, socket, v4, payload)
+            }
+            None => send_udp6(core, out, now, socket, v6, payload),
+        },
+    }
+}
+
+/// How an IPv6 datagram leaves: the link, the neighbour to resolve and
+/// our source address.
+struct Path6 {
+    link: usize,
+    via: Ipv6Addr,
+    source: Ipv6Addr,
+}
+
+/// Picks the way to `dst` for a socket bound to `local`: a link-local
+/// destination names its link by the scope id (the link number; the only
+/// IPv6 link when there is one), anything else takes the IPv6 routes.
+fn path6<B: Buf>(core: &Core<B>, local: Ipv6Addr, dst: &SocketAddrV6) -> Option<Path6> {
+    let ip = *dst.ip();
+    let (link, via, route_source) = if ip.is_unicast_link_local() {
+        let ipv6_links: Vec<usize> = (0..core.links.len())
+            .filter(|&l| !core.links[l].addresses6.is_empty())
+            .collect();
+        let link = match dst.scope_id() as usize {
+            0 if ipv6_links.len() == 1 => ipv6_links[0],
+            scope => *ipv6_links.iter().find(|&&l| l == scope)?,
+        };
+        (link, ip, core.links[link].link_local6()?)
+    } else {
+        let hop = core.routes6.next_hop(ip)?;
+        (usize::from(hop.port), hop.via, hop.source)
+    };
+    let source =
+        if local.is_unspecified() || local.is_unicast_link_local() != ip.is_unicast_link_local() {
+            route_source
+        } else {
+            local
+        };
+    Some(Path6 { link, via, source })
+}
+
+/// Builds and sends a UDP/IPv6 datagram from `socket` to `dst` (copies
+/// `payload` into a new buffer from the outgoing link's pool).
+pub(crate) fn send_udp6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    socket: SocketId,
+    dst: SocketAddrV6,
+    payload: &[u8],
+) -> Result<(), SendError> {
+    let (local_port, path) = route_for(core, socket, &dst)?;
+    let Some(mut buf) = out.alloc(path.link) else {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(SendError::NoBuffer);
+    };
+    if buf.headroom() < ETH_LEN + IP6_LEN + UDP_LEN {
+        return Err(SendError::TooLarge);
+    }
+    buf.append(payload.len())
+        .ok_or(SendError::TooLarge)?
+        .copy_from_slice(payload);
+    send_on_path6(core, out, now, local_port, path, dst, buf)
+}
+
+/// Sends the payload already in `buf` as a UDP/IPv6 datagram from `socket`
+/// to `dst` (queue mode): the headers go in the buffer's headroom.
+pub(crate) fn send_udp6_buffer<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    socket: SocketId,
+    dst: SocketAddrV6,
+    buf: P::Buf,
+) -> Result<(), SendError> {
+    let (local_port, path) = route_for(core, socket, &dst)?;
+    send_on_path6(core, out, now, local_port, path, dst, buf)
+}
+
+/// The socket's port and the way to `dst`.
+fn route_for<B: Buf>(
+    core: &Core<B>,
+    socket: SocketId,
+    dst: &SocketAddrV6,
+) -> Result<(u16, Path6), SendError> {
+    let local = match core.udp.local_socket_addr(socket) {
+        Some(SocketAddr::V6(local)) => local,
+        Some(SocketAddr::V4(_)) => return Err(SendError::NoRoute),
+        None => return Err(SendError::NoSocket),
+    };
+    match path6(core, *local.ip(), dst) {
+        Some(path) => Ok((local.port(), path)),
+        None => {
+            core.counters.count_drop(DropReason::TxNoRoute);
+            Err(SendError::NoRoute)
+        }
+    }
+}
+
+/// Prepends the headers to the payload in `buf` and sends it along `path`:
+/// Neighbor Discovery resolves the next hop's MAC; until it answers, the
+/// datagram waits in the neighbour's bounded queue.
+fn send_on_path6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    local_port: u16,
+    path: Path6,
+    dst: SocketAddrV6,
+    mut buf: P::Buf,
+) -> Result<(), SendError> {
+    let udp_len = UDP_LEN + buf.len();
+    if udp_len > usize::from(u16::MAX) {
+        return Err(SendError::TooLarge);
+    }
+    let Some(our_mac) = core.links.get(path.link).map(|l| l.mac) else {
+        return Err(SendError::NoRoute);
+    };
+    if buf.prepend(ETH_LEN + IP6_LEN + UDP_LEN).is_none() {
+        return Err(SendError::TooLarge);
+    }
+    write_headers(
+        buf.data_mut(),
+        our_mac,
+        MacAddr::default(),
+        path.source,
+        *dst.ip(),
+        local_port,
+        dst.port(),
+        udp_len,
+    );
+    core.counters.count(Stat::UdpOutDatagrams);
+    if path.via.is_multicast() {
+        super::tx::set_destination_mac(&mut buf, multicast_mac(path.via));
+        return transmit6(core, out, path.link, buf);
+    }
+    match core.links[path.link].neighbors6.resolve(path.via, buf, now) {
+        Resolution::Ready(mut buf, mac) => {
+            super::tx::set_destination_mac(&mut buf, mac);
+            transmit6(core, out, path.link, buf)
+        }
+        Resolution::QueuedSendRequest => {
+            send_solicitation(core, out, path.link, path.via);
+            Ok(())
+        }
+        Resolution::Queued => Ok(()),
+        Resolution::Full(_) => {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            Err(SendError::NeighborUnresolved)
+        }
+    }
+}
+
+/// Sends a finished IPv6 frame out of `link` (no fragmentation yet: a
+/// frame over the MTU is refused).
+pub(crate) fn transmit6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    buf: P::Buf,
+) -> Result<(), SendError> {
+    let mtu = core.links.get(link).map_or(0, |l| l.mtu);
+    if buf.len() > ETH_LEN + mtu {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::TooLarge);
+    }
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+    Ok(())
+}
+
+/// Multicasts "who has `target`?" on `link` to the target's solicited-node
+/// group, with our link-layer address (RFC 4861 7.2.2), from the link's
+/// address on the target's prefix or its link-local one.
+pub(crate) fn send_solicitation<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    target: Ipv6Addr,
+) {
+    let Some(here) = core.links.get(link) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let our_mac = here.mac;
+    let Some(source) = here
+        .addresses6
+        .iter()
+        .find(|a| a.contains(target) && !target.is_unicast_link_local())
+        .or(here.addresses6.first())
+        .map(|a| a.addr)
+    else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let solicitation = NdpRepr::Solicitation {
+        target,
+        source_mac: Some(our_mac),
+    };
+    let group = solicited_node(target);
+    let Some(mut buf) = out.alloc(link) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + solicitation.len()) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(multicast_mac(group));
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src: source,
+        dst: group,
+        next_header: next_header::ICMPV6,
+        payload_len: solicitation.len() as u16,
+        hop_limit: 255,
+    });
+    let message = &mut frame[ETH_LEN + IP6_LEN..];
+    solicitation.emit(message);
+    Icmpv6Packet::new_unchecked(message).fill_checksum(source, group);
+    core.counters.count(Stat::Icmp6OutNeighborSolicits);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
+
+/// Sends the packets that waited for `neighbor` on `link` now that its MAC
+/// is known.
+pub(crate) fn release_waiting<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    waiting: impl IntoIterator<Item = P::Buf>,
+    mac: MacAddr,
+) {
+    for mut buf in waiting {
+        super::tx::set_destination_mac(&mut buf, mac);
+        let _ = transmit6(core, out, link, buf);
+    }
 }

@@ -12,7 +12,7 @@ use crate::wire::arp::{ArpOperation, ArpRepr};
 use crate::wire::ethernet::{EtherType, EthernetFrame};
 use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
 use crate::wire::udp::UdpPacket;
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
 use std::thread;
 

@@ -572,3 +572,135 @@ fn a_closed_port_answers_icmpv6_port_unreachable_quoting_the_datagram() {
     let (_, _, _, _, message) = parse6(&out[0]);
     assert_eq!(&message[8..], &big[..1280 - 48]);
 }
+
+fn na(target: Ipv6Addr, mac: MacAddr) -> Vec<u8> {
+    let repr = NdpRepr::Advertisement {
+        router: false,
+        solicited: true,
+        override_: true,
+        target,
+        target_mac: Some(mac),
+    };
+    let mut m = vec![0u8; repr.len()];
+    repr.emit(&mut m);
+    m
+}
+
+#[test]
+fn sending_to_an_unknown_ipv6_neighbour_solicits_it_first() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let dst = core::net::SocketAddrV6::new(PEER6, 53, 0, 0);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"query")
+        .unwrap();
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "only the solicitation goes out");
+    let group = solicited_node(PEER6);
+    let (eth_dst, src, dst_ip, hop, message) = parse6(&out[0]);
+    assert_eq!(
+        (eth_dst, src, dst_ip, hop),
+        (multicast_mac(group), GLOBAL, group, 255)
+    );
+    assert_eq!(
+        NdpRepr::parse(&message).unwrap(),
+        NdpRepr::Solicitation {
+            target: PEER6,
+            source_mac: Some(OUR_MAC)
+        }
+    );
+    // The neighbour answers: the parked datagram leaves, to its MAC.
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER6, GLOBAL, 255, &[], &na(PEER6, PEER_MAC)),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "the parked datagram");
+    let (from, to, payload) = parse_udp6(&out[0]);
+    assert_eq!(
+        (from.0, to, payload),
+        (GLOBAL, (PEER6, 53), b"query".to_vec())
+    );
+    // Resolved: the next one goes straight out.
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"again")
+        .unwrap();
+    assert_eq!(port.take_tx().len(), 1);
+    assert_eq!(iface.counters().get(Stat::Icmp6OutNeighborSolicits), 1);
+}
+
+#[test]
+fn unanswered_solicitations_are_repeated_then_given_up() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(GLOBAL, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let dst = core::net::SocketAddrV6::new(PEER6, 53, 0, 0);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"q")
+        .unwrap();
+    let mut solicitations = port.take_tx().len();
+    for second in 1..=5 {
+        iface.poll(
+            &mut port,
+            Instant::from_nanos(second * 1_000_000_000),
+            &mut DropDatagrams,
+        );
+        solicitations += port.take_tx().len();
+    }
+    assert_eq!(solicitations, 3, "max_probes solicitations");
+    assert_eq!(
+        iface.counters().dropped(DropReason::TxNeighborUnresolved),
+        1
+    );
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn link_local_destinations_need_no_route_and_unknown_prefixes_have_none() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    // Learn the peer first (an NA), then send to its link-local address.
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER_LL, our_ll(), 255, &[], &na(PEER_LL, PEER_MAC)),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let dst = core::net::SocketAddrV6::new(PEER_LL, 9, 0, 0);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"ll")
+        .unwrap();
+    let out = port.take_tx();
+    let (from, to, _) = parse_udp6(&out[0]);
+    assert_eq!(
+        (from.0, to.0),
+        (our_ll(), PEER_LL),
+        "from our link-local address"
+    );
+    let far = core::net::SocketAddrV6::new("2001:db9::1".parse().unwrap(), 9, 0, 0);
+    assert_eq!(
+        iface.send_to(&mut port, Instant::ZERO, socket, far, b"far"),
+        Err(SendError::NoRoute)
+    );
+    // An IPv4-mapped destination leaves over IPv4 (ARP first).
+    let mapped = core::net::SocketAddrV6::new(PEER_IP.to_ipv6_mapped(), 9, 0, 0);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, mapped, b"four")
+        .unwrap();
+    let out = port.take_tx();
+    assert_eq!(&out[0][12..14], &[0x08, 0x06], "an ARP request");
+}
