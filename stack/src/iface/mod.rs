@@ -703,32 +703,50 @@ fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     };
     let received = port.rx_burst(&mut burst, RX_BURST);
     for buf in burst.drain(..) {
-        let delivered = match fast::try_udp(core, link, buf) {
-            fast::Fast::Deliver(socket, datagram) => Some((socket, datagram)),
+        match fast::try_udp(core, link, buf) {
+            // Straight into the batch: no intermediate copy of the datagram.
+            fast::Fast::Deliver(socket, datagram) => {
+                deliver(core, queues, out, now, handler, delivery, socket, datagram)
+            }
             fast::Fast::General(buf) => {
                 let mut delivered = None;
                 rx::receive_frame(core, out, link, now, buf, &mut delivered);
-                delivered
+                if let Some((socket, datagram)) = delivered {
+                    deliver(core, queues, out, now, handler, delivery, socket, datagram);
+                }
             }
-        };
-        let Some((socket, datagram)) = delivered else {
-            continue;
-        };
-        if delivery.socket != Some(socket) {
-            if let Some(previous) = delivery.socket {
-                hand_over(core, queues, previous, out, now, handler, delivery);
-            }
-            delivery.socket = Some(socket);
-        }
-        // A batch holds a whole burst, so there is always room.
-        if delivery.batch.try_push(datagram).is_err() {
-            core.counters.count_drop(DropReason::UdpQueueFull);
         }
     }
     if let Some(socket) = delivery.socket.take() {
         hand_over(core, queues, socket, out, now, handler, delivery);
     }
     received
+}
+
+/// Adds a datagram to the batch of consecutive datagrams for one socket,
+/// handing the previous socket's batch over first if this one differs.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn deliver<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+    socket: SocketId,
+    datagram: Datagram<B>,
+) {
+    if delivery.socket != Some(socket) {
+        if let Some(previous) = delivery.socket {
+            hand_over(core, queues, previous, out, now, handler, delivery);
+        }
+        delivery.socket = Some(socket);
+    }
+    // A batch holds a whole burst, so there is always room.
+    if delivery.batch.try_push(datagram).is_err() {
+        core.counters.count_drop(DropReason::UdpQueueFull);
+    }
 }
 
 /// Hands one socket's consecutive datagrams over: to its queue (queue mode;
