@@ -47,6 +47,9 @@ pub struct AppProcess {
     child: Option<Child>,
     stdout: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
+    /// The child's EAL runtime directory (removed, if left empty, after the
+    /// child is killed: a killed EAL cannot clean up after itself).
+    runtime_dir: Option<std::path::PathBuf>,
 }
 
 impl AppProcess {
@@ -89,10 +92,15 @@ impl AppProcess {
                     .push_str(&String::from_utf8_lossy(&chunk[..n]));
             }
         });
+        let runtime_dir = eal
+            .iter()
+            .find_map(|a| a.strip_prefix("--file-prefix="))
+            .map(|prefix| std::path::Path::new("/var/run/dpdk").join(prefix));
         AppProcess {
             child: Some(child),
             stdout,
             reader: Some(reader),
+            runtime_dir,
         }
     }
 
@@ -174,6 +182,10 @@ impl Drop for AppProcess {
         if let Some(child) = self.child.as_mut() {
             let _ = child.kill();
             let _ = child.wait();
+            if let Some(dir) = &self.runtime_dir {
+                // Only if empty: never anything a live process still uses.
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     }
 }
