@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{child_eal_args, unique_name, AppProcess, Netns};
+use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
 
 const STACK6: &str = "2001:db8:6::1";
 const KERNEL6: &str = "2001:db8:6::2";
@@ -84,15 +84,6 @@ fn ping6(s: &Setup, target: &str, count: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
-fn counter(output: &str, name: &str) -> u64 {
-    output
-        .lines()
-        .rev()
-        .filter_map(|l| l.trim().strip_prefix(name))
-        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn ping6_reaches_the_global_and_link_local_addresses_and_both_sides_learn_each_other() {
     let s = start();
@@ -110,14 +101,15 @@ fn ping6_reaches_the_global_and_link_local_addresses_and_both_sides_learn_each_o
     );
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert_eq!(counter(&done.stdout, "Icmp6OutEchoReplies"), 5);
-    assert!(counter(&done.stdout, "Icmp6OutNeighborAdvertisements") >= 1);
+    assert_eq!(app_counter(&done.stdout, "Icmp6OutEchoReplies"), 5);
+    assert!(app_counter(&done.stdout, "Icmp6OutNeighborAdvertisements") >= 1);
     // And the stack learned the kernel from its solicitations.
+    let kernel_mac = format!("at {} ", KERNEL_MAC.to_uppercase());
     assert!(
         done.stdout
-            .contains(&format!("at {}", KERNEL_MAC.to_uppercase()))
-            && done.stdout.contains("neighbor6 "),
-        "the stack's neighbour cache: {}",
+            .lines()
+            .any(|l| l.starts_with("neighbor6 ") && l.contains(&kernel_mac)),
+        "the stack's IPv6 neighbour cache holds the kernel: {}",
         done.stdout
     );
 }
@@ -168,24 +160,24 @@ f.sendto(frag, dst)
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(
-        counter(&done.stdout, "drop_ipv6_hop_limit_zero"),
+        app_counter(&done.stdout, "drop_ipv6_hop_limit_zero"),
         1,
         "{}",
         done.stdout
     );
     assert_eq!(
-        counter(&done.stdout, "drop_ipv6_bad_extensions"),
+        app_counter(&done.stdout, "drop_ipv6_bad_extensions"),
         1,
         "{}",
         done.stdout
     );
     assert_eq!(
-        counter(&done.stdout, "drop_ipv6_fragment"),
+        app_counter(&done.stdout, "drop_ipv6_fragment"),
         1,
         "{}",
         done.stdout
     );
-    assert_eq!(counter(&done.stdout, "Icmp6OutEchoReplies"), 3);
+    assert_eq!(app_counter(&done.stdout, "Icmp6OutEchoReplies"), 3);
 }
 
 /// Sends `input` with socat from the namespace to `[target]:7` over UDP6
@@ -195,22 +187,7 @@ fn socat6(s: &Setup, target: &str, input: &[u8]) -> (Vec<u8>, String) {
 }
 
 fn socat6_to(s: &Setup, target: &str, port: u16, input: &[u8]) -> (Vec<u8>, String) {
-    use std::io::Write;
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", &s.ns.name, "socat", "-T", "2", "-"])
-        .arg(format!("UDP6:[{target}]:{port}"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("socat (scripts/setup installs it)");
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(input)
-        .expect("write");
-    let out = child.wait_with_output().expect("socat ran");
+    let out = s.ns.socat(&format!("UDP6:[{target}]:{port}"), input);
     (
         out.stdout,
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -231,8 +208,8 @@ fn udp_over_ipv6_is_echoed_to_socat_on_global_and_link_local_addresses() {
     }
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert_eq!(counter(&done.stdout, "UdpInDatagrams"), 3);
-    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 3);
+    assert_eq!(app_counter(&done.stdout, "UdpInDatagrams"), 3);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 3);
 }
 
 /// The value of `field` in the namespace's /proc/net/snmp6.
@@ -264,8 +241,8 @@ fn a_closed_port_answers_icmpv6_port_unreachable() {
     );
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert!(counter(&done.stdout, "Icmp6OutDestUnreachs") >= 1);
-    assert!(counter(&done.stdout, "drop_udp_no_socket") >= 1);
+    assert!(app_counter(&done.stdout, "Icmp6OutDestUnreachs") >= 1);
+    assert!(app_counter(&done.stdout, "drop_udp_no_socket") >= 1);
 }
 
 #[test]
@@ -280,7 +257,7 @@ fn queue_mode_sends_over_ipv6_through_the_route_and_neighbour_cache() {
     }
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 2);
     assert!(
         done.stdout.contains(&format!(
             "neighbor6 {KERNEL6} at {}",

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{child_eal_args, unique_name, AppProcess, Netns};
+use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
 
 const STACK_IP: &str = "10.201.0.1";
 const KERNEL_IP: &str = "10.201.0.2";
@@ -72,22 +72,7 @@ fn ping(ns: &Netns, count: &str) -> String {
 }
 
 fn socat(ns: &Netns, port: u16, input: &[u8]) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", &ns.name, "socat", "-T", "2", "-"])
-        .arg(format!("UDP:{STACK_IP}:{port}"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("socat (scripts/setup installs it)");
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(input)
-        .expect("write");
-    child.wait_with_output().expect("socat ran")
+    ns.socat(&format!("UDP:{STACK_IP}:{port}"), input)
 }
 
 /// Sends each `(port, payload)` with socat and checks it comes back intact.
@@ -113,15 +98,6 @@ fn snmp(ns: &Netns, proto: &str, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {proto} {field} in /proc/net/snmp"))
 }
 
-fn counter(output: &str, name: &str) -> u64 {
-    output
-        .lines()
-        .rev()
-        .filter_map(|l| l.trim().strip_prefix(name))
-        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn arp_resolves_both_ways_and_ping_is_answered() {
     let s = start();
@@ -143,7 +119,7 @@ fn arp_resolves_both_ways_and_ping_is_answered() {
         "the stack learned the kernel: {}",
         done.stdout
     );
-    assert_eq!(counter(&done.stdout, "IcmpOutEchoReps"), 3);
+    assert_eq!(app_counter(&done.stdout, "IcmpOutEchoReps"), 3);
 }
 
 #[test]
@@ -152,7 +128,7 @@ fn udp_datagrams_are_echoed_to_socat() {
     assert_echoes(&s.ns, &[(7, b"hello dpstack\n"), (8, &[0x42u8; 1400])]);
     let done = s.app.stop_with(libc::SIGTERM);
     assert_eq!(done.code, Some(0));
-    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 2);
 }
 
 #[test]
@@ -167,8 +143,8 @@ fn a_closed_port_answers_icmp_port_unreachable() {
     );
     assert!(snmp(&s.ns, "Icmp", "InDestUnreachs") > before);
     let done = s.app.stop_with(libc::SIGINT);
-    assert!(counter(&done.stdout, "drop_udp_no_socket") >= 1);
-    assert!(counter(&done.stdout, "IcmpOutDestUnreachs") >= 1);
+    assert!(app_counter(&done.stdout, "drop_udp_no_socket") >= 1);
+    assert!(app_counter(&done.stdout, "IcmpOutDestUnreachs") >= 1);
 }
 
 #[test]
@@ -222,7 +198,7 @@ s.send(eth + ip(17, udp))                           # bad UDP checksum
         "drop_udp_bad_checksum",
     ] {
         assert_eq!(
-            counter(&done.stdout, reason),
+            app_counter(&done.stdout, reason),
             1,
             "{reason} in:\n{}",
             done.stdout
@@ -243,14 +219,19 @@ fn a_fragmented_datagram_from_the_kernel_is_reassembled_and_echoed() {
     );
     assert!(out.stdout == message, "echoed intact");
     let done = s.app.stop_with(libc::SIGINT);
-    assert_eq!(counter(&done.stdout, "IpReasmOKs"), 1, "{}", done.stdout);
     assert_eq!(
-        counter(&done.stdout, "IpReasmReqds"),
+        app_counter(&done.stdout, "IpReasmOKs"),
+        1,
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        app_counter(&done.stdout, "IpReasmReqds"),
         5,
         "6008 bytes in 1480-byte fragments"
     );
     assert_eq!(
-        counter(&done.stdout, "IpFragCreates"),
+        app_counter(&done.stdout, "IpFragCreates"),
         5,
         "the reply is fragmented too"
     );
@@ -263,7 +244,7 @@ fn queue_mode_echoes_from_application_threads() {
     assert_echoes(&s.ns, &[(7, b"through a queue\n"), (8, &[0x17u8; 3000])]);
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert_eq!(counter(&done.stdout, "UdpInDatagrams"), 2);
-    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
-    assert_eq!(counter(&done.stdout, "drop_udp_queue_full"), 0);
+    assert_eq!(app_counter(&done.stdout, "UdpInDatagrams"), 2);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert_eq!(app_counter(&done.stdout, "drop_udp_queue_full"), 0);
 }

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{child_eal_args, unique_name, AppProcess, Netns};
+use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
 
 const STACK: [&str; 2] = ["10.202.0.1", "10.203.0.1"];
 const KERNEL: [&str; 2] = ["10.202.0.2", "10.203.0.2"];
@@ -71,25 +71,11 @@ fn start(extra: &[&str]) -> Setup {
 
 /// Sends `input` from `bind` to `dst`:7 with socat; returns what came back.
 fn socat(ns: &Netns, dst: &str, bind: Option<&str>, input: &[u8]) -> std::process::Output {
-    use std::io::Write;
     let mut address = format!("UDP:{dst}:7");
     if let Some(bind) = bind {
         address.push_str(&format!(",bind={bind}"));
     }
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", &ns.name, "socat", "-T", "2", "-", &address])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("socat (scripts/setup installs it)");
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(input)
-        .expect("write");
-    child.wait_with_output().expect("socat ran")
+    ns.socat(&address, input)
 }
 
 /// Packets the kernel received on `tap`.
@@ -101,15 +87,6 @@ fn kernel_rx_packets(ns: &Netns, tap: &str) -> u64 {
     String::from_utf8_lossy(&out.stdout)
         .trim()
         .parse()
-        .unwrap_or(0)
-}
-
-fn counter(output: &str, name: &str) -> u64 {
-    output
-        .lines()
-        .rev()
-        .filter_map(|l| l.trim().strip_prefix(name))
-        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }
 
@@ -141,8 +118,8 @@ fn each_port_answers_arp_ping_and_udp_on_its_own_network() {
         );
         assert!(done.stdout.contains(&line), "{line}: {}", done.stdout);
     }
-    assert_eq!(counter(&done.stdout, "IcmpOutEchoReps"), 4);
-    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert_eq!(app_counter(&done.stdout, "IcmpOutEchoReps"), 4);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 2);
 }
 
 #[test]
@@ -170,7 +147,7 @@ fn routed_replies_leave_through_the_port_the_route_names() {
         "the gateway was resolved on link 1: {}",
         done.stdout
     );
-    assert_eq!(counter(&done.stdout, "UdpOutDatagrams"), 2);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 2);
 }
 
 #[test]

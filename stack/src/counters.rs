@@ -93,6 +93,9 @@ reasons! {
     TxDeviceFull = "tx_device_full",
     /// No buffer could be allocated for an outgoing packet.
     TxNoBuffer = "tx_no_buffer",
+    /// An outgoing IPv6 packet over the link's MTU (IPv6 fragmentation is
+    /// not built yet).
+    TxTooBig = "tx_too_big",
     /// IPv6 header or payload length beyond the frame.
     Ipv6Truncated = "ipv6_truncated",
     /// IPv6 version field wrong.

@@ -243,6 +243,17 @@ pub fn run(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The last value an app printed for counter `name` (in its counters
+/// block), or 0 if it never printed it.
+pub fn app_counter(output: &str, name: &str) -> u64 {
+    output
+        .lines()
+        .rev()
+        .filter_map(|l| l.trim().strip_prefix(name))
+        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A network namespace that is deleted when dropped.
 pub struct Netns {
     /// Its name.
@@ -250,6 +261,29 @@ pub struct Netns {
 }
 
 impl Netns {
+    /// Runs `socat - ADDRESS` inside the namespace (e.g. `UDP:10.0.0.1:7`,
+    /// `UDP6:[2001:db8::1]:7,bind=...`), feeding it `input`; it gives up
+    /// after 2 s of silence. Returns what it printed.
+    pub fn socat(&self, address: &str, input: &[u8]) -> std::process::Output {
+        use std::io::Write;
+        let mut child = Command::new("ip")
+            .args([
+                "netns", "exec", &self.name, "socat", "-T", "2", "-", address,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("socat (scripts/setup installs it)");
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(input)
+            .expect("write");
+        child.wait_with_output().expect("socat ran")
+    }
+
     /// Creates a namespace (replacing a stale one of the same name).
     pub fn create(name: &str) -> Netns {
         let _ = Command::new("ip").args(["netns", "del", name]).output();

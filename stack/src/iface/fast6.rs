@@ -36,6 +36,7 @@ fn address(h: &[u8; HEADERS6], at: usize) -> Ipv6Addr {
 #[inline(never)]
 pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, our_mac: MacAddr, buf: B) -> Fast<B> {
     let data = buf.data();
+    let frame_len = data.len();
     let Some(h) = data.first_chunk::<HEADERS6>() else {
         return Fast::General(buf);
     };
@@ -93,10 +94,6 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, our_mac: MacAddr, bu
     let mut datagram = Datagram::new(buf, HEADERS6..end, false, link as u16);
     datagram.v6 = true;
     // No Ethernet padding after the datagram: the frame can be turned around.
-    datagram.plain = end == data_len_of(&datagram);
+    datagram.plain = end == frame_len;
     Fast::Deliver(socket, datagram)
-}
-
-fn data_len_of<B: Buf>(datagram: &Datagram<B>) -> usize {
-    datagram.frame().len()
 }

@@ -657,30 +657,37 @@ fn unanswered_arp_gives_up_and_counts_the_parked_packets() {
     let socket = iface
         .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
         .unwrap();
-    iface
-        .send_to(
-            &mut port,
-            Instant::ZERO,
-            socket,
-            SocketAddrV4::new(PEER_IP, 53),
-            b"q",
-        )
-        .unwrap();
-    let mut requests = port.take_tx().len();
-    for second in 1..=5 {
-        iface.poll(
-            &mut port,
-            Instant::from_nanos(second * 1_000_000_000),
-            &mut DropDatagrams,
-        );
-        requests += port.take_tx().len();
-    }
+    let dst = SocketAddrV4::new(PEER_IP, 53);
+    let requests = requests_until_given_up(&mut iface, &mut port, socket, dst);
     assert_eq!(requests, 3, "three requests, then give up");
     assert_eq!(
         iface.counters().dropped(DropReason::TxNeighborUnresolved),
         1
     );
     assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// Sends to a neighbour that never answers and polls five virtual seconds;
+/// returns how many resolution requests went out in all.
+fn requests_until_given_up(
+    iface: &mut Interface<MemBuf>,
+    port: &mut MemPort,
+    socket: SocketId,
+    dst: impl Into<core::net::SocketAddr>,
+) -> usize {
+    iface
+        .send_to(port, Instant::ZERO, socket, dst, b"q")
+        .unwrap();
+    let mut requests = port.take_tx().len();
+    for second in 1..=5 {
+        iface.poll(
+            port,
+            Instant::from_nanos(second * 1_000_000_000),
+            &mut DropDatagrams,
+        );
+        requests += port.take_tx().len();
+    }
+    requests
 }
 
 #[test]

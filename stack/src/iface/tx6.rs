@@ -247,12 +247,18 @@ struct Path6 {
 fn path6<B: Buf>(core: &Core<B>, local: Ipv6Addr, dst: &SocketAddrV6) -> Option<Path6> {
     let ip = *dst.ip();
     let (link, via, route_source) = if ip.is_unicast_link_local() {
-        let ipv6_links: Vec<usize> = (0..core.links.len())
-            .filter(|&l| !core.links[l].addresses6.is_empty())
-            .collect();
-        let link = match dst.scope_id() as usize {
-            0 if ipv6_links.len() == 1 => ipv6_links[0],
-            scope => *ipv6_links.iter().find(|&&l| l == scope)?,
+        // The scope names the link; scope 0 is fine when only one link
+        // runs IPv6. (No allocation: this runs per datagram.)
+        let runs_ipv6 = |l: usize| core.links.get(l).is_some_and(|k| !k.addresses6.is_empty());
+        let scope = dst.scope_id() as usize;
+        let link = if runs_ipv6(scope) {
+            scope
+        } else {
+            let mut ipv6_links = (0..core.links.len()).filter(|&l| runs_ipv6(l));
+            match (scope, ipv6_links.next(), ipv6_links.next()) {
+                (0, Some(only), None) => only,
+                _ => return None,
+            }
         };
         (link, ip, core.links[link].link_local6()?)
     } else {
@@ -390,7 +396,7 @@ pub(crate) fn transmit6<P: Port>(
 ) -> Result<(), SendError> {
     let mtu = core.links.get(link).map_or(0, |l| l.mtu);
     if buf.len() > ETH_LEN + mtu {
-        core.counters.count_drop(DropReason::TxNoRoute);
+        core.counters.count_drop(DropReason::TxTooBig);
         return Err(SendError::TooLarge);
     }
     core.counters.count(Stat::Ip6OutRequests);

@@ -645,18 +645,7 @@ fn unanswered_solicitations_are_repeated_then_given_up() {
         )
         .unwrap();
     let dst = core::net::SocketAddrV6::new(PEER6, 53, 0, 0);
-    iface
-        .send_to(&mut port, Instant::ZERO, socket, dst, b"q")
-        .unwrap();
-    let mut solicitations = port.take_tx().len();
-    for second in 1..=5 {
-        iface.poll(
-            &mut port,
-            Instant::from_nanos(second * 1_000_000_000),
-            &mut DropDatagrams,
-        );
-        solicitations += port.take_tx().len();
-    }
+    let solicitations = requests_until_given_up(&mut iface, &mut port, socket, dst);
     assert_eq!(solicitations, 3, "max_probes solicitations");
     assert_eq!(
         iface.counters().dropped(DropReason::TxNeighborUnresolved),
@@ -703,4 +692,34 @@ fn link_local_destinations_need_no_route_and_unknown_prefixes_have_none() {
         .unwrap();
     let out = port.take_tx();
     assert_eq!(&out[0][12..14], &[0x08, 0x06], "an ARP request");
+}
+
+#[test]
+fn an_ipv6_datagram_over_the_mtu_is_refused_and_counted() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(GLOBAL, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER6, GLOBAL, 255, &[], &na(PEER6, PEER_MAC)),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let dst = core::net::SocketAddrV6::new(PEER6, 53, 0, 0);
+    assert_eq!(
+        iface.send_to(&mut port, Instant::ZERO, socket, dst, &[0u8; 1500]),
+        Err(SendError::TooLarge)
+    );
+    assert_eq!(iface.counters().dropped(DropReason::TxTooBig), 1);
+    // A scope naming no IPv6 link has no way out.
+    let scoped = core::net::SocketAddrV6::new(PEER_LL, 9, 0, 5);
+    assert_eq!(
+        iface.send_to(&mut port, Instant::ZERO, socket, scoped, b"x"),
+        Err(SendError::NoRoute)
+    );
+    assert!(port.take_tx().is_empty());
+    assert_eq!(port.buffers_in_use(), 0);
 }
