@@ -3,13 +3,19 @@
 //! serves ARP (keyed by `Ipv4Addr`, the default) and IPv6 Neighbor Discovery
 //! (keyed by `Ipv6Addr`).
 //!
-//! States follow the kernel's in spirit: `Incomplete` (a request is out; up to
+//! States are RFC 4861's (7.3.2), which the kernel also uses for ARP:
+//! `Incomplete` (a multicast or broadcast request is out; up to
 //! [`NeighborConfig::queue_len`] packets wait), `Reachable` (confirmed, until
-//! `reachable_time` passes), `Stale` (usable, refreshed by the next ARP
-//! packet). An `Incomplete` entry that gets no answer after `max_probes`
-//! requests is removed and its waiting packets are dropped and returned for
-//! counting. Capacity is bounded; when full, new entries are refused (never
-//! evicting a reachable neighbour for a peer-chosen address).
+//! `reachable_time` passes), `Stale` (usable but unconfirmed: learned from
+//! the peer's own solicitation, or aged), `Delay` (a packet was sent to a
+//! stale neighbour; wait `delay_first_probe` for a confirmation) and `Probe`
+//! (unicast requests to the cached MAC, up to `max_unicast_probes`). An
+//! `Incomplete` entry that gets no answer after `max_probes` requests, or a
+//! `Probe` entry after its probes, is removed and its waiting packets are
+//! dropped and returned for counting. A `Stale` entry nobody uses is
+//! forgotten after `stale_time`. Capacity is bounded; when full, new entries
+//! are refused (never evicting a reachable neighbour for a peer-chosen
+//! address).
 //!
 //! Every change bumps [`NeighborCache::generation`], which route caches stamp
 //! their entries with. Owned by one lcore; `now` is passed in.
@@ -38,8 +44,13 @@ pub struct NeighborConfig {
     pub stale_time: Duration,
     /// Time between requests while `Incomplete`.
     pub retrans_time: Duration,
-    /// Requests before giving up.
+    /// Multicast (broadcast) requests before giving up on an `Incomplete`
+    /// neighbour.
     pub max_probes: u8,
+    /// How long a `Delay` entry waits for a confirmation before probing.
+    pub delay_first_probe: Duration,
+    /// Unicast requests in `Probe` before the neighbour is given up.
+    pub max_unicast_probes: u8,
     /// Packets kept per unresolved neighbour (at most [`MAX_QUEUE`]).
     pub queue_len: usize,
     /// Most entries.
@@ -53,6 +64,8 @@ impl Default for NeighborConfig {
             stale_time: Duration::from_secs(60),
             retrans_time: Duration::from_secs(1),
             max_probes: 3,
+            delay_first_probe: Duration::from_secs(5),
+            max_unicast_probes: 3,
             queue_len: 4,
             capacity: 4096,
         }
@@ -68,13 +81,28 @@ pub enum NeighborState {
     Reachable,
     /// Known, not confirmed recently.
     Stale,
+    /// Stale and in use: waiting briefly for a confirmation before probing.
+    Delay,
+    /// Being confirmed with unicast requests.
+    Probe,
+}
+
+/// A request the timers want sent: to the solicited-node group (or as a
+/// broadcast) when `mac` is `None`, else unicast to the cached MAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe<A> {
+    /// The neighbour asked about.
+    pub ip: A,
+    /// Where to send the request (`Probe` state), or `None` to multicast.
+    pub mac: Option<MacAddr>,
 }
 
 #[derive(Debug)]
 struct Entry<B> {
     mac: Option<MacAddr>,
     state: NeighborState,
-    /// Reachable: when it turns stale. Incomplete: when to probe next.
+    /// Reachable: when it turns stale. Stale: when it is forgotten. Delay:
+    /// when probing starts. Incomplete, Probe: when to ask again.
     deadline: Instant,
     probes: u8,
     waiting: ArrayVec<B, MAX_QUEUE>,
@@ -154,6 +182,12 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         let queue_len = self.config.queue_len.min(MAX_QUEUE);
         if let Some(entry) = self.entries.get_mut(&ip) {
             if let Some(mac) = entry.mac {
+                if entry.state == NeighborState::Stale {
+                    // RFC 4861 7.3.3: traffic to a stale neighbour starts
+                    // the wait for a confirmation.
+                    entry.state = NeighborState::Delay;
+                    entry.deadline = now + self.config.delay_first_probe;
+                }
                 return Resolution::Ready(packet, mac);
             }
             if entry.waiting.len() >= queue_len {
@@ -223,17 +257,127 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         }
     }
 
+    /// Records that `ip` claims to be at `mac` without confirming that it
+    /// hears us (its own solicitation, RFC 4861 7.2.3): a new entry is made
+    /// `Stale` (with `create` and room), an `Incomplete` one gets the MAC and
+    /// turns `Stale`, a known one with a different MAC turns `Stale` with the
+    /// new MAC; the same MAC changes nothing. Returns the packets that were
+    /// waiting, to be sent to `mac` now (which moves the entry on to `Delay`,
+    /// as sending through [`NeighborCache::resolve`] would).
+    pub fn observe(
+        &mut self,
+        ip: A,
+        mac: MacAddr,
+        create: bool,
+        now: Instant,
+    ) -> ArrayVec<B, MAX_QUEUE> {
+        let room = self.entries.len() < self.config.capacity;
+        let stale_until = now + self.config.stale_time;
+        match self.entries.get_mut(&ip) {
+            Some(entry) if entry.mac == Some(mac) => ArrayVec::new(),
+            Some(entry) => {
+                let waiting = core::mem::take(&mut entry.waiting);
+                entry.mac = Some(mac);
+                entry.probes = 0;
+                if waiting.is_empty() {
+                    entry.state = NeighborState::Stale;
+                    entry.deadline = stale_until;
+                } else {
+                    entry.state = NeighborState::Delay;
+                    entry.deadline = now + self.config.delay_first_probe;
+                }
+                self.generation += 1;
+                waiting
+            }
+            None if create && room => {
+                self.entries.insert(
+                    ip,
+                    Entry {
+                        mac: Some(mac),
+                        state: NeighborState::Stale,
+                        deadline: stale_until,
+                        probes: 0,
+                        waiting: ArrayVec::new(),
+                    },
+                );
+                self.generation += 1;
+                ArrayVec::new()
+            }
+            None => ArrayVec::new(),
+        }
+    }
+
+    /// Applies a neighbour advertisement for `ip` (RFC 4861 7.2.5): it never
+    /// creates an entry; an `Incomplete` one takes the MAC (`Reachable` if
+    /// solicited, else `Stale`); otherwise a different MAC without the
+    /// override flag only demotes a `Reachable` entry to `Stale`, and with
+    /// it (or with the same MAC) the MAC is taken and a solicited
+    /// advertisement confirms. Returns the packets that were waiting and
+    /// the MAC to send them to.
+    pub fn advertised(
+        &mut self,
+        ip: A,
+        mac: Option<MacAddr>,
+        solicited: bool,
+        override_: bool,
+        now: Instant,
+    ) -> (ArrayVec<B, MAX_QUEUE>, Option<MacAddr>) {
+        let reachable_until = now + self.config.reachable_time;
+        let stale_until = now + self.config.stale_time;
+        let Some(entry) = self.entries.get_mut(&ip) else {
+            return (ArrayVec::new(), None);
+        };
+        let before = (entry.mac, entry.state);
+        let changed_mac = mac.is_some_and(|m| entry.mac.is_some_and(|old| old != m));
+        if entry.state == NeighborState::Incomplete {
+            let Some(mac) = mac else {
+                return (ArrayVec::new(), None);
+            };
+            entry.mac = Some(mac);
+            entry.probes = 0;
+            (entry.state, entry.deadline) = if solicited {
+                (NeighborState::Reachable, reachable_until)
+            } else {
+                (NeighborState::Stale, stale_until)
+            };
+        } else if changed_mac && !override_ {
+            if entry.state == NeighborState::Reachable {
+                entry.state = NeighborState::Stale;
+                entry.deadline = stale_until;
+            }
+        } else {
+            if mac.is_some() {
+                entry.mac = mac;
+            }
+            if solicited {
+                entry.state = NeighborState::Reachable;
+                entry.deadline = reachable_until;
+                entry.probes = 0;
+            } else if changed_mac {
+                entry.state = NeighborState::Stale;
+                entry.deadline = stale_until;
+            }
+        }
+        if (entry.mac, entry.state) != before {
+            self.generation += 1;
+        }
+        let waiting = match entry.mac {
+            Some(_) => core::mem::take(&mut entry.waiting),
+            None => ArrayVec::new(),
+        };
+        (waiting, entry.mac)
+    }
+
     /// Runs timers: reachable entries age to stale, and stale ones are
-    /// forgotten `stale_time` later (the next packet resolves them again); incomplete ones are probed again
-    /// (their addresses are pushed to `probe`) or, after `max_probes`,
-    /// removed, their waiting packets freed. Returns how many packets were
-    /// freed that way, for the caller to count.
-    pub fn poll(&mut self, now: Instant, probe: &mut Vec<A>) -> usize {
+    /// forgotten `stale_time` later (the next packet resolves them again);
+    /// delayed ones start probing; incomplete and probing ones are asked
+    /// again (pushed to `probe`) or, out of probes, removed, their waiting
+    /// packets freed. Returns how many packets were freed that way, for the
+    /// caller to count.
+    pub fn poll(&mut self, now: Instant, probe: &mut Vec<Probe<A>>) -> usize {
         let mut changed = false;
         let mut given_up = 0;
-        let retrans = self.config.retrans_time;
-        let stale_time = self.config.stale_time;
-        let max_probes = self.config.max_probes;
+        let config = &self.config;
         self.entries.retain(|&ip, entry| {
             if now < entry.deadline {
                 return true;
@@ -241,7 +385,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
             match entry.state {
                 NeighborState::Reachable => {
                     entry.state = NeighborState::Stale;
-                    entry.deadline = now + stale_time;
+                    entry.deadline = now + config.stale_time;
                     changed = true;
                     true
                 }
@@ -249,13 +393,26 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                     changed = true;
                     false
                 }
-                NeighborState::Incomplete if entry.probes < max_probes => {
-                    entry.probes += 1;
-                    entry.deadline = now + retrans;
-                    probe.push(ip);
+                NeighborState::Delay => {
+                    entry.state = NeighborState::Probe;
+                    entry.probes = 1;
+                    entry.deadline = now + config.retrans_time;
+                    probe.push(Probe { ip, mac: entry.mac });
                     true
                 }
-                NeighborState::Incomplete => {
+                NeighborState::Probe if entry.probes < config.max_unicast_probes => {
+                    entry.probes += 1;
+                    entry.deadline = now + config.retrans_time;
+                    probe.push(Probe { ip, mac: entry.mac });
+                    true
+                }
+                NeighborState::Incomplete if entry.probes < config.max_probes => {
+                    entry.probes += 1;
+                    entry.deadline = now + config.retrans_time;
+                    probe.push(Probe { ip, mac: None });
+                    true
+                }
+                NeighborState::Incomplete | NeighborState::Probe => {
                     given_up += entry.waiting.len();
                     changed = true;
                     false
@@ -318,7 +475,11 @@ mod tests {
         assert!(probes.is_empty(), "not due yet");
         cache.poll(t(1), &mut probes);
         cache.poll(t(2), &mut probes);
-        assert_eq!(probes, [IP, IP], "two more requests: three in all");
+        assert_eq!(
+            probes,
+            [Probe { ip: IP, mac: None }; 2],
+            "two more requests: three in all"
+        );
         assert_eq!(
             cache.poll(t(3), &mut probes),
             1,
@@ -356,5 +517,84 @@ mod tests {
         let moved = MacAddr([2, 0, 0, 0, 0, 9]);
         cache.learn(IP, moved, false, t(1));
         assert_eq!(cache.lookup(IP), Some(moved));
+    }
+
+    #[test]
+    fn a_solicitation_makes_a_stale_entry_that_traffic_confirms_by_probing() {
+        let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
+        cache.observe(IP, MAC, true, t(0));
+        assert_eq!(cache.state(IP), Some(NeighborState::Stale));
+        assert!(matches!(
+            cache.resolve(IP, 1, t(1)),
+            Resolution::Ready(1, MAC)
+        ));
+        assert_eq!(cache.state(IP), Some(NeighborState::Delay));
+        let mut probes = Vec::new();
+        cache.poll(t(5), &mut probes);
+        assert!(probes.is_empty(), "still within the 5 s delay");
+        cache.poll(t(6), &mut probes);
+        assert_eq!(cache.state(IP), Some(NeighborState::Probe));
+        assert_eq!(
+            probes,
+            [Probe {
+                ip: IP,
+                mac: Some(MAC)
+            }],
+            "unicast"
+        );
+        let (waiting, mac) = cache.advertised(IP, Some(MAC), true, false, t(6));
+        assert!(waiting.is_empty());
+        assert_eq!(mac, Some(MAC));
+        assert_eq!(cache.state(IP), Some(NeighborState::Reachable));
+    }
+
+    #[test]
+    fn an_unanswered_probe_forgets_the_neighbour() {
+        let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
+        cache.observe(IP, MAC, true, t(0));
+        cache.resolve(IP, 1, t(0));
+        let mut probes = Vec::new();
+        for second in 5..=8 {
+            cache.poll(t(second), &mut probes);
+        }
+        assert_eq!(probes.len(), 3, "three unicast probes");
+        assert!(probes.iter().all(|p| p.mac == Some(MAC)));
+        assert_eq!(cache.state(IP), None);
+    }
+
+    #[test]
+    fn advertisements_follow_rfc_4861_7_2_5() {
+        let moved = MacAddr([2, 0, 0, 0, 0, 9]);
+        let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
+        let (_, mac) = cache.advertised(IP, Some(MAC), true, true, t(0));
+        assert_eq!((mac, cache.state(IP)), (None, None), "never creates");
+        cache.resolve(IP, 1, t(0));
+        let (waiting, mac) = cache.advertised(IP, Some(MAC), false, false, t(0));
+        assert_eq!((waiting.as_slice(), mac), (&[1][..], Some(MAC)));
+        assert_eq!(cache.state(IP), Some(NeighborState::Stale), "unsolicited");
+        cache.advertised(IP, Some(MAC), true, false, t(0));
+        assert_eq!(cache.state(IP), Some(NeighborState::Reachable));
+        cache.advertised(IP, Some(moved), true, false, t(1));
+        assert_eq!(cache.lookup(IP), Some(MAC), "no override: MAC kept");
+        assert_eq!(cache.state(IP), Some(NeighborState::Stale), "but doubted");
+        cache.advertised(IP, Some(moved), false, true, t(2));
+        assert_eq!(cache.lookup(IP), Some(moved), "override: MAC taken");
+        assert_eq!(cache.state(IP), Some(NeighborState::Stale));
+    }
+
+    #[test]
+    fn a_solicitation_gives_a_waiting_entry_its_mac() {
+        let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig::default());
+        cache.resolve(IP, 1, t(0));
+        let released = cache.observe(IP, MAC, false, t(0));
+        assert_eq!(released.as_slice(), &[1]);
+        assert_eq!(cache.state(IP), Some(NeighborState::Delay));
+        assert!(cache.observe(IP, MAC, false, t(0)).is_empty());
+        cache.observe(IP, MAC, false, t(0));
+        assert_eq!(
+            cache.state(IP),
+            Some(NeighborState::Delay),
+            "same MAC: unchanged"
+        );
     }
 }

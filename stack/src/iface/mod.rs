@@ -32,7 +32,7 @@ pub use limit::TokenBucket;
 pub use tx::{SendError, TxBatch};
 
 use crate::counters::{Counters, DropReason};
-use crate::neighbor::{NeighborCache, NeighborState};
+use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
 use crate::reassembly::Reassembler;
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
@@ -311,7 +311,7 @@ pub struct Interface<B: Buf> {
     queues: Vec<Option<Arc<SocketQueue<B>>>>,
     /// Commands and sends from application threads, once a handle exists.
     shared: Option<Arc<Shared<B>>>,
-    probes: Vec<Ipv4Addr>,
+    probes: Vec<Probe<Ipv4Addr>>,
     next_timers: Instant,
     announced: bool,
 }
@@ -637,7 +637,7 @@ impl<B: Buf> Interface<B> {
             for link in 0..links {
                 for i in 0..core.links[link].addresses.len() {
                     let ip = core.links[link].addresses[i].addr;
-                    tx::send_arp_request(core, &mut out, link, ip, ip);
+                    tx::send_arp_request(core, &mut out, link, ip, ip, None);
                 }
             }
         }
@@ -865,7 +865,7 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
 /// Neighbour retries and expiry on every link, reassembly timeouts.
 fn run_timers<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
-    probes: &mut Vec<Ipv4Addr>,
+    probes: &mut Vec<Probe<Ipv4Addr>>,
     out: &mut Out<'_, P>,
     now: Instant,
 ) {
@@ -878,9 +878,9 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
         for _ in 0..given_up {
             core.counters.count_drop(DropReason::TxNeighborUnresolved);
         }
-        for &target in probes.iter() {
-            let source = core.links[link].source_for(target);
-            tx::send_arp_request(core, out, link, source, target);
+        for &Probe { ip, mac } in probes.iter() {
+            let source = core.links[link].source_for(ip);
+            tx::send_arp_request(core, out, link, source, ip, mac);
         }
         // IPv6 neighbours: the same ageing, and solicitations repeated.
         let mut probes6 = Vec::new();
@@ -888,8 +888,8 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
         for _ in 0..given_up {
             core.counters.count_drop(DropReason::TxNeighborUnresolved);
         }
-        for target in probes6 {
-            tx6::send_solicitation(core, out, link, target);
+        for Probe { ip, mac } in probes6 {
+            tx6::send_solicitation(core, out, link, ip, mac);
         }
     }
 }

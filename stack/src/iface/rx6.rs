@@ -160,9 +160,10 @@ fn icmp6_input<P: Port>(
                         return core.counters.count_drop(DropReason::NdInvalid);
                     }
                     core.counters.count(Stat::Icmp6InNeighborAdvertisements);
-                    if let Some(mac) = target_mac.filter(|_| override_ || solicited) {
-                        let create = solicited;
-                        let waiting = core.links[link].neighbors6.learn(target, mac, create, now);
+                    let (waiting, mac) = core.links[link]
+                        .neighbors6
+                        .advertised(target, target_mac, solicited, override_, now);
+                    if let Some(mac) = mac {
                         super::tx6::release_waiting(core, out, link, waiting, mac);
                     }
                 }
@@ -249,7 +250,9 @@ fn solicitation<P: Port>(
     }
     core.counters.count(Stat::Icmp6InNeighborSolicits);
     if let (false, Some(mac)) = (dad, source_mac) {
-        let waiting = core.links[link].neighbors6.learn(local.src, mac, true, now);
+        let waiting = core.links[link]
+            .neighbors6
+            .observe(local.src, mac, true, now);
         super::tx6::release_waiting(core, out, link, waiting, mac);
     }
     // The advertisement: to the solicitor, or to all nodes when the

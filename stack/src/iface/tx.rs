@@ -164,14 +164,16 @@ pub(crate) fn set_destination_mac<B: Buf>(buf: &mut B, mac: MacAddr) {
     }
 }
 
-/// Broadcasts "who has `target`? tell `source`" (with `source == target`:
-/// a gratuitous ARP announcing our address).
+/// Asks "who has `target`? tell `source`", broadcast (with
+/// `source == target`: a gratuitous ARP announcing our address) or, to
+/// confirm a known neighbour, unicast to `to`.
 pub(crate) fn send_arp_request<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
     source: Ipv4Addr,
     target: Ipv4Addr,
+    to: Option<MacAddr>,
 ) {
     let Some(mac) = core.links.get(link).map(|l| l.mac) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
@@ -183,7 +185,7 @@ pub(crate) fn send_arp_request<P: Port>(
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(MacAddr::BROADCAST);
+    eth.set_dst(to.unwrap_or(MacAddr::BROADCAST));
     eth.set_src(mac);
     eth.set_ethertype(EtherType::Arp);
     ArpRepr {
@@ -639,7 +641,7 @@ fn send_on_path<P: Port>(
             Ok(())
         }
         Resolution::QueuedSendRequest => {
-            send_arp_request(core, out, link, path.source, path.via);
+            send_arp_request(core, out, link, path.source, path.via, None);
             Ok(())
         }
         Resolution::Queued => Ok(()),

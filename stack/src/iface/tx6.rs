@@ -375,7 +375,7 @@ fn send_on_path6<P: Port>(
             transmit6(core, out, path.link, buf)
         }
         Resolution::QueuedSendRequest => {
-            send_solicitation(core, out, path.link, path.via);
+            send_solicitation(core, out, path.link, path.via, None);
             Ok(())
         }
         Resolution::Queued => Ok(()),
@@ -404,14 +404,16 @@ pub(crate) fn transmit6<P: Port>(
     Ok(())
 }
 
-/// Multicasts "who has `target`?" on `link` to the target's solicited-node
-/// group, with our link-layer address (RFC 4861 7.2.2), from the link's
-/// address on the target's prefix or its link-local one.
+/// Asks "who has `target`?" on `link` with our link-layer address (RFC
+/// 4861 7.2.2), from the link's address on the target's prefix or its
+/// link-local one: multicast to the target's solicited-node group, or, to
+/// confirm a known neighbour (`Probe` state), unicast to it at `to`.
 pub(crate) fn send_solicitation<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
     target: Ipv6Addr,
+    to: Option<MacAddr>,
 ) {
     let Some(here) = core.links.get(link) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
@@ -430,7 +432,13 @@ pub(crate) fn send_solicitation<P: Port>(
         target,
         source_mac: Some(our_mac),
     };
-    let group = solicited_node(target);
+    let (group, dst_mac) = match to {
+        Some(mac) => (target, mac),
+        None => (
+            solicited_node(target),
+            multicast_mac(solicited_node(target)),
+        ),
+    };
     let Some(mut buf) = out.alloc(link) else {
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
@@ -438,7 +446,7 @@ pub(crate) fn send_solicitation<P: Port>(
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(multicast_mac(group));
+    eth.set_dst(dst_mac);
     eth.set_src(our_mac);
     eth.set_ethertype(EtherType::Ipv6);
     Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {

@@ -166,22 +166,37 @@ fn duplicate_address_detection_for_our_address_is_answered_to_all_nodes() {
 }
 
 #[test]
-fn advertisements_are_learned() {
+fn advertisements_update_but_never_create_neighbours() {
     let (mut iface, mut port) = stack6();
-    let na = NdpRepr::Advertisement {
-        router: false,
-        solicited: true,
-        override_: true,
-        target: PEER6,
-        target_mac: Some(PEER_MAC),
-    };
-    let mut m = vec![0u8; na.len()];
-    na.emit(&mut m);
-    port.push_rx(&frame6(OUR_MAC, &ip6_icmp(PEER6, GLOBAL, 255, &[], &m)));
+    // RFC 4861 7.2.5: an advertisement for an address we have no entry for
+    // is ignored, solicited or not.
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER6, GLOBAL, 255, &[], &na(PEER6, PEER_MAC)),
+    ));
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert!(port.take_tx().is_empty());
-    assert_eq!(iface.neighbors6()[0].1, PEER6);
-    assert_eq!(iface.neighbors6()[0].2, Some(PEER_MAC));
+    assert!(iface.neighbors6().is_empty());
+    // Known from its solicitation (stale), then confirmed by an answer.
+    learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    assert_eq!(iface.neighbors6()[0].3, NeighborState::Stale);
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(PEER6, GLOBAL, 255, &[], &na(PEER6, PEER_MAC)),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.neighbors6()[0].3, NeighborState::Reachable);
+}
+
+/// The peer solicits `ours` from `peer`, which teaches us its MAC (a stale
+/// entry); our advertisement is discarded.
+fn learn_peer(iface: &mut Interface<MemBuf>, port: &mut MemPort, peer: Ipv6Addr, ours: Ipv6Addr) {
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_icmp(peer, ours, 255, &[], &ns(ours, Some(PEER_MAC))),
+    ));
+    poll(iface, port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1, "our advertisement");
 }
 
 #[test]
@@ -663,12 +678,8 @@ fn link_local_destinations_need_no_route_and_unknown_prefixes_have_none() {
             BindOptions::default(),
         )
         .unwrap();
-    // Learn the peer first (an NA), then send to its link-local address.
-    port.push_rx(&frame6(
-        OUR_MAC,
-        &ip6_icmp(PEER_LL, our_ll(), 255, &[], &na(PEER_LL, PEER_MAC)),
-    ));
-    poll(&mut iface, &mut port, &mut DropDatagrams);
+    // Learn the peer first, then send to its link-local address.
+    learn_peer(&mut iface, &mut port, PEER_LL, our_ll());
     let dst = core::net::SocketAddrV6::new(PEER_LL, 9, 0, 0);
     iface
         .send_to(&mut port, Instant::ZERO, socket, dst, b"ll")
@@ -703,11 +714,7 @@ fn an_ipv6_datagram_over_the_mtu_is_refused_and_counted() {
             BindOptions::default(),
         )
         .unwrap();
-    port.push_rx(&frame6(
-        OUR_MAC,
-        &ip6_icmp(PEER6, GLOBAL, 255, &[], &na(PEER6, PEER_MAC)),
-    ));
-    poll(&mut iface, &mut port, &mut DropDatagrams);
+    learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
     let dst = core::net::SocketAddrV6::new(PEER6, 53, 0, 0);
     assert_eq!(
         iface.send_to(&mut port, Instant::ZERO, socket, dst, &[0u8; 1500]),
@@ -722,4 +729,39 @@ fn an_ipv6_datagram_over_the_mtu_is_refused_and_counted() {
     );
     assert!(port.take_tx().is_empty());
     assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn traffic_to_a_stale_neighbour_is_confirmed_with_a_unicast_solicitation() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(GLOBAL, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let dst = core::net::SocketAddrV6::new(PEER6, 53, 0, 0);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, dst, b"q")
+        .unwrap();
+    assert_eq!(port.take_tx().len(), 1, "a stale entry is usable at once");
+    assert_eq!(iface.neighbors6()[0].3, NeighborState::Delay);
+    let at = |secs: u64| Instant::from_nanos(secs * 1_000_000_000);
+    iface.poll(&mut port, at(6), &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "one probe after the delay");
+    let (eth_dst, src, dst_ip, hop, message) = parse6(&out[0]);
+    assert_eq!((eth_dst, src, dst_ip, hop), (PEER_MAC, GLOBAL, PEER6, 255));
+    assert!(matches!(
+        NdpRepr::parse(&message).unwrap(),
+        NdpRepr::Solicitation { target: PEER6, .. }
+    ));
+    assert_eq!(iface.neighbors6()[0].3, NeighborState::Probe);
+    // Unanswered probes end with the neighbour forgotten.
+    for secs in 7..=9 {
+        iface.poll(&mut port, at(secs), &mut DropDatagrams);
+    }
+    assert_eq!(port.take_tx().len(), 2, "three probes in all");
+    assert!(iface.neighbors6().is_empty());
 }
