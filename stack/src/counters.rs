@@ -93,8 +93,8 @@ reasons! {
     TxDeviceFull = "tx_device_full",
     /// No buffer could be allocated for an outgoing packet.
     TxNoBuffer = "tx_no_buffer",
-    /// An outgoing IPv6 packet over the link's MTU (IPv6 fragmentation is
-    /// not built yet).
+    /// An outgoing packet that cannot be sent at its size (over 64 KiB
+    /// once fragmented, or a fragment that would not fit a buffer).
     TxTooBig = "tx_too_big",
     /// IPv6 header or payload length beyond the frame.
     Ipv6Truncated = "ipv6_truncated",
@@ -109,12 +109,31 @@ reasons! {
     Ipv6HopLimitZero = "ipv6_hop_limit_zero",
     /// Extension-header chain malformed, too long or past the packet.
     Ipv6BadExtensions = "ipv6_bad_extensions",
-    /// A fragment (IPv6 reassembly is not built yet).
-    Ipv6Fragment = "ipv6_fragment",
+    /// An IPv6 fragment that could not be queued: no reassembly buffer
+    /// free, or too many datagrams in reassembly.
+    Ipv6ReassemblyFull = "ipv6_reassembly_full",
+    /// An IPv6 fragment overlapped another, or belonged to a datagram that
+    /// had (RFC 5722: the whole datagram is dropped).
+    Ipv6ReassemblyOverlap = "ipv6_reassembly_overlap",
+    /// An IPv6 fragment reached past 65,535 bytes or the reassembly buffer.
+    Ipv6ReassemblyTooBig = "ipv6_reassembly_too_big",
+    /// An IPv6 fragment's length was not a multiple of 8 (and it was not
+    /// the last), or it was empty.
+    Ipv6FragmentMalformed = "ipv6_fragment_malformed",
+    /// A first fragment without the whole header chain (RFC 7112).
+    Ipv6FragmentIncomplete = "ipv6_fragment_incomplete",
+    /// An IPv6 datagram not complete before the reassembly timeout.
+    Ipv6ReassemblyTimeout = "ipv6_reassembly_timeout",
+    /// An unrecognized hop-by-hop or destination option whose type says
+    /// "discard" (RFC 8200 4.2).
+    Ipv6BadOption = "ipv6_bad_option",
     /// Upper-layer protocol the stack does not handle over IPv6.
     Ipv6UnknownNextHeader = "ipv6_unknown_next_header",
     /// ICMPv6 message too short or with a bad checksum.
     Icmp6Malformed = "icmp6_malformed",
+    /// An ICMPv6 error quoting a packet that is not from one of our
+    /// addresses.
+    Icmp6BadQuote = "icmp6_bad_quote",
     /// ICMPv6 type the stack does not answer.
     Icmp6Unhandled = "icmp6_unhandled",
     /// Neighbor Discovery message failing RFC 4861's validity checks.
@@ -209,8 +228,30 @@ protocol_counters! {
     Icmp6InNeighborAdvertisements,
     /// ICMPv6 destination-unreachable messages sent.
     Icmp6OutDestUnreachs,
-    /// Neighbor solicitations sent (resolving a next hop).
+    /// Neighbor solicitations sent (resolving, probing, or DAD).
     Icmp6OutNeighborSolicits,
+    /// IPv6 fragments received.
+    Ip6ReasmReqds,
+    /// IPv6 datagrams reassembled.
+    Ip6ReasmOKs,
+    /// IPv6 datagrams fragmented on the way out.
+    Ip6FragOKs,
+    /// IPv6 fragments created.
+    Ip6FragCreates,
+    /// ICMPv6 parameter problems sent.
+    Icmp6OutParmProblems,
+    /// ICMPv6 errors received (unreachable, too big, time exceeded, ...).
+    Icmp6InErrors,
+    /// ICMPv6 packet-too-big messages received (path MTU learned).
+    Icmp6InPktTooBigs,
+    /// Router solicitations sent.
+    Icmp6OutRouterSolicits,
+    /// Router advertisements received and accepted.
+    Icmp6InRouterAdvertisements,
+    /// Addresses that duplicate address detection found in use (unused).
+    Ip6DadDuplicates,
+    /// ICMP(v6) errors handed to the sockets they concern.
+    IcmpErrorsToSockets,
 }
 
 /// Number of protocol counters.

@@ -17,7 +17,7 @@
 //! condition variable's, taken by the lcore only when a receiver sleeps.
 
 use crate::port::Buf;
-use crate::udp::{BindError, BindOptions, Datagram, SocketId};
+use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId};
 use core::net::SocketAddr;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -54,6 +54,9 @@ pub enum SocketError {
     TooLarge,
     /// `recv` timed out.
     TimedOut,
+    /// The peer (or a router) answered an earlier datagram of this
+    /// connected socket with an error.
+    Peer(PeerError),
 }
 
 impl core::fmt::Display for SocketError {
@@ -65,6 +68,7 @@ impl core::fmt::Display for SocketError {
             SocketError::NoBuffer => f.write_str("no packet buffer available"),
             SocketError::TooLarge => f.write_str("payload too large for one buffer"),
             SocketError::TimedOut => f.write_str("timed out"),
+            SocketError::Peer(e) => e.fmt(f),
         }
     }
 }
@@ -122,6 +126,8 @@ pub struct SocketQueue<B: Buf> {
     wake: Condvar,
     dropped: AtomicU64,
     wakeups: AtomicU64,
+    /// A pending [`PeerError`] ([`PeerError::to_bits`]), 0 for none.
+    error: AtomicU64,
 }
 
 impl<B: Buf> SocketQueue<B> {
@@ -133,6 +139,7 @@ impl<B: Buf> SocketQueue<B> {
             wake: Condvar::new(),
             dropped: AtomicU64::new(0),
             wakeups: AtomicU64::new(0),
+            error: AtomicU64::new(0),
         }
     }
 
@@ -156,6 +163,20 @@ impl<B: Buf> SocketQueue<B> {
         (pushed, dropped)
     }
 
+    /// Lcore side: records an error for the next receive (the latest one
+    /// wins, as the kernel's `sk_err`); the caller wakes the receivers.
+    pub(crate) fn set_error(&self, error: PeerError) {
+        self.error.store(error.to_bits(), Ordering::Release);
+    }
+
+    /// Takes the pending error, if any.
+    fn take_error(&self) -> Option<PeerError> {
+        if self.error.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        PeerError::from_bits(self.error.swap(0, Ordering::Acquire))
+    }
+
     /// Lcore side: wakes the receivers if any sleeps (once per burst).
     pub(crate) fn wake(&self) {
         if self.sleepers.load(Ordering::SeqCst) > 0 {
@@ -169,7 +190,7 @@ impl<B: Buf> SocketQueue<B> {
     fn wait(&self, timeout: Option<Duration>) -> bool {
         let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        let ready = if !self.datagrams.is_empty() {
+        let ready = if !self.datagrams.is_empty() || self.error.load(Ordering::Acquire) != 0 {
             true
         } else {
             match timeout {
@@ -178,7 +199,9 @@ impl<B: Buf> SocketQueue<B> {
                         .wake
                         .wait_timeout(guard, t)
                         .unwrap_or_else(|e| e.into_inner());
-                    !result.timed_out() || !self.datagrams.is_empty()
+                    !result.timed_out()
+                        || !self.datagrams.is_empty()
+                        || self.error.load(Ordering::Acquire) != 0
                 }
                 None => {
                     let _guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
@@ -306,6 +329,10 @@ impl<P: BufPool> UdpSocket<P> {
             }
             if got > 0 {
                 return Ok(got);
+            }
+            // Like the kernel: queued data first, then a pending error.
+            if let Some(error) = self.queue.take_error() {
+                return Err(SocketError::Peer(error));
             }
             if !self.queue.wait(timeout) {
                 return Err(SocketError::TimedOut);

@@ -34,18 +34,19 @@ pub use tx::{SendError, TxBatch};
 use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
-use crate::reassembly::Reassembler;
+use crate::reassembly::{Key6, Reassembler};
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
 use crate::route6::{Route6, RouteTable6};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::time::{Duration, Instant};
-use crate::udp::{BindError, BindOptions, Datagram, SocketId, UdpTable};
+use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId, UdpTable};
 use crate::wire::ipv6::{multicast_mac, solicited_node};
 use arrayvec::ArrayVec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 /// ff02::1, the all-nodes group every IPv6 link joins.
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+use std::collections::HashMap;
 use std::sync::Arc;
 use tx::Out;
 
@@ -66,6 +67,17 @@ pub trait UdpHandler<B: Buf> {
         batch: &mut Batch<B>,
         ctx: &mut UdpContext<'_, P>,
     );
+
+    /// Called when an ICMP(v6) error concerns a connected socket (port
+    /// unreachable, packet too big, ...). Ignored unless overridden.
+    fn on_error<P: Port<Buf = B>>(
+        &mut self,
+        socket: SocketId,
+        error: PeerError,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        let _ = (socket, error, ctx);
+    }
 }
 
 /// A handler that drops everything (for stacks that only answer ARP/ICMP).
@@ -181,6 +193,7 @@ pub(crate) struct Core<B: Buf> {
     pub(crate) routes6: RouteTable6,
     pub(crate) route_cache: RouteCache,
     pub(crate) reassembler: Reassembler<B>,
+    pub(crate) reassembler6: Reassembler<B, Key6>,
     pub(crate) udp: UdpTable,
     pub(crate) counters: Arc<Counters>,
     /// Every local address, of every link (computed once).
@@ -194,7 +207,25 @@ pub(crate) struct Core<B: Buf> {
     pub(crate) special_filter: u64,
     pub(crate) icmp_limit: TokenBucket,
     pub(crate) next_ident: u16,
+    /// IPv6 fragment identification: a counter from a keyed start (RFC
+    /// 7739: not predictable from outside).
+    pub(crate) next_ident6: u32,
+    /// Path MTUs below the link's, learned from packet-too-big messages
+    /// (RFC 8201), with when to forget them. Bounded.
+    pub(crate) path_mtus6: HashMap<Ipv6Addr, (usize, Instant)>,
+    /// ICMP errors for connected sockets found during a burst, handed over
+    /// after it (bounded: more in one burst are dropped).
+    pub(crate) socket_errors: ArrayVec<(SocketId, PeerError), SOCKET_ERRORS>,
 }
+
+/// Most socket errors kept per burst.
+pub(crate) const SOCKET_ERRORS: usize = 16;
+
+/// Most path MTUs remembered.
+pub(crate) const PATH_MTUS: usize = 4096;
+
+/// How long a learned path MTU holds (RFC 8201 5.3: at least 5 minutes).
+pub(crate) const PATH_MTU_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl<B: Buf> Core<B> {
     /// [`LOCAL`] and/or [`BROADCAST`] for `ip`, or 0. Per packet.
@@ -222,6 +253,20 @@ impl<B: Buf> Core<B> {
     #[inline]
     pub(crate) fn is_broadcast(&self, ip: Ipv4Addr) -> bool {
         self.class(ip.to_bits()) & BROADCAST != 0
+    }
+
+    /// The next IPv6 fragment identification.
+    pub(crate) fn fragment_ident6(&mut self) -> u32 {
+        self.next_ident6 = self.next_ident6.wrapping_add(1);
+        self.next_ident6
+    }
+
+    /// The MTU towards `dst` on a link of `link_mtu`.
+    pub(crate) fn path_mtu6(&self, dst: Ipv6Addr, link_mtu: usize) -> usize {
+        match self.path_mtus6.get(&dst) {
+            Some(&(mtu, _)) => mtu.min(link_mtu),
+            None => link_mtu,
+        }
     }
 
     pub(crate) fn ident(&mut self) -> u16 {
@@ -389,6 +434,7 @@ impl<B: Buf> Interface<B> {
         let all = || config.links.iter().flat_map(|l| l.addresses.iter());
         let core = Core {
             reassembler: Reassembler::new(config.reassembly.clone()),
+            reassembler6: Reassembler::new(config.reassembly.clone()),
             udp: UdpTable::new(config.hash_key),
             icmp_limit: TokenBucket::new(
                 config.icmp_errors_per_sec,
@@ -404,6 +450,9 @@ impl<B: Buf> Interface<B> {
                 .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
             special: special_addresses(&config.links),
             next_ident: 0,
+            next_ident6: (config.hash_key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32,
+            path_mtus6: HashMap::new(),
+            socket_errors: ArrayVec::new(),
             links,
             config,
         };
@@ -720,7 +769,46 @@ fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     if let Some(socket) = delivery.socket.take() {
         hand_over(core, queues, socket, out, now, handler, delivery);
     }
+    if !core.socket_errors.is_empty() {
+        report_errors(core, queues, out, now, handler, delivery);
+    }
     received
+}
+
+/// Hands the burst's ICMP errors to their sockets: recorded in the queue
+/// (queue mode; its receivers are woken after the poll) or passed to the
+/// handler (inline mode).
+#[inline(never)]
+fn report_errors<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+) {
+    let errors = core::mem::take(&mut core.socket_errors);
+    for (socket, error) in errors {
+        core.counters
+            .count(crate::counters::Stat::IcmpErrorsToSockets);
+        let index = socket.index();
+        match queues.get(index as usize) {
+            Some(Some(queue)) => {
+                queue.set_error(error);
+                if !delivery.to_wake.contains(&index) {
+                    let _ = delivery.to_wake.try_push(index);
+                }
+            }
+            _ => {
+                let mut ctx = UdpContext {
+                    core,
+                    out: out.reborrow(),
+                    now,
+                };
+                handler.on_error(socket, error, &mut ctx);
+            }
+        }
+    }
 }
 
 /// Adds a datagram to the batch of consecutive datagrams for one socket,
@@ -871,6 +959,12 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
 ) {
     for _ in 0..core.reassembler.expire(now) {
         core.counters.count_drop(DropReason::Ipv4ReassemblyTimeout);
+    }
+    for _ in 0..core.reassembler6.expire(now) {
+        core.counters.count_drop(DropReason::Ipv6ReassemblyTimeout);
+    }
+    if !core.path_mtus6.is_empty() {
+        core.path_mtus6.retain(|_, (_, until)| now < *until);
     }
     for link in 0..core.links.len() {
         probes.clear();

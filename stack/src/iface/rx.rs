@@ -9,7 +9,7 @@ use super::tx::{self, Out};
 use super::{ChecksumPolicy, Core};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
-use crate::reassembly::{Fragment, Reassembly};
+use crate::reassembly::{Fragment, Key4, Reassembly};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, SocketId};
@@ -174,10 +174,13 @@ fn ipv4_input<P: Port>(
     }
     core.counters.count(Stat::IpReasmReqds);
     let fragment = Fragment {
-        src,
-        dst,
+        key: Key4 {
+            src,
+            dst,
+            protocol: local.protocol,
+            ident: ip.ident(),
+        },
         protocol: local.protocol,
-        ident: ip.ident(),
         offset: ip.fragment_offset(),
         more: ip.more_fragments(),
         payload_start: ETH_LEN + local.header_len,

@@ -11,25 +11,35 @@
 
 use super::rx::Delivered;
 use super::tx::Out;
-use super::tx6::Invoking;
-use super::{ChecksumPolicy, Core, ALL_NODES};
+use super::tx6::MIN_MTU;
+use super::tx6::{icmp6_error, Icmp6Error, Invoking};
+use super::{ChecksumPolicy, Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
 use crate::counters::{DropReason, Stat};
 use crate::port::ChecksumStatus;
 use crate::port::{Buf, MacAddr, Port};
+use crate::reassembly::{Fragment, Key6, Reassembly};
 use crate::time::Instant;
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
+use crate::udp::PeerError;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, NdpRepr};
+use crate::wire::icmpv6::{
+    CODE_ERRONEOUS_FIELD, CODE_INCOMPLETE_CHAIN, CODE_UNRECOGNIZED_NEXT_HEADER,
+    CODE_UNRECOGNIZED_OPTION,
+};
+use crate::wire::icmpv6::{CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
 use crate::wire::ipv6::pseudo_header;
 use crate::wire::ipv6::{
     multicast_mac, next_header, solicited_node, walk_extensions, Ipv6Header, Ipv6Packet,
     HEADER_LEN as IP6_LEN,
 };
+use crate::wire::ipv6::{Extensions, FragmentHeader};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
 use core::net::Ipv6Addr;
+use core::net::SocketAddr;
 use core::net::SocketAddrV6;
 
 /// Hop limit of packets we originate.
@@ -87,20 +97,68 @@ pub(super) fn ipv6_input<P: Port>(
     if hop_limit == 0 {
         return core.counters.count_drop(DropReason::Ipv6HopLimitZero);
     }
+    local6_input(core, out, link, now, buf, eth_src, delivered, false);
+}
+
+/// The part of IPv6 receive after the fixed header was validated: the
+/// extension walk (options that demand it get a parameter problem),
+/// fragments into reassembly, then ICMPv6 or UDP. `reassembled` marks a
+/// datagram that came out of reassembly (a fragment inside it is refused).
+#[allow(clippy::too_many_arguments)]
+fn local6_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    delivered: &mut Delivered<P::Buf>,
+    reassembled: bool,
+) {
+    let ip = Ipv6Packet::new_unchecked(&buf.data()[ETH_LEN..]);
+    let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
     let payload = ip.payload();
+    let end = ETH_LEN + IP6_LEN + payload.len();
+    let invoking = Invoking {
+        ours: dst,
+        peer: src,
+        end,
+    };
     let extensions = match walk_extensions(ip.next_header(), payload) {
         Ok(extensions) => extensions,
         Err(_) => return core.counters.count_drop(DropReason::Ipv6BadExtensions),
     };
-    if extensions.fragment.is_some() {
-        return core.counters.count_drop(DropReason::Ipv6Fragment);
+    if let Some(bad) = extensions.bad_option {
+        core.counters.count_drop(DropReason::Ipv6BadOption);
+        if bad.action == 2 || bad.action == 3 && !dst.is_multicast() {
+            let error = Icmp6Error::parameter_problem(CODE_UNRECOGNIZED_OPTION, bad.at);
+            icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+        }
+        return;
+    }
+    if let (Some(fragment), Some(at)) = (extensions.fragment, extensions.fragment_at) {
+        // RFC 6946: an "atomic" fragment (offset 0, no more) is a whole
+        // datagram; anything else goes to reassembly.
+        if fragment.offset != 0 || fragment.more {
+            if reassembled {
+                return core.counters.count_drop(DropReason::Ipv6BadExtensions);
+            }
+            let piece = FragmentIn {
+                fragment,
+                at,
+                extensions: &extensions,
+                invoking,
+                hop_limit,
+            };
+            return reassemble6(core, out, link, now, buf, eth_src, delivered, piece);
+        }
     }
     let local = Local6 {
         src,
         dst,
         hop_limit,
         start: ETH_LEN + IP6_LEN + extensions.offset,
-        end: ETH_LEN + IP6_LEN + payload.len(),
+        end,
     };
     // Only duplicate address detection may come from the unspecified
     // address (an NS, checked below).
@@ -108,11 +166,109 @@ pub(super) fn ipv6_input<P: Port>(
     if src.is_unspecified() && !icmp {
         return core.counters.count_drop(DropReason::Ipv6BadSource);
     }
-    core.counters.count(Stat::Ip6InDelivers);
     match extensions.protocol {
-        next_header::ICMPV6 => icmp6_input(core, out, link, now, buf, eth_src, local),
-        next_header::UDP => udp6_input(core, out, link, now, buf, eth_src, &local, delivered),
-        _ => core.counters.count_drop(DropReason::Ipv6UnknownNextHeader),
+        next_header::ICMPV6 => {
+            core.counters.count(Stat::Ip6InDelivers);
+            icmp6_input(core, out, link, now, buf, eth_src, local)
+        }
+        next_header::UDP => {
+            core.counters.count(Stat::Ip6InDelivers);
+            udp6_input(core, out, link, now, buf, eth_src, &local, delivered)
+        }
+        _ => {
+            core.counters.count_drop(DropReason::Ipv6UnknownNextHeader);
+            let error = Icmp6Error::parameter_problem(
+                CODE_UNRECOGNIZED_NEXT_HEADER,
+                extensions.protocol_at,
+            );
+            icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+        }
+    }
+}
+
+/// A fragment as the extension walk found it.
+struct FragmentIn<'a> {
+    fragment: FragmentHeader,
+    /// Offset of the fragment header in the IPv6 payload.
+    at: usize,
+    extensions: &'a Extensions,
+    invoking: Invoking,
+    hop_limit: u8,
+}
+
+/// Adds a fragment to its datagram (RFC 8200 4.5, RFC 5722 overlaps, RFC
+/// 7112 header chains); a completed datagram runs through the local input
+/// again, whole.
+#[allow(clippy::too_many_arguments)]
+fn reassemble6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    buf: P::Buf,
+    eth_src: MacAddr,
+    delivered: &mut Delivered<P::Buf>,
+    piece: FragmentIn<'_>,
+) {
+    core.counters.count(Stat::Ip6ReasmReqds);
+    let FragmentIn {
+        fragment,
+        at,
+        extensions,
+        invoking,
+        hop_limit,
+    } = piece;
+    let payload_start = ETH_LEN + IP6_LEN + at + 8;
+    let payload_len = invoking.end.saturating_sub(payload_start);
+    if fragment.more && payload_len % 8 != 0 {
+        // RFC 8200 4.5: pointing at the payload length.
+        core.counters.count_drop(DropReason::Ipv6FragmentMalformed);
+        let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, 4);
+        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+    }
+    if fragment.offset + payload_len > 65535 {
+        // Pointing at the fragment offset.
+        core.counters.count_drop(DropReason::Ipv6ReassemblyTooBig);
+        let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, IP6_LEN + at + 2);
+        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+    }
+    let first_header_len = match extensions.protocol {
+        next_header::UDP => UDP_LEN,
+        next_header::ICMPV6 => 4,
+        _ => 0,
+    };
+    if fragment.offset == 0
+        && invoking.end < ETH_LEN + IP6_LEN + extensions.offset + first_header_len
+    {
+        // RFC 7112: the first fragment must hold the whole header chain.
+        core.counters.count_drop(DropReason::Ipv6FragmentIncomplete);
+        let error = Icmp6Error::parameter_problem(CODE_INCOMPLETE_CHAIN, 0);
+        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+    }
+    let piece = Fragment {
+        key: Key6 {
+            src: invoking.peer,
+            dst: invoking.ours,
+            ident: fragment.ident,
+        },
+        protocol: buf.data()[ETH_LEN + IP6_LEN + at],
+        offset: fragment.offset,
+        more: fragment.more,
+        payload_start,
+        payload_len,
+        ttl: hop_limit,
+    };
+    let Some(port) = out.port(link) else {
+        return core.counters.count_drop(DropReason::EthNotForUs);
+    };
+    match core.reassembler6.add(port, &buf, piece, now) {
+        Reassembly::Pending => {}
+        Reassembly::Dropped(reason) => core.counters.count_drop(reason),
+        Reassembly::Complete(whole) => {
+            drop(buf);
+            core.counters.count(Stat::Ip6ReasmOKs);
+            local6_input(core, out, link, now, whole, eth_src, delivered, true);
+        }
     }
 }
 
@@ -169,7 +325,75 @@ fn icmp6_input<P: Port>(
                 }
             }
         }
+        msg_type::DEST_UNREACHABLE
+        | msg_type::PACKET_TOO_BIG
+        | msg_type::TIME_EXCEEDED
+        | msg_type::PARAMETER_PROBLEM => error_input(core, link, now, message),
         _ => core.counters.count_drop(DropReason::Icmp6Unhandled),
+    }
+}
+
+/// An ICMPv6 error about a packet we sent (RFC 4443 2.4): a packet too big
+/// lowers the path MTU to its sender's destination (RFC 8201, never below
+/// 1280); any error about a datagram of a socket connected to that
+/// destination is recorded for the socket.
+fn error_input<B: Buf>(core: &mut Core<B>, link: usize, now: Instant, message: &[u8]) {
+    core.counters.count(Stat::Icmp6InErrors);
+    // The quoted packet is cut short, so its header is read as is.
+    let Some(quoted) = message.get(ICMP6_LEN..).filter(|q| q.len() >= IP6_LEN) else {
+        return core.counters.count_drop(DropReason::Icmp6Malformed);
+    };
+    let ip = Ipv6Packet::new_unchecked(quoted);
+    let (ours, peer) = (ip.src(), ip.dst());
+    if !core.is_local6(link, ours) {
+        return core.counters.count_drop(DropReason::Icmp6BadQuote);
+    }
+    let (kind, code) = (message[0], message[1]);
+    let word = u32::from_be_bytes([message[4], message[5], message[6], message[7]]);
+    let error = match kind {
+        msg_type::DEST_UNREACHABLE if code == CODE_PORT_UNREACHABLE => PeerError::Refused,
+        msg_type::DEST_UNREACHABLE => PeerError::Unreachable,
+        msg_type::PACKET_TOO_BIG => {
+            core.counters.count(Stat::Icmp6InPktTooBigs);
+            let mtu = (word as usize).max(MIN_MTU);
+            let known = core.path_mtus6.contains_key(&peer);
+            if known || core.path_mtus6.len() < PATH_MTUS {
+                core.path_mtus6.insert(peer, (mtu, now + PATH_MTU_TIMEOUT));
+            }
+            PeerError::TooBig { mtu: mtu as u32 }
+        }
+        msg_type::TIME_EXCEEDED => PeerError::TimeExceeded,
+        _ => PeerError::ParameterProblem,
+    };
+    // Which socket sent it: the quoted UDP ports, looked up as if the
+    // peer had sent us a datagram back.
+    let rest = &quoted[IP6_LEN..];
+    let Ok(extensions) = walk_extensions(ip.next_header(), rest) else {
+        return;
+    };
+    let Some(ports) = rest.get(extensions.offset..extensions.offset + 4) else {
+        return;
+    };
+    if extensions.protocol != next_header::UDP {
+        return;
+    }
+    let our_port = u16::from_be_bytes([ports[0], ports[1]]);
+    let peer_port = u16::from_be_bytes([ports[2], ports[3]]);
+    let key = FlowKey6 {
+        src: SocketAddrV6::new(peer, peer_port, 0, 0),
+        dst: SocketAddrV6::new(ours, our_port, 0, 0),
+        device: link as u16,
+    };
+    let Some(socket) = core.udp.lookup6(&key) else {
+        return;
+    };
+    // As the kernel without IP_RECVERR: only connected sockets hear errors.
+    let connected_to_peer = matches!(
+        core.udp.remote_addr(socket),
+        Some(SocketAddr::V6(remote)) if *remote.ip() == peer && remote.port() == peer_port
+    );
+    if connected_to_peer {
+        let _ = core.socket_errors.try_push((socket, error));
     }
 }
 
@@ -214,7 +438,8 @@ fn udp6_input<P: Port>(
             peer: local.src,
             end: local.end,
         };
-        return super::tx6::port_unreachable6(core, out, link, now, buf, eth_src, invoking);
+        let error = Icmp6Error::PORT_UNREACHABLE;
+        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
     };
     core.counters.count(Stat::UdpInDatagrams);
     let payload = local.start + UDP_LEN..local.start + udp_len;

@@ -1003,3 +1003,4 @@ fn a_payload_changed_in_place_is_replied_with_a_fresh_checksum() {
 mod links;
 
 mod ipv6;
+mod ipv6_frag;

@@ -32,8 +32,12 @@ use core::ops::Range;
 /// Hop limit of packets we originate.
 const HOP_LIMIT: u8 = 64;
 
-/// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU.
-const MIN_MTU: usize = 1280;
+/// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU; no
+/// path MTU is taken below it.
+pub(crate) const MIN_MTU: usize = 1280;
+
+/// Length of the fragment header.
+const FRAGMENT_HEADER_LEN: usize = 8;
 
 /// The packet an ICMPv6 error answers.
 pub(crate) struct Invoking {
@@ -45,12 +49,47 @@ pub(crate) struct Invoking {
     pub(crate) end: usize,
 }
 
-/// Answers a datagram for a closed port with ICMPv6 destination unreachable
-/// (port), reusing its buffer: new headers go in front of the invoking
-/// packet, which is quoted as far as the minimum MTU allows (RFC 4443 3.1).
-/// Not for packets sent to a group (RFC 4443 2.4 (e)); rate-limited with
-/// the interface's ICMP errors.
-pub(crate) fn port_unreachable6<P: Port>(
+/// Which ICMPv6 error to send.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Icmp6Error {
+    pub(crate) kind: u8,
+    pub(crate) code: u8,
+    /// The second word of the message (pointer, MTU, or zero).
+    pub(crate) word: u32,
+    /// Also answer packets sent to a group (RFC 4443 2.4 (e.3): packet too
+    /// big, and parameter problem code 2).
+    pub(crate) to_groups: bool,
+}
+
+impl Icmp6Error {
+    /// Destination unreachable, port unreachable.
+    pub(crate) const PORT_UNREACHABLE: Icmp6Error = Icmp6Error {
+        kind: msg_type::DEST_UNREACHABLE,
+        code: CODE_PORT_UNREACHABLE,
+        word: 0,
+        to_groups: false,
+    };
+
+    /// Parameter problem `code` pointing at byte `pointer` of the invoking
+    /// packet.
+    pub(crate) fn parameter_problem(code: u8, pointer: usize) -> Icmp6Error {
+        Icmp6Error {
+            kind: msg_type::PARAMETER_PROBLEM,
+            code,
+            word: pointer as u32,
+            to_groups: code == 2,
+        }
+    }
+}
+
+/// Answers the packet in `buf` with an ICMPv6 error, reusing its buffer: new
+/// headers go in front of the invoking packet, which is quoted as far as
+/// the minimum MTU allows (RFC 4443 3.1). Never for a packet from the
+/// unspecified address, nor (mostly) for one sent to a group (RFC 4443 2.4
+/// (e)); rate-limited with the interface's ICMP errors. Counts its message
+/// type.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn icmp6_error<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
@@ -58,15 +97,24 @@ pub(crate) fn port_unreachable6<P: Port>(
     mut buf: P::Buf,
     eth_src: MacAddr,
     invoking: Invoking,
+    error: Icmp6Error,
 ) {
-    if invoking.ours.is_multicast() {
-        return; // counted as UdpNoSocket by the caller
+    if invoking.ours.is_multicast() && !error.to_groups || invoking.peer.is_unspecified() {
+        return; // the caller counted the invoking packet's drop
     }
     if !core.icmp_limit.take(now) {
         return core.counters.count_drop(DropReason::IcmpRateLimited);
     }
     let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let source = if invoking.ours.is_multicast() {
+        match source_for(core, link, invoking.peer) {
+            Some(ip) => ip,
+            None => return core.counters.count_drop(DropReason::TxNoRoute),
+        }
+    } else {
+        invoking.ours
     };
     let quoted = invoking
         .end
@@ -83,17 +131,20 @@ pub(crate) fn port_unreachable6<P: Port>(
     eth.set_src(our_mac);
     eth.set_ethertype(EtherType::Ipv6);
     Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-        src: invoking.ours,
+        src: source,
         dst: invoking.peer,
         next_header: next_header::ICMPV6,
         payload_len: (ICMP6_LEN + quoted) as u16,
         hop_limit: HOP_LIMIT,
     });
     let mut icmp = Icmpv6Packet::new_unchecked(&mut frame[ETH_LEN + IP6_LEN..]);
-    icmp.set_type_code(msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE);
-    icmp.set_body_word([0; 4]);
-    icmp.fill_checksum(invoking.ours, invoking.peer);
-    core.counters.count(Stat::Icmp6OutDestUnreachs);
+    icmp.set_type_code(error.kind, error.code);
+    icmp.set_body_word(error.word.to_be_bytes());
+    icmp.fill_checksum(source, invoking.peer);
+    core.counters.count(match error.kind {
+        msg_type::DEST_UNREACHABLE => Stat::Icmp6OutDestUnreachs,
+        _ => Stat::Icmp6OutParmProblems,
+    });
     core.counters.count(Stat::Ip6OutRequests);
     out.push(link, buf, &core.counters);
 }
@@ -141,8 +192,7 @@ pub(crate) fn reply_udp6<P: Port>(
         frame, our_mac, eth_src, source, peer, our_port, peer_port, udp_len,
     );
     core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    let _ = transmit6(core, out, link, buf); // failures are counted inside
 }
 
 /// Turns the headers of a plain UDP/IPv6 frame around in place: MACs (the
@@ -386,21 +436,89 @@ fn send_on_path6<P: Port>(
     }
 }
 
-/// Sends a finished IPv6 frame out of `link` (no fragmentation yet: a
-/// frame over the MTU is refused).
+/// Sends a finished IPv6 frame out of `link`, in fragments if it exceeds
+/// the path MTU (the link's, or less if a packet-too-big said so).
 pub(crate) fn transmit6<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
     buf: P::Buf,
 ) -> Result<(), SendError> {
-    let mtu = core.links.get(link).map_or(0, |l| l.mtu);
-    if buf.len() > ETH_LEN + mtu {
+    let Some(link_mtu) = core.links.get(link).map(|l| l.mtu) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let mut mtu = link_mtu;
+    if buf.len() > ETH_LEN + MIN_MTU {
+        if let Some(ip) = buf
+            .data()
+            .get(ETH_LEN..)
+            .and_then(|d| Ipv6Packet::new_checked(d).ok())
+        {
+            mtu = core.path_mtu6(ip.dst(), link_mtu);
+        }
+    }
+    if buf.len() <= ETH_LEN + mtu {
+        core.counters.count(Stat::Ip6OutRequests);
+        out.push(link, buf, &core.counters);
+        return Ok(());
+    }
+    fragment6(core, out, link, mtu, &buf)
+}
+
+/// Splits an oversized IPv6 frame (fixed header only, as the stack builds
+/// them) into fragments in new buffers, each with a fragment header (RFC
+/// 8200 4.5) and an identification from the interface's unpredictable
+/// sequence. Slow path.
+fn fragment6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    mtu: usize,
+    whole: &P::Buf,
+) -> Result<(), SendError> {
+    let data = whole.data();
+    let Ok(ip) = Ipv6Packet::new_checked(&data[ETH_LEN..]) else {
         core.counters.count_drop(DropReason::TxTooBig);
         return Err(SendError::TooLarge);
+    };
+    let header = Ipv6Header {
+        src: ip.src(),
+        dst: ip.dst(),
+        next_header: next_header::FRAGMENT,
+        payload_len: 0,
+        hop_limit: ip.hop_limit(),
+    };
+    let protocol = ip.next_header();
+    let payload = ip.payload();
+    let chunk = (mtu.max(MIN_MTU) - IP6_LEN - FRAGMENT_HEADER_LEN) & !7;
+    let ident = core.fragment_ident6();
+    let pieces = payload.len().div_ceil(chunk);
+    for (i, piece) in payload.chunks(chunk).enumerate() {
+        let Some(mut buf) = out.alloc(link) else {
+            core.counters.count_drop(DropReason::TxNoBuffer);
+            return Err(SendError::NoBuffer);
+        };
+        let Some(frame) = buf.append(ETH_LEN + IP6_LEN + FRAGMENT_HEADER_LEN + piece.len()) else {
+            core.counters.count_drop(DropReason::TxTooBig);
+            return Err(SendError::TooLarge);
+        };
+        frame[..ETH_LEN].copy_from_slice(&data[..ETH_LEN]);
+        Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+            payload_len: (FRAGMENT_HEADER_LEN + piece.len()) as u16,
+            ..header
+        });
+        let offset = (i * chunk) as u16 | u16::from(i + 1 < pieces);
+        let at = ETH_LEN + IP6_LEN;
+        frame[at..at + 2].copy_from_slice(&[protocol, 0]);
+        frame[at + 2..at + 4].copy_from_slice(&offset.to_be_bytes());
+        frame[at + 4..at + 8].copy_from_slice(&ident.to_be_bytes());
+        frame[at + 8..].copy_from_slice(piece);
+        core.counters.count(Stat::Ip6FragCreates);
+        core.counters.count(Stat::Ip6OutRequests);
+        out.push(link, buf, &core.counters);
     }
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    core.counters.count(Stat::Ip6FragOKs);
     Ok(())
 }
 

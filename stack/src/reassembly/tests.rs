@@ -18,17 +18,20 @@ fn fragment_frame(
     payload: &[u8],
     offset: usize,
     len: usize,
-) -> (MemBuf, Fragment) {
+) -> (MemBuf, Fragment<Key4>) {
     let more = offset + len < payload.len();
     let mut buf = port.alloc().unwrap();
     let frame = buf.append(ETH_LEN + IP_LEN + len).unwrap();
     frame[..ETH_LEN].copy_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 8, 0]);
     frame[ETH_LEN + IP_LEN..].copy_from_slice(&payload[offset..offset + len]);
     let fragment = Fragment {
-        src: SRC,
-        dst: DST,
+        key: Key4 {
+            src: SRC,
+            dst: DST,
+            protocol: protocol::UDP,
+            ident,
+        },
         protocol: protocol::UDP,
-        ident,
         offset,
         more,
         payload_start: ETH_LEN + IP_LEN,

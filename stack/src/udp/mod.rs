@@ -142,3 +142,62 @@ impl<B: Buf> Datagram<B> {
         self.buf
     }
 }
+
+/// An ICMP or ICMPv6 error a peer (or a router on the way) sent about a
+/// datagram from a connected socket: the socket's next receive reports it
+/// (queue mode) or [`crate::iface::UdpHandler::on_error`] gets it (inline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerError {
+    /// Port unreachable: nobody listens there (`ECONNREFUSED`).
+    Refused,
+    /// Host, network or administratively unreachable (`EHOSTUNREACH`).
+    Unreachable,
+    /// Packet too big: the path carries at most `mtu` bytes (`EMSGSIZE`).
+    TooBig {
+        /// The path MTU the router reported.
+        mtu: u32,
+    },
+    /// Hop limit (TTL) exceeded on the way, or reassembly timed out there.
+    TimeExceeded,
+    /// The peer found a header of ours malformed (`EPROTO`).
+    ParameterProblem,
+}
+
+impl core::fmt::Display for PeerError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PeerError::Refused => f.write_str("connection refused (port unreachable)"),
+            PeerError::Unreachable => f.write_str("destination unreachable"),
+            PeerError::TooBig { mtu } => write!(f, "message too big for the path (MTU {mtu})"),
+            PeerError::TimeExceeded => f.write_str("hop limit exceeded on the way"),
+            PeerError::ParameterProblem => f.write_str("the peer reported a parameter problem"),
+        }
+    }
+}
+
+impl PeerError {
+    /// A compact non-zero encoding (for an atomic).
+    pub(crate) fn to_bits(self) -> u64 {
+        match self {
+            PeerError::Refused => 1,
+            PeerError::Unreachable => 2,
+            PeerError::TooBig { mtu } => 3 | u64::from(mtu) << 8,
+            PeerError::TimeExceeded => 4,
+            PeerError::ParameterProblem => 5,
+        }
+    }
+
+    /// The inverse of [`PeerError::to_bits`]; `None` for 0.
+    pub(crate) fn from_bits(bits: u64) -> Option<PeerError> {
+        Some(match bits & 0xff {
+            1 => PeerError::Refused,
+            2 => PeerError::Unreachable,
+            3 => PeerError::TooBig {
+                mtu: (bits >> 8) as u32,
+            },
+            4 => PeerError::TimeExceeded,
+            5 => PeerError::ParameterProblem,
+            _ => return None,
+        })
+    }
+}

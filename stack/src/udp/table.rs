@@ -625,6 +625,11 @@ impl UdpTable {
         self.socket(id).map(|s| s.local)
     }
 
+    /// The peer a socket is connected to, if it is.
+    pub fn remote_addr(&self, id: SocketId) -> Option<SocketAddr> {
+        self.socket(id).and_then(|s| s.remote)
+    }
+
     /// The IPv4 address a socket speaks from to IPv4 peers: its own for an
     /// IPv4 socket, the mapped one or ANY for an IPv6 socket that hears
     /// IPv4; `None` for a socket that does not (or does not exist).

@@ -41,6 +41,15 @@ pub mod msg_type {
 
 /// Destination-unreachable code for a closed port.
 pub const CODE_PORT_UNREACHABLE: u8 = 4;
+/// Parameter problem: erroneous header field.
+pub const CODE_ERRONEOUS_FIELD: u8 = 0;
+/// Parameter problem: unrecognized next header type.
+pub const CODE_UNRECOGNIZED_NEXT_HEADER: u8 = 1;
+/// Parameter problem: unrecognized IPv6 option.
+pub const CODE_UNRECOGNIZED_OPTION: u8 = 2;
+/// Parameter problem: first fragment has an incomplete header chain (RFC
+/// 7112).
+pub const CODE_INCOMPLETE_CHAIN: u8 = 3;
 
 /// A view of an ICMPv6 message.
 #[derive(Debug, Clone)]

@@ -165,11 +165,29 @@ pub struct FragmentHeader {
     pub ident: u32,
 }
 
+/// An option the stack does not recognize whose type asks for the packet
+/// to be discarded (RFC 8200 4.2: the two high bits are the action).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadOption {
+    /// Offset of the option type from the start of the IPv6 header (the
+    /// parameter-problem pointer).
+    pub at: usize,
+    /// 1: discard silently; 2: discard and send a parameter problem; 3: the
+    /// same, unless the destination was a group.
+    pub action: u8,
+}
+
 /// Where the extension-header walk ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extensions {
     /// The upper-layer protocol (or [`next_header::NONE`]).
     pub protocol: u8,
+    /// Offset from the start of the IPv6 header of the byte that names
+    /// `protocol` (the parameter-problem pointer for an unknown one).
+    pub protocol_at: usize,
+    /// The first option that says "discard", if one was met (the walk
+    /// stops there).
+    pub bad_option: Option<BadOption>,
     /// Offset of the upper-layer data within the IPv6 payload.
     pub offset: usize,
     /// The fragment header, if one was on the way.
@@ -179,13 +197,44 @@ pub struct Extensions {
     pub fragment_at: Option<usize>,
 }
 
+/// Option types the stack knows (and skips): Pad1, PadN, router alert.
+const KNOWN_OPTIONS: [u8; 3] = [0, 1, 5];
+
+/// The first option in an options header (`header`, whole) that is not
+/// recognized and whose action is not "skip", as (offset in the header,
+/// action).
+fn first_bad_option(header: &[u8]) -> WireResult<Option<(usize, u8)>> {
+    let mut at = 2;
+    while at < header.len() {
+        let kind = header[at];
+        if kind == 0 {
+            at += 1;
+            continue;
+        }
+        let len = usize::from(*header.get(at + 1).ok_or(WireError::Truncated)?);
+        if at + 2 + len > header.len() {
+            return Err(WireError::Truncated);
+        }
+        if !KNOWN_OPTIONS.contains(&kind) && kind >> 6 != 0 {
+            return Ok(Some((at, kind >> 6)));
+        }
+        at += 2 + len;
+    }
+    Ok(None)
+}
+
 /// Walks the extension headers of an IPv6 payload starting with
 /// `next_header`. Bounded: at most [`MAX_EXTENSION_HEADERS`] headers, never
 /// past `payload`; hop-by-hop anywhere but first is malformed (RFC 8200).
+/// Options headers are checked for unknown options that demand a discard
+/// (the walk stops at the first, see [`Extensions::bad_option`]). The walk
+/// also stops after the fragment header of a fragment other than the first:
+/// what follows is data, not headers.
 pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
     let mut offset = 0;
     let mut fragment = None;
     let mut fragment_at = None;
+    let mut protocol_at = field::NEXT_HEADER;
     for index in 0..=MAX_EXTENSION_HEADERS {
         match next {
             next_header::HOP_BY_HOP | next_header::ROUTING | next_header::DEST_OPTIONS => {
@@ -196,10 +245,26 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                     .get(offset..offset + 2)
                     .ok_or(WireError::Truncated)?;
                 let len = (usize::from(header[1]) + 1) * 8;
-                if offset + len > payload.len() {
-                    return Err(WireError::Truncated);
+                let whole = payload
+                    .get(offset..offset + len)
+                    .ok_or(WireError::Truncated)?;
+                if next != next_header::ROUTING {
+                    if let Some((at, action)) = first_bad_option(whole)? {
+                        return Ok(Extensions {
+                            protocol: next,
+                            protocol_at,
+                            bad_option: Some(BadOption {
+                                at: HEADER_LEN + offset + at,
+                                action,
+                            }),
+                            offset,
+                            fragment,
+                            fragment_at,
+                        });
+                    }
                 }
-                next = header[0];
+                protocol_at = HEADER_LEN + offset;
+                next = whole[0];
                 offset += len;
             }
             next_header::FRAGMENT => {
@@ -216,12 +281,25 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                     ident: u32::from_be_bytes([header[4], header[5], header[6], header[7]]),
                 });
                 fragment_at = Some(offset);
+                protocol_at = HEADER_LEN + offset;
                 next = header[0];
                 offset += 8;
+                if field & 0xfff8 != 0 {
+                    return Ok(Extensions {
+                        protocol: next,
+                        protocol_at,
+                        bad_option: None,
+                        offset,
+                        fragment,
+                        fragment_at,
+                    });
+                }
             }
             protocol => {
                 return Ok(Extensions {
                     protocol,
+                    protocol_at,
+                    bad_option: None,
                     offset,
                     fragment,
                     fragment_at,
@@ -335,6 +413,49 @@ mod tests {
                 more: true,
                 ident: 0xdead_beef
             })
+        );
+    }
+
+    #[test]
+    fn unknown_options_that_demand_a_discard_stop_the_walk() {
+        // Destination options: PadN(0), then type 0x80 (action 2), length 2.
+        let payload = [
+            next_header::UDP,
+            0,
+            1,
+            0,
+            0x80,
+            2,
+            0,
+            0,
+            9,
+            9,
+            9,
+            9,
+            9,
+            9,
+            9,
+            9,
+        ];
+        let ext = walk_extensions(next_header::DEST_OPTIONS, &payload).unwrap();
+        assert_eq!(ext.bad_option, Some(BadOption { at: 44, action: 2 }));
+        // Type 0x1e (action 0: skip) is walked over.
+        let mut skipped = payload;
+        skipped[4] = 0x1e;
+        let ext = walk_extensions(next_header::DEST_OPTIONS, &skipped).unwrap();
+        assert_eq!((ext.bad_option, ext.protocol), (None, next_header::UDP));
+        assert_eq!(ext.protocol_at, 40, "the options header names UDP");
+    }
+
+    #[test]
+    fn a_later_fragment_is_not_walked_into() {
+        // Fragment header, offset 16, next header destination options;
+        // then data that is not a header.
+        let payload = [next_header::DEST_OPTIONS, 0, 0, 16, 0, 0, 0, 1, 0xff, 0xff];
+        let ext = walk_extensions(next_header::FRAGMENT, &payload).unwrap();
+        assert_eq!(
+            (ext.protocol, ext.offset, ext.fragment.map(|f| f.offset)),
+            (next_header::DEST_OPTIONS, 8, Some(16))
         );
     }
 

@@ -1,0 +1,357 @@
+//! IPv6 fragments both ways (reassembly on receive with RFC 5722 and RFC
+//! 7112 rules, fragmentation on send), parameter problems, and ICMPv6
+//! errors: packet too big lowering the path MTU, errors reaching the
+//! connected sockets they concern.
+
+use super::ipv6::{ip6_icmp, ip6_udp, learn_peer, parse6, parse_udp6, stack6, GLOBAL, PEER6};
+use super::*;
+use crate::udp::PeerError;
+use crate::wire::icmpv6::msg_type as icmp6;
+use crate::wire::ipv6::{next_header, Ipv6Header, Ipv6Packet};
+use core::net::{Ipv6Addr, SocketAddrV6};
+
+/// Splits an IPv6 packet without extension headers into fragments of
+/// `chunk` payload bytes (a multiple of 8), as Ethernet frames to us.
+fn fragments(packet: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
+    let ip = Ipv6Packet::new_checked(packet).unwrap();
+    let payload = ip.payload();
+    let pieces = payload.len().div_ceil(chunk);
+    payload
+        .chunks(chunk)
+        .enumerate()
+        .map(|(i, piece)| {
+            let mut p = vec![0u8; 48 + piece.len()];
+            Ipv6Packet::new_unchecked(&mut p[..]).emit_header(&Ipv6Header {
+                src: ip.src(),
+                dst: ip.dst(),
+                next_header: next_header::FRAGMENT,
+                payload_len: (8 + piece.len()) as u16,
+                hop_limit: 64,
+            });
+            let field = (i * chunk) as u16 | u16::from(i + 1 < pieces);
+            p[40] = ip.next_header();
+            p[42..44].copy_from_slice(&field.to_be_bytes());
+            p[44..48].copy_from_slice(&ident.to_be_bytes());
+            p[48..].copy_from_slice(piece);
+            super::ipv6::frame6(OUR_MAC, &p)
+        })
+        .collect()
+}
+
+fn message(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 13 % 251) as u8).collect()
+}
+
+#[test]
+fn a_fragmented_udp6_datagram_is_reassembled_and_its_echo_fragmented() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 7, 0, 0), BindOptions::default())
+        .unwrap();
+    let data = message(4000);
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &data, None);
+    // As a kernel with a 1500-byte MTU cuts it, delivered last first.
+    let frames = fragments(&packet, 1448, 0x1234);
+    assert_eq!(frames.len(), 3);
+    for frame in frames.iter().rev() {
+        port.push_rx(frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    assert_eq!(iface.counters().get(Stat::Ip6ReasmReqds), 3);
+    assert_eq!(iface.counters().get(Stat::Ip6ReasmOKs), 1);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 3, "the echo leaves in fragments");
+    assert!(out.iter().all(|f| f.len() <= 14 + 1500));
+    assert_eq!(iface.counters().get(Stat::Ip6FragCreates), 3);
+    // A second stack (the peer) puts the echo back together.
+    let mut link = LinkConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
+    link.addresses6
+        .push(crate::route::Ipv6Cidr::new(PEER6, 64).unwrap());
+    let mut peer: Interface<MemBuf> =
+        Interface::new(InterfaceConfig::with_links(vec![link])).unwrap();
+    let mut peer_port = MemPort::new(MemPortConfig {
+        mac: PEER_MAC,
+        ..MemPortConfig::default()
+    });
+    peer.poll(&mut peer_port, Instant::ZERO, &mut DropDatagrams);
+    peer_port.take_tx();
+    peer.udp_bind(SocketAddrV6::new(PEER6, 4000, 0, 0), BindOptions::default())
+        .unwrap();
+    for frame in &out {
+        peer_port.push_rx(frame);
+    }
+    let mut got = Recorder::default();
+    poll(&mut peer, &mut peer_port, &mut got);
+    assert_eq!(got.calls.len(), 1, "{:?}", peer.counters().nonzero());
+    assert_eq!(got.calls[0].1, [data]);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn overlapping_fragments_poison_the_whole_datagram() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 7, 0, 0), BindOptions::default())
+        .unwrap();
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(3000), None);
+    let mut frames = fragments(&packet, 1448, 9);
+    // A copy of the second fragment that starts 8 bytes early.
+    let mut overlapping = frames[1].clone();
+    let field = (1440u16) | 1;
+    overlapping[14 + 42..14 + 44].copy_from_slice(&field.to_be_bytes());
+    port.push_rx(&frames[0]);
+    port.push_rx(&overlapping);
+    poll(&mut iface, &mut port, &mut Echo);
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6ReassemblyOverlap),
+        1
+    );
+    // RFC 5722: the datagram's remaining fragments are dropped too.
+    for frame in frames.drain(1..) {
+        port.push_rx(&frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6ReassemblyOverlap),
+        3
+    );
+    assert_eq!(iface.counters().get(Stat::Ip6ReasmOKs), 0);
+    assert_eq!(port.buffers_in_use(), 0, "no reassembly buffer kept");
+}
+
+#[test]
+fn incomplete_ipv6_datagrams_time_out() {
+    let (mut iface, mut port) = stack6();
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(3000), None);
+    port.push_rx(&fragments(&packet, 1448, 5)[0]);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.buffers_in_use(), 1, "the reassembly buffer waits");
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(31_000_000_000),
+        &mut DropDatagrams,
+    );
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6ReassemblyTimeout),
+        1
+    );
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// The (code, pointer) of a parameter problem we sent, checking that it
+/// quotes the invoking packet.
+fn parameter_problem(frame: &[u8], invoking: &[u8]) -> (u8, u32) {
+    let (_, src, dst, _, message) = parse6(frame);
+    assert_eq!((src, dst), (GLOBAL, PEER6));
+    assert_eq!(message[0], icmp6::PARAMETER_PROBLEM);
+    let quoted = &message[8..];
+    assert_eq!(quoted, &invoking[..quoted.len()]);
+    (
+        message[1],
+        u32::from_be_bytes([message[4], message[5], message[6], message[7]]),
+    )
+}
+
+#[test]
+fn malformed_packets_get_the_parameter_problems_rfc_4443_asks_for() {
+    let (mut iface, mut port) = stack6();
+    let mut answer = |packet: &[u8]| {
+        port.push_rx(&super::ipv6::frame6(OUR_MAC, packet));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        port.take_tx()
+    };
+    // Unknown upper-layer protocol: code 1, pointing at the next header.
+    let mut unknown = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
+    unknown[6] = 253;
+    let out = answer(&unknown);
+    assert_eq!(parameter_problem(&out[0], &unknown), (1, 6));
+    // An unknown option whose type says "discard and report": code 2,
+    // pointing at the option (destination options right after the header).
+    let option = vec![0, 0, 0x80, 2, 0, 0, 1, 0];
+    let bad = ip6_icmp(
+        PEER6,
+        GLOBAL,
+        64,
+        &[option.clone()],
+        &[128, 0, 0, 0, 0, 0, 0, 1],
+    );
+    let out = answer(&bad);
+    assert_eq!(parameter_problem(&out[0], &bad), (2, 42));
+    // "Discard silently" (type 0x40): nothing sent, still counted.
+    let mut silent_option = option;
+    silent_option[2] = 0x40;
+    let silent = ip6_icmp(
+        PEER6,
+        GLOBAL,
+        64,
+        &[silent_option],
+        &[128, 0, 0, 0, 0, 0, 0, 1],
+    );
+    assert!(answer(&silent).is_empty());
+    // A non-final fragment whose length is not a multiple of 8: code 0,
+    // pointing at the payload length.
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(100), None);
+    let mut odd = fragments(&packet, 104, 1)[0].clone();
+    odd.truncate(odd.len() - 4);
+    let odd_len = (odd.len() - 14 - 40) as u16;
+    odd[14 + 4..14 + 6].copy_from_slice(&odd_len.to_be_bytes());
+    port.push_rx(&odd);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(parameter_problem(&out[0], &odd[14..]), (0, 4));
+    // A first fragment that stops inside the UDP header (RFC 7112): code 3.
+    // (Fragment header, then destination options naming UDP, whose header
+    // would only come in the next fragment.)
+    let tiny = {
+        let mut p = vec![0u8; 40 + 8 + 8];
+        Ipv6Packet::new_unchecked(&mut p[..]).emit_header(&Ipv6Header {
+            src: PEER6,
+            dst: GLOBAL,
+            next_header: next_header::FRAGMENT,
+            payload_len: 16,
+            hop_limit: 64,
+        });
+        p[40] = next_header::DEST_OPTIONS;
+        p[42..44].copy_from_slice(&1u16.to_be_bytes());
+        p[44..48].copy_from_slice(&2u32.to_be_bytes());
+        p[48..56].copy_from_slice(&[next_header::UDP, 0, 1, 4, 0, 0, 0, 0]);
+        super::ipv6::frame6(OUR_MAC, &p)
+    };
+    port.push_rx(&tiny);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(parameter_problem(&out[0], &tiny[14..]).0, 3);
+    for reason in [
+        DropReason::Ipv6UnknownNextHeader,
+        DropReason::Ipv6FragmentMalformed,
+        DropReason::Ipv6FragmentIncomplete,
+    ] {
+        assert_eq!(iface.counters().dropped(reason), 1, "{reason:?}");
+    }
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 2);
+    assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 4);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// An ICMPv6 error from `from` quoting a UDP datagram we sent from
+/// `ours` to `peer`.
+fn icmp6_error_about(
+    from: Ipv6Addr,
+    kind: u8,
+    code: u8,
+    word: u32,
+    ours: (Ipv6Addr, u16),
+    peer: (Ipv6Addr, u16),
+) -> Vec<u8> {
+    let quoted = ip6_udp(ours, peer, b"lost", None);
+    let mut m = vec![kind, code, 0, 0];
+    m.extend_from_slice(&word.to_be_bytes());
+    m.extend_from_slice(&quoted);
+    super::ipv6::frame6(OUR_MAC, &ip6_icmp(from, GLOBAL, 64, &[], &m))
+}
+
+#[derive(Default)]
+struct Errors {
+    got: Vec<(SocketId, PeerError)>,
+}
+
+impl UdpHandler<MemBuf> for Errors {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_error<P: Port<Buf = MemBuf>>(
+        &mut self,
+        socket: SocketId,
+        error: PeerError,
+        _: &mut UdpContext<'_, P>,
+    ) {
+        self.got.push((socket, error));
+    }
+}
+
+#[test]
+fn errors_reach_connected_sockets_and_packet_too_big_lowers_the_path_mtu() {
+    let (mut iface, mut port) = stack6();
+    let connected = iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 5000, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    assert!(iface.udp_connect(connected, SocketAddrV6::new(PEER6, 53, 0, 0)));
+    let unconnected = iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 5001, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let mut errors = Errors::default();
+    port.push_rx(&icmp6_error_about(
+        PEER6,
+        icmp6::DEST_UNREACHABLE,
+        4,
+        0,
+        (GLOBAL, 5000),
+        (PEER6, 53),
+    ));
+    port.push_rx(&icmp6_error_about(
+        PEER6,
+        icmp6::DEST_UNREACHABLE,
+        4,
+        0,
+        (GLOBAL, 5001),
+        (PEER6, 53),
+    ));
+    let router: Ipv6Addr = "2001:db8::fe".parse().unwrap();
+    port.push_rx(&icmp6_error_about(
+        router,
+        icmp6::PACKET_TOO_BIG,
+        0,
+        1300,
+        (GLOBAL, 5000),
+        (PEER6, 53),
+    ));
+    // Not about a packet of ours: refused.
+    port.push_rx(&icmp6_error_about(
+        PEER6,
+        icmp6::DEST_UNREACHABLE,
+        4,
+        0,
+        (PEER6, 5000),
+        (PEER6, 53),
+    ));
+    poll(&mut iface, &mut port, &mut errors);
+    assert_eq!(
+        errors.got,
+        [
+            (connected, PeerError::Refused),
+            (connected, PeerError::TooBig { mtu: 1300 })
+        ],
+        "only the connected socket hears; {unconnected:?} does not"
+    );
+    assert_eq!(iface.counters().dropped(DropReason::Icmp6BadQuote), 1);
+    assert_eq!(iface.counters().get(Stat::Icmp6InErrors), 4);
+    // Sends to that destination now fit 1300 bytes.
+    learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    iface
+        .send_to(
+            &mut port,
+            Instant::ZERO,
+            unconnected,
+            SocketAddrV6::new(PEER6, 9, 0, 0),
+            &[7u8; 1400],
+        )
+        .unwrap();
+    let out = port.take_tx();
+    assert_eq!(out.len(), 2);
+    assert!(out.iter().all(|f| f.len() <= 14 + 1300));
+    // Other destinations keep the link MTU.
+    assert_eq!(iface.counters().get(Stat::Ip6FragCreates), 2);
+    let _ = parse_udp6;
+}
