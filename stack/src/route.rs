@@ -92,6 +92,12 @@ pub struct Ipv6Cidr {
 }
 
 impl Ipv6Cidr {
+    /// `::/0`, the default route's prefix.
+    pub const DEFAULT: Ipv6Cidr = Ipv6Cidr {
+        addr: Ipv6Addr::UNSPECIFIED,
+        len: 0,
+    };
+
     /// `addr/len`; `None` if `len` > 128.
     pub fn new(addr: Ipv6Addr, len: u8) -> Option<Ipv6Cidr> {
         (len <= 128).then_some(Ipv6Cidr { addr, len })
@@ -233,16 +239,36 @@ impl RouteTable {
     }
 }
 
-/// A per-destination cache of [`RouteTable::next_hop`] answers.
-#[derive(Debug, Default)]
-pub struct RouteCache {
-    entries: HashMap<Ipv4Addr, (u64, NextHop)>,
+/// A route table a [`RouteCache`] can sit in front of.
+pub trait NextHopTable {
+    /// The destination address type.
+    type Addr: Copy + Eq + core::hash::Hash;
+    /// What a lookup answers.
+    type Hop: Copy;
+    /// The most specific route's next hop for `dst`.
+    fn next_hop_for(&self, dst: Self::Addr) -> Option<Self::Hop>;
+}
+
+impl NextHopTable for RouteTable {
+    type Addr = Ipv4Addr;
+    type Hop = NextHop;
+    fn next_hop_for(&self, dst: Ipv4Addr) -> Option<NextHop> {
+        self.next_hop(dst)
+    }
+}
+
+/// A per-destination cache of next-hop answers of a table `T` (IPv4's
+/// [`RouteTable`] by default, or [`crate::route6::RouteTable6`]), each
+/// stamped with the generation it was computed in.
+#[derive(Debug)]
+pub struct RouteCache<T: NextHopTable = RouteTable> {
+    entries: HashMap<T::Addr, (u64, T::Hop)>,
     capacity: usize,
 }
 
-impl RouteCache {
+impl<T: NextHopTable> RouteCache<T> {
     /// A cache of at most `capacity` destinations.
-    pub fn new(capacity: usize) -> RouteCache {
+    pub fn new(capacity: usize) -> RouteCache<T> {
         RouteCache {
             entries: HashMap::new(),
             capacity,
@@ -251,18 +277,13 @@ impl RouteCache {
 
     /// The next hop for `dst`, from the cache if its stamp equals
     /// `generation`, else from `table` (and cached).
-    pub fn next_hop(
-        &mut self,
-        table: &RouteTable,
-        generation: u64,
-        dst: Ipv4Addr,
-    ) -> Option<NextHop> {
+    pub fn next_hop(&mut self, table: &T, generation: u64, dst: T::Addr) -> Option<T::Hop> {
         if let Some(&(stamp, hop)) = self.entries.get(&dst) {
             if stamp == generation {
                 return Some(hop);
             }
         }
-        let hop = table.next_hop(dst)?;
+        let hop = table.next_hop_for(dst)?;
         if self.entries.len() >= self.capacity {
             // Stale entries go first; a full cache of fresh ones is cleared.
             self.entries.retain(|_, (stamp, _)| *stamp == generation);

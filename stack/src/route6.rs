@@ -7,7 +7,7 @@
 //! Link-local destinations (fe80::/10) are not routed: they name a link,
 //! which the caller knows (the socket address's scope).
 
-use crate::route::Ipv6Cidr;
+use crate::route::{Ipv6Cidr, NextHopTable};
 use core::net::Ipv6Addr;
 use std::collections::HashMap;
 
@@ -79,6 +79,12 @@ impl RouteTable6 {
         removed
     }
 
+    /// The route for exactly `prefix`, if there is one.
+    pub fn get(&self, prefix: Ipv6Cidr) -> Option<&Route6> {
+        let key = prefix.addr.to_bits() & prefix.mask();
+        self.by_len[usize::from(prefix.len)].get(&key)
+    }
+
     /// Changes whenever a route is added or removed.
     pub fn generation(&self) -> u64 {
         self.generation
@@ -100,6 +106,14 @@ impl RouteTable6 {
             port: r.port,
             source: r.source,
         })
+    }
+}
+
+impl NextHopTable for RouteTable6 {
+    type Addr = Ipv6Addr;
+    type Hop = NextHop6;
+    fn next_hop_for(&self, dst: Ipv6Addr) -> Option<NextHop6> {
+        self.next_hop(dst)
     }
 }
 

@@ -93,6 +93,18 @@ pub struct InterfaceConfig {
     pub hash_key: u64,
     /// Extra transmit attempts before the unsent tail is dropped.
     pub tx_retries: u32,
+    /// Duplicate address detection (RFC 4862 5.4): solicitations sent for
+    /// each IPv6 address before it is used (1 by default; 0 turns it off
+    /// and addresses are used at once). Until then an address is
+    /// tentative: not answered for, not used as a source; if another node
+    /// claims it, it is never used ([`super::Interface::duplicates6`]).
+    pub dad_transmits: u8,
+    /// Take a default IPv6 route from router advertisements (off by
+    /// default): a router solicitation goes out once the link-local address
+    /// is in use, and each advertisement with a non-zero router lifetime
+    /// installs `::/0` through its sender for that long (unless a static
+    /// default route exists).
+    pub accept_ra: bool,
 }
 
 impl InterfaceConfig {
@@ -112,6 +124,8 @@ impl InterfaceConfig {
             reassembly: ReassemblyConfig::default(),
             hash_key: 0x005e_ed0f_d057_ac6b,
             tx_retries: 4,
+            dad_transmits: 1,
+            accept_ra: false,
         }
     }
 }
@@ -145,6 +159,9 @@ pub enum ConfigError {
     GatewayNotOnLink(Ipv4Addr),
     /// A link number the interface does not have.
     NoSuchLink(usize),
+    /// An IPv6 gateway that is neither on a link's prefixes nor a
+    /// link-local address with its link known.
+    Gateway6NotOnLink(Ipv6Addr),
 }
 
 impl core::fmt::Display for ConfigError {
@@ -175,6 +192,11 @@ impl core::fmt::Display for ConfigError {
                  give a gateway inside an --ip prefix"
             ),
             ConfigError::NoSuchLink(link) => write!(f, "there is no port {link}"),
+            ConfigError::Gateway6NotOnLink(ip) => write!(
+                f,
+                "gateway {ip} is on none of the ports' IPv6 prefixes: give a gateway inside an \
+                 --ip prefix, or a link-local one with its port (fe80::1%1)"
+            ),
         }
     }
 }

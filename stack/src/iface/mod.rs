@@ -101,8 +101,14 @@ pub(crate) struct Link<B> {
     pub(crate) addresses: Vec<Ipv4Cidr>,
     pub(crate) mtu: usize,
     pub(crate) neighbors: NeighborCache<B>,
-    /// IPv6 addresses, link-local first (empty if IPv6 is off).
+    /// IPv6 runs on the link.
+    pub(crate) ipv6: bool,
+    /// IPv6 addresses in use (duplicate address detection passed).
     pub(crate) addresses6: Vec<Ipv6Cidr>,
+    /// IPv6 addresses still under duplicate address detection.
+    pub(crate) tentative6: Vec<Tentative>,
+    /// IPv6 addresses another node turned out to use (never used here).
+    pub(crate) duplicates6: Vec<Ipv6Cidr>,
     /// Multicast groups joined: all-nodes and each address's solicited-node
     /// group.
     pub(crate) groups6: Vec<Ipv6Addr>,
@@ -125,9 +131,14 @@ impl<B> Link<B> {
         self.addresses.iter().any(|a| a.contains(ip))
     }
 
-    /// True if `ip` is one of this link's IPv6 addresses.
+    /// True if `ip` is one of this link's IPv6 addresses in use.
     pub(crate) fn has_address6(&self, ip: Ipv6Addr) -> bool {
         self.addresses6.iter().any(|a| a.addr == ip)
+    }
+
+    /// True if `ip` is one of this link's tentative IPv6 addresses.
+    pub(crate) fn is_tentative6(&self, ip: Ipv6Addr) -> bool {
+        self.tentative6.iter().any(|t| t.cidr.addr == ip)
     }
 
     /// True if the link joined multicast group `ip`.
@@ -141,10 +152,47 @@ impl<B> Link<B> {
         self.groups6.iter().any(|&g| multicast_mac(g) == mac)
     }
 
-    /// The link-local address, if IPv6 runs on the link.
-    pub(crate) fn link_local6(&self) -> Option<Ipv6Addr> {
-        self.addresses6.first().map(|a| a.addr)
+    /// The address that routes through this link speak from: the first
+    /// global one (in use or tentative), else the link-local one.
+    pub(crate) fn route_source6(&self) -> Option<Ipv6Addr> {
+        let all = || {
+            self.addresses6
+                .iter()
+                .chain(self.tentative6.iter().map(|t| &t.cidr))
+        };
+        all()
+            .find(|a| !a.addr.is_unicast_link_local())
+            .or_else(|| all().next())
+            .map(|a| a.addr)
     }
+
+    /// True if `ip` is on one of the link's IPv6 prefixes (in use or
+    /// tentative).
+    pub(crate) fn on_link6(&self, ip: Ipv6Addr) -> bool {
+        self.addresses6
+            .iter()
+            .chain(self.tentative6.iter().map(|t| &t.cidr))
+            .any(|a| a.len < 128 && !a.addr.is_unicast_link_local() && a.contains(ip))
+    }
+
+    /// The link-local address, once it is in use.
+    pub(crate) fn link_local6(&self) -> Option<Ipv6Addr> {
+        self.addresses6
+            .iter()
+            .find(|a| a.addr.is_unicast_link_local())
+            .map(|a| a.addr)
+    }
+}
+
+/// An IPv6 address under duplicate address detection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tentative {
+    pub(crate) cidr: Ipv6Cidr,
+    /// Solicitations still to send.
+    pub(crate) probes_left: u8,
+    /// When to send the next one, or to take the address into use;
+    /// `None` before the first.
+    pub(crate) deadline: Option<Instant>,
 }
 
 /// [`Core::class`]: one of our addresses.
@@ -192,6 +240,8 @@ pub(crate) struct Core<B: Buf> {
     /// routes (link-local destinations are not routed: they name a link).
     pub(crate) routes6: RouteTable6,
     pub(crate) route_cache: RouteCache,
+    /// The IPv6 routes' cache (stamped with their generation).
+    pub(crate) route_cache6: RouteCache<RouteTable6>,
     pub(crate) reassembler: Reassembler<B>,
     pub(crate) reassembler6: Reassembler<B, Key6>,
     pub(crate) udp: UdpTable,
@@ -216,6 +266,9 @@ pub(crate) struct Core<B: Buf> {
     /// ICMP errors for connected sockets found during a burst, handed over
     /// after it (bounded: more in one burst are dropped).
     pub(crate) socket_errors: ArrayVec<(SocketId, PeerError), SOCKET_ERRORS>,
+    /// The default route a router advertisement installed: (link, router,
+    /// until when).
+    pub(crate) ra_default: Option<(usize, Ipv6Addr, Instant)>,
 }
 
 /// Most socket errors kept per burst.
@@ -384,17 +437,7 @@ impl<B: Buf> Interface<B> {
     pub fn new(config: InterfaceConfig) -> Result<Interface<B>, ConfigError> {
         config::validate(&config)?;
         let mut routes = RouteTable::new();
-        let mut routes6 = RouteTable6::new();
-        for (index, link) in config.links.iter().enumerate() {
-            for address in link.addresses6.iter().filter(|a| a.len < 128) {
-                routes6.add(Route6 {
-                    prefix: *address,
-                    gateway: None,
-                    port: index as u16,
-                    source: address.addr,
-                });
-            }
-        }
+        let routes6 = RouteTable6::new();
         for (index, link) in config.links.iter().enumerate() {
             for address in &link.addresses {
                 routes.add(Route {
@@ -420,12 +463,25 @@ impl<B: Buf> Interface<B> {
                         groups6.push(group);
                     }
                 }
+                let dad = config.dad_transmits;
+                let tentative6 = addresses6
+                    .iter()
+                    .filter(|_| dad > 0)
+                    .map(|&cidr| Tentative {
+                        cidr,
+                        probes_left: dad,
+                        deadline: None,
+                    })
+                    .collect();
                 Link {
                     mac: l.mac,
                     addresses: l.addresses.clone(),
                     mtu: l.mtu,
                     neighbors: NeighborCache::new(config.neighbor.clone()),
-                    addresses6,
+                    ipv6: l.ipv6,
+                    addresses6: if dad > 0 { Vec::new() } else { addresses6 },
+                    tentative6,
+                    duplicates6: Vec::new(),
                     groups6,
                     neighbors6: NeighborCache::new(config.neighbor.clone()),
                 }
@@ -443,6 +499,7 @@ impl<B: Buf> Interface<B> {
             routes,
             routes6,
             route_cache: RouteCache::new(4096),
+            route_cache6: RouteCache::new(4096),
             counters: Arc::new(Counters::default()),
             local: all().map(|a| a.addr).collect(),
             special_filter: special_addresses(&config.links)
@@ -453,6 +510,7 @@ impl<B: Buf> Interface<B> {
             next_ident6: (config.hash_key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32,
             path_mtus6: HashMap::new(),
             socket_errors: ArrayVec::new(),
+            ra_default: None,
             links,
             config,
         };
@@ -470,6 +528,11 @@ impl<B: Buf> Interface<B> {
         };
         if let Some(gateway) = iface.core.config.gateway {
             iface.add_route(Ipv4Cidr::DEFAULT, gateway)?;
+        }
+        for link in 0..iface.core.links.len() {
+            for cidr in iface.core.links[link].addresses6.clone() {
+                add_on_link_route6(&mut iface.core, link, cidr);
+            }
         }
         Ok(iface)
     }
@@ -522,6 +585,62 @@ impl<B: Buf> Interface<B> {
     /// Removes the route to `prefix`; true if there was one.
     pub fn remove_route(&mut self, prefix: Ipv4Cidr) -> bool {
         self.core.routes.remove(prefix)
+    }
+
+    /// Adds (or replaces) a static IPv6 route to `prefix` through
+    /// `gateway`: a global gateway must be on a link's prefix (that link
+    /// carries it); a link-local one needs its `link` unless only one link
+    /// runs IPv6.
+    pub fn add_route6(
+        &mut self,
+        prefix: Ipv6Cidr,
+        gateway: Ipv6Addr,
+        link: Option<usize>,
+    ) -> Result<(), ConfigError> {
+        let links = &self.core.links;
+        if let Some(l) = link {
+            if links.get(l).is_none_or(|k| !k.ipv6) {
+                return Err(ConfigError::NoSuchLink(l));
+            }
+        }
+        let link = if gateway.is_unicast_link_local() {
+            let mut ipv6 = (0..links.len()).filter(|&l| links[l].ipv6);
+            match (link, ipv6.next(), ipv6.next()) {
+                (Some(l), _, _) => l,
+                (None, Some(only), None) => only,
+                _ => return Err(ConfigError::Gateway6NotOnLink(gateway)),
+            }
+        } else {
+            let on = (0..links.len())
+                .find(|&l| links[l].on_link6(gateway) && link.is_none_or(|given| given == l));
+            on.ok_or(ConfigError::Gateway6NotOnLink(gateway))?
+        };
+        let source = links[link]
+            .route_source6()
+            .ok_or(ConfigError::Gateway6NotOnLink(gateway))?;
+        if prefix.len == 0 {
+            self.core.ra_default = None; // a static default beats advertised ones
+        }
+        self.core.routes6.add(Route6 {
+            prefix,
+            gateway: Some(gateway),
+            port: link as u16,
+            source,
+        });
+        Ok(())
+    }
+
+    /// Removes the IPv6 route to `prefix`; true if there was one.
+    pub fn remove_route6(&mut self, prefix: Ipv6Cidr) -> bool {
+        self.core.routes6.remove(prefix)
+    }
+
+    /// The IPv6 route `dst` takes: (link, next hop, source address).
+    pub fn route_to6(&self, dst: Ipv6Addr) -> Option<(usize, Ipv6Addr, Ipv6Addr)> {
+        self.core
+            .routes6
+            .next_hop(dst)
+            .map(|hop| (usize::from(hop.port), hop.via, hop.source))
     }
 
     /// The route `dst` takes: (link, next hop, source address).
@@ -581,7 +700,25 @@ impl<B: Buf> Interface<B> {
             .collect()
     }
 
-    /// The IPv6 addresses of `link`, link-local first.
+    /// True while duplicate address detection runs for some IPv6 address
+    /// (those addresses are not used yet).
+    pub fn dad_pending(&self) -> bool {
+        self.core.links.iter().any(|l| !l.tentative6.is_empty())
+    }
+
+    /// IPv6 addresses that duplicate address detection found in use by
+    /// another node, with their links (they are not used).
+    pub fn duplicates6(&self) -> Vec<(usize, Ipv6Cidr)> {
+        self.core
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(index, l)| l.duplicates6.iter().map(move |&a| (index, a)))
+            .collect()
+    }
+
+    /// The IPv6 addresses of `link` in use (after duplicate address
+    /// detection).
     pub fn addresses6(&self, link: usize) -> Vec<Ipv6Cidr> {
         self.core
             .links
@@ -688,6 +825,11 @@ impl<B: Buf> Interface<B> {
                     let ip = core.links[link].addresses[i].addr;
                     tx::send_arp_request(core, &mut out, link, ip, ip, None);
                 }
+                run_dad(core, &mut out, link, now);
+                let ready = core.links[link].link_local6().is_some();
+                if core.config.accept_ra && ready {
+                    tx6::send_router_solicitation(core, &mut out, link);
+                }
             }
         }
         let mut delivery = Delivery {
@@ -713,6 +855,63 @@ impl<B: Buf> Interface<B> {
     }
 }
 
+/// The on-link route of an IPv6 address's prefix (none for link-local
+/// addresses, which name their link, or for /128s).
+fn add_on_link_route6<B: Buf>(core: &mut Core<B>, link: usize, cidr: Ipv6Cidr) {
+    if cidr.len < 128 && !cidr.addr.is_unicast_link_local() {
+        core.routes6.add(Route6 {
+            prefix: cidr,
+            gateway: None,
+            port: link as u16,
+            source: cidr.addr,
+        });
+    }
+}
+
+/// Duplicate address detection on `link`: solicitations for tentative
+/// addresses whose time has come, and addresses that stayed unclaimed
+/// taken into use.
+fn run_dad<B: Buf, P: Port<Buf = B>>(
+    core: &mut Core<B>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+) {
+    let retrans = core.config.neighbor.retrans_time;
+    let mut index = 0;
+    while let Some(tentative) = core.links[link].tentative6.get_mut(index) {
+        if tentative.deadline.is_some_and(|d| now < d) {
+            index += 1;
+            continue;
+        }
+        if tentative.probes_left > 0 {
+            tentative.probes_left -= 1;
+            tentative.deadline = Some(now + retrans);
+            let target = tentative.cidr.addr;
+            tx6::send_dad_solicitation(core, out, link, target);
+            index += 1;
+            continue;
+        }
+        let cidr = tentative.cidr;
+        core.links[link].tentative6.remove(index);
+        core.links[link].addresses6.push(cidr);
+        add_on_link_route6(core, link, cidr);
+        if core.config.accept_ra && cidr.addr.is_unicast_link_local() {
+            tx6::send_router_solicitation(core, out, link);
+        }
+    }
+}
+
+/// Another node uses `ip`, tentative on `link`: it is never used here.
+pub(crate) fn address_in_use6<B: Buf>(core: &mut Core<B>, link: usize, ip: Ipv6Addr) {
+    let tentative = &mut core.links[link].tentative6;
+    if let Some(at) = tentative.iter().position(|t| t.cidr.addr == ip) {
+        let cidr = tentative.remove(at).cidr;
+        core.links[link].duplicates6.push(cidr);
+        core.counters.count(crate::counters::Stat::Ip6DadDuplicates);
+    }
+}
+
 /// `dst` with an IPv4-mapped IPv6 address turned into IPv4 (it leaves over
 /// IPv4).
 fn canonical_dst(dst: SocketAddr) -> SocketAddr {
@@ -730,7 +929,9 @@ fn canonical_dst(dst: SocketAddr) -> SocketAddr {
 fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => local4.contains(&v4),
-        IpAddr::V6(v6) => links.iter().any(|l| l.has_address6(v6)),
+        IpAddr::V6(v6) => links
+            .iter()
+            .any(|l| l.has_address6(v6) || l.is_tentative6(v6)),
     }
 }
 
@@ -966,7 +1167,16 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
     if !core.path_mtus6.is_empty() {
         core.path_mtus6.retain(|_, (_, until)| now < *until);
     }
+    if let Some((_, _, until)) = core.ra_default {
+        if now >= until {
+            core.ra_default = None;
+            core.routes6.remove(Ipv6Cidr::DEFAULT);
+        }
+    }
     for link in 0..core.links.len() {
+        if !core.links[link].tentative6.is_empty() {
+            run_dad(core, out, link, now);
+        }
         probes.clear();
         let given_up = core.links[link].neighbors.poll(now, probes);
         for _ in 0..given_up {

@@ -18,12 +18,16 @@ use crate::counters::{DropReason, Stat};
 use crate::port::ChecksumStatus;
 use crate::port::{Buf, MacAddr, Port};
 use crate::reassembly::{Fragment, Key6, Reassembly};
+use crate::route::Ipv6Cidr;
+use crate::route6::Route6;
+use crate::time::Duration;
 use crate::time::Instant;
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::udp::PeerError;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::icmpv6::RouterAdvert;
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, NdpRepr};
 use crate::wire::icmpv6::{
     CODE_ERRONEOUS_FIELD, CODE_INCOMPLETE_CHAIN, CODE_UNRECOGNIZED_NEXT_HEADER,
@@ -70,7 +74,7 @@ pub(super) fn ipv6_input<P: Port>(
     delivered: &mut Delivered<P::Buf>,
 ) {
     core.counters.count(Stat::Ip6InReceives);
-    if core.links.get(link).is_none_or(|l| l.addresses6.is_empty()) {
+    if core.links.get(link).is_none_or(|l| !l.ipv6) {
         // IPv6 is off on this link.
         return core.counters.count_drop(DropReason::EthUnknownType);
     }
@@ -316,6 +320,10 @@ fn icmp6_input<P: Port>(
                         return core.counters.count_drop(DropReason::NdInvalid);
                     }
                     core.counters.count(Stat::Icmp6InNeighborAdvertisements);
+                    if core.links[link].is_tentative6(target) {
+                        // RFC 4862 5.4.4: someone has it.
+                        return super::address_in_use6(core, link, target);
+                    }
                     let (waiting, mac) = core.links[link]
                         .neighbors6
                         .advertised(target, target_mac, solicited, override_, now);
@@ -325,11 +333,72 @@ fn icmp6_input<P: Port>(
                 }
             }
         }
+        msg_type::ROUTER_ADVERTISEMENT => router_advert(core, out, link, now, &local, message),
         msg_type::DEST_UNREACHABLE
         | msg_type::PACKET_TOO_BIG
         | msg_type::TIME_EXCEEDED
         | msg_type::PARAMETER_PROBLEM => error_input(core, link, now, message),
         _ => core.counters.count_drop(DropReason::Icmp6Unhandled),
+    }
+}
+
+/// A router advertisement (RFC 4861 6.1.2 validity: hop limit 255, from a
+/// link-local address). The router's MAC is learned (stale); with
+/// [`super::InterfaceConfig::accept_ra`], a non-zero router lifetime
+/// installs (or refreshes) the default route through it, and zero from the
+/// current default router removes it. A static default route is left alone.
+fn router_advert<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    local: &Local6,
+    message: &[u8],
+) {
+    let advert = match RouterAdvert::parse(message) {
+        Ok(advert) if local.hop_limit == ND_HOP_LIMIT && local.src.is_unicast_link_local() => {
+            advert
+        }
+        _ => return core.counters.count_drop(DropReason::NdInvalid),
+    };
+    if !core.config.accept_ra {
+        return core.counters.count_drop(DropReason::Icmp6Unhandled);
+    }
+    core.counters.count(Stat::Icmp6InRouterAdvertisements);
+    let router = local.src;
+    if let Some(mac) = advert.source_mac {
+        let waiting = core.links[link].neighbors6.observe(router, mac, true, now);
+        super::tx6::release_waiting(core, out, link, waiting, mac);
+    }
+    let ours = core.ra_default.is_some();
+    if !ours && core.routes6.get(Ipv6Cidr::DEFAULT).is_some() {
+        return; // a static default route
+    }
+    if advert.lifetime_secs == 0 {
+        if core
+            .ra_default
+            .is_some_and(|(l, r, _)| l == link && r == router)
+        {
+            core.ra_default = None;
+            core.routes6.remove(Ipv6Cidr::DEFAULT);
+        }
+        return;
+    }
+    let Some(source) = core.links[link].route_source6() else {
+        return;
+    };
+    let until = now + Duration::from_secs(u64::from(advert.lifetime_secs));
+    let same = core
+        .ra_default
+        .is_some_and(|(l, r, _)| l == link && r == router);
+    core.ra_default = Some((link, router, until));
+    if !same {
+        core.routes6.add(Route6 {
+            prefix: Ipv6Cidr::DEFAULT,
+            gateway: Some(router),
+            port: link as u16,
+            source,
+        });
     }
 }
 
@@ -470,6 +539,15 @@ fn solicitation<P: Port>(
         return core.counters.count_drop(DropReason::NdInvalid);
     }
     let our_mac = core.links[link].mac;
+    if core.links[link].is_tentative6(target) {
+        // RFC 4862 5.4.3: another node's detection for our tentative
+        // address means it is taken; a resolution for it is not ours to
+        // answer yet.
+        if dad {
+            super::address_in_use6(core, link, target);
+        }
+        return core.counters.count_drop(DropReason::NdNotForUs);
+    }
     if !core.links[link].has_address6(target) {
         return core.counters.count_drop(DropReason::NdNotForUs);
     }

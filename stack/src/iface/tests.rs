@@ -153,13 +153,14 @@ fn the_first_poll_announces_our_address() {
     let mut port = MemPort::new(MemPortConfig::default());
     iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
     let out = port.take_tx();
-    assert_eq!(out.len(), 1);
+    assert_eq!(out.len(), 2, "a gratuitous ARP, and DAD for the link-local");
     let garp = ArpRepr::parse(&out[0][14..]).unwrap();
     assert_eq!((garp.sender_ip, garp.target_ip), (OUR_IP, OUR_IP));
     assert!(EthernetFrame::new_checked(&out[0][..])
         .unwrap()
         .dst()
         .is_broadcast());
+    assert_eq!(&out[1][12..14], &[0x86, 0xdd]);
 }
 
 #[test]
@@ -1004,3 +1005,7 @@ mod links;
 
 mod ipv6;
 mod ipv6_frag;
+
+mod dad;
+
+mod routes6;

@@ -18,7 +18,7 @@ use crate::udp::addresses6;
 use crate::udp::SocketId;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
-use crate::wire::icmpv6::NdpRepr;
+use crate::wire::icmpv6::{emit_router_solicitation, NdpRepr, ROUTER_SOLICITATION_LEN};
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
 use crate::wire::ipv6::{multicast_mac, solicited_node};
 use crate::wire::ipv6::{
@@ -214,14 +214,18 @@ pub(crate) fn turn_around_plain_udp6(h: &mut [u8; super::fast6::HEADERS6], our_m
 }
 
 /// Our address on `link` to answer `peer` from: the link-local one for a
-/// link-local peer, else the first configured one (the link-local one if
+/// link-local peer, else the first other one in use (the link-local one if
 /// there is none).
 fn source_for<B: Buf>(core: &Core<B>, link: usize, peer: Ipv6Addr) -> Option<Ipv6Addr> {
-    let addresses = &core.links.get(link)?.addresses6;
+    let here = core.links.get(link)?;
     if peer.is_unicast_link_local() {
-        return addresses.first().map(|a| a.addr);
+        return here.link_local6();
     }
-    addresses.get(1).or(addresses.first()).map(|a| a.addr)
+    here.addresses6
+        .iter()
+        .find(|a| !a.addr.is_unicast_link_local())
+        .map(|a| a.addr)
+        .or_else(|| here.link_local6())
 }
 
 /// Writes Ethernet, IPv6 and UDP headers in front of the payload that fills
@@ -294,12 +298,12 @@ struct Path6 {
 /// Picks the way to `dst` for a socket bound to `local`: a link-local
 /// destination names its link by the scope id (the link number; the only
 /// IPv6 link when there is one), anything else takes the IPv6 routes.
-fn path6<B: Buf>(core: &Core<B>, local: Ipv6Addr, dst: &SocketAddrV6) -> Option<Path6> {
+fn path6<B: Buf>(core: &mut Core<B>, local: Ipv6Addr, dst: &SocketAddrV6) -> Option<Path6> {
     let ip = *dst.ip();
     let (link, via, route_source) = if ip.is_unicast_link_local() {
         // The scope names the link; scope 0 is fine when only one link
         // runs IPv6. (No allocation: this runs per datagram.)
-        let runs_ipv6 = |l: usize| core.links.get(l).is_some_and(|k| !k.addresses6.is_empty());
+        let runs_ipv6 = |l: usize| core.links.get(l).is_some_and(|k| k.ipv6);
         let scope = dst.scope_id() as usize;
         let link = if runs_ipv6(scope) {
             scope
@@ -312,7 +316,9 @@ fn path6<B: Buf>(core: &Core<B>, local: Ipv6Addr, dst: &SocketAddrV6) -> Option<
         };
         (link, ip, core.links[link].link_local6()?)
     } else {
-        let hop = core.routes6.next_hop(ip)?;
+        core.counters.count(Stat::RouteLookups);
+        let generation = core.routes6.generation();
+        let hop = core.route_cache6.next_hop(&core.routes6, generation, ip)?;
         (usize::from(hop.port), hop.via, hop.source)
     };
     let source =
@@ -364,7 +370,7 @@ pub(crate) fn send_udp6_buffer<P: Port>(
 
 /// The socket's port and the way to `dst`.
 fn route_for<B: Buf>(
-    core: &Core<B>,
+    core: &mut Core<B>,
     socket: SocketId,
     dst: &SocketAddrV6,
 ) -> Result<(u16, Path6), SendError> {
@@ -541,8 +547,9 @@ pub(crate) fn send_solicitation<P: Port>(
         .addresses6
         .iter()
         .find(|a| a.contains(target) && !target.is_unicast_link_local())
-        .or(here.addresses6.first())
         .map(|a| a.addr)
+        .or_else(|| here.link_local6())
+        .or_else(|| here.addresses6.first().map(|a| a.addr))
     else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
@@ -578,6 +585,88 @@ pub(crate) fn send_solicitation<P: Port>(
     solicitation.emit(message);
     Icmpv6Packet::new_unchecked(message).fill_checksum(source, group);
     core.counters.count(Stat::Icmp6OutNeighborSolicits);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
+
+/// Asks the link whether anyone uses `target`, which we want (duplicate
+/// address detection, RFC 4862 5.4.2): from the unspecified address, to
+/// the target's solicited-node group, without a link-layer address.
+pub(crate) fn send_dad_solicitation<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    target: Ipv6Addr,
+) {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let solicitation = NdpRepr::Solicitation {
+        target,
+        source_mac: None,
+    };
+    let group = solicited_node(target);
+    let Some(mut buf) = out.alloc(link) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + solicitation.len()) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(multicast_mac(group));
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src: Ipv6Addr::UNSPECIFIED,
+        dst: group,
+        next_header: next_header::ICMPV6,
+        payload_len: solicitation.len() as u16,
+        hop_limit: 255,
+    });
+    let message = &mut frame[ETH_LEN + IP6_LEN..];
+    solicitation.emit(message);
+    Icmpv6Packet::new_unchecked(message).fill_checksum(Ipv6Addr::UNSPECIFIED, group);
+    core.counters.count(Stat::Icmp6OutNeighborSolicits);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
+
+/// Asks the routers on `link` to advertise themselves (RFC 4861 6.3.7),
+/// from our link-local address, with our link-layer address.
+pub(crate) fn send_router_solicitation<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+) {
+    let Some((our_mac, source)) = core
+        .links
+        .get(link)
+        .and_then(|l| Some((l.mac, l.link_local6()?)))
+    else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let all_routers = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
+    let Some(mut buf) = out.alloc(link) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + ROUTER_SOLICITATION_LEN) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(multicast_mac(all_routers));
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src: source,
+        dst: all_routers,
+        next_header: next_header::ICMPV6,
+        payload_len: ROUTER_SOLICITATION_LEN as u16,
+        hop_limit: 255,
+    });
+    let message = &mut frame[ETH_LEN + IP6_LEN..];
+    emit_router_solicitation(message, our_mac);
+    Icmpv6Packet::new_unchecked(message).fill_checksum(source, all_routers);
+    core.counters.count(Stat::Icmp6OutRouterSolicits);
     core.counters.count(Stat::Ip6OutRequests);
     out.push(link, buf, &core.counters);
 }

@@ -145,6 +145,8 @@ pub mod option {
     pub const SOURCE_LINK_ADDR: u8 = 1;
     /// Target link-layer address.
     pub const TARGET_LINK_ADDR: u8 = 2;
+    /// Link MTU (router advertisements).
+    pub const MTU: u8 = 5;
 }
 
 /// A neighbour solicitation or advertisement, parsed.
@@ -303,9 +305,105 @@ impl NdpRepr {
     }
 }
 
+/// What a router advertisement says (RFC 4861 4.2), as far as a host
+/// that takes a default route from it cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterAdvert {
+    /// Hop limit the router suggests (0: unspecified).
+    pub hop_limit: u8,
+    /// How long the router is a default router, in seconds (0: it is not).
+    pub lifetime_secs: u16,
+    /// The router's link-layer address option.
+    pub source_mac: Option<MacAddr>,
+    /// The MTU option.
+    pub mtu: Option<u32>,
+}
+
+impl RouterAdvert {
+    /// Length of the fixed part of the message.
+    pub const FIXED_LEN: usize = 16;
+
+    /// Parses a router advertisement (the whole ICMPv6 message): code 0,
+    /// at least 16 bytes, well-formed options (RFC 4861 6.1.2).
+    pub fn parse(message: &[u8]) -> WireResult<RouterAdvert> {
+        let icmp = Icmpv6Packet::new_checked(message)?;
+        if icmp.msg_type() != msg_type::ROUTER_ADVERTISEMENT {
+            return Err(WireError::Unsupported);
+        }
+        if icmp.code() != 0 {
+            return Err(WireError::Malformed);
+        }
+        let fixed = message.get(..Self::FIXED_LEN).ok_or(WireError::Truncated)?;
+        let mut advert = RouterAdvert {
+            hop_limit: fixed[4],
+            lifetime_secs: u16::from_be_bytes([fixed[6], fixed[7]]),
+            source_mac: None,
+            mtu: None,
+        };
+        walk_options(&message[Self::FIXED_LEN..], |kind, body| match kind {
+            option::SOURCE_LINK_ADDR => advert.source_mac = mac_option(body),
+            option::MTU => {
+                advert.mtu = body
+                    .get(2..6)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            }
+            _ => {}
+        })?;
+        Ok(advert)
+    }
+}
+
+/// Length of a router solicitation with a source link-layer option.
+pub const ROUTER_SOLICITATION_LEN: usize = 16;
+
+/// Writes a router solicitation (RFC 4861 4.1) with our link-layer
+/// address into `message` ([`ROUTER_SOLICITATION_LEN`] bytes); the
+/// checksum is left to the caller.
+pub fn emit_router_solicitation(message: &mut [u8], source_mac: MacAddr) {
+    message[..8].copy_from_slice(&[msg_type::ROUTER_SOLICITATION, 0, 0, 0, 0, 0, 0, 0]);
+    message[8] = option::SOURCE_LINK_ADDR;
+    message[9] = 1;
+    message[10..16].copy_from_slice(&source_mac.0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn router_advertisement_golden_bytes() {
+        // Hop limit 64, lifetime 1800 s, reachable/retrans 0; source
+        // link-layer option 02:00:00:00:00:fe; MTU option 1480; an unknown
+        // option (prefix information, 32 bytes) skipped.
+        let mut m = vec![
+            134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, // fixed
+            1, 1, 2, 0, 0, 0, 0, 0xfe, // source link-layer address
+            5, 1, 0, 0, 0, 0, 0x05, 0xc8, // MTU
+        ];
+        m.extend_from_slice(&[3, 4]);
+        m.extend_from_slice(&[0; 30]);
+        assert_eq!(
+            RouterAdvert::parse(&m),
+            Ok(RouterAdvert {
+                hop_limit: 64,
+                lifetime_secs: 1800,
+                source_mac: Some(MacAddr([2, 0, 0, 0, 0, 0xfe])),
+                mtu: Some(1480),
+            })
+        );
+        m[1] = 1;
+        assert_eq!(RouterAdvert::parse(&m), Err(WireError::Malformed));
+        m[1] = 0;
+        m[17] = 0; // a zero-length option
+        assert_eq!(RouterAdvert::parse(&m), Err(WireError::Malformed));
+    }
+
+    #[test]
+    fn router_solicitation_golden_bytes() {
+        let mut m = [0u8; ROUTER_SOLICITATION_LEN];
+        emit_router_solicitation(&mut m, MacAddr([2, 0, 0, 0, 0, 1]));
+        assert_eq!(m, [133, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 0, 0, 0, 0, 1]);
+    }
 
     const SRC: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
     const SOLICITED_NODE: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 2);

@@ -21,7 +21,9 @@ pub(super) fn stack6() -> (Interface<MemBuf>, MemPort) {
     let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
     link.addresses6
         .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
-    let mut iface = Interface::new(InterfaceConfig::with_links(vec![link])).unwrap();
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0; // addresses in use at once (DAD has its own tests)
+    let mut iface = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig {
         mac: OUR_MAC,
         ..MemPortConfig::default()

@@ -67,8 +67,9 @@ fn a_fragmented_udp6_datagram_is_reassembled_and_its_echo_fragmented() {
     let mut link = LinkConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
     link.addresses6
         .push(crate::route::Ipv6Cidr::new(PEER6, 64).unwrap());
-    let mut peer: Interface<MemBuf> =
-        Interface::new(InterfaceConfig::with_links(vec![link])).unwrap();
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0;
+    let mut peer: Interface<MemBuf> = Interface::new(config).unwrap();
     let mut peer_port = MemPort::new(MemPortConfig {
         mac: PEER_MAC,
         ..MemPortConfig::default()

@@ -60,7 +60,7 @@ fn the_first_poll_announces_each_address_on_its_own_port() {
     iface.poll_ports(&mut ports, Instant::ZERO, &mut DropDatagrams);
     for (port, (mac, ip)) in ports.iter_mut().zip([(OUR_MAC, OUR_IP), (MAC_B, IP_B)]) {
         let out = port.take_tx();
-        assert_eq!(out.len(), 1);
+        assert_eq!(out.len(), 2, "gratuitous ARP, then DAD");
         let garp = ArpRepr::parse(&out[0][14..]).unwrap();
         assert_eq!(
             (garp.sender_mac, garp.sender_ip, garp.target_ip),

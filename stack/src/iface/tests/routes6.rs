@@ -1,0 +1,209 @@
+//! IPv6 routes with gateways (static, and the default route router
+//! advertisements give when asked to): the next hop is resolved with
+//! Neighbor Discovery on the gateway's link.
+
+use super::ipv6::{ip6_icmp, parse6, parse_udp6, stack6, GLOBAL, PEER_LL};
+use super::*;
+use crate::route::Ipv6Cidr;
+use crate::wire::icmpv6::{msg_type as icmp6, NdpRepr};
+use crate::wire::ipv6::{multicast_mac, solicited_node};
+use core::net::{Ipv6Addr, SocketAddrV6};
+
+fn ip(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn cidr(s: &str) -> Ipv6Cidr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn a_static_route_sends_through_its_gateway() {
+    let (mut iface, mut port) = stack6();
+    let far = ip("2001:db8:99::5");
+    let socket = iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 0, 0, 0), BindOptions::default())
+        .unwrap();
+    assert_eq!(
+        iface.add_route6(cidr("2001:db8:99::/48"), ip("2001:db9::1"), None),
+        Err(ConfigError::Gateway6NotOnLink(ip("2001:db9::1"))),
+        "a gateway off every prefix"
+    );
+    assert_eq!(
+        iface.add_route6(cidr("2001:db8:99::/48"), PEER_LL, Some(3)),
+        Err(ConfigError::NoSuchLink(3))
+    );
+    iface
+        .add_route6(cidr("2001:db8:99::/48"), PEER_LL, None)
+        .unwrap();
+    assert_eq!(iface.route_to6(far), Some((0, PEER_LL, GLOBAL)));
+    iface
+        .send_to(
+            &mut port,
+            Instant::ZERO,
+            socket,
+            SocketAddrV6::new(far, 9, 0, 0),
+            b"far",
+        )
+        .unwrap();
+    // The gateway is solicited, not the far host.
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (eth_dst, _, dst, _, message) = parse6(&out[0]);
+    assert_eq!(
+        (eth_dst, dst),
+        (
+            multicast_mac(solicited_node(PEER_LL)),
+            solicited_node(PEER_LL)
+        )
+    );
+    assert!(matches!(
+        NdpRepr::parse(&message).unwrap(),
+        NdpRepr::Solicitation {
+            target: PEER_LL,
+            ..
+        }
+    ));
+    // The gateway solicits us (as a router answering would), which
+    // releases the parked datagram.
+    let ours = super::ipv6::our_ll();
+    port.push_rx(&super::ipv6::frame6(
+        OUR_MAC,
+        &ip6_icmp(
+            PEER_LL,
+            ours,
+            255,
+            &[],
+            &super::ipv6::ns(ours, Some(PEER_MAC)),
+        ),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    iface
+        .send_to(
+            &mut port,
+            Instant::ZERO,
+            socket,
+            SocketAddrV6::new(far, 9, 0, 0),
+            b"far",
+        )
+        .unwrap();
+    let out = port.take_tx();
+    let sent: Vec<_> = out.iter().filter(|f| f[14 + 6] == 17).collect();
+    assert_eq!(sent.len(), 2, "the parked datagram and the new one");
+    for frame in sent {
+        let (from, to, payload) = parse_udp6(frame);
+        assert_eq!((from.0, to.0, payload), (GLOBAL, far, b"far".to_vec()));
+    }
+    assert!(iface.remove_route6(cidr("2001:db8:99::/48")));
+    assert_eq!(
+        iface.send_to(
+            &mut port,
+            Instant::ZERO,
+            socket,
+            SocketAddrV6::new(far, 9, 0, 0),
+            b"x"
+        ),
+        Err(SendError::NoRoute),
+        "the cached route went with the table's generation"
+    );
+}
+
+/// A router advertisement from `PEER_LL` to all nodes.
+fn router_advert(lifetime: u16) -> Vec<u8> {
+    let mut m = vec![
+        icmp6::ROUTER_ADVERTISEMENT,
+        0,
+        0,
+        0,
+        64,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    m[6..8].copy_from_slice(&lifetime.to_be_bytes());
+    m.extend_from_slice(&[1, 1]);
+    m.extend_from_slice(&PEER_MAC.0);
+    let all_nodes = ip("ff02::1");
+    super::ipv6::frame6(
+        multicast_mac(all_nodes),
+        &ip6_icmp(PEER_LL, all_nodes, 255, &[], &m),
+    )
+}
+
+fn stack_accepting_ra() -> (Interface<MemBuf>, MemPort, Vec<Vec<u8>>) {
+    let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    link.addresses6.push(Ipv6Cidr::new(GLOBAL, 64).unwrap());
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0;
+    config.accept_ra = true;
+    let mut iface = Interface::new(config).unwrap();
+    let mut port = MemPort::new(MemPortConfig {
+        mac: OUR_MAC,
+        ..MemPortConfig::default()
+    });
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    let sent = port.take_tx();
+    (iface, port, sent)
+}
+
+#[test]
+fn router_advertisements_give_a_default_route_only_when_asked() {
+    // Off by default: ignored.
+    let (mut iface, mut port) = stack6();
+    port.push_rx(&router_advert(1800));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.route_to6(ip("2001:db9::1")), None);
+    assert_eq!(iface.counters().dropped(DropReason::Icmp6Unhandled), 1);
+    // Asked for: a solicitation at start, then the route for its lifetime.
+    let (mut iface, mut port, sent) = stack_accepting_ra();
+    let solicitation = sent
+        .iter()
+        .find(|f| f.len() > 54 && f[54] == icmp6::ROUTER_SOLICITATION);
+    let (eth_dst, src, dst, hop, _) = parse6(solicitation.expect("a router solicitation"));
+    assert_eq!((src, dst, hop), (super::ipv6::our_ll(), ip("ff02::2"), 255));
+    assert_eq!(eth_dst, multicast_mac(ip("ff02::2")));
+    port.push_rx(&router_advert(60));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(
+        iface.route_to6(ip("2001:db9::1")),
+        Some((0, PEER_LL, GLOBAL))
+    );
+    assert_eq!(iface.neighbors6()[0].1, PEER_LL, "the router's MAC learned");
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(61_000_000_000),
+        &mut DropDatagrams,
+    );
+    assert_eq!(iface.route_to6(ip("2001:db9::1")), None, "expired");
+    // Lifetime zero withdraws it at once.
+    port.push_rx(&router_advert(60));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(iface.route_to6(ip("2001:db9::1")).is_some());
+    port.push_rx(&router_advert(0));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.route_to6(ip("2001:db9::1")), None);
+    // A static default route is not replaced.
+    iface
+        .add_route6(Ipv6Cidr::DEFAULT, ip("2001:db8::fe"), None)
+        .unwrap();
+    port.push_rx(&router_advert(60));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(
+        iface.route_to6(ip("2001:db9::1")).map(|r| r.1),
+        Some(ip("2001:db8::fe"))
+    );
+    // Not from a link-local source, or forwarded: invalid.
+    let mut forwarded = router_advert(60);
+    forwarded[14 + 7] = 254;
+    port.push_rx(&forwarded);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 1);
+}
