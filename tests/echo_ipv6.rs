@@ -1,9 +1,14 @@
 //! `dpstack-echo` answering IPv6 with the Linux kernel as its peer: a
 //! `net_tap` port moved into a network namespace the test creates. Neighbor
-//! Discovery both ways and `ping -6` to the link-local and global addresses;
-//! hostile IPv6 packets (hop limit 0, a long extension chain, a fragment)
-//! sent raw from the namespace are dropped and counted, and the stack still
-//! answers after.
+//! Discovery both ways (the stack resolving the kernel by itself too) and
+//! `ping -6` to the link-local and global addresses; UDP echo with `socat`,
+//! large datagrams reassembled and fragmented; a static route through the
+//! kernel as gateway; hostile IPv6 packets (hop limit 0, a long extension
+//! chain, malformed and overlapping fragments, an unknown next header)
+//! sent raw from the namespace are dropped and counted (with parameter
+//! problems where RFC 4443 asks), and the stack still answers after.
+//! Duplicate address detection against the kernel runs over a veth pair
+//! (`net_af_packet`), with the app started inside the namespace.
 
 mod common;
 
@@ -147,16 +152,24 @@ def dest_opts(nxt):
 chain = b"".join(dest_opts(60) for _ in range(8)) + dest_opts(59)
 r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, 60)
 r.sendto(chain, dst)
-# 3. a fragment (not reassembled yet).
+# 3. a non-final fragment whose length is not a multiple of 8.
 frag = bytes([58, 0, 0, 1]) + struct.pack("!I", 7) + echo
 f = socket.socket(socket.AF_INET6, socket.SOCK_RAW, 44)
 f.sendto(frag, dst)
+# 4. overlapping fragments: bytes 0-15, then 8-23 of the same datagram.
+body = bytes([128, 0, 0, 0, 0, 1, 0, 2]) + bytes(24)
+f.sendto(bytes([58, 0, 0, 1]) + struct.pack("!I", 8) + body[:16], dst)
+f.sendto(bytes([58, 0, 0, 8]) + struct.pack("!I", 8) + body[8:24], dst)
+# 5. an unknown next header (experimental 253).
+u = socket.socket(socket.AF_INET6, socket.SOCK_RAW, 253)
+u.sendto(b"12345678", dst)
 "#
     );
     send_raw6(&s, &script);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let out = ping6(&s, STACK6, "2");
     assert!(out.contains("2 received"), "still answering: {out}");
+    let kernel_parm_problems = snmp6(&s, "Icmp6InParmProblems");
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(
@@ -171,11 +184,22 @@ f.sendto(frag, dst)
         "{}",
         done.stdout
     );
-    assert_eq!(
-        app_counter(&done.stdout, "drop_ipv6_fragment"),
-        1,
-        "{}",
-        done.stdout
+    for reason in [
+        "drop_ipv6_fragment_malformed",
+        "drop_ipv6_reassembly_overlap",
+        "drop_ipv6_unknown_next_header",
+    ] {
+        assert_eq!(
+            app_counter(&done.stdout, reason),
+            1,
+            "{reason}: {}",
+            done.stdout
+        );
+    }
+    assert_eq!(app_counter(&done.stdout, "Icmp6OutParmProblems"), 2);
+    assert!(
+        kernel_parm_problems >= 2,
+        "the kernel got the parameter problems"
     );
     assert_eq!(app_counter(&done.stdout, "Icmp6OutEchoReplies"), 3);
 }
@@ -197,10 +221,13 @@ fn socat6_to(s: &Setup, target: &str, port: u16, input: &[u8]) -> (Vec<u8>, Stri
 #[test]
 fn udp_over_ipv6_is_echoed_to_socat_on_global_and_link_local_addresses() {
     let s = start();
-    let cases: [(String, &[u8]); 3] = [
+    let large: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+    let cases: [(String, &[u8]); 4] = [
         (STACK6.to_owned(), b"hello over six\n"),
         (STACK6.to_owned(), &[0x66; 1400]),
         (format!("{}%{}", s.link_local, s.iface), b"link-local\n"),
+        // Fragmented by the kernel, reassembled, echoed in fragments.
+        (STACK6.to_owned(), &large),
     ];
     for (target, payload) in &cases {
         let (back, err) = socat6(&s, target, payload);
@@ -208,8 +235,10 @@ fn udp_over_ipv6_is_echoed_to_socat_on_global_and_link_local_addresses() {
     }
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    assert_eq!(app_counter(&done.stdout, "UdpInDatagrams"), 3);
-    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 3);
+    assert_eq!(app_counter(&done.stdout, "UdpInDatagrams"), 4);
+    assert_eq!(app_counter(&done.stdout, "UdpOutDatagrams"), 4);
+    assert_eq!(app_counter(&done.stdout, "Ip6ReasmOKs"), 1);
+    assert_eq!(app_counter(&done.stdout, "Ip6FragOKs"), 1);
 }
 
 /// The value of `field` in the namespace's /proc/net/snmp6.
@@ -266,4 +295,139 @@ fn queue_mode_sends_over_ipv6_through_the_route_and_neighbour_cache() {
         "the peer is in the IPv6 neighbour cache: {}",
         done.stdout
     );
+}
+
+#[test]
+fn the_stack_resolves_the_kernel_by_itself_and_routes_through_it() {
+    // The kernel knows the stack without asking (a permanent neighbour
+    // entry), so the stack learns nothing from it: to send its replies it
+    // must solicit the kernel itself. The replies go to an address behind
+    // the kernel, through a static route with the kernel as gateway.
+    let s = start_with(&[
+        "--queue-mode",
+        "--route",
+        &format!("2001:db8:99::/64,{KERNEL6}"),
+    ]);
+    let n = s.ns.name.clone();
+    common::run(
+        "ip",
+        &[
+            "-n",
+            &n,
+            "-6",
+            "neigh",
+            "replace",
+            STACK6,
+            "lladdr",
+            &s.stack_mac,
+            "dev",
+            &s.iface,
+            "nud",
+            "permanent",
+        ],
+    );
+    common::run(
+        "ip",
+        &["-n", &n, "addr", "add", "2001:db8:99::2/128", "dev", "lo"],
+    );
+    common::run("ip", &["-n", &n, "link", "set", "lo", "up"]);
+    let target = format!("UDP6:[{STACK6}]:7,bind=[2001:db8:99::2]");
+    let out = s.ns.socat(&target, b"through the gateway\n");
+    assert_eq!(
+        out.stdout,
+        b"through the gateway\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(
+        app_counter(&done.stdout, "Icmp6OutNeighborSolicits") >= 1,
+        "{}",
+        done.stdout
+    );
+    assert_eq!(app_counter(&done.stdout, "Icmp6InNeighborSolicits"), 0);
+    assert!(
+        done.stdout.contains(&format!(
+            "neighbor6 {KERNEL6} at {} (Reachable)",
+            KERNEL_MAC.to_uppercase()
+        )),
+        "resolved and confirmed by the kernel's advertisement: {}",
+        done.stdout
+    );
+}
+
+#[test]
+fn duplicate_address_detection_finds_the_kernel_using_our_address() {
+    // A veth pair inside the namespace: the kernel holds 2001:db8:7::1 on
+    // one end; the app, started inside the namespace on the other end
+    // (net_af_packet), is configured with the same address.
+    let ns = Netns::create(&unique_name("dpstack-dad-"));
+    let n = ns.name.clone();
+    let (ours, theirs) = (unique_name("dpa"), unique_name("dpb"));
+    common::run(
+        "ip",
+        &[
+            "-n", &n, "link", "add", &ours, "type", "veth", "peer", "name", &theirs,
+        ],
+    );
+    // The app's end carries no kernel IPv6 of its own.
+    let out = ns.exec(
+        "sysctl",
+        &["-qw", &format!("net.ipv6.conf.{ours}.disable_ipv6=1")],
+    );
+    assert!(out.status.success());
+    common::run(
+        "ip",
+        &[
+            "-n",
+            &n,
+            "addr",
+            "add",
+            "2001:db8:7::1/64",
+            "dev",
+            &theirs,
+            "nodad",
+        ],
+    );
+    for link in [&ours, &theirs] {
+        common::run("ip", &["-n", &n, "link", "set", link, "up"]);
+    }
+    let vdev = format!("net_af_packet0,iface={ours}");
+    let app = AppProcess::echo_in(
+        &n,
+        &child_eal_args(&[&vdev]),
+        &[
+            "--ip",
+            "10.207.0.1/24",
+            "--ip",
+            "2001:db8:7::1/64",
+            "--udp",
+            "7",
+        ],
+    );
+    app.wait_for_output("UDP port(s)");
+    let started = app.output_so_far();
+    assert!(
+        started.contains("warning: 2001:db8:7::1 on port 0 is in use by another node"),
+        "{started}"
+    );
+    // The link-local address passed and answers.
+    let link_local = started
+        .split_whitespace()
+        .find(|w| w.starts_with("fe80::"))
+        .and_then(|w| w.split('/').next())
+        .expect("the start line lists the link-local address")
+        .to_owned();
+    let target = format!("{link_local}%{theirs}");
+    let out = ns.exec("ping", &["-6", "-c", "2", "-i", "0.2", "-W", "2", &target]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let done = app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(app_counter(&done.stdout, "Ip6DadDuplicates"), 1);
+    drop(ns);
 }

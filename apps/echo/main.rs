@@ -58,10 +58,19 @@ struct Cli {
     /// Default gateway (on the network of one of the --ip prefixes).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
-    /// A static route, PREFIX,GATEWAY (e.g. 198.51.100.0/24,10.2.0.2);
-    /// repeatable. The port is the one whose network holds the gateway.
+    /// A static route, PREFIX,GATEWAY, IPv4 or IPv6 (e.g.
+    /// 198.51.100.0/24,10.2.0.2 or 2001:db8:99::/48,fe80::1%0); repeatable.
+    /// The port is the one whose network holds the gateway; a link-local
+    /// IPv6 gateway names its port after `%` (optional with one port).
     #[arg(long = "route", value_parser = parse_route, value_name = "PREFIX,GATEWAY")]
-    routes: Vec<(Ipv4Cidr, Ipv4Addr)>,
+    routes: Vec<Route>,
+    /// Do not run IPv6 duplicate address detection: use the addresses at
+    /// once (by default each is probed for a second first).
+    #[arg(long)]
+    no_dad: bool,
+    /// Take an IPv6 default route from router advertisements.
+    #[arg(long)]
+    accept_ra: bool,
     /// UDP port or range to echo on, e.g. 7 or 10000-19999 (repeatable).
     #[arg(long = "udp", default_value = "7", value_parser = parse_ports)]
     udp_ports: Vec<PortRange>,
@@ -136,14 +145,34 @@ fn addresses_per_port(ips: &[Cidr]) -> Vec<(Vec<Ipv4Cidr>, Vec<Ipv6Cidr>)> {
         .collect()
 }
 
-fn parse_route(s: &str) -> Result<(Ipv4Cidr, Ipv4Addr), String> {
+/// A --route value.
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    V4(Ipv4Cidr, Ipv4Addr),
+    /// Prefix, gateway, and the gateway's port if it named one.
+    V6(Ipv6Cidr, std::net::Ipv6Addr, Option<usize>),
+}
+
+fn parse_route(s: &str) -> Result<Route, String> {
     let (prefix, gateway) = s
         .split_once(',')
         .ok_or_else(|| format!("'{s}' is not PREFIX,GATEWAY (e.g. 198.51.100.0/24,10.2.0.2)"))?;
-    let gateway = gateway
-        .parse()
-        .map_err(|_| format!("bad gateway address '{gateway}'"))?;
-    Ok((prefix.parse()?, gateway))
+    let bad = || format!("bad gateway address '{gateway}'");
+    if !prefix.contains(':') {
+        return Ok(Route::V4(
+            prefix.parse()?,
+            gateway.parse().map_err(|_| bad())?,
+        ));
+    }
+    let (address, port) = match gateway.split_once('%') {
+        Some((address, port)) => (address, Some(port.parse().map_err(|_| bad())?)),
+        None => (gateway, None),
+    };
+    Ok(Route::V6(
+        prefix.parse()?,
+        address.parse().map_err(|_| bad())?,
+        port,
+    ))
 }
 
 /// Echoes every datagram back to its sender from its own buffer, or drops
@@ -216,14 +245,27 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     }
     let mut config = InterfaceConfig::with_links(links);
     config.gateway = cli.gateway;
+    if cli.no_dad {
+        config.dad_transmits = 0;
+    }
+    config.accept_ra = cli.accept_ra;
     config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
-    let addresses6: Vec<Vec<Ipv6Cidr>> =
-        (0..eth_ports.len()).map(|l| iface.addresses6(l)).collect();
-    for &(prefix, gateway) in &cli.routes {
-        iface
-            .add_route(prefix, gateway)
-            .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?;
+    let addresses6: Vec<Vec<Ipv6Cidr>> = iface
+        .config()
+        .links
+        .iter()
+        .map(LinkConfig::all_addresses6)
+        .collect();
+    for &route in &cli.routes {
+        match route {
+            Route::V4(prefix, gateway) => iface
+                .add_route(prefix, gateway)
+                .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
+            Route::V6(prefix, gateway, port) => iface
+                .add_route6(prefix, gateway, port)
+                .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
+        }
     }
     // Queue mode: a socket per address and port, so a reply sent through
     // the route table comes from the address the request went to, as a
@@ -272,11 +314,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let counters = Arc::clone(iface.counters());
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
+    let (dad_tx, dad_rx) = crossbeam_channel::bounded::<Vec<(usize, Ipv6Cidr)>>(1);
     let sink = cli.sink;
     let poller = {
         let stop = Arc::clone(&stop);
         move || {
-            let report = poll_until_stopped(iface, queues, &stop, Echo { sink });
+            let report = poll_until_stopped(iface, queues, &stop, Echo { sink }, dad_tx);
             let _ = done_tx.send(report);
             0
         }
@@ -302,6 +345,19 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 echo_from_thread(&socket, &app_stop)
             }));
         }
+    }
+    // IPv6 addresses are used once duplicate address detection passed.
+    match dad_rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(duplicates) => {
+            for (link, address) in duplicates {
+                println!(
+                    "{PROGRAM}: warning: {} on port {link} is in use by another node \
+                     (duplicate address detection); not using it",
+                    address.addr
+                );
+            }
+        }
+        Err(_) => return Err("duplicate address detection did not finish".into()),
     }
     let bound = locals.len();
     let udp_ports: Vec<String> = cli
@@ -376,16 +432,24 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
     }
 }
 
-/// The lcore loop: one TSC read and one poll per iteration.
+/// The lcore loop: one TSC read and one poll per iteration. Once no IPv6
+/// address is tentative any more, the duplicates found are sent on `dad`.
 fn poll_until_stopped(
     mut iface: Interface<Mbuf>,
     mut queues: Vec<EthQueue>,
     stop: &AtomicBool,
     mut handler: Echo,
+    dad: crossbeam_channel::Sender<Vec<(usize, Ipv6Cidr)>>,
 ) -> String {
     let clock = TscClock::new();
+    let mut dad = Some(dad);
     while !stop.load(Ordering::Relaxed) {
         iface.poll_ports(&mut queues, clock.now(), &mut handler);
+        if dad.is_some() && !iface.dad_pending() {
+            if let Some(done) = dad.take() {
+                let _ = done.send(iface.duplicates6());
+            }
+        }
     }
     let mut report = String::new();
     for (link, ip, mac, state) in iface.neighbors() {

@@ -131,6 +131,9 @@ reasons! {
     Ipv6UnknownNextHeader = "ipv6_unknown_next_header",
     /// ICMPv6 message too short or with a bad checksum.
     Icmp6Malformed = "icmp6_malformed",
+    /// An ICMP error quoting a packet that is not from one of our
+    /// addresses.
+    IcmpBadQuote = "icmp_bad_quote",
     /// An ICMPv6 error quoting a packet that is not from one of our
     /// addresses.
     Icmp6BadQuote = "icmp6_bad_quote",
@@ -204,6 +207,8 @@ protocol_counters! {
     IcmpOutEchoReps,
     /// ICMP destination-unreachable messages sent.
     IcmpOutDestUnreachs,
+    /// ICMP errors received (unreachable, time exceeded, parameter problem).
+    IcmpInErrors,
     /// UDP datagrams delivered to sockets.
     UdpInDatagrams,
     /// UDP datagrams sent.

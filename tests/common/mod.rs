@@ -63,9 +63,21 @@ impl AppProcess {
         AppProcess::spawn(env!("CARGO_BIN_EXE_dpstack-echo"), eal, app)
     }
 
+    /// Starts `dpstack-echo EAL -- APP` inside network namespace `netns`
+    /// (`ip netns exec` execs it: the child is the app itself).
+    pub fn echo_in(netns: &str, eal: &[String], app: &[&str]) -> AppProcess {
+        let binary = env!("CARGO_BIN_EXE_dpstack-echo");
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns, binary]);
+        AppProcess::spawn_command(cmd, binary, eal, app)
+    }
+
     /// Starts `BINARY EAL -- APP` with piped stdin and stdout.
     pub fn spawn(binary: &str, eal: &[String], app: &[&str]) -> AppProcess {
-        let mut cmd = Command::new(binary);
+        AppProcess::spawn_command(Command::new(binary), binary, eal, app)
+    }
+
+    fn spawn_command(mut cmd: Command, binary: &str, eal: &[String], app: &[&str]) -> AppProcess {
         if !eal.is_empty() {
             cmd.args(eal).arg("--");
         } else if !app.is_empty() {

@@ -12,14 +12,16 @@ use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, Key4, Reassembly};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
-use crate::udp::{Datagram, SocketId};
+use crate::udp::{Datagram, PeerError, SocketId};
 use crate::wire::arp::{ArpOperation, ArpRepr};
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
-use crate::wire::icmpv4::{msg_type, Icmpv4Packet};
+use crate::wire::icmpv4::{
+    msg_type, Icmpv4Packet, CODE_FRAGMENTATION_NEEDED, CODE_PORT_UNREACHABLE,
+};
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// A datagram the receive path accepted, with its socket.
 pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
@@ -274,12 +276,73 @@ fn icmp_input<P: Port>(
         Ok(icmp) if icmp.verify_checksum() => icmp,
         _ => return core.counters.count_drop(DropReason::IcmpMalformed),
     };
-    if icmp.msg_type() != msg_type::ECHO_REQUEST || icmp.code() != 0 || broadcast {
-        // Echo replies, errors and broadcast pings (ignored, as Linux does).
+    let kind = icmp.msg_type();
+    if !broadcast
+        && matches!(
+            kind,
+            msg_type::DEST_UNREACHABLE | msg_type::TIME_EXCEEDED | msg_type::PARAMETER_PROBLEM
+        )
+    {
+        return icmp_error_input(core, link, &buf.data()[start..end]);
+    }
+    if kind != msg_type::ECHO_REQUEST || icmp.code() != 0 || broadcast {
+        // Echo replies, other types and broadcast pings (ignored, as Linux
+        // does).
         return core.counters.count_drop(DropReason::IcmpUnhandled);
     }
     core.counters.count(Stat::IcmpInEchos);
     tx::reply_echo_in_place(core, out, link, buf, eth_src, total_len);
+}
+
+/// An ICMP error about a datagram we sent (RFC 1122 3.2.2): recorded for
+/// the UDP socket that sent it if that socket is connected to the
+/// datagram's destination (as the kernel does without IP_RECVERR).
+fn icmp_error_input<B: Buf>(core: &mut Core<B>, link: usize, message: &[u8]) {
+    core.counters.count(Stat::IcmpInErrors);
+    // The quote: the IPv4 header and at least 8 bytes of its payload.
+    let quoted = &message[8..];
+    let header_len = usize::from(quoted.first().map_or(0, |b| b & 0x0f)) * 4;
+    let (Some(ports), true) = (quoted.get(header_len..header_len + 4), header_len >= 20) else {
+        return core.counters.count_drop(DropReason::IcmpMalformed);
+    };
+    let ip = Ipv4Packet::new_unchecked(quoted);
+    let (ours, peer) = (ip.src(), ip.dst());
+    if !core.is_local(ours) {
+        return core.counters.count_drop(DropReason::IcmpBadQuote);
+    }
+    if ip.protocol() != protocol::UDP {
+        return;
+    }
+    let error = match (message[0], message[1]) {
+        (msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE) => PeerError::Refused,
+        (msg_type::DEST_UNREACHABLE, CODE_FRAGMENTATION_NEEDED) => PeerError::TooBig {
+            mtu: u32::from(u16::from_be_bytes([message[6], message[7]])),
+        },
+        (msg_type::DEST_UNREACHABLE, _) => PeerError::Unreachable,
+        (msg_type::TIME_EXCEEDED, _) => PeerError::TimeExceeded,
+        _ => PeerError::ParameterProblem,
+    };
+    let our_port = u16::from_be_bytes([ports[0], ports[1]]);
+    let peer_port = u16::from_be_bytes([ports[2], ports[3]]);
+    let peer_addr = SocketAddrV4::new(peer, peer_port);
+    let key = FlowKey {
+        src: peer_addr,
+        dst: SocketAddrV4::new(ours, our_port),
+        device: link as u16,
+    };
+    let Some(socket) = core.udp.lookup(&key) else {
+        return;
+    };
+    let connected_to_peer = match core.udp.remote_addr(socket) {
+        Some(SocketAddr::V4(remote)) => remote == peer_addr,
+        Some(SocketAddr::V6(remote)) => {
+            remote.ip().to_ipv4_mapped() == Some(peer) && remote.port() == peer_port
+        }
+        None => false,
+    };
+    if connected_to_peer {
+        let _ = core.socket_errors.try_push((socket, error));
+    }
 }
 
 /// What the IPv4 layer found out for UDP.

@@ -8,6 +8,7 @@ use crate::port::memory::{MemBuf, MemPool, MemPort, MemPortConfig};
 use crate::port::MacAddr;
 use crate::route::Ipv4Cidr;
 use crate::time::Instant;
+use crate::udp::PeerError;
 use crate::wire::arp::{ArpOperation, ArpRepr};
 use crate::wire::ethernet::{EtherType, EthernetFrame};
 use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
@@ -282,4 +283,105 @@ fn dropping_a_socket_closes_it() {
         thread::sleep(Duration::from_millis(1));
     }
     assert!(rebound.is_some(), "the address is free again");
+}
+
+/// An ICMP error from the peer about a datagram OUR_IP:`ours` ->
+/// PEER_IP:`theirs`.
+fn icmp_error_frame(kind: u8, code: u8, ours: u16, theirs: u16) -> Vec<u8> {
+    let quoted = {
+        let mut udp = vec![0u8; 8];
+        UdpPacket::new_unchecked(&mut udp[..]).emit_header((OUR_IP, ours), (PEER_IP, theirs), 0);
+        let mut ip = vec![0u8; 28];
+        ip[20..].copy_from_slice(&udp);
+        Ipv4Packet::new_unchecked(&mut ip[..]).emit_header(&Ipv4Header {
+            src: OUR_IP,
+            dst: PEER_IP,
+            protocol: protocol::UDP,
+            payload_len: 8,
+            ttl: 64,
+            ident: 7,
+            dont_fragment: true,
+        });
+        ip
+    };
+    let mut icmp = vec![kind, code, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&quoted);
+    crate::wire::icmpv4::Icmpv4Packet::new_unchecked(&mut icmp[..]).fill_checksum();
+    let mut ip = vec![0u8; 20 + icmp.len()];
+    ip[20..].copy_from_slice(&icmp);
+    Ipv4Packet::new_unchecked(&mut ip[..]).emit_header(&Ipv4Header {
+        src: PEER_IP,
+        dst: OUR_IP,
+        protocol: protocol::ICMP,
+        payload_len: icmp.len() as u16,
+        ttl: 64,
+        ident: 2,
+        dont_fragment: false,
+    });
+    let mut frame = vec![0u8; 14 + ip.len()];
+    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+    eth.set_dst(OUR_MAC);
+    eth.set_src(PEER_MAC);
+    eth.set_ethertype(EtherType::Ipv4);
+    eth.payload_mut().copy_from_slice(&ip);
+    frame
+}
+
+#[test]
+fn a_connected_socket_hears_icmp_errors_on_its_next_receive() {
+    let lcore = Lcore::start(16);
+    let connected = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    connected.connect(SocketAddrV4::new(PEER_IP, 53)).unwrap();
+    let unconnected = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5001))
+        .unwrap();
+    // A receiver already waiting is woken by the error.
+    let waiter = {
+        let started = std::time::Instant::now();
+        thread::spawn(move || {
+            let mut buf = [0u8; 16];
+            let result = connected.recv_from(&mut buf, Some(Duration::from_secs(5)));
+            (result, started.elapsed(), connected)
+        })
+    };
+    thread::sleep(Duration::from_millis(20));
+    lcore.inject(&[
+        icmp_error_frame(3, 3, 5000, 53),
+        icmp_error_frame(3, 3, 5001, 53),
+    ]);
+    let (result, waited, connected) = waiter.join().unwrap();
+    assert_eq!(
+        result,
+        Err(SocketError::Peer(PeerError::Refused)),
+        "counters: {:?}",
+        lcore.counters.nonzero()
+    );
+    assert!(waited < Duration::from_secs(4), "woken, not timed out");
+    // Reported once; the unconnected socket hears nothing.
+    let mut buf = [0u8; 16];
+    for socket in [&connected, &unconnected] {
+        assert_eq!(
+            socket.recv_from(&mut buf, Some(Duration::from_millis(20))),
+            Err(SocketError::TimedOut)
+        );
+    }
+    // Fragmentation needed carries the next-hop MTU.
+    let mut too_big = icmp_error_frame(3, 4, 5000, 53);
+    too_big[14 + 20 + 6..14 + 20 + 8].copy_from_slice(&1400u16.to_be_bytes());
+    // (Re-checksum after the edit.)
+    let icmp_len = too_big.len() - 34;
+    let mut icmp = too_big[34..].to_vec();
+    icmp[2..4].copy_from_slice(&[0, 0]);
+    crate::wire::icmpv4::Icmpv4Packet::new_unchecked(&mut icmp[..]).fill_checksum();
+    too_big[34..34 + icmp_len].copy_from_slice(&icmp);
+    lcore.inject(&[too_big]);
+    assert_eq!(
+        connected.recv_from(&mut buf, Some(Duration::from_secs(5))),
+        Err(SocketError::Peer(PeerError::TooBig { mtu: 1400 }))
+    );
+    assert_eq!(lcore.counters.get(Stat::IcmpErrorsToSockets), 2);
 }

@@ -24,10 +24,15 @@ pub mod msg_type {
     pub const ECHO_REQUEST: u8 = 8;
     /// Time exceeded.
     pub const TIME_EXCEEDED: u8 = 11;
+    /// Parameter problem.
+    pub const PARAMETER_PROBLEM: u8 = 12;
 }
 
 /// Destination-unreachable code for a closed port.
 pub const CODE_PORT_UNREACHABLE: u8 = 3;
+/// Destination-unreachable code "fragmentation needed and DF set" (the
+/// next-hop MTU is in the low half of the second word, RFC 1191).
+pub const CODE_FRAGMENTATION_NEEDED: u8 = 4;
 
 /// A view of an ICMPv4 message.
 #[derive(Debug, Clone)]
