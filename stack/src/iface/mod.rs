@@ -282,7 +282,7 @@ pub(crate) const PATH_MTU_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl<B: Buf> Core<B> {
     /// [`LOCAL`] and/or [`BROADCAST`] for `ip`, or 0. Per packet.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn class(&self, ip: u32) -> u8 {
         if self.special_filter & special_bit(ip) == 0 {
             return 0;
