@@ -21,6 +21,7 @@ pub mod reassembly;
 pub mod route;
 pub mod route6;
 pub mod socket;
+pub mod tcp;
 pub mod time;
 pub mod udp;
 pub mod wire;

@@ -17,6 +17,7 @@ pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod tcp;
 pub mod udp;
 
 /// Why a packet could not be parsed.

@@ -1,0 +1,64 @@
+//! TCP tunables, shared by every connection of an interface.
+
+use crate::time::Duration;
+
+/// TCP tunables. The defaults follow Linux where an RFC leaves room.
+#[derive(Debug, Clone)]
+pub struct TcpConfig {
+    /// Bytes a connection's send buffer holds (writes beyond wait).
+    pub send_buffer: usize,
+    /// Bytes a connection's receive buffer holds (the most we advertise).
+    pub recv_buffer: usize,
+    /// Disable Nagle's algorithm by default (`TCP_NODELAY`).
+    pub nodelay: bool,
+    /// Longest an ACK waits for a second segment or data to ride on.
+    pub delayed_ack: Duration,
+    /// Retransmission timeout before any RTT sample (RFC 6298: 1 s).
+    pub initial_rto: Duration,
+    /// Lower bound of the retransmission timeout (Linux: 200 ms).
+    pub min_rto: Duration,
+    /// Upper bound of the retransmission timeout (RFC 6298: at least 60 s).
+    pub max_rto: Duration,
+    /// Retransmissions of one segment before the connection is given up.
+    pub max_retries: u8,
+    /// Retransmissions of a SYN before connect fails.
+    pub max_syn_retries: u8,
+    /// How long TIME-WAIT lasts (2 * MSL; Linux: 60 s).
+    pub time_wait: Duration,
+    /// Offer window scaling and timestamps (RFC 7323).
+    pub rfc7323: bool,
+    /// Offer SACK permitted (blocks are not generated yet; the option
+    /// keeps the door open).
+    pub sack: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> TcpConfig {
+        TcpConfig {
+            send_buffer: 256 * 1024,
+            recv_buffer: 256 * 1024,
+            nodelay: false,
+            delayed_ack: Duration::from_millis(40),
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(120),
+            max_retries: 15,
+            max_syn_retries: 6,
+            time_wait: Duration::from_secs(60),
+            rfc7323: true,
+            sack: false,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// The window scale we offer for our receive buffer: the smallest
+    /// shift that lets the whole buffer be advertised.
+    pub fn window_shift(&self) -> u8 {
+        let mut shift = 0;
+        while shift < 14 && (self.recv_buffer >> shift) > usize::from(u16::MAX) {
+            shift += 1;
+        }
+        shift
+    }
+}

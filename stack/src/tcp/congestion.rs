@@ -1,0 +1,172 @@
+//! Congestion control: NewReno (RFC 5681 slow start and congestion
+//! avoidance, RFC 6582 fast recovery), in bytes. Kept behind a small
+//! surface (`on_ack`, `on_dup_ack`, `on_timeout`, `window`) so CUBIC can
+//! take its place later.
+
+use super::seq::Seq;
+
+/// What a duplicate ACK asks the sender to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DupAckAction {
+    /// Nothing yet.
+    None,
+    /// The third duplicate: retransmit the first unacknowledged segment
+    /// (fast retransmit) and enter recovery.
+    FastRetransmit,
+}
+
+/// NewReno's state.
+#[derive(Debug, Clone)]
+pub struct NewReno {
+    mss: u32,
+    cwnd: u32,
+    ssthresh: u32,
+    dup_acks: u32,
+    /// In fast recovery until this is acknowledged (RFC 6582 "recover").
+    recover: Option<Seq>,
+    /// Bytes acknowledged in congestion avoidance since cwnd last grew.
+    acked_in_ca: u32,
+}
+
+impl NewReno {
+    /// Initial window per RFC 6928 (ten segments, within 14,600 bytes
+    /// unless that is under two segments).
+    pub fn new(mss: u32) -> NewReno {
+        let mss = mss.max(1);
+        NewReno {
+            mss,
+            cwnd: (10 * mss).min((2 * mss).max(14_600)),
+            ssthresh: u32::MAX,
+            dup_acks: 0,
+            recover: None,
+            acked_in_ca: 0,
+        }
+    }
+
+    /// The congestion window in bytes.
+    pub fn window(&self) -> u32 {
+        self.cwnd
+    }
+
+    /// The slow-start threshold.
+    pub fn ssthresh(&self) -> u32 {
+        self.ssthresh
+    }
+
+    /// True during fast recovery.
+    pub fn in_recovery(&self) -> bool {
+        self.recover.is_some()
+    }
+
+    /// New data was acknowledged: `acked` bytes, up to `ack`, with
+    /// `flight` bytes still outstanding after it. Returns true for a
+    /// partial acknowledgment in recovery (RFC 6582 3.2 step 3: the next
+    /// unacknowledged segment is to be retransmitted at once).
+    pub fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32) -> bool {
+        self.dup_acks = 0;
+        if let Some(recover) = self.recover {
+            if ack >= recover {
+                // Full acknowledgment: leave recovery with a window that
+                // cannot burst.
+                self.cwnd = self.ssthresh.min(flight.max(self.mss) + self.mss);
+                self.recover = None;
+                return false;
+            }
+            // Partial: deflate by what was acknowledged, add one segment back.
+            self.cwnd = self.cwnd.saturating_sub(acked) + self.mss.min(acked);
+            return true;
+        }
+        if self.cwnd < self.ssthresh {
+            // Slow start, growth limited to one segment per ACK (RFC 5681).
+            self.cwnd = self.cwnd.saturating_add(acked.min(self.mss));
+        } else {
+            // Congestion avoidance: one segment per window of data.
+            self.acked_in_ca = self.acked_in_ca.saturating_add(acked);
+            if self.acked_in_ca >= self.cwnd {
+                self.acked_in_ca -= self.cwnd;
+                self.cwnd = self.cwnd.saturating_add(self.mss);
+            }
+        }
+        false
+    }
+
+    /// A duplicate ACK arrived with `flight` bytes outstanding and
+    /// `highest` the highest sequence number sent so far.
+    pub fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
+        if self.recover.is_some() {
+            // Each further duplicate means a segment left the network.
+            self.cwnd = self.cwnd.saturating_add(self.mss);
+            return DupAckAction::None;
+        }
+        self.dup_acks += 1;
+        if self.dup_acks != 3 {
+            return DupAckAction::None;
+        }
+        // RFC 6582 3.2 step 2 (the "recover" check keeps a second fast
+        // retransmit for losses from the same window away is implicit:
+        // recovery only begins above una).
+        let _ = una;
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+        self.cwnd = self.ssthresh + 3 * self.mss;
+        self.recover = Some(highest);
+        DupAckAction::FastRetransmit
+    }
+
+    /// The retransmission timer expired (RFC 5681 (4)): one segment, and
+    /// recovery abandoned.
+    pub fn on_timeout(&mut self, flight: u32) {
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+        self.cwnd = self.mss;
+        self.dup_acks = 0;
+        self.recover = None;
+        self.acked_in_ca = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_then_avoidance_then_fast_recovery() {
+        let mut c = NewReno::new(1000);
+        assert_eq!(c.window(), 10_000);
+        c.on_ack(1000, Seq(1000), 0);
+        assert_eq!(c.window(), 11_000);
+        // Three duplicates with 10,000 bytes in flight.
+        assert_eq!(
+            c.on_dup_ack(10_000, Seq(20_000), Seq(1000)),
+            DupAckAction::None
+        );
+        assert_eq!(
+            c.on_dup_ack(10_000, Seq(20_000), Seq(1000)),
+            DupAckAction::None
+        );
+        assert_eq!(
+            c.on_dup_ack(10_000, Seq(20_000), Seq(1000)),
+            DupAckAction::FastRetransmit
+        );
+        assert_eq!((c.ssthresh(), c.window()), (5_000, 8_000));
+        c.on_dup_ack(10_000, Seq(20_000), Seq(1000));
+        assert_eq!(c.window(), 9_000, "inflated per duplicate");
+        // A partial ACK: still in recovery, retransmit the next hole.
+        assert!(c.on_ack(2_000, Seq(3_000), 8_000));
+        assert!(c.in_recovery());
+        // The full ACK ends it.
+        assert!(!c.on_ack(17_000, Seq(20_000), 0));
+        assert!(!c.in_recovery());
+        assert_eq!(c.window(), 2_000.min(5_000));
+        // Congestion avoidance: a whole window of ACKs for one segment.
+        let mut c = NewReno::new(1000);
+        c.on_timeout(20_000);
+        assert_eq!((c.window(), c.ssthresh()), (1000, 10_000));
+        for _ in 0..9 {
+            c.on_ack(1000, Seq(0), 0);
+        }
+        assert_eq!(c.window(), 10_000, "slow start up to ssthresh");
+        for _ in 0..10 {
+            c.on_ack(1000, Seq(0), 0);
+        }
+        assert_eq!(c.window(), 11_000);
+    }
+}

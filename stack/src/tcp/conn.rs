@@ -1,0 +1,527 @@
+//! One TCP connection's state (the TCB of RFC 9293 3.3.1) and the
+//! application's side of it: send, receive, close, abort. Segment arrival
+//! is in [`super::input`], what to send in [`super::output`], the timers in
+//! [`super::timers`].
+//!
+//! Invariants: `snd_una <= snd_nxt <= snd_max`; the send buffer holds the
+//! bytes from `data_start` (the first unacknowledged data byte) on, so
+//! byte `s` of the stream is at offset `s - data_start`; the receive
+//! buffer's readable bytes end at `rcv_nxt`. Sans-IO: no clock is read,
+//! `now` comes with every call; nothing allocates after construction.
+
+use super::buffer::{RecvBuffer, SendBuffer};
+use super::congestion::NewReno;
+use super::rtt::RttEstimator;
+use super::seq::Seq;
+use super::TcpConfig;
+use crate::time::{Duration, Instant};
+use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
+
+/// The states of RFC 9293 3.3.2 (LISTEN belongs to listeners).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Our SYN is out, waiting for the peer's.
+    SynSent,
+    /// The peer's SYN arrived and ours is out.
+    SynReceived,
+    /// Open both ways.
+    Established,
+    /// We closed; our FIN is (to be) sent.
+    FinWait1,
+    /// Our FIN is acknowledged; the peer may still send.
+    FinWait2,
+    /// The peer closed; we may still send.
+    CloseWait,
+    /// Both closed at once; waiting for our FIN's acknowledgment.
+    Closing,
+    /// The peer closed first, then we did; waiting for our FIN's
+    /// acknowledgment.
+    LastAck,
+    /// Both closed; lingering 2 MSL for stray segments.
+    TimeWait,
+    /// Gone (or never opened).
+    Closed,
+}
+
+/// Why a connection failed, as its calls report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpError {
+    /// The peer answered our SYN with a reset (`ECONNREFUSED`).
+    Refused,
+    /// The peer reset the connection (`ECONNRESET`).
+    Reset,
+    /// Retransmissions went unanswered (`ETIMEDOUT`).
+    TimedOut,
+    /// The connection is not open for this call (`ENOTCONN`, `EPIPE`).
+    NotConnected,
+}
+
+impl core::fmt::Display for TcpError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            TcpError::Refused => "connection refused",
+            TcpError::Reset => "connection reset by peer",
+            TcpError::TimedOut => "connection timed out",
+            TcpError::NotConnected => "not connected",
+        })
+    }
+}
+
+impl std::error::Error for TcpError {}
+
+/// Timestamp state (RFC 7323) once both sides agreed to use them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timestamps {
+    /// The peer's latest TSval worth echoing (TS.Recent).
+    pub(crate) recent: u32,
+}
+
+/// The connection. See the module documentation.
+#[derive(Debug)]
+pub struct Connection {
+    pub(crate) state: State,
+    pub(crate) local_port: u16,
+    pub(crate) remote_port: u16,
+    pub(crate) delayed_ack: Duration,
+    pub(crate) time_wait: Duration,
+    pub(crate) max_retries: u8,
+    pub(crate) max_syn_retries: u8,
+    pub(crate) nodelay: bool,
+    // Send side.
+    pub(crate) iss: Seq,
+    pub(crate) snd_una: Seq,
+    pub(crate) snd_nxt: Seq,
+    pub(crate) snd_max: Seq,
+    /// The peer's window, scaled.
+    pub(crate) snd_wnd: u32,
+    pub(crate) max_snd_wnd: u32,
+    pub(crate) snd_wl1: Seq,
+    pub(crate) snd_wl2: Seq,
+    /// The peer's window scale (applied to windows it sends).
+    pub(crate) snd_shift: u8,
+    pub(crate) send_buf: SendBuffer,
+    /// Sequence number of `send_buf`'s first byte.
+    pub(crate) data_start: Seq,
+    /// The application closed its side: a FIN follows the data.
+    pub(crate) fin_queued: bool,
+    /// The end of the last small (under-MSS) segment sent: Nagle holds the
+    /// next small one while this is unacknowledged (Minshall's variant,
+    /// as Linux).
+    pub(crate) snd_sml: Seq,
+    // Receive side.
+    pub(crate) irs: Seq,
+    pub(crate) rcv_nxt: Seq,
+    /// Our window scale (0 unless the peer agreed).
+    pub(crate) rcv_shift: u8,
+    /// The right edge of the window we last advertised.
+    pub(crate) rcv_adv: Seq,
+    pub(crate) recv_buf: RecvBuffer,
+    pub(crate) fin_received: bool,
+    // Options.
+    /// Most payload bytes per segment we send (options excluded).
+    pub(crate) mss: u16,
+    /// The MSS we announce (from our MTU).
+    pub(crate) our_mss: u16,
+    /// We want window scaling and timestamps.
+    pub(crate) offer_rfc7323: bool,
+    pub(crate) offer_sack: bool,
+    pub(crate) timestamps: Option<Timestamps>,
+    /// Both sides agreed to window scaling.
+    pub(crate) ws_ok: bool,
+    pub(crate) ts_offset: u32,
+    pub(crate) sack_ok: bool,
+    // Timing.
+    pub(crate) rtt: RttEstimator,
+    /// The segment being timed (Karn): its end and when it left.
+    pub(crate) timing: Option<(Seq, Instant)>,
+    pub(crate) cc: NewReno,
+    pub(crate) rto_at: Option<Instant>,
+    pub(crate) ack_at: Option<Instant>,
+    pub(crate) persist_at: Option<Instant>,
+    pub(crate) time_wait_at: Option<Instant>,
+    pub(crate) retries: u8,
+    // What output owes.
+    pub(crate) ack_now: bool,
+    /// Full-sized segments received since our last ACK.
+    pub(crate) unacked_segments: u8,
+    /// A reset to send: (seq, ack if the reset carries one).
+    pub(crate) rst_pending: Option<(Seq, Option<Seq>)>,
+    pub(crate) fast_retransmit: bool,
+    pub(crate) probe: bool,
+    pub(crate) error: Option<TcpError>,
+}
+
+/// Default MSS when the peer sends none (RFC 9293 3.7.1: 536 over IPv4).
+pub(crate) const DEFAULT_MSS: u16 = 536;
+
+impl Connection {
+    fn new(
+        config: &TcpConfig,
+        state: State,
+        ports: (u16, u16),
+        iss: Seq,
+        our_mss: u16,
+        ts_offset: u32,
+    ) -> Connection {
+        let our_mss = our_mss.max(64);
+        Connection {
+            state,
+            local_port: ports.0,
+            remote_port: ports.1,
+            delayed_ack: config.delayed_ack,
+            time_wait: config.time_wait,
+            max_retries: config.max_retries,
+            max_syn_retries: config.max_syn_retries,
+            nodelay: config.nodelay,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            max_snd_wnd: 0,
+            snd_wl1: Seq(0),
+            snd_wl2: iss,
+            snd_shift: 0,
+            send_buf: SendBuffer::new(config.send_buffer),
+            data_start: iss + 1u32,
+            fin_queued: false,
+            snd_sml: iss,
+            irs: Seq(0),
+            rcv_nxt: Seq(0),
+            rcv_shift: 0,
+            rcv_adv: Seq(0),
+            recv_buf: RecvBuffer::new(config.recv_buffer),
+            fin_received: false,
+            mss: DEFAULT_MSS.min(our_mss),
+            our_mss,
+            offer_rfc7323: config.rfc7323,
+            offer_sack: config.sack,
+            timestamps: None,
+            ws_ok: false,
+            ts_offset,
+            sack_ok: false,
+            rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
+            timing: None,
+            cc: NewReno::new(u32::from(DEFAULT_MSS.min(our_mss))),
+            rto_at: None,
+            ack_at: None,
+            persist_at: None,
+            time_wait_at: None,
+            retries: 0,
+            ack_now: false,
+            unacked_segments: 0,
+            rst_pending: None,
+            fast_retransmit: false,
+            probe: false,
+            error: None,
+        }
+    }
+
+    /// An active open: SYN-SENT, the SYN goes out on the next
+    /// [`Connection::poll_transmit`]. `iss` per RFC 6528, `our_mss` from
+    /// the route's MTU, `ts_offset` random per connection.
+    pub fn connect(
+        config: &TcpConfig,
+        local_port: u16,
+        remote_port: u16,
+        iss: Seq,
+        our_mss: u16,
+        ts_offset: u32,
+    ) -> Connection {
+        let ports = (local_port, remote_port);
+        let mut conn = Connection::new(config, State::SynSent, ports, iss, our_mss, ts_offset);
+        conn.rcv_shift = if config.rfc7323 {
+            config.window_shift()
+        } else {
+            0
+        };
+        conn
+    }
+
+    /// A passive open from the peer's `syn` (a listener's SYN queue entry):
+    /// SYN-RECEIVED with the options negotiated; the SYN-ACK goes out on
+    /// the next [`Connection::poll_transmit`].
+    pub fn accept(
+        config: &TcpConfig,
+        syn: &TcpRepr,
+        iss: Seq,
+        our_mss: u16,
+        ts_offset: u32,
+        now: Instant,
+    ) -> Connection {
+        let ports = (syn.dst_port, syn.src_port);
+        let mut conn = Connection::new(config, State::SynReceived, ports, iss, our_mss, ts_offset);
+        conn.take_syn(syn, now);
+        conn
+    }
+
+    /// Records the peer's SYN: its ISN and the options both sides agree on
+    /// (RFC 7323: scaling and timestamps only if both offered them).
+    pub(crate) fn take_syn(&mut self, syn: &TcpRepr, now: Instant) {
+        let _ = now;
+        self.irs = Seq(syn.seq);
+        self.rcv_nxt = self.irs + 1u32;
+        self.rcv_adv = self.rcv_nxt;
+        let options = &syn.options;
+        self.mss = options.mss.unwrap_or(DEFAULT_MSS).min(self.our_mss).max(64);
+        match (self.offer_rfc7323, options.window_scale) {
+            (true, Some(shift)) => {
+                self.ws_ok = true;
+                self.snd_shift = shift;
+                if self.state == State::SynReceived {
+                    self.rcv_shift = self.window_shift_for_buffer();
+                }
+            }
+            _ => {
+                self.ws_ok = false;
+                self.snd_shift = 0;
+                self.rcv_shift = 0;
+            }
+        }
+        self.timestamps = match (self.offer_rfc7323, options.timestamps) {
+            (true, Some((value, _))) => Some(Timestamps { recent: value }),
+            _ => None,
+        };
+        self.sack_ok = self.offer_sack && options.sack_permitted;
+        if self.timestamps.is_some() {
+            // Every data segment carries 12 bytes of timestamps.
+            self.mss = self.mss.saturating_sub(12).max(64);
+        }
+        // The window in a SYN is never scaled (RFC 7323 2.2).
+        self.snd_wnd = u32::from(syn.window);
+        self.max_snd_wnd = self.snd_wnd;
+        self.snd_wl1 = self.irs;
+        self.cc = NewReno::new(u32::from(self.mss));
+    }
+
+    fn window_shift_for_buffer(&self) -> u8 {
+        let mut shift = 0;
+        while shift < 14 && (self.recv_buf.capacity() >> shift) > usize::from(u16::MAX) {
+            shift += 1;
+        }
+        shift
+    }
+
+    /// The state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// True once the connection is gone (closed, reset, timed out, or out
+    /// of TIME-WAIT).
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// Why it failed, if it did.
+    pub fn error(&self) -> Option<TcpError> {
+        self.error
+    }
+
+    /// Our port and the peer's.
+    pub fn ports(&self) -> (u16, u16) {
+        (self.local_port, self.remote_port)
+    }
+
+    /// The MSS data segments use (after options).
+    pub fn mss(&self) -> u16 {
+        self.mss
+    }
+
+    /// True if the application may write.
+    pub fn may_send(&self) -> bool {
+        matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait
+        ) && !self.fin_queued
+    }
+
+    /// Room in the send buffer.
+    pub fn send_room(&self) -> usize {
+        self.send_buf.free()
+    }
+
+    /// Queues what fits of `data` for sending; returns how much (0 when
+    /// the buffer is full: backpressure). Fails once the connection cannot
+    /// send any more.
+    pub fn send(&mut self, data: &[u8]) -> Result<usize, TcpError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        if !self.may_send() {
+            return Err(TcpError::NotConnected);
+        }
+        Ok(self.send_buf.push(data))
+    }
+
+    /// Bytes ready to read.
+    pub fn recv_ready(&self) -> usize {
+        self.recv_buf.len()
+    }
+
+    /// True once the peer's FIN arrived and everything before it was read.
+    pub fn at_eof(&self) -> bool {
+        self.fin_received && self.recv_buf.is_empty()
+    }
+
+    /// Moves received bytes into `out`. `Ok(0)` with a non-empty `out`
+    /// means end of stream if [`Connection::at_eof`], else nothing yet. A
+    /// read that opens the window noticeably schedules a window update.
+    pub fn recv(&mut self, out: &mut [u8]) -> Result<usize, TcpError> {
+        let n = self.recv_buf.read(out);
+        if n == 0 {
+            if let Some(error) = self.error {
+                return Err(error);
+            }
+            return Ok(0);
+        }
+        // Window update (RFC 9293 3.8.6.2.2): once the window could grow by
+        // two segments or half the buffer beyond what was advertised.
+        let advertised = self.rcv_adv.since(self.rcv_nxt) as usize;
+        let now_open = self.recv_buf.window();
+        let step = (2 * usize::from(self.mss)).min(self.recv_buf.capacity() / 2);
+        if now_open >= advertised + step {
+            self.ack_now = true;
+        }
+        Ok(n)
+    }
+
+    /// Closes our sending side (`shutdown(SHUT_WR)`, or `close` once the
+    /// application is done reading): a FIN follows the queued data.
+    pub fn close(&mut self) {
+        match self.state {
+            State::SynSent => self.state = State::Closed,
+            State::SynReceived | State::Established => {
+                self.fin_queued = true;
+                self.state = State::FinWait1;
+            }
+            State::CloseWait => {
+                self.fin_queued = true;
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
+    }
+
+    /// Aborts: a reset goes out (in synchronized states) and the
+    /// connection is closed at once.
+    pub fn abort(&mut self) {
+        if !matches!(self.state, State::SynSent | State::TimeWait | State::Closed) {
+            self.rst_pending = Some((self.snd_nxt, None));
+        }
+        self.enter_closed(None);
+    }
+
+    /// Moves to CLOSED, recording `error`; clears every timer.
+    pub(crate) fn enter_closed(&mut self, error: Option<TcpError>) {
+        self.state = State::Closed;
+        if self.error.is_none() {
+            self.error = error;
+        }
+        self.rto_at = None;
+        self.ack_at = None;
+        self.persist_at = None;
+        self.time_wait_at = None;
+        self.ack_now = false;
+        self.fast_retransmit = false;
+        self.probe = false;
+    }
+
+    /// Moves to TIME-WAIT and starts its timer.
+    pub(crate) fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.rto_at = None;
+        self.persist_at = None;
+        self.ack_at = None;
+        self.time_wait_at = Some(now + self.time_wait);
+    }
+
+    /// The sequence number our FIN takes (once queued).
+    pub(crate) fn fin_seq(&self) -> Seq {
+        self.data_start + self.send_buf.len()
+    }
+
+    /// True if our FIN was sent and acknowledged.
+    pub(crate) fn fin_acked(&self) -> bool {
+        self.fin_queued && self.snd_una == self.fin_seq() + 1u32
+    }
+
+    /// Our timestamp clock: milliseconds plus the connection's offset.
+    pub(crate) fn ts_now(&self, now: Instant) -> u32 {
+        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+    }
+
+    /// Options for a segment: timestamps once agreed; on a SYN everything
+    /// we offer (or, on a SYN-ACK, what the peer's SYN allows).
+    pub(crate) fn options_for(&self, syn: bool, now: Instant) -> TcpOptions {
+        let ts_value = self.ts_now(now);
+        if !syn {
+            return TcpOptions {
+                timestamps: self.timestamps.map(|t| (ts_value, t.recent)),
+                ..TcpOptions::default()
+            };
+        }
+        if self.state == State::SynSent {
+            // Everything we offer.
+            return TcpOptions {
+                mss: Some(self.our_mss),
+                window_scale: self.offer_rfc7323.then_some(self.rcv_shift),
+                sack_permitted: self.offer_sack,
+                timestamps: self.offer_rfc7323.then_some((ts_value, 0)),
+            };
+        }
+        // A SYN-ACK: what the peer's SYN allowed.
+        TcpOptions {
+            mss: Some(self.our_mss),
+            window_scale: self.ws_ok.then_some(self.rcv_shift),
+            sack_permitted: self.sack_ok,
+            timestamps: self.timestamps.map(|t| (ts_value, t.recent)),
+        }
+    }
+
+    /// Bytes sent and not yet acknowledged.
+    pub(crate) fn flight(&self) -> u32 {
+        self.snd_nxt.since(self.snd_una)
+    }
+
+    /// A header with our ports, `seq`, the ACK fields when synchronized
+    /// and the current window.
+    pub(crate) fn header(&mut self, seq: Seq, extra: u8, options: TcpOptions) -> TcpRepr {
+        let ack = self.state != State::SynSent || extra & flags::SYN == 0;
+        let window = self.window_to_advertise();
+        TcpRepr {
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: seq.0,
+            ack: if ack { self.rcv_nxt.0 } else { 0 },
+            flags: extra | if ack { flags::ACK } else { 0 },
+            window,
+            options,
+        }
+    }
+
+    /// The window field to send (scaled down; never shrinking the right
+    /// edge already advertised), recording the new right edge.
+    fn window_to_advertise(&mut self) -> u16 {
+        let open = self.recv_buf.window() as u32;
+        let promised = self.rcv_adv.since(self.rcv_nxt);
+        let promised = if self.rcv_adv > self.rcv_nxt {
+            promised
+        } else {
+            0
+        };
+        let window = open.max(promised);
+        // In a SYN or SYN-ACK the window is not scaled.
+        let shift = if matches!(self.state, State::SynSent | State::SynReceived) {
+            0
+        } else {
+            self.rcv_shift
+        };
+        let field = (window >> shift).min(u32::from(u16::MAX));
+        let edge = self.rcv_nxt + (field << shift);
+        if edge > self.rcv_adv {
+            self.rcv_adv = edge;
+        }
+        field as u16
+    }
+}

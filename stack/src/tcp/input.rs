@@ -1,0 +1,414 @@
+//! Segment arrival (RFC 9293 3.10.7), with RFC 5961's defences against
+//! blind resets, SYNs and ACKs, RFC 7323's PAWS, and the ACK processing
+//! that drives retransmission, RTT samples and congestion control.
+//!
+//! `on_segment` never sends: it updates the state and leaves what is owed
+//! (an ACK, a challenge ACK, a reset, a fast retransmit) in flags that
+//! [`super::output`] turns into segments.
+
+use super::congestion::DupAckAction;
+use super::conn::{Connection, State, TcpError};
+use super::seq::Seq;
+use crate::time::{Duration, Instant};
+use crate::wire::tcp::{flags, TcpRepr};
+
+/// What became of a segment, for the caller's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Processed.
+    Accepted,
+    /// Outside the window, or an unacceptable ACK: answered with an ACK
+    /// (or a challenge ACK) and dropped.
+    Unacceptable,
+    /// A reset that was not exactly at `RCV.NXT` (RFC 5961 3.2): dropped,
+    /// answered with a challenge ACK if it was in the window.
+    BadReset,
+    /// A SYN on a synchronized connection (RFC 5961 4): challenge ACK.
+    BadSyn,
+    /// Dropped by PAWS (an old timestamp).
+    OldTimestamp,
+    /// Not for this state (e.g. no ACK flag).
+    Ignored,
+}
+
+impl Connection {
+    /// Processes one arriving segment (`seg`'s header, `payload` its data).
+    pub fn on_segment(&mut self, seg: &TcpRepr, payload: &[u8], now: Instant) -> Verdict {
+        match self.state {
+            State::Closed => Verdict::Ignored,
+            State::SynSent => self.syn_sent(seg, now),
+            _ => self.synchronized(seg, payload, now),
+        }
+    }
+
+    /// RFC 9293 3.10.7.3.
+    fn syn_sent(&mut self, seg: &TcpRepr, now: Instant) -> Verdict {
+        let (syn, ack, rst) = (
+            seg.flags & flags::SYN != 0,
+            seg.flags & flags::ACK != 0,
+            seg.flags & flags::RST != 0,
+        );
+        let ack_no = Seq(seg.ack);
+        if ack && (ack_no <= self.iss || ack_no > self.snd_max) {
+            if !rst {
+                self.rst_pending = Some((ack_no, None));
+            }
+            return Verdict::Unacceptable;
+        }
+        if rst {
+            if ack {
+                self.enter_closed(Some(TcpError::Refused));
+                return Verdict::Accepted;
+            }
+            return Verdict::BadReset;
+        }
+        if !syn {
+            return Verdict::Ignored;
+        }
+        self.take_syn(seg, now);
+        if ack {
+            self.snd_una = ack_no;
+            self.snd_wl2 = ack_no;
+            self.sample_rtt(seg, ack_no, now);
+            self.rto_at = None;
+            self.retries = 0;
+            self.state = State::Established;
+            self.snd_wnd = u32::from(seg.window) << self.snd_shift;
+            self.max_snd_wnd = self.snd_wnd;
+            self.ack_now = true;
+        } else {
+            // Simultaneous open: our SYN goes again, with an ACK.
+            self.state = State::SynReceived;
+            self.snd_nxt = self.iss;
+        }
+        Verdict::Accepted
+    }
+
+    /// RFC 9293 3.10.7.4, for SYN-RECEIVED and every later state.
+    fn synchronized(&mut self, seg: &TcpRepr, payload: &[u8], now: Instant) -> Verdict {
+        let (syn, ack, rst, fin) = (
+            seg.flags & flags::SYN != 0,
+            seg.flags & flags::ACK != 0,
+            seg.flags & flags::RST != 0,
+            seg.flags & flags::FIN != 0,
+        );
+        let seq = Seq(seg.seq);
+        // Simultaneous open: the peer's SYN-ACK acknowledges our SYN and
+        // repeats its own (accepted as Linux does; RFC 9293 figure 8).
+        if self.state == State::SynReceived
+            && syn
+            && ack
+            && seq + 1u32 == self.rcv_nxt
+            && Seq(seg.ack) == self.snd_max
+        {
+            self.snd_una = self.snd_max;
+            self.snd_wnd = u32::from(seg.window);
+            self.max_snd_wnd = self.snd_wnd;
+            self.snd_wl1 = seq;
+            self.snd_wl2 = self.snd_una;
+            self.rto_at = None;
+            self.retries = 0;
+            self.state = State::Established;
+            self.ack_now = true;
+            return Verdict::Accepted;
+        }
+        // A retransmitted SYN in SYN-RECEIVED: our SYN-ACK was lost.
+        if self.state == State::SynReceived && syn && !ack && seq == self.irs {
+            self.snd_nxt = self.iss;
+            return Verdict::Accepted;
+        }
+        // PAWS (RFC 7323 5.3).
+        if let (Some(ts), Some((value, _))) = (self.timestamps, seg.options.timestamps) {
+            if !rst && (value.wrapping_sub(ts.recent) as i32) < 0 {
+                self.ack_now = true;
+                return Verdict::OldTimestamp;
+            }
+        }
+        // 1. Sequence acceptability.
+        let seg_len = payload.len() as u32 + u32::from(syn) + u32::from(fin);
+        if !self.acceptable(seq, seg_len) {
+            if !rst {
+                self.ack_now = true;
+                if self.state == State::TimeWait && fin {
+                    self.time_wait_at = Some(now + self.time_wait);
+                }
+            }
+            return Verdict::Unacceptable;
+        }
+        // 2. Resets (RFC 5961 3.2).
+        if rst {
+            if seq != self.rcv_nxt {
+                self.ack_now = true;
+                return Verdict::BadReset;
+            }
+            let error = match self.state {
+                State::SynReceived => Some(TcpError::Refused),
+                State::Closing | State::LastAck | State::TimeWait => None,
+                _ => Some(TcpError::Reset),
+            };
+            self.enter_closed(error);
+            return Verdict::Accepted;
+        }
+        // 4. SYN in a synchronized state (RFC 5961 4).
+        if syn {
+            self.ack_now = true;
+            return Verdict::BadSyn;
+        }
+        // 5. The ACK field.
+        if !ack {
+            return Verdict::Ignored;
+        }
+        // Timestamps to echo (RFC 7323 4.3): from segments that start at or
+        // before the left edge.
+        if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
+            if seq <= self.rcv_nxt {
+                ts.recent = value;
+            }
+        }
+        let ack_no = Seq(seg.ack);
+        if self.state == State::SynReceived {
+            if ack_no <= self.snd_una || ack_no > self.snd_max {
+                self.rst_pending = Some((ack_no, None));
+                return Verdict::Unacceptable;
+            }
+            self.state = State::Established;
+            self.snd_wnd = u32::from(seg.window) << self.snd_shift;
+            self.max_snd_wnd = self.snd_wnd;
+            self.snd_wl1 = seq;
+            self.snd_wl2 = ack_no;
+        }
+        if ack_no > self.snd_max {
+            self.ack_now = true;
+            return Verdict::Unacceptable;
+        }
+        if ack_no < self.snd_una - self.max_snd_wnd.max(1) {
+            // RFC 5961 5.2: too old to be a duplicate.
+            self.ack_now = true;
+            return Verdict::Unacceptable;
+        }
+        self.process_ack(seg, ack_no, payload.len(), fin, now);
+        if self.state == State::Closed {
+            return Verdict::Accepted;
+        }
+        // 7. Data.
+        if !payload.is_empty() {
+            self.take_data(seq, payload, now);
+        }
+        // 8. FIN, once everything before it arrived.
+        if fin && seq + payload.len() == self.rcv_nxt && !self.recv_buf.has_gaps() {
+            self.take_fin(now);
+        } else if fin {
+            self.ack_now = true; // out of order: a duplicate ACK
+        }
+        Verdict::Accepted
+    }
+
+    /// RFC 9293 3.10.7.4 "first, check sequence number".
+    fn acceptable(&self, seq: Seq, seg_len: u32) -> bool {
+        let window = self.receive_window();
+        let start = self.rcv_nxt;
+        let end = start + window;
+        match (seg_len, window) {
+            (0, 0) => seq == start,
+            (0, _) => seq.in_range(start, end),
+            (_, 0) => false,
+            (len, _) => seq.in_range(start, end) || (seq + (len - 1)).in_range(start, end),
+        }
+    }
+
+    /// The window segments are checked against: what we advertised (the
+    /// right edge never shrinks), or the buffer's room if larger.
+    pub(crate) fn receive_window(&self) -> u32 {
+        let advertised = if self.rcv_adv > self.rcv_nxt {
+            self.rcv_adv.since(self.rcv_nxt)
+        } else {
+            0
+        };
+        advertised.max(self.recv_buf.window() as u32)
+    }
+
+    /// RFC 9293 3.10.7.4 fifth step for ESTABLISHED and later states.
+    fn process_ack(
+        &mut self,
+        seg: &TcpRepr,
+        ack_no: Seq,
+        data_len: usize,
+        fin: bool,
+        now: Instant,
+    ) {
+        let window = u32::from(seg.window) << self.snd_shift;
+        let seq = Seq(seg.seq);
+        if ack_no > self.snd_una {
+            self.new_ack(seg, ack_no, now);
+        } else if ack_no == self.snd_una
+            && data_len == 0
+            && !fin
+            && window == self.snd_wnd
+            && self.snd_max > self.snd_una
+        {
+            // A duplicate ACK (RFC 5681 2).
+            if self
+                .cc
+                .on_dup_ack(self.flight(), self.snd_max, self.snd_una)
+                == DupAckAction::FastRetransmit
+            {
+                self.fast_retransmit = true;
+                self.timing = None;
+            }
+        }
+        // Window update (RFC 9293 3.10.7.4, SND.WL1/WL2).
+        if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack_no) {
+            let opened = self.snd_wnd == 0 && window > 0;
+            self.snd_wnd = window;
+            self.max_snd_wnd = self.max_snd_wnd.max(window);
+            self.snd_wl1 = seq;
+            self.snd_wl2 = ack_no;
+            if opened {
+                self.persist_at = None;
+                self.probe = false;
+            }
+        }
+        // State changes on our FIN's acknowledgment.
+        if self.fin_acked() {
+            match self.state {
+                State::FinWait1 => self.state = State::FinWait2,
+                State::Closing => self.enter_time_wait(now),
+                State::LastAck => self.enter_closed(None),
+                _ => {}
+            }
+        }
+    }
+
+    /// New data (or our SYN or FIN) acknowledged.
+    fn new_ack(&mut self, seg: &TcpRepr, ack_no: Seq, now: Instant) {
+        let acked = ack_no.since(self.snd_una);
+        // Data bytes acknowledged: the ACK less what our SYN and FIN took.
+        let data_end = self.fin_seq();
+        let data_acked = ack_no.min(data_end).since(self.data_start.min(ack_no)) as usize;
+        let data_acked = if ack_no > self.data_start {
+            data_acked
+        } else {
+            0
+        };
+        self.send_buf.drain(data_acked);
+        if ack_no > self.data_start {
+            self.data_start = ack_no.min(data_end);
+        }
+        self.snd_una = ack_no;
+        if self.snd_nxt < self.snd_una {
+            self.snd_nxt = self.snd_una;
+        }
+        self.sample_rtt(seg, ack_no, now);
+        self.retries = 0;
+        let flight = self.snd_max.since(self.snd_una);
+        if self.cc.on_ack(acked, ack_no, flight) {
+            // RFC 6582: a partial acknowledgment retransmits the next hole.
+            self.fast_retransmit = true;
+        }
+        self.rto_at = if self.snd_una == self.snd_max {
+            None
+        } else {
+            Some(now + self.rtt.rto())
+        };
+    }
+
+    /// An RTT sample from the echoed timestamp, or from the timed segment
+    /// once it is acknowledged (Karn's algorithm: never a retransmitted
+    /// one; the timer is dropped on retransmission).
+    fn sample_rtt(&mut self, seg: &TcpRepr, ack_no: Seq, now: Instant) {
+        if let (Some(_), Some((_, echo))) = (self.timestamps, seg.options.timestamps) {
+            let elapsed = self.ts_now(now).wrapping_sub(echo);
+            if echo != 0 && elapsed < 60_000 {
+                self.rtt
+                    .sample(Duration::from_millis(u64::from(elapsed.max(1))));
+                self.timing = None;
+                return;
+            }
+        }
+        if let Some((end, sent)) = self.timing {
+            if ack_no >= end {
+                self.rtt.sample(now - sent);
+                self.timing = None;
+            }
+        }
+    }
+
+    /// Stores segment text (RFC 9293 3.10.7.4 seventh step): in order, it
+    /// advances `RCV.NXT` (with any out-of-order data it joins); out of
+    /// order, it waits in the buffer and a duplicate ACK goes out at once.
+    fn take_data(&mut self, seq: Seq, payload: &[u8], now: Instant) {
+        if !matches!(
+            self.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        ) {
+            return;
+        }
+        // Trim what was already received.
+        let (offset, bytes) = if seq < self.rcv_nxt {
+            let old = self.rcv_nxt.since(seq) as usize;
+            (0, payload.get(old..).unwrap_or(&[]))
+        } else {
+            (seq.since(self.rcv_nxt) as usize, payload)
+        };
+        if bytes.is_empty() {
+            self.ack_now = true;
+            return;
+        }
+        let had_gaps = self.recv_buf.has_gaps();
+        match self.recv_buf.write_at(offset, bytes) {
+            None | Some(0) => {
+                // Out of order (or no room): tell the peer where we are.
+                self.ack_now = true;
+            }
+            Some(advanced) => {
+                self.rcv_nxt = self.rcv_nxt + advanced;
+                if had_gaps || offset > 0 {
+                    self.ack_now = true; // a hole filled: ACK at once
+                } else {
+                    self.schedule_ack(bytes.len(), now);
+                }
+            }
+        }
+    }
+
+    /// Delayed ACKs (RFC 9293 3.8.6.3, RFC 5681 4.2): every second
+    /// full-sized segment is acknowledged at once, others within the
+    /// delayed-ACK time.
+    fn schedule_ack(&mut self, len: usize, now: Instant) {
+        if len >= usize::from(self.mss) {
+            self.unacked_segments = self.unacked_segments.saturating_add(1);
+        }
+        if self.unacked_segments >= 2 {
+            self.ack_now = true;
+        } else if self.ack_at.is_none() {
+            self.ack_at = Some(now + self.delayed_ack);
+        }
+    }
+
+    /// The peer's FIN, in order (RFC 9293 3.10.7.4 eighth step).
+    fn take_fin(&mut self, now: Instant) {
+        if self.fin_received {
+            // A retransmitted FIN: acknowledge again.
+            self.ack_now = true;
+            if self.state == State::TimeWait {
+                self.time_wait_at = Some(now + self.time_wait);
+            }
+            return;
+        }
+        self.fin_received = true;
+        self.rcv_nxt = self.rcv_nxt + 1u32;
+        self.ack_now = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => {
+                if self.fin_acked() {
+                    self.enter_time_wait(now);
+                } else {
+                    self.state = State::Closing;
+                }
+            }
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! TCP (RFC 9293) as a sans-IO state machine: segments and the time go in,
+//! segments to send come out of [`Connection::poll_transmit`]; no clock is
+//! read and nothing allocates after a connection is made.
+//!
+//! Files by responsibility: [`seq`] (wrapping sequence numbers), [`conn`]
+//! (the TCB and the application's calls), [`input`] (segment arrival),
+//! [`output`] (what to send), [`timers`], [`buffer`] (send ring, receive
+//! ring with out-of-order reassembly), [`rtt`] (RFC 6298), [`congestion`]
+//! (NewReno). Options (MSS, window scale, timestamps, SACK permitted) are
+//! parsed in [`crate::wire::tcp`]. SACK blocks, CUBIC and SYN cookies have
+//! their places: the assembler's ranges, the congestion module's surface,
+//! the listener's SYN queue.
+
+pub mod buffer;
+mod config;
+pub mod congestion;
+pub mod conn;
+pub mod input;
+mod output;
+pub mod rtt;
+pub mod seq;
+mod timers;
+
+pub use config::TcpConfig;
+pub use conn::{Connection, State, TcpError};
+pub use input::Verdict;
+pub use seq::Seq;
+
+#[cfg(test)]
+mod tests;

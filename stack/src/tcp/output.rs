@@ -1,0 +1,187 @@
+//! What a connection sends next (RFC 9293 3.8, RFC 5681, RFC 6582): a
+//! pending reset, our SYN or SYN-ACK, a fast retransmission, new data within
+//! the peer's and the congestion window (Nagle's rule for small segments),
+//! our FIN after the data, a zero-window probe, or a bare ACK when one is
+//! owed. One segment per call; the caller loops until `None`.
+
+use super::conn::{Connection, State};
+use super::seq::Seq;
+use crate::time::Instant;
+use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
+
+impl Connection {
+    /// The next segment to send, if any: its header, with its payload
+    /// copied into the front of `payload` (which should hold an MSS; the
+    /// returned length says how much was used).
+    pub fn poll_transmit(&mut self, now: Instant, payload: &mut [u8]) -> Option<(TcpRepr, usize)> {
+        if let Some((seq, ack)) = self.rst_pending.take() {
+            return Some((self.reset(seq, ack), 0));
+        }
+        match self.state {
+            State::Closed => return None,
+            State::SynSent | State::SynReceived if self.snd_nxt == self.iss => {
+                return Some((self.send_syn(now), 0));
+            }
+            State::SynSent => return None,
+            _ => {}
+        }
+        if self.fast_retransmit {
+            self.fast_retransmit = false;
+            if let Some(segment) = self.retransmit_first(now, payload) {
+                return Some(segment);
+            }
+        }
+        if let Some(segment) = self.send_data(now, payload) {
+            return Some(segment);
+        }
+        if self.probe {
+            // A zero-window probe (as Linux): an old sequence number makes
+            // the peer answer with its current window.
+            self.probe = false;
+            let options = self.options_for(false, now);
+            let header = self.header(self.snd_una - 1u32, 0, options);
+            return Some((self.acked(header), 0));
+        }
+        if self.ack_now {
+            let options = self.options_for(false, now);
+            let header = self.header(self.snd_nxt, 0, options);
+            return Some((self.acked(header), 0));
+        }
+        None
+    }
+
+    /// A reset: with an ACK (answering a segment that had none), or at
+    /// `seq` alone.
+    fn reset(&mut self, seq: Seq, ack: Option<Seq>) -> TcpRepr {
+        TcpRepr {
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: seq.0,
+            ack: ack.map_or(0, |a| a.0),
+            flags: flags::RST | if ack.is_some() { flags::ACK } else { 0 },
+            window: 0,
+            options: TcpOptions::default(),
+        }
+    }
+
+    /// Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED), first or again.
+    fn send_syn(&mut self, now: Instant) -> TcpRepr {
+        let options = self.options_for(true, now);
+        let header = self.header(self.iss, flags::SYN, options);
+        if self.snd_max == self.iss {
+            self.timing = Some((self.iss + 1u32, now));
+        }
+        self.snd_nxt = self.iss + 1u32;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+        if header.flags & flags::ACK != 0 {
+            self.acked(header)
+        } else {
+            header
+        }
+    }
+
+    /// Resends the first unacknowledged segment whatever the windows say
+    /// (fast retransmit, or a partial acknowledgment in recovery).
+    fn retransmit_first(&mut self, now: Instant, payload: &mut [u8]) -> Option<(TcpRepr, usize)> {
+        let offset = self.snd_una.since(self.data_start) as usize;
+        let room = payload.len().min(usize::from(self.mss));
+        let len = self.send_buf.copy_out(offset, &mut payload[..room]);
+        let fin = self.fin_queued
+            && self.snd_una + len == self.fin_seq()
+            && self.snd_max > self.fin_seq();
+        if len == 0 && !fin {
+            return None;
+        }
+        let options = self.options_for(false, now);
+        let push = len > 0 && offset + len == self.send_buf.len();
+        let extra = if fin { flags::FIN } else { 0 } | if push { flags::PSH } else { 0 };
+        let header = self.header(self.snd_una, extra, options);
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+        Some((self.acked(header), len))
+    }
+
+    /// New (or, after a timeout, resent) data from `SND.NXT`, within the
+    /// send and congestion windows, with our FIN once all data is out.
+    fn send_data(&mut self, now: Instant, payload: &mut [u8]) -> Option<(TcpRepr, usize)> {
+        if !matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        ) {
+            return None;
+        }
+        let offset = self.snd_nxt.since(self.data_start) as usize;
+        let offset = if self.snd_nxt >= self.data_start {
+            offset
+        } else {
+            0
+        };
+        let available = self.send_buf.len().saturating_sub(offset);
+        let window = self.snd_wnd.min(self.cc.window());
+        let flight = self.flight();
+        let usable = window.saturating_sub(flight) as usize;
+        let room = payload.len().min(usize::from(self.mss));
+        let len = available.min(room).min(usable);
+        let fin_seq = self.fin_seq();
+        let fin = self.fin_queued && self.snd_nxt + len == fin_seq && self.snd_nxt <= fin_seq;
+        if len == 0 && !fin {
+            if available > 0
+                && self.snd_wnd == 0
+                && self.rto_at.is_none()
+                && self.persist_at.is_none()
+            {
+                // Zero window with data waiting: probe on the persist timer.
+                self.persist_at = Some(now + self.rtt.rto());
+            }
+            return None;
+        }
+        // Nagle (RFC 9293 3.7.4) with Minshall's refinement (as Linux): a
+        // small segment waits while an earlier small one is unacknowledged,
+        // unless our FIN rides on it.
+        let small = len < usize::from(self.mss);
+        let resending = self.snd_nxt < self.snd_max;
+        if len > 0 && small && !self.nodelay && self.snd_sml > self.snd_una && !fin && !resending {
+            return None;
+        }
+        let copied = self.send_buf.copy_out(offset, &mut payload[..len]);
+        let push = copied > 0 && copied == available;
+        let extra = if fin { flags::FIN } else { 0 } | if push { flags::PSH } else { 0 };
+        let options = self.options_for(false, now);
+        let seq = self.snd_nxt;
+        let header = self.header(seq, extra, options);
+        let new_data = self.snd_nxt == self.snd_max;
+        self.snd_nxt = self.snd_nxt + copied + usize::from(fin);
+        if small && copied > 0 {
+            self.snd_sml = self.snd_nxt;
+        }
+        if self.snd_nxt > self.snd_max {
+            self.snd_max = self.snd_nxt;
+        }
+        if new_data && self.timing.is_none() {
+            self.timing = Some((self.snd_nxt, now));
+        }
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+        self.persist_at = None;
+        Some((self.acked(header), copied))
+    }
+
+    /// Marks the ACK a segment carries as sent: nothing more is owed.
+    fn acked(&mut self, header: TcpRepr) -> TcpRepr {
+        if header.flags & flags::ACK != 0 {
+            self.ack_now = false;
+            self.ack_at = None;
+            self.unacked_segments = 0;
+        }
+        header
+    }
+}

@@ -1,0 +1,149 @@
+//! Closing: active, passive and simultaneous, TIME-WAIT, aborts, and RFC
+//! 5961's answers to blind resets and SYNs.
+
+use super::*;
+
+/// An established passive connection without options (MSS 1000).
+pub(super) fn established() -> Script {
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460>
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    assert_eq!(t.conn.state(), State::Established);
+    t
+}
+
+#[test]
+fn an_active_close_goes_through_fin_wait_and_time_wait() {
+    let mut t = established();
+    t.close();
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        +0.01 < . 1:1(0) ack 2 win 8000
+        ",
+    );
+    assert_eq!(t.conn.state(), State::FinWait2);
+    // The peer may still send; then its FIN.
+    t.run(
+        "
+        +0.01 < P. 1:11(10) ack 2 win 8000
+        +0 < F. 11:11(0) ack 2 win 8000
+        +0 > . 2:2(0) ack 12
+        ",
+    );
+    assert_eq!(t.conn.state(), State::TimeWait);
+    assert_eq!(t.read_all().len(), 10);
+    assert!(t.conn.at_eof());
+    // A retransmitted FIN is acknowledged again and restarts the wait.
+    t.run(
+        "
+        +30 < F. 11:11(0) ack 2 win 8000
+        +0 > . 2:2(0) ack 12
+        ",
+    );
+    t.advance(t.now + Duration::from_secs(59));
+    assert_eq!(t.conn.state(), State::TimeWait);
+    t.advance(t.now + Duration::from_secs(1));
+    assert_eq!(t.conn.state(), State::Closed);
+    assert_eq!(t.conn.error(), None);
+    t.quiet();
+}
+
+#[test]
+fn a_passive_close_goes_through_close_wait_and_last_ack() {
+    let mut t = established();
+    t.run(
+        "
+        +0.1 < F. 1:1(0) ack 1 win 8000
+        +0 > . 1:1(0) ack 2
+        ",
+    );
+    assert_eq!(t.conn.state(), State::CloseWait);
+    assert!(t.conn.at_eof());
+    // We may still send before closing; the FIN rides on the data.
+    t.conn.send(b"last words").unwrap();
+    t.close();
+    t.run(
+        "
+        +0 > FP. 1:11(10) ack 2
+        +0.01 < . 2:2(0) ack 12 win 8000
+        ",
+    );
+    assert_eq!(t.conn.state(), State::Closed);
+    assert_eq!(t.conn.error(), None);
+    t.quiet();
+}
+
+#[test]
+fn simultaneous_close_meets_in_closing() {
+    let mut t = established();
+    t.close();
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        // The peer's FIN crosses ours.
+        +0.01 < F. 1:1(0) ack 1 win 8000
+        +0 > . 2:2(0) ack 2
+        ",
+    );
+    assert_eq!(t.conn.state(), State::Closing);
+    t.run("+0.01 < . 2:2(0) ack 2 win 8000");
+    assert_eq!(t.conn.state(), State::TimeWait);
+}
+
+#[test]
+fn blind_resets_and_syns_get_challenge_acks() {
+    let mut t = established();
+    t.run(
+        "
+        // In the window but not at RCV.NXT: a challenge ACK, no reset.
+        +0.1 < R 100:100(0)
+        +0 > . 1:1(0) ack 1
+        // Outside the window: dropped silently.
+        +0 < R 900000:900000(0)
+        // A SYN on an established connection.
+        +0 < S 5:5(0) win 8000
+        +0 > . 1:1(0) ack 1
+        // An ACK for data never sent.
+        +0 < . 1:1(0) ack 500 win 8000
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert_eq!(
+        t.verdicts[1..],
+        [
+            Verdict::BadReset,
+            Verdict::Unacceptable,
+            Verdict::BadSyn,
+            Verdict::Unacceptable
+        ]
+    );
+    // Exactly at RCV.NXT: believed.
+    t.run("+0 < R 1:1(0)");
+    assert_eq!(t.conn.state(), State::Closed);
+    assert_eq!(t.conn.error(), Some(TcpError::Reset));
+    let mut buf = [0u8; 4];
+    assert_eq!(t.conn.recv(&mut buf), Err(TcpError::Reset));
+}
+
+#[test]
+fn an_abort_sends_a_reset_and_closes_at_once() {
+    let mut t = established();
+    t.write(b"unacked");
+    t.conn.abort();
+    t.collect();
+    t.run(
+        "
+        +0 > P. 1:8(7) ack 1
+        +0 > R 8:8(0)
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Closed);
+}

@@ -1,0 +1,123 @@
+//! Opening: passive and active, options negotiated, SYN retransmission
+//! and give-up, refusal, simultaneous open.
+
+use super::*;
+
+#[test]
+fn a_passive_open_negotiates_options_and_acks_data_after_a_delay() {
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 65535 <mss 1000,sackOK,TS val 100 ecr 0,nop,wscale 7>",
+    );
+    t.run(
+        "
+        // No SACK offered by our config; scaling and timestamps agreed.
+        +0 > S. 0:0(0) ack 1 win 65535 <mss 1460,TS val 0 ecr 100,nop,wscale 1>
+        +0.010 < . 1:1(0) ack 1 win 257 <nop,nop,TS val 101 ecr 0>
+        +0 < P. 1:101(100) ack 1 win 257 <nop,nop,TS val 102 ecr 0>
+        // One small segment: the ACK waits for the delayed-ACK timer.
+        +0.040 > . 1:1(0) ack 101 win 32718 <TS val 50 ecr 102>
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert_eq!(t.conn.mss(), 988, "1000 less 12 bytes of timestamps");
+    assert_eq!(t.conn.snd_wnd, 257 << 7);
+    assert_eq!(t.read_all(), (0..100).map(peer_byte).collect::<Vec<_>>());
+}
+
+#[test]
+fn an_active_open_takes_what_the_peer_offers() {
+    let mut t = Script::active(&config());
+    t.run(
+        "
+        0 > S 0:0(0) win 65535 <mss 1460,TS val 0 ecr 0,nop,wscale 1>
+        +0.1 < S. 0:0(0) ack 1 win 5840 <mss 1200,nop,wscale 2>
+        // The peer has no timestamps: none from here on; no delay for the
+        // handshake's ACK.
+        +0 > . 1:1(0) ack 1 win 32768
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert_eq!(t.conn.mss(), 1200);
+    assert_eq!(t.conn.snd_wnd, 5840 << 2);
+    assert_eq!(t.conn.rtt.srtt(), Some(Duration::from_millis(100)));
+}
+
+#[test]
+fn an_unanswered_syn_is_retried_with_backoff_then_given_up() {
+    let mut t = Script::active(&config());
+    t.run(
+        "
+        0 > S 0:0(0)
+        1 > S 0:0(0)
+        3 > S 0:0(0)
+        7 > S 0:0(0)
+        15 > S 0:0(0)
+        31 > S 0:0(0)
+        63 > S 0:0(0)
+        ",
+    );
+    t.advance(Instant::ZERO + Duration::from_secs(126));
+    assert_eq!(t.conn.state(), State::SynSent);
+    t.advance(Instant::ZERO + Duration::from_secs(127));
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Closed);
+    assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
+    assert_eq!(t.conn.send(b"x"), Err(TcpError::TimedOut));
+}
+
+#[test]
+fn a_reset_answers_a_syn_to_a_closed_port() {
+    let mut t = Script::active(&config());
+    t.run(
+        "
+        0 > S 0:0(0)
+        // An ACK for something we never sent gets a reset; a reset that
+        // does not acknowledge our SYN is not believed.
+        +0.001 < . 0:0(0) ack 5
+        +0 > R 5:5(0)
+        +0 < R 0:0(0)
+        +0 < R. 0:0(0) ack 7
+        +0.001 < R. 0:0(0) ack 1
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.error(), Some(TcpError::Refused));
+}
+
+#[test]
+fn simultaneous_open_meets_in_the_middle() {
+    let mut t = Script::active(&config());
+    t.run(
+        "
+        0 > S 0:0(0) <mss 1460,TS val 0 ecr 0,nop,wscale 1>
+        // The peer's own SYN crosses ours.
+        +0.01 < S 0:0(0) win 1000 <mss 1000>
+        +0 > S. 0:0(0) ack 1 <mss 1460>
+        // Its SYN-ACK acknowledges our SYN: established (RFC 9293 figure 8).
+        +0.01 < S. 0:0(0) ack 1 win 1000
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+}
+
+#[test]
+fn a_lost_syn_ack_is_sent_again_on_the_retransmitted_syn() {
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460>
+        +0.5 < S 0:0(0) win 8000 <mss 1000>
+        +0 > S. 0:0(0) ack 1 <mss 1460>
+        // And on its own timer.
+        1 > S. 0:0(0) ack 1
+        +0.1 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+}

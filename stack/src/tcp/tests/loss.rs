@@ -1,0 +1,71 @@
+//! Loss: retransmission on the timer with backoff, fast retransmit and
+//! NewReno recovery, giving up after the configured tries.
+
+use super::close::established;
+use super::*;
+
+#[test]
+fn an_unacknowledged_segment_is_retransmitted_with_backoff() {
+    let mut t = established();
+    t.write(&[7u8; 100]);
+    // The handshake sampled 10 ms: the RTO is the 200 ms minimum.
+    t.run(
+        "
+        +0 > P. 1:101(100) ack 1
+        +0.2 > P. 1:101(100) ack 1
+        +0.4 > P. 1:101(100) ack 1
+        +0.05 < . 1:1(0) ack 101 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.rto_at, None);
+    assert_eq!(t.conn.retries, 0);
+    // The congestion window shrank to one segment on the timeout.
+    assert_eq!(t.conn.cc.window(), 1000 + 100.min(1000));
+}
+
+#[test]
+fn three_duplicate_acks_retransmit_at_once_and_newreno_recovers() {
+    let mut t = established();
+    t.write(&[1u8; 5000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
+        +0 > . 3001:4001(1000) ack 1
+        +0 > P. 4001:5001(1000) ack 1
+        // 1001-2001 and 3001-4001 are lost: three duplicates of 1001.
+        +0.01 < . 1:1(0) ack 1001 win 8000
+        +0 < . 1:1(0) ack 1001 win 8000
+        +0 < . 1:1(0) ack 1001 win 8000
+        +0 < . 1:1(0) ack 1001 win 8000
+        +0 > . 1001:2001(1000) ack 1
+        // A partial ACK (RFC 6582): the next hole goes at once.
+        +0.01 < . 1:1(0) ack 3001 win 8000
+        +0 > . 3001:4001(1000) ack 1
+        +0.01 < . 1:1(0) ack 5001 win 8000
+        ",
+    );
+    t.quiet();
+    assert!(!t.conn.cc.in_recovery());
+    assert!(t.conn.send_buf.is_empty());
+}
+
+#[test]
+fn a_peer_that_never_answers_times_the_connection_out() {
+    let mut config = config();
+    config.max_retries = 3;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.write(b"hello?");
+    t.advance(t.now + Duration::from_secs(10));
+    assert_eq!(t.sent.len(), 4, "the segment and three retries");
+    assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
+    assert_eq!(t.conn.state(), State::Closed);
+}

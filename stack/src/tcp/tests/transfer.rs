@@ -1,0 +1,137 @@
+//! Moving data: segmentation by MSS, Nagle and no-delay, delayed and
+//! immediate ACKs, out-of-order data reassembled, flow control with a
+//! zero window and its probes, window updates.
+
+use super::close::established;
+use super::*;
+
+#[test]
+fn writes_leave_in_mss_sized_segments_within_the_windows() {
+    let mut t = established();
+    let data: Vec<u8> = (0..2500u32).map(|i| i as u8).collect();
+    assert_eq!(t.write(&data), 2500);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > P. 2001:2501(500) ack 1
+        +0.01 < . 1:1(0) ack 2501 win 8000
+        ",
+    );
+    t.quiet();
+    assert!(t.conn.send_buf.is_empty());
+    assert_eq!(t.conn.rto_at, None, "nothing outstanding");
+}
+
+#[test]
+fn nagle_holds_small_writes_until_the_ack_and_nodelay_does_not() {
+    let mut t = established();
+    t.write(b"first");
+    t.write(b"second");
+    t.run(
+        "
+        +0 > P. 1:6(5) ack 1
+        // \"second\" waits for the ACK of \"first\".
+        +0.05 < . 1:1(0) ack 6 win 8000
+        +0 > P. 6:12(6) ack 1
+        ",
+    );
+    t.quiet();
+    let mut config = config();
+    config.nodelay = true;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.write(b"first");
+    t.write(b"second");
+    t.run(
+        "
+        +0 > P. 1:6(5) ack 1
+        +0 > P. 6:12(6) ack 1
+        ",
+    );
+}
+
+#[test]
+fn every_second_full_segment_is_acked_at_once() {
+    let mut t = established();
+    t.run(
+        "
+        +0.1 < . 1:1001(1000) ack 1 win 8000
+        +0 < . 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 2001
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0.04 > . 1:1(0) ack 3001
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.read_all().len(), 3000);
+}
+
+#[test]
+fn out_of_order_data_is_reassembled_with_duplicate_acks_meanwhile() {
+    let mut t = established();
+    t.run(
+        "
+        +0.1 < . 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        // The hole fills: everything is acknowledged at once.
+        +0.01 < . 1:1001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 3001
+        ",
+    );
+    t.quiet();
+    let data = t.read_all();
+    assert_eq!(data, (0..3000).map(peer_byte).collect::<Vec<_>>());
+    assert!(!t.conn.recv_buf.has_gaps());
+}
+
+#[test]
+fn a_zero_window_is_probed_until_it_opens() {
+    let mut t = established();
+    t.run("+0.1 < . 1:1(0) ack 1 win 0");
+    t.write(b"waiting for room");
+    // RTO from the handshake's 10 ms sample: 200 ms (the minimum),
+    // doubled per probe.
+    t.run(
+        "
+        +0.2 > . 0:0(0) ack 1
+        +0.4 > . 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        +0 > P. 1:17(16) ack 1
+        ",
+    );
+    t.quiet();
+}
+
+#[test]
+fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
+    let mut config = config();
+    config.recv_buffer = 4000;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 win 4000
+        +0.01 < . 1:1(0) ack 1 win 8000
+        +0 < . 1:1001(1000) ack 1 win 8000
+        +0 < . 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 2001 win 2000
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0 < . 3001:4001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 4001 win 0
+        // Beyond the window: dropped, acknowledged.
+        +0 < . 4001:5001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 4001 win 0
+        ",
+    );
+    assert_eq!(t.read_all().len(), 4000);
+    // Reading opened the whole buffer: a window update.
+    t.run("+0 > . 1:1(0) ack 4001 win 4000");
+    t.quiet();
+}
