@@ -19,6 +19,7 @@ pub mod input;
 mod output;
 pub mod rtt;
 pub mod seq;
+pub mod table;
 mod timers;
 
 pub use config::TcpConfig;
