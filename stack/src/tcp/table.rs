@@ -11,19 +11,31 @@
 //! grace period, by reference count rather than epochs, which keeps this
 //! crate free of `unsafe`).
 //!
+//! In front of each chain sits a summary readers check first with plain
+//! atomic loads: the fingerprints (keyed hashes) of up to four entries,
+//! each marked if its entry is in TIME-WAIT, and an overflow flag for
+//! longer chains. "No fingerprint matches" answers a lookup without
+//! touching the chain; a match sends it to the chain for the exact entry.
+//! The summary is written under the bucket lock, before a removal is
+//! published and after an insertion is, so a racing reader can only see an
+//! entry that is gone as present (harmless: exact checks follow under the
+//! lock) and never miss one that was published before it started.
+//!
 //! [`ConnTable::connect`] picks the local port as RFC 6056 algorithm 4 (and
 //! Linux) do: a keyed hash of (local address, remote address, remote port)
 //! gives the starting offset, a perturbation table indexed by a second hash
 //! moves it on between connects, and candidates are tried in order. Each
-//! candidate is first checked with a lock-free lookup; only one that looks
-//! free takes the bucket lock, where it is checked again before insertion.
+//! candidate is first checked against the summary (a few loads, no lock,
+//! no shared write); only one that looks free, or whose holder is in
+//! TIME-WAIT, takes the bucket lock, where it is checked exactly before
+//! insertion.
 //! A candidate held by a TIME-WAIT entry the caller says may be reused is
 //! taken over. [`ConnectMode::LockFirst`] skips the lock-free check (the
 //! behaviour before the seed's patch), for the `connect-crowded` benchmark.
 
 use arc_swap::ArcSwap;
 use core::net::SocketAddr;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A connection's addresses: ours and the peer's.
@@ -60,11 +72,62 @@ impl core::fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
-/// One bucket: its chain (replaced whole on every change) and the lock
-/// writers take.
+/// Entries a bucket's summary describes.
+const SUMMARY: usize = 4;
+
+/// One bucket: the readers' summary, its chain (replaced whole on every
+/// change) and the lock writers take.
 struct Bucket<V> {
-    chain: ArcSwap<Vec<(FourTuple, V)>>,
+    /// Fingerprints (bit 0: the entry is in TIME-WAIT), 0 for a free slot.
+    summary: [AtomicU64; SUMMARY],
+    /// The chain has more entries than the summary holds.
+    overflow: AtomicBool,
+    chain: ArcSwap<Vec<Entry<V>>>,
     lock: Mutex<()>,
+}
+
+/// What a table entry tells the summary.
+pub trait TableValue: Copy + Send + Sync {
+    /// True if the connection is in TIME-WAIT (a connect may take its
+    /// 4-tuple over, so the pre-check must not rule it out).
+    fn in_time_wait(&self) -> bool;
+}
+
+impl TableValue for u32 {
+    /// Test values: odd ones stand for TIME-WAIT entries.
+    fn in_time_wait(&self) -> bool {
+        self % 2 == 1
+    }
+}
+
+/// What the summary says about a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Absent,
+    Present,
+    PresentTimeWait,
+    /// The summary cannot tell (the chain overflowed it).
+    Unknown,
+}
+
+impl<V> Bucket<V> {
+    fn seen(&self, fingerprint: u64) -> Seen {
+        for slot in &self.summary {
+            let value = slot.load(Ordering::Acquire);
+            if value & !1 == fingerprint {
+                return if value & 1 == 1 {
+                    Seen::PresentTimeWait
+                } else {
+                    Seen::Present
+                };
+            }
+        }
+        if self.overflow.load(Ordering::Acquire) {
+            Seen::Unknown
+        } else {
+            Seen::Absent
+        }
+    }
 }
 
 /// Size of the perturbation table (Linux: 2^16 entries; fewer suffice for
@@ -129,7 +192,7 @@ fn tuple_hash(keys: &[u64; 4], t: &FourTuple) -> u64 {
     keyed_hash(keys, t.local.ip(), t.remote.ip(), ports)
 }
 
-impl<V: Copy + Send + Sync> ConnTable<V> {
+impl<V: TableValue> ConnTable<V> {
     /// A table of at least `buckets` buckets (rounded up to a power of
     /// two), hashing with `secret` (use a random value).
     pub fn new(buckets: usize, secret: u64) -> ConnTable<V> {
@@ -138,6 +201,8 @@ impl<V: Copy + Send + Sync> ConnTable<V> {
         ConnTable {
             buckets: (0..count)
                 .map(|_| Bucket {
+                    summary: core::array::from_fn(|_| AtomicU64::new(0)),
+                    overflow: AtomicBool::new(false),
                     chain: ArcSwap::new(Arc::clone(&empty)),
                     lock: Mutex::new(()),
                 })
@@ -148,36 +213,58 @@ impl<V: Copy + Send + Sync> ConnTable<V> {
         }
     }
 
-    fn bucket(&self, key: &FourTuple) -> &Bucket<V> {
-        &self.buckets[tuple_hash(&self.keys, key) as usize & self.mask]
+    /// The key's bucket and fingerprint (bit 1 set so it is never 0; bit
+    /// 0 left for the TIME-WAIT mark).
+    fn locate(&self, key: &FourTuple) -> (&Bucket<V>, u64) {
+        let hash = tuple_hash(&self.keys, key);
+        let fingerprint = (hash >> 16 | 2) & !1;
+        (&self.buckets[hash as usize & self.mask], fingerprint)
     }
 
-    /// The value for `key`, read without locks.
+    /// The value for `key`, read without locks: the summary first, the
+    /// chain only on a fingerprint match.
     pub fn lookup(&self, key: &FourTuple) -> Option<V> {
-        let chain = self.bucket(key).chain.load();
-        chain.iter().find(|(k, _)| k == key).map(|&(_, v)| v)
+        let (bucket, fingerprint) = self.locate(key);
+        if bucket.seen(fingerprint) == Seen::Absent {
+            return None;
+        }
+        let chain = bucket.chain.load();
+        chain.iter().find(|(k, _, _)| k == key).map(|&(_, v, _)| v)
     }
 
     /// Inserts `key`, unless it is present (then its value is returned).
     pub fn insert(&self, key: FourTuple, value: V) -> Result<(), V> {
-        let bucket = self.bucket(&key);
+        let (bucket, fingerprint) = self.locate(&key);
         let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
         let chain = bucket.chain.load_full();
-        if let Some(&(_, existing)) = chain.iter().find(|(k, _)| *k == key) {
+        if let Some(&(_, existing, _)) = chain.iter().find(|(k, _, _)| *k == key) {
             return Err(existing);
         }
-        publish(bucket, &chain, None, Some((key, value)));
+        bucket.put(&chain, (key, value, fingerprint));
         Ok(())
     }
 
     /// Removes `key`; returns its value if it was there.
     pub fn remove(&self, key: &FourTuple) -> Option<V> {
-        let bucket = self.bucket(key);
+        let (bucket, fingerprint) = self.locate(key);
         let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
         let chain = bucket.chain.load_full();
-        let &(_, value) = chain.iter().find(|(k, _)| k == key)?;
-        publish(bucket, &chain, Some(key), None);
+        let &(_, value, _) = chain.iter().find(|(k, _, _)| k == key)?;
+        bucket.take(&chain, key, fingerprint);
         Some(value)
+    }
+
+    /// Replaces the value of a present `key` (e.g. on entering
+    /// TIME-WAIT); false if it is absent.
+    pub fn update(&self, key: &FourTuple, value: V) -> bool {
+        let (bucket, fingerprint) = self.locate(key);
+        let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let chain = bucket.chain.load_full();
+        if !chain.iter().any(|(k, _, _)| k == key) {
+            return false;
+        }
+        bucket.put(&chain, (*key, value, fingerprint));
+        true
     }
 
     /// Picks a local port in `range` (inclusive) for a connection from
@@ -213,22 +300,18 @@ impl<V: Copy + Send + Sync> ConnTable<V> {
                 local: SocketAddr::new(local_ip, port),
                 remote,
             };
-            if mode == ConnectMode::RcuFirst {
-                if let Some(existing) = self.lookup(&key) {
-                    if !reusable(&existing) {
-                        continue;
-                    }
-                }
+            let (bucket, fingerprint) = self.locate(&key);
+            if mode == ConnectMode::RcuFirst && bucket.seen(fingerprint) == Seen::Present {
+                continue; // looks taken, not by a TIME-WAIT entry
             }
-            let bucket = self.bucket(&key);
             let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
             let chain = bucket.chain.load_full();
-            let replace = match chain.iter().find(|(k, _)| *k == key) {
-                Some((_, existing)) if !reusable(existing) => continue,
-                Some(_) => Some(&key),
-                None => None,
-            };
-            publish(bucket, &chain, replace, Some((key, value)));
+            if let Some((_, existing, _)) = chain.iter().find(|(k, _, _)| *k == key) {
+                if !reusable(existing) {
+                    continue;
+                }
+            }
+            bucket.put(&chain, (key, value, fingerprint));
             // Move the next search for this destination on (RFC 6056 4:
             // by the tries it took, plus one).
             self.perturb[index].fetch_add(i + 1, Ordering::Relaxed);
@@ -241,7 +324,13 @@ impl<V: Copy + Send + Sync> ConnTable<V> {
     pub fn entries(&self) -> Vec<(FourTuple, V)> {
         self.buckets
             .iter()
-            .flat_map(|b| b.chain.load_full().iter().copied().collect::<Vec<_>>())
+            .flat_map(|b| {
+                b.chain
+                    .load_full()
+                    .iter()
+                    .map(|&(k, v, _)| (k, v))
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -256,18 +345,60 @@ impl<V: Copy + Send + Sync> ConnTable<V> {
     }
 }
 
-/// Publishes `chain` without `remove` and with `add` (the bucket's lock is
-/// held): readers see the old chain or the new one, never a mix.
-fn publish<V: Copy>(
-    bucket: &Bucket<V>,
-    chain: &[(FourTuple, V)],
-    remove: Option<&FourTuple>,
-    add: Option<(FourTuple, V)>,
-) {
-    let mut next: Vec<(FourTuple, V)> = Vec::with_capacity(chain.len() + 1);
-    next.extend(chain.iter().filter(|(k, _)| Some(k) != remove).copied());
-    next.extend(add);
-    bucket.chain.store(Arc::new(next));
+/// A chain entry: the key, its value, its fingerprint.
+type Entry<V> = (FourTuple, V, u64);
+
+impl<V: TableValue> Bucket<V> {
+    /// Publishes the chain with `entry` added or (same key) replaced, then
+    /// marks it in the summary (the lock is held).
+    fn put(&self, chain: &[Entry<V>], entry: Entry<V>) {
+        let (key, value, fingerprint) = entry;
+        let replacing = chain.iter().any(|(k, _, _)| *k == key);
+        let mut next: Vec<Entry<V>> = Vec::with_capacity(chain.len() + 1);
+        next.extend(chain.iter().filter(|(k, _, _)| *k != key).copied());
+        next.push(entry);
+        self.chain.store(Arc::new(next));
+        let marked = fingerprint | u64::from(value.in_time_wait());
+        let slot = if replacing {
+            self.summary
+                .iter()
+                .find(|s| s.load(Ordering::Relaxed) & !1 == fingerprint)
+        } else {
+            self.summary.iter().find(|s| s.load(Ordering::Relaxed) == 0)
+        };
+        match slot {
+            Some(slot) => slot.store(marked, Ordering::Release),
+            None if !replacing => self.overflow.store(true, Ordering::Release),
+            None => {} // described by the overflow flag already
+        }
+    }
+
+    /// Takes `key` out of the summary, then publishes the chain without it
+    /// (the lock is held); a chain short enough again gets a full summary
+    /// before the overflow flag is cleared.
+    fn take(&self, chain: &[Entry<V>], key: &FourTuple, fingerprint: u64) {
+        if let Some(slot) = self
+            .summary
+            .iter()
+            .find(|s| s.load(Ordering::Relaxed) & !1 == fingerprint)
+        {
+            slot.store(0, Ordering::Release);
+        }
+        let next: Vec<Entry<V>> = chain.iter().filter(|(k, _, _)| k != key).copied().collect();
+        let describe = next.len() <= SUMMARY && self.overflow.load(Ordering::Relaxed);
+        if describe {
+            for (i, slot) in self.summary.iter().enumerate() {
+                let marked = next
+                    .get(i)
+                    .map_or(0, |&(_, value, fp)| fp | u64::from(value.in_time_wait()));
+                slot.store(marked, Ordering::Release);
+            }
+        }
+        self.chain.store(Arc::new(next));
+        if describe {
+            self.overflow.store(false, Ordering::Release);
+        }
+    }
 }
 
 #[cfg(test)]

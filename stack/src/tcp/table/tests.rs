@@ -226,3 +226,55 @@ fn threads_connecting_at_once_never_share_a_four_tuple() {
         assert_eq!(table.len(), 200);
     }
 }
+
+#[test]
+fn a_bucket_longer_than_its_summary_still_answers_exactly() {
+    // One bucket: every entry shares it.
+    let table: ConnTable<u32> = ConnTable::new(1, 23);
+    for port in 0..10 {
+        table
+            .insert(tuple(3000 + port, 80), u32::from(port) * 2)
+            .unwrap();
+    }
+    for port in 0..10 {
+        assert_eq!(
+            table.lookup(&tuple(3000 + port, 80)),
+            Some(u32::from(port) * 2)
+        );
+    }
+    assert_eq!(table.lookup(&tuple(2999, 80)), None);
+    for port in 0..7 {
+        table.remove(&tuple(3000 + port, 80));
+    }
+    for port in 0..10 {
+        let expected = (port >= 7).then_some(u32::from(port) * 2);
+        assert_eq!(
+            table.lookup(&tuple(3000 + port, 80)),
+            expected,
+            "port {port}"
+        );
+    }
+    // Short again: the summary alone answers for absent keys.
+    let bucket = &table.buckets[0];
+    assert!(!bucket.overflow.load(Ordering::Relaxed));
+    assert_eq!(
+        bucket
+            .summary
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) != 0)
+            .count(),
+        3
+    );
+    // An entry entering TIME-WAIT is marked in place.
+    assert!(table.update(&tuple(3008, 80), 17));
+    assert_eq!(table.lookup(&tuple(3008, 80)), Some(17));
+    assert_eq!(
+        bucket
+            .summary
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) & 1 == 1)
+            .count(),
+        1
+    );
+    assert!(!table.update(&tuple(3001, 80), 5), "absent");
+}
