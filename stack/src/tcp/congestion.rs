@@ -155,7 +155,11 @@ mod tests {
         // The full ACK ends it.
         assert!(!c.on_ack(17_000, Seq(20_000), 0));
         assert!(!c.in_recovery());
-        assert_eq!(c.window(), 2_000.min(5_000));
+        assert_eq!(
+            c.window(),
+            2_000,
+            "min(ssthresh 5000, flight 0 + 2 segments)"
+        );
         // Congestion avoidance: a whole window of ACKs for one segment.
         let mut c = NewReno::new(1000);
         c.on_timeout(20_000);

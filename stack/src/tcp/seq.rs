@@ -91,7 +91,8 @@ mod tests {
         let near_top = Seq(u32::MAX - 10);
         let wrapped = near_top + 20u32;
         assert_eq!(wrapped, Seq(9));
-        assert!(wrapped > near_top && near_top < wrapped);
+        assert!(wrapped > near_top);
+        assert!(near_top < wrapped);
         assert_eq!(wrapped - near_top, 20);
         assert_eq!(near_top - wrapped, -20);
         assert_eq!(wrapped.since(near_top), 20);

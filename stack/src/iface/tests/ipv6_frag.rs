@@ -174,7 +174,7 @@ fn malformed_packets_get_the_parameter_problems_rfc_4443_asks_for() {
         PEER6,
         GLOBAL,
         64,
-        &[option.clone()],
+        std::slice::from_ref(&option),
         &[128, 0, 0, 0, 0, 0, 0, 1],
     );
     let out = answer(&bad);
