@@ -139,6 +139,15 @@ reasons! {
     Icmp6BadQuote = "icmp6_bad_quote",
     /// ICMPv6 type the stack does not answer.
     Icmp6Unhandled = "icmp6_unhandled",
+    /// A TCP segment too short or with a bad data offset or options.
+    TcpMalformed = "tcp_malformed",
+    /// A TCP segment with a bad checksum.
+    TcpBadChecksum = "tcp_bad_checksum",
+    /// A TCP segment for no connection and no listener (answered with a
+    /// reset unless it was one).
+    TcpNoSocket = "tcp_no_socket",
+    /// A SYN for a listener whose backlog of handshakes is full.
+    TcpListenOverflow = "tcp_listen_overflow",
     /// Neighbor Discovery message failing RFC 4861's validity checks.
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.
@@ -257,6 +266,16 @@ protocol_counters! {
     Ip6DadDuplicates,
     /// ICMP(v6) errors handed to the sockets they concern.
     IcmpErrorsToSockets,
+    /// TCP segments received.
+    TcpInSegs,
+    /// TCP segments sent.
+    TcpOutSegs,
+    /// TCP connections opened by us.
+    TcpActiveOpens,
+    /// TCP connections accepted by a listener.
+    TcpPassiveOpens,
+    /// TCP resets sent.
+    TcpOutRsts,
 }
 
 /// Number of protocol counters.

@@ -105,6 +105,8 @@ pub struct InterfaceConfig {
     /// installs `::/0` through its sender for that long (unless a static
     /// default route exists).
     pub accept_ra: bool,
+    /// TCP tunables.
+    pub tcp: crate::tcp::TcpConfig,
 }
 
 impl InterfaceConfig {
@@ -126,6 +128,7 @@ impl InterfaceConfig {
             tx_retries: 4,
             dad_transmits: 1,
             accept_ra: false,
+            tcp: crate::tcp::TcpConfig::default(),
         }
     }
 }

@@ -21,14 +21,17 @@
 mod config;
 mod fast;
 mod fast6;
+mod ip_out;
 mod limit;
 mod rx;
 mod rx6;
+pub mod tcp;
 mod tx;
 mod tx6;
 
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use limit::TokenBucket;
+pub use tcp::{ConnId, ListenError, TcpEvent};
 pub use tx::{SendError, TxBatch};
 
 use crate::counters::{Counters, DropReason};
@@ -38,6 +41,7 @@ use crate::reassembly::{Key6, Reassembler};
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
 use crate::route6::{Route6, RouteTable6};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
+use crate::tcp::TcpError;
 use crate::time::{Duration, Instant};
 use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId, UdpTable};
 use crate::wire::ipv6::{multicast_mac, solicited_node};
@@ -77,6 +81,18 @@ pub trait UdpHandler<B: Buf> {
         ctx: &mut UdpContext<'_, P>,
     ) {
         let _ = (socket, error, ctx);
+    }
+
+    /// Called when something happened to a TCP connection (inline mode):
+    /// accepted, connected, readable, closed. Ignored unless overridden
+    /// (data then waits in the connection's buffer; its window closes).
+    fn on_tcp<P: Port<Buf = B>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        let _ = (conn, event, ctx);
     }
 }
 
@@ -269,6 +285,8 @@ pub(crate) struct Core<B: Buf> {
     /// The default route a router advertisement installed: (link, router,
     /// until when).
     pub(crate) ra_default: Option<(usize, Ipv6Addr, Instant)>,
+    /// TCP connections, listeners and their timers.
+    pub(crate) tcp: tcp::TcpCore,
 }
 
 /// Most socket errors kept per burst.
@@ -392,6 +410,48 @@ impl<P: Port> UdpContext<'_, P> {
         &self.core.counters
     }
 
+    /// Reads from a TCP connection into `buf` (`Ok(0)`: nothing yet, or
+    /// the end of the stream once [`UdpContext::tcp_at_eof`]).
+    pub fn tcp_recv(&mut self, conn: ConnId, buf: &mut [u8]) -> Result<usize, TcpError> {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.recv(buf))
+            .unwrap_or(Err(TcpError::NotConnected))
+    }
+
+    /// Queues what fits of `data` on a TCP connection (0 when its send
+    /// buffer is full).
+    pub fn tcp_send(&mut self, conn: ConnId, data: &[u8]) -> Result<usize, TcpError> {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.send(data))
+            .unwrap_or(Err(TcpError::NotConnected))
+    }
+
+    /// Room in a connection's send buffer, and bytes ready to read.
+    pub fn tcp_room(&mut self, conn: ConnId) -> (usize, usize) {
+        self.core
+            .tcp
+            .conn(conn)
+            .map_or((0, 0), |c| (c.send_room(), c.recv_ready()))
+    }
+
+    /// True once the peer closed its side and everything was read.
+    pub fn tcp_at_eof(&mut self, conn: ConnId) -> bool {
+        self.core.tcp.conn(conn).is_some_and(|c| c.at_eof())
+    }
+
+    /// Closes our side of a connection (a FIN after the queued data).
+    pub fn tcp_close(&mut self, conn: ConnId) {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.close());
+    }
+
+    /// Aborts a connection with a reset.
+    pub fn tcp_abort(&mut self, conn: ConnId) {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.abort());
+    }
+
+    /// Opens a TCP connection to `remote`.
+    pub fn tcp_connect(&mut self, remote: SocketAddr) -> Result<ConnId, TcpError> {
+        tcp::connect(self.core, &mut self.out, self.now, remote)
+    }
+
     /// The time of this poll.
     pub fn now(&self) -> Instant {
         self.now
@@ -511,6 +571,7 @@ impl<B: Buf> Interface<B> {
             path_mtus6: HashMap::new(),
             socket_errors: ArrayVec::new(),
             ra_default: None,
+            tcp: tcp::TcpCore::new(config.tcp.clone(), config.hash_key),
             links,
             config,
         };
@@ -649,6 +710,38 @@ impl<B: Buf> Interface<B> {
             .routes
             .next_hop(dst)
             .map(|hop| (usize::from(hop.port), hop.via, hop.source))
+    }
+
+    /// Listens for TCP connections on `local` (an unspecified address takes
+    /// every address; `[::]` both families), with at most `backlog`
+    /// handshakes in progress. Accepted connections reach the handler's
+    /// [`UdpHandler::on_tcp`].
+    pub fn tcp_listen(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<(), ListenError> {
+        tcp::listen(&mut self.core, local.into(), backlog)
+    }
+
+    /// Opens a TCP connection to `remote` outside a poll (its SYN leaves
+    /// on this call).
+    pub fn tcp_connect<P: Port<Buf = B>>(
+        &mut self,
+        ports: &mut [P],
+        now: Instant,
+        remote: impl Into<SocketAddr>,
+    ) -> Result<ConnId, TcpError> {
+        let links = ports.len().min(self.batches.len());
+        let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
+        let result = tcp::connect(&mut self.core, &mut out, now, remote.into());
+        out.flush(&self.core.counters);
+        result
+    }
+
+    /// The state of a TCP connection, if it still exists.
+    pub fn tcp_state(&self, conn: ConnId) -> Option<crate::tcp::State> {
+        self.core.tcp.peek(conn).map(|c| c.state())
     }
 
     /// Binds a UDP socket (port 0: an ephemeral port). An IPv6 address
@@ -850,6 +943,10 @@ impl<B: Buf> Interface<B> {
             *next_timers = now + TIMER_INTERVAL;
             run_timers(core, probes, &mut out, now);
         }
+        tcp::run_timers(core, &mut out, now);
+        if !core.tcp.events.is_empty() {
+            report_tcp(core, &mut out, now, handler);
+        }
         out.flush(&core.counters);
         received
     }
@@ -926,7 +1023,7 @@ fn canonical_dst(dst: SocketAddr) -> SocketAddr {
 
 /// True if `ip` is one of our addresses (IPv4 from `local4`, IPv6 on any
 /// link).
-fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> bool {
+pub(crate) fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => local4.contains(&v4),
         IpAddr::V6(v6) => links
@@ -973,7 +1070,30 @@ fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     if !core.socket_errors.is_empty() {
         report_errors(core, queues, out, now, handler, delivery);
     }
+    if !core.tcp.events.is_empty() {
+        report_tcp(core, out, now, handler);
+    }
     received
+}
+
+/// Hands the TCP events of a burst (or of the timers) to the handler, once
+/// each; events the handler's own calls cause wait for the next poll.
+#[inline(never)]
+fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+) {
+    let events = core::mem::take(&mut core.tcp.events);
+    for &(conn, event) in &events {
+        let mut ctx = UdpContext {
+            core,
+            out: out.reborrow(),
+            now,
+        };
+        handler.on_tcp(conn, event, &mut ctx);
+    }
 }
 
 /// Hands the burst's ICMP errors to their sockets: recorded in the queue

@@ -21,7 +21,7 @@ use crate::wire::icmpv4::{
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
-use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// A datagram the receive path accepted, with its socket.
 pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
@@ -254,6 +254,21 @@ fn deliver_local<P: Port>(
                 l4_checksum: local.l4_checksum,
             };
             udp_input(core, out, link, now, buf, eth_src, l4, delivered)
+        }
+        protocol::TCP if !local.broadcast => {
+            let start = ETH_LEN + local.header_len;
+            let end = ETH_LEN + local.total_len;
+            let addresses = (IpAddr::V4(local.src), IpAddr::V4(local.dst));
+            super::tcp::input(
+                core,
+                out,
+                now,
+                buf,
+                addresses,
+                start..end,
+                0,
+                local.l4_checksum,
+            )
         }
         _ => core.counters.count_drop(DropReason::Ipv4UnknownProtocol),
     }

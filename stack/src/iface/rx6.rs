@@ -43,8 +43,8 @@ use crate::wire::ipv6::{Extensions, FragmentHeader};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
 use core::net::Ipv6Addr;
-use core::net::SocketAddr;
 use core::net::SocketAddrV6;
+use core::net::{IpAddr, SocketAddr};
 
 /// Hop limit of packets we originate.
 const HOP_LIMIT: u8 = 64;
@@ -178,6 +178,18 @@ fn local6_input<P: Port>(
         next_header::UDP => {
             core.counters.count(Stat::Ip6InDelivers);
             udp6_input(core, out, link, now, buf, eth_src, &local, delivered)
+        }
+        next_header::TCP if !dst.is_multicast() => {
+            core.counters.count(Stat::Ip6InDelivers);
+            let scope = if src.is_unicast_link_local() {
+                link as u32
+            } else {
+                0
+            };
+            let addresses = (IpAddr::V6(src), IpAddr::V6(dst));
+            let segment = local.start..local.end;
+            let offload = ChecksumStatus::Unknown;
+            super::tcp::input(core, out, now, buf, addresses, segment, scope, offload)
         }
         _ => {
             core.counters.count_drop(DropReason::Ipv6UnknownNextHeader);

@@ -1009,3 +1009,5 @@ mod ipv6_frag;
 mod dad;
 
 mod routes6;
+
+mod tcp;

@@ -289,16 +289,20 @@ pub(crate) fn send_any<P: Port>(
 
 /// How an IPv6 datagram leaves: the link, the neighbour to resolve and
 /// our source address.
-struct Path6 {
-    link: usize,
-    via: Ipv6Addr,
-    source: Ipv6Addr,
+pub(crate) struct Path6 {
+    pub(crate) link: usize,
+    pub(crate) via: Ipv6Addr,
+    pub(crate) source: Ipv6Addr,
 }
 
 /// Picks the way to `dst` for a socket bound to `local`: a link-local
 /// destination names its link by the scope id (the link number; the only
 /// IPv6 link when there is one), anything else takes the IPv6 routes.
-fn path6<B: Buf>(core: &mut Core<B>, local: Ipv6Addr, dst: &SocketAddrV6) -> Option<Path6> {
+pub(crate) fn path6<B: Buf>(
+    core: &mut Core<B>,
+    local: Ipv6Addr,
+    dst: &SocketAddrV6,
+) -> Option<Path6> {
     let ip = *dst.ip();
     let (link, via, route_source) = if ip.is_unicast_link_local() {
         // The scope names the link; scope 0 is fine when only one link

@@ -54,6 +54,9 @@ pub enum TcpError {
     TimedOut,
     /// The connection is not open for this call (`ENOTCONN`, `EPIPE`).
     NotConnected,
+    /// No local port is free towards that peer, or no route to it
+    /// (`EADDRNOTAVAIL`).
+    AddressNotAvailable,
 }
 
 impl core::fmt::Display for TcpError {
@@ -63,6 +66,7 @@ impl core::fmt::Display for TcpError {
             TcpError::Reset => "connection reset by peer",
             TcpError::TimedOut => "connection timed out",
             TcpError::NotConnected => "not connected",
+            TcpError::AddressNotAvailable => "address not available",
         })
     }
 }

@@ -1,0 +1,149 @@
+//! Sending an upper-layer packet that is already in a buffer (TCP
+//! segments): the IPv4 or IPv6 header and the Ethernet header go in front,
+//! the route picks the link and next hop, the neighbour cache its MAC (the
+//! packet waits in the neighbour's bounded queue while a request is out).
+//! Slow-path plumbing shared by protocols other than UDP, whose datagrams
+//! have their own paths in `tx.rs` and `tx6.rs`.
+
+use super::tx::{self, Out, SendError};
+use super::tx6;
+use super::Core;
+use crate::counters::{DropReason, Stat};
+use crate::neighbor::Resolution;
+use crate::port::{Buf, Port};
+use crate::time::Instant;
+use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::ipv4::{Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
+use crate::wire::ipv6::{multicast_mac, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
+
+/// Hop limit / TTL of packets we originate.
+const HOPS: u8 = 64;
+
+/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv4.
+pub(crate) fn send_ipv4<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    (src, dst): (Ipv4Addr, Ipv4Addr),
+    protocol: u8,
+    mut buf: P::Buf,
+) -> Result<(), SendError> {
+    let generation = core.generation();
+    core.counters.count(Stat::RouteLookups);
+    let Some(hop) = core.route_cache.next_hop(&core.routes, generation, dst) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let link = usize::from(hop.port);
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return Err(SendError::NoRoute);
+    };
+    let payload_len = buf.len();
+    if buf.prepend(ETH_LEN + IP_LEN).is_none() {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(SendError::NoBuffer);
+    }
+    let ident = core.ident();
+    let frame = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv4);
+    let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]);
+    ip.emit_header(&Ipv4Header {
+        src,
+        dst,
+        protocol,
+        payload_len: payload_len as u16,
+        ttl: HOPS,
+        ident,
+        dont_fragment: true,
+    });
+    match core.links[link].neighbors.resolve(hop.via, buf, now) {
+        Resolution::Ready(mut buf, mac) => {
+            tx::set_destination_mac(&mut buf, mac);
+            tx::transmit_ipv4(core, out, link, buf);
+            Ok(())
+        }
+        Resolution::QueuedSendRequest => {
+            tx::send_arp_request(core, out, link, hop.source, hop.via, None);
+            Ok(())
+        }
+        Resolution::Queued => Ok(()),
+        Resolution::Full(_) => {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            Err(SendError::NeighborUnresolved)
+        }
+    }
+}
+
+/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv6 (a
+/// link-local `dst` names its link by `scope`).
+pub(crate) fn send_ipv6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    (src, dst, scope): (Ipv6Addr, Ipv6Addr, u32),
+    next_header: u8,
+    mut buf: P::Buf,
+) -> Result<(), SendError> {
+    let Some(path) = tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let Some(our_mac) = core.links.get(path.link).map(|l| l.mac) else {
+        return Err(SendError::NoRoute);
+    };
+    let payload_len = buf.len();
+    if buf.prepend(ETH_LEN + IP6_LEN).is_none() {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(SendError::NoBuffer);
+    }
+    let frame = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src,
+        dst,
+        next_header,
+        payload_len: payload_len as u16,
+        hop_limit: HOPS,
+    });
+    if path.via.is_multicast() {
+        tx::set_destination_mac(&mut buf, multicast_mac(path.via));
+        return tx6::transmit6(core, out, path.link, buf);
+    }
+    match core.links[path.link].neighbors6.resolve(path.via, buf, now) {
+        Resolution::Ready(mut buf, mac) => {
+            tx::set_destination_mac(&mut buf, mac);
+            tx6::transmit6(core, out, path.link, buf)
+        }
+        Resolution::QueuedSendRequest => {
+            tx6::send_solicitation(core, out, path.link, path.via, None);
+            Ok(())
+        }
+        Resolution::Queued => Ok(()),
+        Resolution::Full(_) => {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            Err(SendError::NeighborUnresolved)
+        }
+    }
+}
+
+/// The link a packet to `dst` leaves through (for allocating its buffer
+/// from that port's pool), or `None` without a route.
+pub(crate) fn link_for<B: Buf>(
+    core: &mut Core<B>,
+    src: core::net::IpAddr,
+    dst: core::net::IpAddr,
+    scope: u32,
+) -> Option<usize> {
+    match (src, dst) {
+        (_, core::net::IpAddr::V4(dst)) => core.routes.next_hop(dst).map(|h| usize::from(h.port)),
+        (core::net::IpAddr::V6(src), core::net::IpAddr::V6(dst)) => {
+            tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)).map(|p| p.link)
+        }
+        _ => None,
+    }
+}

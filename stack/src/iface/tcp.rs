@@ -1,0 +1,675 @@
+//! TCP on the lcore: segments from the IPv4 and IPv6 receive paths go to
+//! their connection (the shared [`ConnTable`], read without locks) or to a
+//! listener (a SYN makes a connection in SYN-RECEIVED); segments for
+//! nothing get a reset. Connections live in a slab owned by the lcore; what
+//! they send is framed here (TCP header, checksum, then `ip_out`), their
+//! deadlines sit in a heap checked every poll, and what the application
+//! should hear (accepted, readable, closed) is queued as events the
+//! handler gets after the burst (inline mode).
+//!
+//! Slow path for now: one route lookup per segment sent, software
+//! checksums.
+
+use super::ip_out;
+use super::tx::Out;
+use super::Core;
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, ChecksumStatus, Port};
+use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
+use crate::tcp::{Connection, Seq, State, TcpConfig, TcpError};
+use crate::time::Instant;
+use crate::wire::checksum;
+use crate::wire::ipv4::protocol;
+use crate::wire::ipv6::{next_header, pseudo_header};
+use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr, HEADER_LEN as TCP_LEN};
+use core::cmp::Reverse;
+use core::net::{IpAddr, SocketAddr};
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// A connection, as handlers and the interface name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnId {
+    index: u32,
+    generation: u32,
+}
+
+/// What happened to a connection, for the handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpEvent {
+    /// A listener's handshake completed: the connection is open.
+    Accepted,
+    /// Our connect completed.
+    Connected,
+    /// Data (or the end of the peer's stream) can be read, or room opened
+    /// to write.
+    Readable,
+    /// The connection is gone (its id is no longer valid): `None` after an
+    /// orderly close, else why.
+    Closed(Option<TcpError>),
+}
+
+/// Why a listen failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenError {
+    /// Something already listens there.
+    AddrInUse,
+    /// Not one of our addresses.
+    AddrNotAvailable,
+}
+
+impl core::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ListenError::AddrInUse => "address in use",
+            ListenError::AddrNotAvailable => "address not available",
+        })
+    }
+}
+
+impl std::error::Error for ListenError {}
+
+/// The table's value: the connection's slot and generation, and whether
+/// it is in TIME-WAIT (bit 63).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnRef(u64);
+
+impl ConnRef {
+    fn new(id: ConnId, time_wait: bool) -> ConnRef {
+        ConnRef(
+            u64::from(id.index)
+                | u64::from(id.generation) << 32 & !(1 << 63)
+                | u64::from(time_wait) << 63,
+        )
+    }
+
+    fn id(self) -> ConnId {
+        ConnId {
+            index: self.0 as u32,
+            generation: ((self.0 >> 32) & 0x7fff_ffff) as u32,
+        }
+    }
+}
+
+impl TableValue for ConnRef {
+    fn in_time_wait(&self) -> bool {
+        self.0 >> 63 == 1
+    }
+}
+
+struct Listener {
+    local: SocketAddr,
+    /// Connections in SYN-RECEIVED at most.
+    backlog: usize,
+    pending: usize,
+}
+
+struct Slot {
+    conn: Connection,
+    tuple: FourTuple,
+    /// The listener that made it (until its handshake completes).
+    listener: Option<usize>,
+    /// The earliest deadline in the heap for it.
+    armed: Option<Instant>,
+    /// Readable was reported and nothing new arrived since.
+    quiet: bool,
+    /// The link-local scope (link) of an IPv6 link-local peer.
+    scope: u32,
+    /// We opened it (a connect): its opening and failure are reported.
+    active: bool,
+    /// Accepted or Connected was reported.
+    announced: bool,
+}
+
+/// The lcore's TCP state.
+pub(crate) struct TcpCore {
+    pub(crate) config: TcpConfig,
+    slots: Vec<Option<Slot>>,
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    pub(crate) table: Arc<ConnTable<ConnRef>>,
+    listeners: Vec<Listener>,
+    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    pub(crate) events: Vec<(ConnId, TcpEvent)>,
+    secret: u64,
+    /// Ports connects pick from.
+    pub(crate) ephemeral: (u16, u16),
+}
+
+impl core::fmt::Debug for TcpCore {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TcpCore")
+            .field("connections", &(self.slots.len() - self.free.len()))
+            .field("listeners", &self.listeners.len())
+            .finish()
+    }
+}
+
+/// Room kept in front of a segment's payload for its headers.
+const HEADROOM: usize = 14 + 40 + 60;
+
+impl TcpCore {
+    pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore {
+        TcpCore {
+            config,
+            slots: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            table: Arc::new(ConnTable::new(65536, secret ^ 0x7c9f_31a2_5d04_e6b8)),
+            listeners: Vec::new(),
+            timers: BinaryHeap::new(),
+            events: Vec::new(),
+            secret,
+            ephemeral: (32768, 60999),
+        }
+    }
+
+    /// The connection `id` names, if it still exists.
+    pub(crate) fn conn(&mut self, id: ConnId) -> Option<&mut Connection> {
+        self.slot(id).map(|s| &mut s.conn)
+    }
+
+    /// The connection `id` names, read-only.
+    pub(crate) fn peek(&self, id: ConnId) -> Option<&Connection> {
+        let index = id.index as usize;
+        if self.generations.get(index) != Some(&id.generation) {
+            return None;
+        }
+        self.slots.get(index)?.as_ref().map(|s| &s.conn)
+    }
+
+    fn slot(&mut self, id: ConnId) -> Option<&mut Slot> {
+        let index = id.index as usize;
+        if self.generations.get(index) != Some(&id.generation) {
+            return None;
+        }
+        self.slots.get_mut(index)?.as_mut()
+    }
+
+    fn add(&mut self, slot: Slot) -> ConnId {
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => {
+                self.slots.push(None);
+                self.generations.push(0);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.slots[index as usize] = Some(slot);
+        ConnId {
+            index,
+            generation: self.generations[index as usize],
+        }
+    }
+
+    fn remove(&mut self, id: ConnId) {
+        let index = id.index as usize;
+        if let Some(Some(slot)) = self.slots.get(index) {
+            self.table.remove(&slot.tuple);
+        }
+        if let Some(entry) = self.slots.get_mut(index) {
+            *entry = None;
+            self.generations[index] = self.generations[index].wrapping_add(1) & 0x7fff_ffff;
+            self.free.push(index as u32);
+        }
+    }
+
+    /// An ISN per RFC 6528: a 4-microsecond clock plus a keyed hash of the
+    /// connection's addresses.
+    fn isn(&self, tuple: &FourTuple, now: Instant) -> Seq {
+        use core::hash::{Hash, Hasher};
+        #[allow(deprecated)]
+        let mut hasher = std::hash::SipHasher::new_with_keys(self.secret, !self.secret);
+        tuple.hash(&mut hasher);
+        Seq((now.as_nanos() / 4000) as u32) + (hasher.finish() as u32)
+    }
+
+    /// The listener for a segment to `local`: exact address first, then the
+    /// wildcard of its family, then an IPv6 wildcard for IPv4.
+    fn listener_for(&self, local: SocketAddr) -> Option<usize> {
+        let port = local.port();
+        let on_port = || {
+            self.listeners
+                .iter()
+                .enumerate()
+                .filter(move |(_, l)| l.local.port() == port)
+        };
+        if let Some((i, _)) = on_port().find(|(_, l)| l.local.ip() == local.ip()) {
+            return Some(i);
+        }
+        let unspecified = |ip: IpAddr| ip.is_unspecified();
+        if let Some((i, _)) = on_port()
+            .find(|(_, l)| unspecified(l.local.ip()) && l.local.is_ipv4() == local.is_ipv4())
+        {
+            return Some(i);
+        }
+        on_port()
+            .find(|(_, l)| {
+                local.is_ipv4() && l.local.ip() == IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED)
+            })
+            .map(|(i, _)| i)
+    }
+}
+
+/// Starts listening on `local` (port and address; an unspecified address
+/// takes every address, an IPv6 one both families).
+pub(crate) fn listen<B: Buf>(
+    core: &mut Core<B>,
+    local: SocketAddr,
+    backlog: usize,
+) -> Result<(), ListenError> {
+    if !local.ip().is_unspecified() && !super::is_ours(&core.local, &core.links, local.ip()) {
+        return Err(ListenError::AddrNotAvailable);
+    }
+    if core.tcp.listeners.iter().any(|l| l.local == local) {
+        return Err(ListenError::AddrInUse);
+    }
+    core.tcp.listeners.push(Listener {
+        local,
+        backlog: backlog.max(1),
+        pending: 0,
+    });
+    Ok(())
+}
+
+/// A TCP segment for us, from the IPv4 or IPv6 layer: `segment` is its
+/// range in `buf`, `scope` the arrival link for link-local IPv6 peers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    buf: P::Buf,
+    (src, dst): (IpAddr, IpAddr),
+    segment: core::ops::Range<usize>,
+    scope: u32,
+    offload: ChecksumStatus,
+) {
+    core.counters.count(Stat::TcpInSegs);
+    let bytes = &buf.data()[segment.clone()];
+    let pseudo = pseudo(src, dst, bytes.len());
+    let Ok(packet) = TcpPacket::new_checked(bytes) else {
+        return core.counters.count_drop(DropReason::TcpMalformed);
+    };
+    if offload != ChecksumStatus::Good && !packet.verify_checksum(pseudo) {
+        return core.counters.count_drop(DropReason::TcpBadChecksum);
+    }
+    let Ok(repr) = TcpRepr::parse(&packet) else {
+        return core.counters.count_drop(DropReason::TcpMalformed);
+    };
+    let payload = packet.payload();
+    let tuple = FourTuple {
+        local: SocketAddr::new(dst, repr.dst_port),
+        remote: SocketAddr::new(src, repr.src_port),
+    };
+    if let Some(id) = core.tcp.table.lookup(&tuple).map(ConnRef::id) {
+        if core.tcp.slot(id).is_some() {
+            let slot = core.tcp.slot(id).expect("checked");
+            slot.conn.on_segment(&repr, payload, now);
+            slot.quiet = false;
+            drop(buf);
+            return after_activity(core, out, now, id);
+        }
+    }
+    // No connection: a listener takes a SYN; anything else is refused.
+    let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
+    if let (true, Some(l)) = (syn_only, core.tcp.listener_for(tuple.local)) {
+        let listener = &mut core.tcp.listeners[l];
+        if listener.pending >= listener.backlog {
+            return core.counters.count_drop(DropReason::TcpListenOverflow);
+        }
+        listener.pending += 1;
+        let iss = core.tcp.isn(&tuple, now);
+        let mss = mss_for(core, tuple.local.ip());
+        let ts_offset = (core.tcp.secret >> 7) as u32 ^ iss.0;
+        let conn = Connection::accept(&core.tcp.config, &repr, iss, mss, ts_offset, now);
+        let id = core.tcp.add(Slot {
+            conn,
+            tuple,
+            listener: Some(l),
+            armed: None,
+            quiet: true,
+            scope,
+            active: false,
+            announced: false,
+        });
+        if core
+            .tcp
+            .table
+            .insert(tuple, ConnRef::new(id, false))
+            .is_err()
+        {
+            core.tcp.listeners[l].pending -= 1;
+            core.tcp.remove(id);
+            return core.counters.count_drop(DropReason::TcpMalformed);
+        }
+        core.counters.count(Stat::TcpPassiveOpens);
+        drop(buf);
+        return after_activity(core, out, now, id);
+    }
+    core.counters.count_drop(DropReason::TcpNoSocket);
+    if repr.flags & flags::RST == 0 {
+        send_reset(core, out, now, &tuple, &repr, payload.len(), scope);
+    }
+}
+
+/// The pseudo-header sum of a segment of `len` bytes.
+fn pseudo(src: IpAddr, dst: IpAddr, len: usize) -> u64 {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            checksum::pseudo_header_v4(s, d, protocol::TCP, len as u16)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => pseudo_header(s, d, next_header::TCP, len as u32),
+        _ => 0,
+    }
+}
+
+/// The MSS we announce from `local`'s link MTU.
+fn mss_for<B: Buf>(core: &Core<B>, local: IpAddr) -> u16 {
+    let mtu = core.links.first().map_or(1500, |l| l.mtu);
+    let ip = if local.is_ipv4() { 20 } else { 40 };
+    (mtu.saturating_sub(ip + TCP_LEN)).clamp(536, 65535) as u16
+}
+
+/// RFC 9293 3.10.7.1: a reset for a segment to no connection.
+fn send_reset<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    tuple: &FourTuple,
+    seg: &TcpRepr,
+    payload_len: usize,
+    scope: u32,
+) {
+    let (seq, ack, bits) = if seg.flags & flags::ACK != 0 {
+        (seg.ack, 0, flags::RST)
+    } else {
+        let len = payload_len as u32
+            + u32::from(seg.flags & flags::SYN != 0)
+            + u32::from(seg.flags & flags::FIN != 0);
+        (0, seg.seq.wrapping_add(len), flags::RST | flags::ACK)
+    };
+    let repr = TcpRepr {
+        src_port: tuple.local.port(),
+        dst_port: tuple.remote.port(),
+        seq,
+        ack,
+        flags: bits,
+        window: 0,
+        options: TcpOptions::default(),
+    };
+    core.counters.count(Stat::TcpOutRsts);
+    let _ = emit(core, out, now, tuple, scope, &repr, &[]);
+}
+
+/// Frames and sends one segment (header from `repr`, then `payload`).
+fn emit<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    tuple: &FourTuple,
+    scope: u32,
+    repr: &TcpRepr,
+    payload: &[u8],
+) -> Result<(), super::SendError> {
+    let link = ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0);
+    let Some(mut buf) = out.alloc(link) else {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(super::SendError::NoBuffer);
+    };
+    let header_len = repr.header_len();
+    let Some(room) = buf.append(header_len + payload.len()) else {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(super::SendError::TooLarge);
+    };
+    repr.emit(&mut room[..header_len]);
+    room[header_len..].copy_from_slice(payload);
+    finish(core, out, now, tuple, scope, buf)
+}
+
+/// Fills the checksum of the segment that is all of `buf` and sends it.
+fn finish<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    tuple: &FourTuple,
+    scope: u32,
+    mut buf: P::Buf,
+) -> Result<(), super::SendError> {
+    let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
+    let len = buf.len();
+    TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
+    core.counters.count(Stat::TcpOutSegs);
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            ip_out::send_ipv4(core, out, now, (s, d), protocol::TCP, buf)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            ip_out::send_ipv6(core, out, now, (s, d, scope), next_header::TCP, buf)
+        }
+        _ => Err(super::SendError::NoRoute),
+    }
+}
+
+/// Sends what connection `id` owes, straight from its buffers into
+/// packet buffers.
+pub(crate) fn flush<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+) {
+    let Some(slot) = core.tcp.slot(id) else {
+        return;
+    };
+    let (tuple, scope) = (slot.tuple, slot.scope);
+    let link = ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0);
+    loop {
+        let Some(mut buf) = out.alloc(link) else {
+            return core.counters.count_drop(DropReason::TxNoBuffer);
+        };
+        let Some(slot) = core.tcp.slot(id) else {
+            return;
+        };
+        let mss = usize::from(slot.conn.mss());
+        let Some(area) = buf.append(HEADROOM + mss) else {
+            return core.counters.count_drop(DropReason::TxNoBuffer);
+        };
+        let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {
+            return;
+        };
+        let header_len = repr.header_len();
+        let start = HEADROOM - header_len;
+        repr.emit(&mut area[start..HEADROOM]);
+        let excess = buf.len() - (HEADROOM + len);
+        buf.trim(excess);
+        buf.adjust(start);
+        if repr.flags & flags::RST != 0 {
+            core.counters.count(Stat::TcpOutRsts);
+        } else if len < mss && repr.flags & flags::SYN != 0 {
+            core.counters.count(Stat::TcpActiveOpens);
+        }
+        let _ = finish(core, out, now, &tuple, scope, buf);
+    }
+}
+
+/// After a segment, a timer or an application call touched connection
+/// `id`: send what it owes, re-arm its timer, report what the handler
+/// should hear, and free it once closed (or keep it in TIME-WAIT).
+pub(crate) fn after_activity<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+) {
+    flush(core, out, now, id);
+    let tcp = &mut core.tcp;
+    let Some(slot) = tcp.slot(id) else {
+        return;
+    };
+    let state = slot.conn.state();
+    if let Some(l) = slot.listener {
+        if state != State::SynReceived {
+            slot.listener = None;
+            if let Some(listener) = tcp.listeners.get_mut(l) {
+                listener.pending = listener.pending.saturating_sub(1);
+            }
+        }
+    }
+    let Some(slot) = tcp.slot(id) else {
+        return;
+    };
+    let opened = !matches!(state, State::SynSent | State::SynReceived | State::Closed);
+    if opened && !slot.announced {
+        slot.announced = true;
+        let event = if slot.active {
+            TcpEvent::Connected
+        } else {
+            TcpEvent::Accepted
+        };
+        tcp.events.push((id, event));
+    }
+    let Some(slot) = tcp.slot(id) else {
+        return;
+    };
+    if state == State::Closed {
+        let error = slot.conn.error();
+        let report = slot.announced || slot.active;
+        tcp.remove(id);
+        if report {
+            tcp.events.push((id, TcpEvent::Closed(error)));
+        }
+        return;
+    }
+    let readable =
+        !slot.quiet && slot.announced && (slot.conn.recv_ready() > 0 || slot.conn.at_eof());
+    if readable {
+        slot.quiet = true;
+    }
+    let tuple = slot.tuple;
+    if readable {
+        tcp.events.push((id, TcpEvent::Readable));
+    }
+    if state == State::TimeWait {
+        tcp.table.update(&tuple, ConnRef::new(id, true));
+    }
+    let Some(slot) = tcp.slot(id) else {
+        return;
+    };
+    if let Some(deadline) = slot.conn.next_deadline() {
+        if slot.armed.is_none_or(|armed| deadline < armed) {
+            slot.armed = Some(deadline);
+            tcp.timers
+                .push(Reverse((deadline, id.index, id.generation)));
+        }
+    }
+}
+
+/// Runs the connections' timers that are due.
+pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
+    while let Some(&Reverse((deadline, index, generation))) = core.tcp.timers.peek() {
+        if deadline > now {
+            return;
+        }
+        core.tcp.timers.pop();
+        let id = ConnId { index, generation };
+        let Some(slot) = core.tcp.slot(id) else {
+            continue;
+        };
+        if slot.armed == Some(deadline) {
+            slot.armed = None;
+        }
+        slot.conn.on_timer(now);
+        slot.quiet = false;
+        after_activity(core, out, now, id);
+    }
+}
+
+/// Opens a connection to `remote` (inline): the route gives the source
+/// address, the table a free port.
+pub(crate) fn connect<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    remote: SocketAddr,
+) -> Result<ConnId, TcpError> {
+    let scope = match remote {
+        SocketAddr::V6(v6) => v6.scope_id(),
+        SocketAddr::V4(_) => 0,
+    };
+    let local_ip = match remote.ip() {
+        IpAddr::V4(dst) => IpAddr::V4(
+            core.routes
+                .next_hop(dst)
+                .ok_or(TcpError::NotConnected)?
+                .source,
+        ),
+        IpAddr::V6(dst) => {
+            let path = super::tx6::path6(
+                core,
+                core::net::Ipv6Addr::UNSPECIFIED,
+                &core::net::SocketAddrV6::new(dst, 0, 0, scope),
+            )
+            .ok_or(TcpError::NotConnected)?;
+            IpAddr::V6(path.source)
+        }
+    };
+    let placeholder = ConnRef::new(
+        ConnId {
+            index: u32::MAX,
+            generation: 0,
+        },
+        false,
+    );
+    let range = core.tcp.ephemeral;
+    let port = core
+        .tcp
+        .table
+        .connect(
+            local_ip,
+            remote,
+            range,
+            placeholder,
+            ConnectMode::RcuFirst,
+            |v| v.in_time_wait(),
+            |_| false,
+        )
+        .map_err(|_| TcpError::AddressNotAvailable)?;
+    let tuple = FourTuple {
+        local: SocketAddr::new(local_ip, port),
+        remote,
+    };
+    let iss = core.tcp.isn(&tuple, now);
+    let mss = mss_for(core, local_ip);
+    let ts_offset = (core.tcp.secret >> 9) as u32 ^ iss.0;
+    let conn = Connection::connect(&core.tcp.config, port, remote.port(), iss, mss, ts_offset);
+    let id = core.tcp.add(Slot {
+        conn,
+        tuple,
+        listener: None,
+        armed: None,
+        quiet: true,
+        scope,
+        active: true,
+        announced: false,
+    });
+    core.tcp.table.update(&tuple, ConnRef::new(id, false));
+    after_activity(core, out, now, id);
+    Ok(id)
+}
+
+/// The application's calls on a connection (inline, or through the
+/// interface), each followed by what the connection then owes.
+pub(crate) fn with_conn<P: Port, T>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+    call: impl FnOnce(&mut Connection) -> T,
+) -> Option<T> {
+    let slot = core.tcp.slot(id)?;
+    let result = call(&mut slot.conn);
+    slot.quiet = false;
+    after_activity(core, out, now, id);
+    Some(result)
+}

@@ -1,0 +1,269 @@
+//! TCP through the whole stack: two interfaces wired together through
+//! their in-memory ports, a listener echoing on one, a client on the other;
+//! transfers compared byte for byte, with and without seeded loss,
+//! duplication and reordering on the wire; refusal by a closed port.
+
+use super::*;
+use crate::tcp::TcpError;
+
+/// Echoes whatever arrives, as far as the send buffer takes it; closes
+/// after the peer did.
+struct EchoTcp;
+
+impl UdpHandler<MemBuf> for EchoTcp {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        if !matches!(event, TcpEvent::Accepted | TcpEvent::Readable) {
+            return;
+        }
+        let mut buf = [0u8; 8192];
+        loop {
+            let (room, ready) = ctx.tcp_room(conn);
+            let n = room.min(ready).min(buf.len());
+            if n == 0 {
+                break;
+            }
+            let got = ctx.tcp_recv(conn, &mut buf[..n]).unwrap();
+            assert_eq!(ctx.tcp_send(conn, &buf[..got]), Ok(got));
+        }
+        if ctx.tcp_at_eof(conn) {
+            ctx.tcp_close(conn);
+        }
+    }
+}
+
+/// Sends `data`, reads the echo, closes once everything went out.
+#[derive(Default)]
+struct Client {
+    data: Vec<u8>,
+    sent: usize,
+    got: Vec<u8>,
+    connected: bool,
+    closed: Option<Option<TcpError>>,
+}
+
+impl Client {
+    fn pump<P: Port<Buf = MemBuf>>(&mut self, conn: ConnId, ctx: &mut UdpContext<'_, P>) {
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = ctx.tcp_recv(conn, &mut buf).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            self.got.extend_from_slice(&buf[..n]);
+        }
+        if self.sent < self.data.len() {
+            if let Ok(n) = ctx.tcp_send(conn, &self.data[self.sent..]) {
+                self.sent += n;
+                if self.sent == self.data.len() {
+                    ctx.tcp_close(conn);
+                }
+            }
+        }
+    }
+}
+
+impl UdpHandler<MemBuf> for Client {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        match event {
+            TcpEvent::Connected => {
+                self.connected = true;
+                self.pump(conn, ctx);
+            }
+            TcpEvent::Readable => self.pump(conn, ctx),
+            TcpEvent::Closed(error) => self.closed = Some(error),
+            TcpEvent::Accepted => {}
+        }
+    }
+}
+
+/// Seeded faults on the wire.
+#[derive(Clone, Copy, Default)]
+struct Faults {
+    /// Per mille of frames dropped, duplicated, held back one step.
+    drop: u32,
+    duplicate: u32,
+    reorder: u32,
+}
+
+struct Wire {
+    rng: u64,
+    faults: Faults,
+    held: Vec<Vec<u8>>,
+    dropped: usize,
+}
+
+impl Wire {
+    fn roll(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng % 1000) as u32
+    }
+
+    /// Moves what `from` sent into `to`, through the faults.
+    fn carry(&mut self, from: &mut MemPort, to: &mut MemPort) {
+        for frame in std::mem::take(&mut self.held) {
+            to.push_rx(&frame);
+        }
+        for frame in from.take_tx() {
+            let roll = self.roll();
+            let f = self.faults;
+            if roll < f.drop {
+                self.dropped += 1;
+                continue;
+            }
+            if roll < f.drop + f.duplicate {
+                to.push_rx(&frame);
+            }
+            if roll >= f.drop + f.duplicate && roll < f.drop + f.duplicate + f.reorder {
+                self.held.push(frame);
+                continue;
+            }
+            to.push_rx(&frame);
+        }
+    }
+}
+
+fn host(mac: MacAddr, ip: Ipv4Addr, ip6: &str) -> (Interface<MemBuf>, MemPort) {
+    let mut link = LinkConfig::new(mac, Ipv4Cidr::new(ip, 24).unwrap());
+    link.addresses6
+        .push(crate::route::Ipv6Cidr::new(ip6.parse().unwrap(), 64).unwrap());
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0;
+    config.tcp.send_buffer = 32 * 1024;
+    config.tcp.recv_buffer = 32 * 1024;
+    let iface = Interface::new(config).unwrap();
+    let port = MemPort::new(MemPortConfig {
+        mac,
+        ..MemPortConfig::default()
+    });
+    (iface, port)
+}
+
+/// Echoes `len` bytes from a client on one stack through a server on the
+/// other, to `server_addr` (port 7), through `faults`; returns the client
+/// and how many frames the wire dropped.
+fn echo_through(len: usize, server_addr: &str, faults: Faults, seed: u64) -> (Client, usize) {
+    let (mut server, mut server_port) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let (mut client, mut client_port) = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    server
+        .tcp_listen("[::]:7".parse::<SocketAddr>().unwrap(), 16)
+        .unwrap();
+    let mut wire = Wire {
+        rng: seed | 1,
+        faults,
+        held: Vec::new(),
+        dropped: 0,
+    };
+    let mut handler = Client {
+        data: (0..len).map(|i| (i * 31 % 251) as u8).collect(),
+        ..Client::default()
+    };
+    let mut now = Instant::ZERO;
+    let target: SocketAddr = server_addr.parse().unwrap();
+    client
+        .tcp_connect(core::slice::from_mut(&mut client_port), now, target)
+        .unwrap();
+    for _ in 0..200_000 {
+        now = now + Duration::from_millis(1);
+        server.poll(&mut server_port, now, &mut EchoTcp);
+        wire.carry(&mut server_port, &mut client_port);
+        client.poll(&mut client_port, now, &mut handler);
+        wire.carry(&mut client_port, &mut server_port);
+        if handler.closed.is_some() {
+            break;
+        }
+    }
+    (handler, wire.dropped)
+}
+
+#[test]
+fn data_is_echoed_intact_over_ipv4_and_ipv6() {
+    for server in ["10.0.0.1:7", "[2001:db8::1]:7"] {
+        let (client, _) = echo_through(200_000, server, Faults::default(), 1);
+        assert!(client.connected, "{server}");
+        assert_eq!(client.got.len(), client.data.len(), "{server}");
+        assert!(client.got == client.data, "{server}: the echo differs");
+        assert_eq!(client.closed, Some(None), "{server}: an orderly close");
+    }
+}
+
+#[test]
+fn data_survives_seeded_loss_duplication_and_reordering() {
+    let faults = Faults {
+        drop: 50,
+        duplicate: 20,
+        reorder: 50,
+    };
+    for seed in [7, 8, 9] {
+        let (client, dropped) = echo_through(100_000, "10.0.0.1:7", faults, seed);
+        assert!(
+            dropped > 5,
+            "seed {seed}: the wire dropped {dropped} frames"
+        );
+        assert!(
+            client.got == client.data,
+            "seed {seed}: {} of {} bytes back",
+            client.got.len(),
+            client.data.len()
+        );
+        assert_eq!(client.closed, Some(None), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_closed_port_refuses_the_connection() {
+    let (mut server, mut server_port) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let (mut client, mut client_port) = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    let mut wire = Wire {
+        rng: 1,
+        faults: Faults::default(),
+        held: Vec::new(),
+        dropped: 0,
+    };
+    let mut handler = Client::default();
+    let mut now = Instant::ZERO;
+    client
+        .tcp_connect(
+            core::slice::from_mut(&mut client_port),
+            now,
+            "10.0.0.1:9".parse::<SocketAddr>().unwrap(),
+        )
+        .unwrap();
+    for _ in 0..100 {
+        now = now + Duration::from_millis(1);
+        server.poll(&mut server_port, now, &mut EchoTcp);
+        wire.carry(&mut server_port, &mut client_port);
+        client.poll(&mut client_port, now, &mut handler);
+        wire.carry(&mut client_port, &mut server_port);
+    }
+    assert_eq!(handler.closed, Some(Some(TcpError::Refused)));
+    assert_eq!(server.counters().dropped(DropReason::TcpNoSocket), 1);
+    assert_eq!(server.counters().get(Stat::TcpOutRsts), 1);
+}
