@@ -1,7 +1,8 @@
 //! `dpstack-echo`: a UDP echo server on dpstack's IPv4 stack.
 //!
-//! `dpstack-echo [EAL options] -- --ip ADDR/PREFIX [--gateway ADDR] --udp PORT`.
-//! It answers ARP and ping, echoes every datagram sent to its UDP ports
+//! `dpstack-echo [EAL options] -- --ip ADDR/PREFIX [--gateway ADDR] --udp PORT
+//! [--tcp PORT]`. It answers ARP and ping, echoes every TCP connection on its
+//! TCP ports (inline, on the lcore), echoes every datagram sent to its UDP ports
 //! (inline mode: the reply is built in the received buffer on the polling
 //! lcore), and answers closed ports with ICMP port unreachable. Without EAL
 //! options it runs on an embedded default: a `net_tap` port whose kernel side
@@ -24,7 +25,7 @@ use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
 use dpstack::stack::counters::{Counters, Stat};
 use dpstack::stack::iface::{
-    Batch, Interface, InterfaceConfig, LinkConfig, UdpContext, UdpHandler,
+    Batch, ConnId, Interface, InterfaceConfig, LinkConfig, TcpEvent, UdpContext, UdpHandler,
 };
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
@@ -74,6 +75,10 @@ struct Cli {
     /// UDP port or range to echo on, e.g. 7 or 10000-19999 (repeatable).
     #[arg(long = "udp", default_value = "7", value_parser = parse_ports)]
     udp_ports: Vec<PortRange>,
+    /// TCP port to echo on too (repeatable): every connection's bytes come
+    /// back until the peer closes, then we close.
+    #[arg(long = "tcp", value_name = "PORT")]
+    tcp_ports: Vec<u16>,
     /// Receive and drop instead of echoing (a sink, for benchmarks).
     #[arg(long)]
     sink: bool,
@@ -176,9 +181,10 @@ fn parse_route(s: &str) -> Result<Route, String> {
 }
 
 /// Echoes every datagram back to its sender from its own buffer, or drops
-/// it (sink mode).
+/// it (sink mode); echoes TCP connections' bytes (or reads and drops them).
 struct Echo {
     sink: bool,
+    scratch: Box<[u8; 16384]>,
 }
 
 impl UdpHandler<Mbuf> for Echo {
@@ -194,6 +200,35 @@ impl UdpHandler<Mbuf> for Echo {
         }
         for datagram in batch.drain(..) {
             ctx.reply(datagram);
+        }
+    }
+
+    fn on_tcp<P: Port<Buf = Mbuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        if !matches!(event, TcpEvent::Accepted | TcpEvent::Readable) {
+            return;
+        }
+        // Echo as much as the send buffer takes; the rest waits (the
+        // receive window closes: backpressure, not unbounded buffering).
+        loop {
+            let (room, ready) = ctx.tcp_room(conn);
+            let n = if self.sink { ready } else { room.min(ready) }.min(self.scratch.len());
+            if n == 0 {
+                break;
+            }
+            let Ok(got) = ctx.tcp_recv(conn, &mut self.scratch[..n]) else {
+                break;
+            };
+            if !self.sink && ctx.tcp_send(conn, &self.scratch[..got]).is_err() {
+                break;
+            }
+        }
+        if ctx.tcp_at_eof(conn) {
+            ctx.tcp_close(conn);
         }
     }
 }
@@ -311,6 +346,17 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
         }
     }
+    // TCP listeners: one dual-stack [::] per port with IPv6, else 0.0.0.0.
+    let any: IpAddr = if per_port.iter().any(|(_, v6)| !v6.is_empty()) {
+        IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    };
+    for &port in &cli.tcp_ports {
+        iface
+            .tcp_listen(SocketAddr::new(any, port), 1024)
+            .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+    }
     let counters = Arc::clone(iface.counters());
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
@@ -319,7 +365,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let poller = {
         let stop = Arc::clone(&stop);
         move || {
-            let report = poll_until_stopped(iface, queues, &stop, Echo { sink }, dad_tx);
+            let handler = Echo {
+                sink,
+                scratch: Box::new([0; 16384]),
+            };
+            let report = poll_until_stopped(iface, queues, &stop, handler, dad_tx);
             let _ = done_tx.send(report);
             0
         }
@@ -386,6 +436,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             port.mac(),
             addresses.join(" ")
         );
+    }
+    if !cli.tcp_ports.is_empty() {
+        let ports: Vec<String> = cli.tcp_ports.iter().map(ToString::to_string).collect();
+        println!("{PROGRAM}: echoing TCP port(s) {}", ports.join(","));
     }
     println!(
         "{PROGRAM}: {} UDP port(s) {} ({bound} sockets)",

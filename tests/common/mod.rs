@@ -266,6 +266,28 @@ pub fn app_counter(output: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Runs `socat - ADDRESS` inside namespace `netns`, feeding it `input` from
+/// a thread of its own (so a large echo cannot deadlock on full pipes); it
+/// gives up after 2 s of silence. Returns what it printed.
+pub fn socat_in(netns: &str, address: &str, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", netns, "socat", "-T", "2", "-", address])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("socat (scripts/setup installs it)");
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("socat ran");
+    let _ = writer.join();
+    output
+}
+
 /// A network namespace that is deleted when dropped.
 pub struct Netns {
     /// Its name.
@@ -277,23 +299,7 @@ impl Netns {
     /// `UDP6:[2001:db8::1]:7,bind=...`), feeding it `input`; it gives up
     /// after 2 s of silence. Returns what it printed.
     pub fn socat(&self, address: &str, input: &[u8]) -> std::process::Output {
-        use std::io::Write;
-        let mut child = Command::new("ip")
-            .args([
-                "netns", "exec", &self.name, "socat", "-T", "2", "-", address,
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("socat (scripts/setup installs it)");
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(input)
-            .expect("write");
-        child.wait_with_output().expect("socat ran")
+        socat_in(&self.name, address, input)
     }
 
     /// Creates a namespace (replacing a stale one of the same name).

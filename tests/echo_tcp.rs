@@ -1,0 +1,132 @@
+//! `dpstack-echo --tcp` with the Linux kernel as the client: a `net_tap`
+//! port moved into a network namespace the test creates, `socat` there
+//! sending megabytes over IPv4 and IPv6 and checking the echo byte for
+//! byte, and many connections at once.
+
+mod common;
+
+use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
+
+const STACK_IP: &str = "10.202.0.1";
+const KERNEL_IP: &str = "10.202.0.2";
+const STACK6: &str = "2001:db8:202::1";
+const KERNEL6: &str = "2001:db8:202::2";
+const KERNEL_MAC: &str = "02:00:00:00:02:22";
+
+struct Setup {
+    app: AppProcess,
+    ns: Netns,
+}
+
+fn start() -> Setup {
+    let iface = unique_name("dpst");
+    let vdev = format!("net_tap0,iface={iface}");
+    let ip = format!("{STACK_IP}/24");
+    let ip6 = format!("{STACK6}/64");
+    let args = ["--ip", &ip, "--ip", &ip6, "--udp", "7", "--tcp", "7"];
+    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
+    app.wait_for_output("UDP port(s)");
+    assert!(app.output_so_far().contains("echoing TCP port(s) 7"));
+    let ns = Netns::create(&unique_name("dpstack-tcp-"));
+    let n = ns.name.clone();
+    common::run("ip", &["link", "set", &iface, "netns", &n]);
+    common::run(
+        "ip",
+        &["-n", &n, "link", "set", &iface, "address", KERNEL_MAC],
+    );
+    let out = ns.exec(
+        "sysctl",
+        &["-qw", &format!("net.ipv6.conf.{iface}.accept_dad=0")],
+    );
+    assert!(out.status.success());
+    let v4 = format!("{KERNEL_IP}/24");
+    common::run("ip", &["-n", &n, "addr", "add", &v4, "dev", &iface]);
+    let v6 = format!("{KERNEL6}/64");
+    common::run(
+        "ip",
+        &["-n", &n, "addr", "add", &v6, "dev", &iface, "nodad"],
+    );
+    common::run("ip", &["-n", &n, "link", "set", &iface, "up"]);
+    Setup { app, ns }
+}
+
+/// `len` bytes that do not repeat with any short period.
+fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Sends `data` through a socat TCP client in the namespace and returns
+/// what came back.
+fn echo(ns: &Netns, address: &str, data: &[u8]) -> Vec<u8> {
+    let out = ns.socat(address, data);
+    assert!(
+        out.status.success(),
+        "socat {address}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn megabytes_come_back_intact_over_ipv4_and_ipv6() {
+    let s = start();
+    for (address, seed) in [
+        (format!("TCP:{STACK_IP}:7"), 1),
+        (format!("TCP6:[{STACK6}]:7"), 2),
+    ] {
+        let data = payload(3 << 20, seed);
+        let back = echo(&s.ns, &address, &data);
+        assert_eq!(back.len(), data.len(), "{address}");
+        assert!(back == data, "{address}: the echo differs");
+    }
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(app_counter(&done.stdout, "TcpPassiveOpens"), 2);
+    assert_eq!(app_counter(&done.stdout, "drop_tcp_bad_checksum"), 0);
+}
+
+#[test]
+fn many_connections_at_once_each_get_their_own_bytes() {
+    let s = start();
+    let clients: Vec<_> = (0..16u64)
+        .map(|i| {
+            let ns = s.ns.name.clone();
+            std::thread::spawn(move || {
+                let data = payload(200_000, 100 + i);
+                let out = common::socat_in(&ns, &format!("TCP:{STACK_IP}:7"), &data);
+                out.stdout == data
+            })
+        })
+        .collect();
+    let intact = clients
+        .into_iter()
+        .map(|c| c.join().unwrap_or(false))
+        .filter(|&ok| ok)
+        .count();
+    assert_eq!(intact, 16);
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(app_counter(&done.stdout, "TcpPassiveOpens"), 16);
+}
+
+#[test]
+fn a_closed_tcp_port_answers_with_a_reset() {
+    let s = start();
+    let out = s.ns.socat(&format!("TCP:{STACK_IP}:9"), b"anyone?");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Connection refused"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = s.app.stop_with(libc::SIGINT);
+    assert!(app_counter(&done.stdout, "TcpOutRsts") >= 1);
+}
