@@ -51,25 +51,8 @@ fn start_with(extra: &[&str]) -> Setup {
         .and_then(|w| w.split('/').next())
         .expect("the start line lists the link-local address")
         .to_owned();
-    let ns = Netns::create(&unique_name("dpstack-v6-"));
-    let n = ns.name.clone();
-    common::run("ip", &["link", "set", &iface, "netns", &n]);
-    common::run(
-        "ip",
-        &["-n", &n, "link", "set", &iface, "address", KERNEL_MAC],
-    );
-    // No duplicate address detection delay on the kernel side.
-    let out = ns.exec(
-        "sysctl",
-        &["-qw", &format!("net.ipv6.conf.{iface}.accept_dad=0")],
-    );
-    assert!(out.status.success());
     let address = format!("{KERNEL6}/64");
-    common::run(
-        "ip",
-        &["-n", &n, "addr", "add", &address, "dev", &iface, "nodad"],
-    );
-    common::run("ip", &["-n", &n, "link", "set", &iface, "up"]);
+    let ns = common::kernel_side("dpstack-v6-", &iface, KERNEL_MAC, &[&address]);
     Setup {
         app,
         ns,

@@ -288,6 +288,28 @@ pub fn socat_in(netns: &str, address: &str, input: &[u8]) -> std::process::Outpu
     output
 }
 
+/// Moves tap `iface` (a net_tap port's kernel side) into a new namespace
+/// named after `prefix` and makes it the kernel's end of the link: MAC
+/// `mac`, the `addresses` (IPv6 ones without duplicate address detection),
+/// up.
+pub fn kernel_side(prefix: &str, iface: &str, mac: &str, addresses: &[&str]) -> Netns {
+    let ns = Netns::create(&unique_name(prefix));
+    let n = ns.name.clone();
+    run("ip", &["link", "set", iface, "netns", &n]);
+    run("ip", &["-n", &n, "link", "set", iface, "address", mac]);
+    let no_dad = format!("net.ipv6.conf.{iface}.accept_dad=0");
+    assert!(ns.exec("sysctl", &["-qw", &no_dad]).status.success());
+    for address in addresses {
+        let mut args = vec!["-n", &n, "addr", "add", address, "dev", iface];
+        if address.contains(':') {
+            args.push("nodad");
+        }
+        run("ip", &args);
+    }
+    run("ip", &["-n", &n, "link", "set", iface, "up"]);
+    ns
+}
+
 /// A network namespace that is deleted when dropped.
 pub struct Netns {
     /// Its name.
