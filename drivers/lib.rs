@@ -18,6 +18,7 @@ pub mod clock;
 pub mod eal;
 pub mod error;
 pub mod ethdev;
+pub mod fault;
 pub mod kernel_udp;
 pub mod lcore;
 pub mod mbuf;

@@ -19,11 +19,16 @@ struct Setup {
 }
 
 fn start() -> Setup {
+    start_with(&[])
+}
+
+fn start_with(extra: &[&str]) -> Setup {
     let iface = unique_name("dpst");
     let vdev = format!("net_tap0,iface={iface}");
     let ip = format!("{STACK_IP}/24");
     let ip6 = format!("{STACK6}/64");
-    let args = ["--ip", &ip, "--ip", &ip6, "--udp", "7", "--tcp", "7"];
+    let mut args = vec!["--ip", &ip, "--ip", &ip6, "--udp", "7", "--tcp", "7"];
+    args.extend_from_slice(extra);
     let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
     app.wait_for_output("UDP port(s)");
     assert!(app.output_so_far().contains("echoing TCP port(s) 7"));
@@ -91,6 +96,44 @@ fn megabytes_come_back_intact_over_ipv4_and_ipv6() {
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(app_counter(&done.stdout, "TcpPassiveOpens"), 2);
     assert_eq!(app_counter(&done.stdout, "drop_tcp_bad_checksum"), 0);
+}
+
+#[test]
+fn transfers_survive_loss_duplication_and_reordering_on_the_path() {
+    // The stack's port drops, duplicates and reorders both ways (seeded):
+    // the kernel's TCP and ours must recover everything.
+    let s = start_with(&["--faults", "drop=0.02,dup=0.01,reorder=0.03,seed=11"]);
+    let mut failures = Vec::new();
+    for (address, seed) in [
+        (format!("TCP:{STACK_IP}:7"), 3),
+        (format!("TCP6:[{STACK6}]:7"), 4),
+    ] {
+        let data = payload(1 << 20, seed);
+        // Under load, a lost retransmission backs off for seconds.
+        let back = common::socat_patient(&s.ns.name, &address, &data, 20).stdout;
+        if back != data {
+            failures.push(format!(
+                "{address}: {} of {} bytes back",
+                back.len(),
+                data.len()
+            ));
+        }
+    }
+    let done = s.app.stop_with(libc::SIGINT);
+    assert!(failures.is_empty(), "{failures:?}\n{}", done.stdout);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let faults = done
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("faults on port 0: "))
+        .unwrap_or_else(|| panic!("fault summary: {}", done.stdout));
+    let dropped: u64 = faults
+        .split_whitespace()
+        .skip_while(|w| *w != "dropped")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(dropped > 10, "{faults}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ use clap::Parser;
 use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
+use dpstack::fault::{FaultPort, FaultSpec};
 use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
@@ -89,6 +90,10 @@ struct Cli {
     /// Buffers in the packet pool.
     #[arg(long, default_value_t = 8191, value_name = "N")]
     total_num_mbufs: u32,
+    /// Inject faults into every port, e.g. drop=0.02,dup=0.01,reorder=0.02,
+    /// delay=1ms,seed=7,dir=both (for testing peers against loss).
+    #[arg(long, value_name = "SPEC")]
+    faults: Option<FaultSpec>,
     /// Print the counters every N seconds.
     #[arg(long, value_name = "N")]
     stats_period: Option<u64>,
@@ -362,6 +367,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
     let (dad_tx, dad_rx) = crossbeam_channel::bounded::<Vec<(usize, Ipv6Cidr)>>(1);
     let sink = cli.sink;
+    let faults = cli.faults;
     let poller = {
         let stop = Arc::clone(&stop);
         move || {
@@ -369,7 +375,21 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 sink,
                 scratch: Box::new([0; 16384]),
             };
-            let report = poll_until_stopped(iface, queues, &stop, handler, dad_tx);
+            let report = match faults {
+                Some(spec) => {
+                    let faulty: Vec<FaultPort<EthQueue>> = queues
+                        .into_iter()
+                        .map(|q| FaultPort::new(q, spec))
+                        .collect();
+                    let counts: Vec<_> = faulty.iter().map(|p| Arc::clone(p.counts())).collect();
+                    let mut report = poll_until_stopped(iface, faulty, &stop, handler, dad_tx);
+                    for (port, c) in counts.iter().enumerate() {
+                        report.push_str(&format!("faults on port {port}: {}\n", c.summary()));
+                    }
+                    report
+                }
+                None => poll_until_stopped(iface, queues, &stop, handler, dad_tx),
+            };
             let _ = done_tx.send(report);
             0
         }
@@ -488,9 +508,9 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
 
 /// The lcore loop: one TSC read and one poll per iteration. Once no IPv6
 /// address is tentative any more, the duplicates found are sent on `dad`.
-fn poll_until_stopped(
+fn poll_until_stopped<P: Port<Buf = Mbuf>>(
     mut iface: Interface<Mbuf>,
-    mut queues: Vec<EthQueue>,
+    mut queues: Vec<P>,
     stop: &AtomicBool,
     mut handler: Echo,
     dad: crossbeam_channel::Sender<Vec<(usize, Ipv6Cidr)>>,

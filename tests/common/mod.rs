@@ -270,9 +270,23 @@ pub fn app_counter(output: &str, name: &str) -> u64 {
 /// a thread of its own (so a large echo cannot deadlock on full pipes); it
 /// gives up after 2 s of silence. Returns what it printed.
 pub fn socat_in(netns: &str, address: &str, input: &[u8]) -> std::process::Output {
+    socat_patient(netns, address, input, 2)
+}
+
+/// [`socat_in`] that waits up to `silence` seconds for the peer (for paths
+/// with loss, where backed-off retransmissions leave long gaps).
+pub fn socat_patient(
+    netns: &str,
+    address: &str,
+    input: &[u8],
+    silence: u32,
+) -> std::process::Output {
     use std::io::Write;
+    let silence = silence.to_string();
     let mut child = Command::new("ip")
-        .args(["netns", "exec", netns, "socat", "-T", "2", "-", address])
+        .args([
+            "netns", "exec", netns, "socat", "-T", &silence, "-", address,
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

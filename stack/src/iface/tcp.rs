@@ -119,6 +119,8 @@ struct Slot {
     active: bool,
     /// Accepted or Connected was reported.
     announced: bool,
+    /// Its table entry says TIME-WAIT.
+    marked_time_wait: bool,
 }
 
 /// The lcore's TCP state.
@@ -332,6 +334,7 @@ pub(crate) fn input<P: Port>(
             scope,
             active: false,
             announced: false,
+            marked_time_wait: false,
         });
         if core
             .tcp
@@ -486,8 +489,6 @@ pub(crate) fn flush<P: Port>(
         buf.adjust(start);
         if repr.flags & flags::RST != 0 {
             core.counters.count(Stat::TcpOutRsts);
-        } else if len < mss && repr.flags & flags::SYN != 0 {
-            core.counters.count(Stat::TcpActiveOpens);
         }
         let _ = finish(core, out, now, &tuple, scope, buf);
     }
@@ -550,8 +551,11 @@ pub(crate) fn after_activity<P: Port>(
     if readable {
         tcp.events.push((id, TcpEvent::Readable));
     }
-    if state == State::TimeWait {
+    if state == State::TimeWait && !tcp.slot(id).is_some_and(|s| s.marked_time_wait) {
         tcp.table.update(&tuple, ConnRef::new(id, true));
+        if let Some(slot) = tcp.slot(id) {
+            slot.marked_time_wait = true;
+        }
     }
     let Some(slot) = tcp.slot(id) else {
         return;
@@ -652,8 +656,10 @@ pub(crate) fn connect<P: Port>(
         scope,
         active: true,
         announced: false,
+        marked_time_wait: false,
     });
     core.tcp.table.update(&tuple, ConnRef::new(id, false));
+    core.counters.count(Stat::TcpActiveOpens);
     after_activity(core, out, now, id);
     Ok(id)
 }
