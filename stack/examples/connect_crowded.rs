@@ -49,7 +49,7 @@ fn run(mode: ConnectMode, secs: f64) -> f64 {
             std::thread::spawn(move || {
                 let mut count = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let Ok(port) =
+                    let Ok((port, _)) =
                         table.connect(local(), peer(), RANGE, 1, mode, |_| false, |_| false)
                     else {
                         continue;

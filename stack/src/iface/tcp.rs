@@ -207,9 +207,21 @@ impl TcpCore {
     fn remove(&mut self, id: ConnId) {
         let index = id.index as usize;
         if let Some(Some(slot)) = self.slots.get(index) {
-            self.table.remove(&slot.tuple);
+            // A connect may have taken a TIME-WAIT entry over: remove it
+            // only if it is still ours.
+            let ours = ConnRef::new(id, slot.marked_time_wait);
+            self.table.remove_if(&slot.tuple, ours);
         }
-        if let Some(entry) = self.slots.get_mut(index) {
+        self.free_slot(id);
+    }
+
+    /// Frees the slot of `id` (its table entry is not touched).
+    fn free_slot(&mut self, id: ConnId) {
+        let index = id.index as usize;
+        if self.generations.get(index) != Some(&id.generation) {
+            return;
+        }
+        if let Some(entry) = self.slots.get_mut(index).filter(|e| e.is_some()) {
             *entry = None;
             self.generations[index] = self.generations[index].wrapping_add(1) & 0x7fff_ffff;
             self.free.push(index as u32);
@@ -626,7 +638,7 @@ pub(crate) fn connect<P: Port>(
         false,
     );
     let range = core.tcp.ephemeral;
-    let port = core
+    let (port, replaced) = core
         .tcp
         .table
         .connect(
@@ -639,6 +651,10 @@ pub(crate) fn connect<P: Port>(
             |_| false,
         )
         .map_err(|_| TcpError::AddressNotAvailable)?;
+    if let Some(old) = replaced {
+        // A TIME-WAIT connection's 4-tuple was reused: it ends now.
+        core.tcp.free_slot(old.id());
+    }
     let tuple = FourTuple {
         local: SocketAddr::new(local_ip, port),
         remote,

@@ -244,6 +244,24 @@ impl<V: TableValue> ConnTable<V> {
         Ok(())
     }
 
+    /// Removes `key` if its value is `expected` (an owner letting go of an
+    /// entry someone may have taken over); true if it did.
+    pub fn remove_if(&self, key: &FourTuple, expected: V) -> bool
+    where
+        V: PartialEq,
+    {
+        let (bucket, fingerprint) = self.locate(key);
+        let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let chain = bucket.chain.load_full();
+        match chain.iter().find(|(k, _, _)| k == key) {
+            Some(&(_, value, _)) if value == expected => {
+                bucket.take(&chain, key, fingerprint);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Removes `key`; returns its value if it was there.
     pub fn remove(&self, key: &FourTuple) -> Option<V> {
         let (bucket, fingerprint) = self.locate(key);
@@ -269,9 +287,10 @@ impl<V: TableValue> ConnTable<V> {
 
     /// Picks a local port in `range` (inclusive) for a connection from
     /// `local_ip` to `remote`, inserts it with `value`, and returns the
-    /// port. An existing entry for a candidate is taken over if `reusable`
-    /// says so (a TIME-WAIT entry per RFC 6191's rules); `in_use(port)`
-    /// excludes ports bound otherwise (listeners).
+    /// port and the value it took over, if any: an existing entry for a
+    /// candidate is taken over if `reusable` says so (a TIME-WAIT entry per
+    /// RFC 6191's rules; its owner must let it go). `in_use(port)` excludes
+    /// ports bound otherwise (listeners).
     #[allow(clippy::too_many_arguments)]
     pub fn connect(
         &self,
@@ -282,7 +301,7 @@ impl<V: TableValue> ConnTable<V> {
         mode: ConnectMode,
         reusable: impl Fn(&V) -> bool,
         in_use: impl Fn(u16) -> bool,
-    ) -> Result<u16, ConnectError> {
+    ) -> Result<(u16, Option<V>), ConnectError> {
         let (low, high) = (range.0.min(range.1), range.0.max(range.1));
         let size = u32::from(high - low) + 1;
         // RFC 6056 algorithm 4: F (the offset) and G (the perturbation
@@ -306,16 +325,18 @@ impl<V: TableValue> ConnTable<V> {
             }
             let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
             let chain = bucket.chain.load_full();
-            if let Some((_, existing, _)) = chain.iter().find(|(k, _, _)| *k == key) {
-                if !reusable(existing) {
-                    continue;
-                }
+            let replaced = chain.iter().find(|(k, _, _)| *k == key).map(|e| e.1);
+            if replaced
+                .as_ref()
+                .is_some_and(|existing| !reusable(existing))
+            {
+                continue;
             }
             bucket.put(&chain, (key, value, fingerprint));
             // Move the next search for this destination on (RFC 6056 4:
             // by the tries it took, plus one).
             self.perturb[index].fetch_add(i + 1, Ordering::Relaxed);
-            return Ok(port);
+            return Ok((port, replaced));
         }
         Err(ConnectError::AddressNotAvailable)
     }

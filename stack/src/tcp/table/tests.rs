@@ -57,7 +57,8 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
                 never,
                 free,
             )
-            .unwrap();
+            .unwrap()
+            .0;
         assert!((5000..=5099).contains(&port));
         assert!(ports.insert(port), "port {port} given twice");
     }
@@ -97,7 +98,7 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
             never,
             free
         ),
-        Ok(5042)
+        Ok((5042, None))
     );
     table.remove(&tuple(5043, 80));
     assert_eq!(
@@ -127,7 +128,8 @@ fn consecutive_connects_to_one_destination_do_not_restart_from_the_same_port() {
             never,
             free,
         )
-        .unwrap();
+        .unwrap()
+        .0;
     table.remove(&tuple(first, 80));
     let second = table
         .connect(
@@ -139,7 +141,8 @@ fn consecutive_connects_to_one_destination_do_not_restart_from_the_same_port() {
             never,
             free,
         )
-        .unwrap();
+        .unwrap()
+        .0;
     assert_ne!(first, second, "the perturbation table moved the start");
 }
 
@@ -163,9 +166,13 @@ fn a_reusable_time_wait_entry_is_taken_over() {
             free,
         )
         .unwrap();
-    assert_eq!(port, 7004);
+    assert_eq!(port, (7004, Some(1)), "the TIME-WAIT entry is handed back");
     assert_eq!(table.lookup(&tuple(7004, 80)), Some(3));
     assert_eq!(table.len(), 10);
+    // Its old owner letting go does not remove the new entry.
+    assert!(!table.remove_if(&tuple(7004, 80), 1));
+    assert_eq!(table.lookup(&tuple(7004, 80)), Some(3));
+    assert!(table.remove_if(&tuple(7004, 80), 3));
 }
 
 #[test]
@@ -202,7 +209,7 @@ fn threads_connecting_at_once_never_share_a_four_tuple() {
                             never,
                             free,
                         ) {
-                            Ok(port) => got.push(port),
+                            Ok((port, _)) => got.push(port),
                             Err(ConnectError::AddressNotAvailable) => refused += 1,
                         }
                     }
