@@ -16,7 +16,7 @@ use super::Core;
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
-use crate::tcp::{Connection, Seq, State, TcpConfig, TcpError};
+use crate::tcp::{Buffers, Connection, Seq, State, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
@@ -136,7 +136,12 @@ pub(crate) struct TcpCore {
     secret: u64,
     /// Ports connects pick from.
     pub(crate) ephemeral: (u16, u16),
+    /// Buffer storage of finished connections, for the next ones.
+    spare: Vec<Buffers>,
 }
+
+/// Most spare buffer pairs kept.
+const SPARE_BUFFERS: usize = 256;
 
 impl core::fmt::Debug for TcpCore {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -163,7 +168,15 @@ impl TcpCore {
             events: Vec::new(),
             secret,
             ephemeral: (32768, 60999),
+            spare: Vec::new(),
         }
+    }
+
+    /// Storage for a new connection: recycled if there is some.
+    fn buffers(&mut self) -> Buffers {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| Buffers::new(&self.config))
     }
 
     /// The connection `id` names, if it still exists.
@@ -336,7 +349,9 @@ pub(crate) fn input<P: Port>(
         let iss = core.tcp.isn(&tuple, now);
         let mss = mss_for(core, tuple.local.ip());
         let ts_offset = (core.tcp.secret >> 7) as u32 ^ iss.0;
-        let conn = Connection::accept(&core.tcp.config, &repr, iss, mss, ts_offset, now);
+        let buffers = core.tcp.buffers();
+        let start = (iss, mss, ts_offset);
+        let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);
         let id = core.tcp.add(Slot {
             conn,
             tuple,
@@ -545,6 +560,14 @@ pub(crate) fn after_activity<P: Port>(
     let Some(slot) = tcp.slot(id) else {
         return;
     };
+    if let Some(buffers) = slot.conn.release_buffers() {
+        if tcp.spare.len() < SPARE_BUFFERS {
+            tcp.spare.push(buffers);
+        }
+    }
+    let Some(slot) = tcp.slot(id) else {
+        return;
+    };
     if state == State::Closed {
         let error = slot.conn.error();
         let report = slot.announced || slot.active;
@@ -662,7 +685,9 @@ pub(crate) fn connect<P: Port>(
     let iss = core.tcp.isn(&tuple, now);
     let mss = mss_for(core, local_ip);
     let ts_offset = (core.tcp.secret >> 9) as u32 ^ iss.0;
-    let conn = Connection::connect(&core.tcp.config, port, remote.port(), iss, mss, ts_offset);
+    let buffers = core.tcp.buffers();
+    let ports = (port, remote.port());
+    let conn = Connection::connect_with(&core.tcp.config, ports, iss, mss, ts_offset, buffers);
     let id = core.tcp.add(Slot {
         conn,
         tuple,

@@ -98,10 +98,27 @@ struct Ring {
 
 impl Ring {
     fn new(capacity: usize) -> Ring {
+        Ring::with_storage(vec![0; capacity.max(1)].into_boxed_slice())
+    }
+
+    /// A ring over `storage` (its old contents are never read: every byte
+    /// is written before it is read).
+    fn with_storage(storage: Box<[u8]>) -> Ring {
+        let storage = if storage.is_empty() {
+            vec![0; 1].into_boxed_slice()
+        } else {
+            storage
+        };
         Ring {
-            data: vec![0; capacity.max(1)].into_boxed_slice(),
+            data: storage,
             head: 0,
         }
+    }
+
+    /// Hands the storage back, leaving a one-byte ring.
+    fn take_storage(&mut self) -> Box<[u8]> {
+        self.head = 0;
+        core::mem::replace(&mut self.data, vec![0; 1].into_boxed_slice())
     }
 
     fn capacity(&self) -> usize {
@@ -146,6 +163,21 @@ impl SendBuffer {
             ring: Ring::new(capacity),
             len: 0,
         }
+    }
+
+    /// An empty buffer over recycled `storage`.
+    pub fn with_storage(storage: Box<[u8]>) -> SendBuffer {
+        SendBuffer {
+            ring: Ring::with_storage(storage),
+            len: 0,
+        }
+    }
+
+    /// Gives the storage back (the buffer is empty and one byte long
+    /// afterwards).
+    pub fn take_storage(&mut self) -> Box<[u8]> {
+        self.len = 0;
+        self.ring.take_storage()
     }
 
     /// Bytes held.
@@ -205,6 +237,23 @@ impl RecvBuffer {
             len: 0,
             ooo: Assembler::default(),
         }
+    }
+
+    /// An empty buffer over recycled `storage`.
+    pub fn with_storage(storage: Box<[u8]>) -> RecvBuffer {
+        RecvBuffer {
+            ring: Ring::with_storage(storage),
+            len: 0,
+            ooo: Assembler::default(),
+        }
+    }
+
+    /// Gives the storage back (the buffer is empty and one byte long
+    /// afterwards).
+    pub fn take_storage(&mut self) -> Box<[u8]> {
+        self.len = 0;
+        self.ooo = Assembler::default();
+        self.ring.take_storage()
     }
 
     /// Readable bytes.

@@ -155,6 +155,26 @@ pub struct Connection {
     pub(crate) error: Option<TcpError>,
 }
 
+/// A connection's buffer storage (send, receive), recycled between
+/// connections so that opening one allocates nothing.
+#[derive(Debug)]
+pub struct Buffers {
+    /// Send ring storage.
+    pub send: Box<[u8]>,
+    /// Receive ring storage.
+    pub recv: Box<[u8]>,
+}
+
+impl Buffers {
+    /// Fresh storage of the configured sizes.
+    pub fn new(config: &TcpConfig) -> Buffers {
+        Buffers {
+            send: vec![0; config.send_buffer.max(1)].into_boxed_slice(),
+            recv: vec![0; config.recv_buffer.max(1)].into_boxed_slice(),
+        }
+    }
+}
+
 /// Default MSS when the peer sends none (RFC 9293 3.7.1: 536 over IPv4).
 pub(crate) const DEFAULT_MSS: u16 = 536;
 
@@ -166,6 +186,7 @@ impl Connection {
         iss: Seq,
         our_mss: u16,
         ts_offset: u32,
+        buffers: Buffers,
     ) -> Connection {
         let our_mss = our_mss.max(64);
         Connection {
@@ -186,7 +207,7 @@ impl Connection {
             snd_wl1: Seq(0),
             snd_wl2: iss,
             snd_shift: 0,
-            send_buf: SendBuffer::new(config.send_buffer),
+            send_buf: SendBuffer::with_storage(buffers.send),
             data_start: iss + 1u32,
             fin_queued: false,
             snd_sml: iss,
@@ -194,7 +215,7 @@ impl Connection {
             rcv_nxt: Seq(0),
             rcv_shift: 0,
             rcv_adv: Seq(0),
-            recv_buf: RecvBuffer::new(config.recv_buffer),
+            recv_buf: RecvBuffer::with_storage(buffers.recv),
             fin_received: false,
             mss: DEFAULT_MSS.min(our_mss),
             our_mss,
@@ -232,8 +253,29 @@ impl Connection {
         our_mss: u16,
         ts_offset: u32,
     ) -> Connection {
+        let buffers = Buffers::new(config);
         let ports = (local_port, remote_port);
-        let mut conn = Connection::new(config, State::SynSent, ports, iss, our_mss, ts_offset);
+        Connection::connect_with(config, ports, iss, our_mss, ts_offset, buffers)
+    }
+
+    /// [`Connection::connect`] over recycled `buffers`.
+    pub fn connect_with(
+        config: &TcpConfig,
+        ports: (u16, u16),
+        iss: Seq,
+        our_mss: u16,
+        ts_offset: u32,
+        buffers: Buffers,
+    ) -> Connection {
+        let mut conn = Connection::new(
+            config,
+            State::SynSent,
+            ports,
+            iss,
+            our_mss,
+            ts_offset,
+            buffers,
+        );
         conn.rcv_shift = if config.rfc7323 {
             config.window_shift()
         } else {
@@ -253,10 +295,52 @@ impl Connection {
         ts_offset: u32,
         now: Instant,
     ) -> Connection {
+        let buffers = Buffers::new(config);
+        Connection::accept_with(config, syn, (iss, our_mss, ts_offset), now, buffers)
+    }
+
+    /// [`Connection::accept`] over recycled `buffers`; `start` is (ISS,
+    /// our MSS, timestamp offset).
+    pub fn accept_with(
+        config: &TcpConfig,
+        syn: &TcpRepr,
+        start: (Seq, u16, u32),
+        now: Instant,
+        buffers: Buffers,
+    ) -> Connection {
+        let (iss, our_mss, ts_offset) = start;
         let ports = (syn.dst_port, syn.src_port);
-        let mut conn = Connection::new(config, State::SynReceived, ports, iss, our_mss, ts_offset);
+        let mut conn = Connection::new(
+            config,
+            State::SynReceived,
+            ports,
+            iss,
+            our_mss,
+            ts_offset,
+            buffers,
+        );
         conn.take_syn(syn, now);
         conn
+    }
+
+    /// Hands the buffer storage back once the connection needs no data any
+    /// more (TIME-WAIT or CLOSED, and everything received was read, unless
+    /// it failed), for the next connection; `None` before, or if it was
+    /// already taken.
+    pub fn release_buffers(&mut self) -> Option<Buffers> {
+        if !matches!(self.state, State::TimeWait | State::Closed) {
+            return None;
+        }
+        if !self.recv_buf.is_empty() && self.error.is_none() {
+            return None;
+        }
+        if self.recv_buf.capacity() <= 1 {
+            return None;
+        }
+        Some(Buffers {
+            send: self.send_buf.take_storage(),
+            recv: self.recv_buf.take_storage(),
+        })
     }
 
     /// Records the peer's SYN: its ISN and the options both sides agree on

@@ -23,7 +23,7 @@ pub mod table;
 mod timers;
 
 pub use config::TcpConfig;
-pub use conn::{Connection, State, TcpError};
+pub use conn::{Buffers, Connection, State, TcpError};
 pub use input::Verdict;
 pub use seq::Seq;
 

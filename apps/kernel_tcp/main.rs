@@ -1,0 +1,167 @@
+//! `dpstack-kernel-tcp`: Linux-kernel TCP references for the benchmarks,
+//! on loopback, pinned to a CPU: an echo server and a
+//! connect/request/response/close (CRR) client, each with a fixed set of
+//! threads (no thread per connection).
+//!
+//! `dpstack-kernel-tcp serve --bind 127.0.0.1:9100 --cpu 1 --threads 8`
+//! `dpstack-kernel-tcp crr --target 127.0.0.1:9100 --cpu 0 --connections 8 --seconds 5`
+
+use clap::{Parser, Subcommand};
+use dpstack::kernel_udp::pin_to_cpu;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Kernel TCP reference programs for the benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "dpstack-kernel-tcp", version)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Echo every connection's bytes until it closes.
+    Serve {
+        /// Address to serve on (loopback).
+        #[arg(long, default_value = "127.0.0.1:9100")]
+        bind: SocketAddr,
+        /// CPU to pin every thread to.
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// Connections served at once (one thread each, made up front).
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+    },
+    /// Connect, send a request, read the echo, close; repeat.
+    Crr {
+        /// The server (loopback).
+        #[arg(long, default_value = "127.0.0.1:9100")]
+        target: SocketAddr,
+        /// CPU to pin every thread to.
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// Transactions in flight at once (one thread each).
+        #[arg(long, default_value_t = 8)]
+        connections: usize,
+        /// How long to run.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Bytes per request (and response).
+        #[arg(long, default_value_t = 64)]
+        request: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.mode {
+        Mode::Serve { bind, cpu, threads } => serve(bind, cpu, threads),
+        Mode::Crr {
+            target,
+            cpu,
+            connections,
+            seconds,
+            request,
+        } => crr(target, cpu, connections, seconds, request),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dpstack-kernel-tcp: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn pin(cpu: Option<usize>) {
+    if let Some(cpu) = cpu {
+        let _ = pin_to_cpu(cpu);
+    }
+}
+
+fn serve(bind: SocketAddr, cpu: Option<usize>, threads: usize) -> Result<(), String> {
+    if !bind.ip().is_loopback() {
+        return Err("serve on a loopback address only".into());
+    }
+    let listener = Arc::new(TcpListener::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?);
+    println!("dpstack-kernel-tcp: serving on {bind}");
+    let workers: Vec<_> = (0..threads.max(1))
+        .map(|_| {
+            let listener = Arc::clone(&listener);
+            std::thread::spawn(move || {
+                pin(cpu);
+                let mut buf = vec![0u8; 65536];
+                while let Ok((mut stream, _)) = listener.accept() {
+                    let _ = stream.set_nodelay(true);
+                    while let Ok(n) = stream.read(&mut buf) {
+                        if n == 0 || stream.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        let _ = worker.join();
+    }
+    Ok(())
+}
+
+fn crr(
+    target: SocketAddr,
+    cpu: Option<usize>,
+    connections: usize,
+    seconds: f64,
+    request: usize,
+) -> Result<(), String> {
+    if !target.ip().is_loopback() {
+        return Err("connect to a loopback address only".into());
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..connections.max(1))
+        .map(|_| {
+            let (done, failed, stop) = (Arc::clone(&done), Arc::clone(&failed), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                pin(cpu);
+                let message = vec![0x5au8; request];
+                let mut reply = vec![0u8; request];
+                while !stop.load(Ordering::Relaxed) {
+                    let ok = (|| -> std::io::Result<()> {
+                        let mut stream = TcpStream::connect(target)?;
+                        stream.set_nodelay(true)?;
+                        stream.write_all(&message)?;
+                        stream.read_exact(&mut reply)?;
+                        stream.shutdown(Shutdown::Both)
+                    })();
+                    match ok {
+                        Ok(()) => done.fetch_add(1, Ordering::Relaxed),
+                        Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        let _ = worker.join();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let transactions = done.load(Ordering::Relaxed);
+    println!(
+        "dpstack-kernel-tcp: {transactions} transactions in {secs:.2} s: {:.0} transactions/s \
+         ({connections} at once), {} failed",
+        transactions as f64 / secs,
+        failed.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
