@@ -5,6 +5,11 @@
 //!
 //! `dpstack-kernel-tcp serve --bind 127.0.0.1:9100 --cpu 1 --threads 8`
 //! `dpstack-kernel-tcp crr --target 127.0.0.1:9100 --cpu 0 --connections 8 --seconds 5`
+//! `dpstack-kernel-tcp bulk --target 10.98.0.1:9100 --cpu 0 --bytes 200000000`
+//!
+//! Servers bind anywhere (the benchmark runs them in namespaces it creates);
+//! clients connect to loopback or, with `--namespaced`, to an address of a
+//! namespace the caller made.
 
 use clap::{Parser, Subcommand};
 use dpstack::kernel_udp::pin_to_cpu;
@@ -37,6 +42,22 @@ enum Mode {
         #[arg(long, default_value_t = 8)]
         threads: usize,
     },
+    /// Send bytes on one connection while reading their echo; report the
+    /// rate one way.
+    Bulk {
+        /// The echo server.
+        #[arg(long)]
+        target: SocketAddr,
+        /// CPU to pin to.
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// Bytes to send (and read back).
+        #[arg(long, default_value_t = 100_000_000)]
+        bytes: usize,
+        /// The target is in a network namespace the caller created.
+        #[arg(long)]
+        namespaced: bool,
+    },
     /// Connect, send a request, read the echo, close; repeat.
     Crr {
         /// The server (loopback).
@@ -68,6 +89,12 @@ fn main() -> ExitCode {
             seconds,
             request,
         } => crr(target, cpu, connections, seconds, request),
+        Mode::Bulk {
+            target,
+            cpu,
+            bytes,
+            namespaced,
+        } => bulk(target, cpu, bytes, namespaced),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -85,9 +112,6 @@ fn pin(cpu: Option<usize>) {
 }
 
 fn serve(bind: SocketAddr, cpu: Option<usize>, threads: usize) -> Result<(), String> {
-    if !bind.ip().is_loopback() {
-        return Err("serve on a loopback address only".into());
-    }
     let listener = Arc::new(TcpListener::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?);
     println!("dpstack-kernel-tcp: serving on {bind}");
     let workers: Vec<_> = (0..threads.max(1))
@@ -110,6 +134,55 @@ fn serve(bind: SocketAddr, cpu: Option<usize>, threads: usize) -> Result<(), Str
     for worker in workers {
         let _ = worker.join();
     }
+    Ok(())
+}
+
+fn bulk(
+    target: SocketAddr,
+    cpu: Option<usize>,
+    bytes: usize,
+    namespaced: bool,
+) -> Result<(), String> {
+    if !target.ip().is_loopback() && !namespaced {
+        return Err("connect to loopback, or pass --namespaced for a namespace you made".into());
+    }
+    pin(cpu);
+    let stream = TcpStream::connect(target).map_err(|e| format!("connect {target}: {e}"))?;
+    let mut reader = stream.try_clone().map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let writer = {
+        let mut stream = stream;
+        std::thread::spawn(move || {
+            pin(cpu);
+            let chunk = vec![0xa5u8; 65536];
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                if stream.write_all(&chunk[..n]).is_err() {
+                    return;
+                }
+                left -= n;
+            }
+            let _ = stream.shutdown(Shutdown::Write);
+        })
+    };
+    let mut buf = vec![0u8; 65536];
+    let mut got = 0usize;
+    while got < bytes {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    let _ = writer.join();
+    let secs = start.elapsed().as_secs_f64();
+    if got < bytes {
+        return Err(format!("only {got} of {bytes} bytes came back"));
+    }
+    println!(
+        "dpstack-kernel-tcp: {bytes} bytes each way in {secs:.2} s: {:.1} Mbit/s",
+        bytes as f64 * 8.0 / secs / 1e6
+    );
     Ok(())
 }
 

@@ -80,9 +80,21 @@ struct Cli {
     faults: Option<FaultSpec>,
 }
 
-/// Byte `i` of every bulk stream.
+/// Period of the stream pattern (a prime, so the pattern does not line up
+/// with segment or buffer sizes).
+const PERIOD: usize = 65521;
+
+/// Byte `i` of every stream.
 fn pattern(i: usize) -> u8 {
+    let i = i % PERIOD;
     (i.wrapping_mul(7) ^ (i >> 9)) as u8
+}
+
+/// Two periods of the pattern: the `n <= PERIOD` bytes from stream offset
+/// `at` are `table[at % PERIOD..][..n]`, so sending and checking are slice
+/// copies and compares.
+fn pattern_table() -> Vec<u8> {
+    (0..2 * PERIOD).map(pattern).collect()
 }
 
 #[derive(Default)]
@@ -100,6 +112,7 @@ struct Load {
     request: usize,
     streams: HashMap<ConnId, Stream>,
     scratch: Vec<u8>,
+    table: Vec<u8>,
     verified: usize,
     failed: usize,
     transactions: u64,
@@ -130,17 +143,16 @@ impl Load {
             if n == 0 {
                 break;
             }
-            for (k, &b) in self.scratch[..n].iter().enumerate() {
-                if b != pattern(stream.received + k) {
-                    stream.mismatch = true;
-                }
+            let at = stream.received % PERIOD;
+            if self.scratch[..n] != self.table[at..at + n] {
+                stream.mismatch = true;
             }
             stream.received += n;
         }
         while stream.sent < target {
-            let end = target.min(stream.sent + self.scratch.len());
-            let chunk: Vec<u8> = (stream.sent..end).map(pattern).collect();
-            match ctx.tcp_send(conn, &chunk) {
+            let n = (target - stream.sent).min(PERIOD);
+            let at = stream.sent % PERIOD;
+            match ctx.tcp_send(conn, &self.table[at..at + n]) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => stream.sent += n,
             }
@@ -276,6 +288,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         request: cli.request.max(1),
         streams: HashMap::new(),
         scratch: vec![0; 16384],
+        table: pattern_table(),
         verified: 0,
         failed: 0,
         transactions: 0,
