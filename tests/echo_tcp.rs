@@ -161,6 +161,23 @@ fn many_connections_at_once_each_get_their_own_bytes() {
 }
 
 #[test]
+fn application_threads_echo_through_queue_mode_streams() {
+    let s = start_with(&["--queue-mode"]);
+    for (address, seed) in [
+        (format!("TCP:{STACK_IP}:7"), 7),
+        (format!("TCP6:[{STACK6}]:7"), 8),
+    ] {
+        let data = payload(2 << 20, seed);
+        let back = echo(&s.ns, &address, &data);
+        assert_eq!(back.len(), data.len(), "{address}");
+        assert!(back == data, "{address}: the echo differs");
+    }
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(app_counter(&done.stdout, "TcpPassiveOpens"), 2);
+}
+
+#[test]
 fn a_closed_tcp_port_answers_with_a_reset() {
     let s = start();
     let out = s.ns.socat(&format!("TCP:{STACK_IP}:9"), b"anyone?");

@@ -30,7 +30,7 @@ use dpstack::stack::iface::{
 };
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
-use dpstack::stack::socket::{SocketError, UdpSocket};
+use dpstack::stack::socket::{SocketError, TcpListener, TcpStream, UdpSocket};
 use dpstack::stack::udp::{BindOptions, SocketId};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -357,10 +357,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     } else {
         IpAddr::V4(Ipv4Addr::UNSPECIFIED)
     };
-    for &port in &cli.tcp_ports {
-        iface
-            .tcp_listen(SocketAddr::new(any, port), 1024)
-            .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+    if !cli.queue_mode {
+        for &port in &cli.tcp_ports {
+            iface
+                .tcp_listen(SocketAddr::new(any, port), 1024)
+                .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+        }
     }
     let counters = Arc::clone(iface.counters());
     let stop = Arc::new(AtomicBool::new(false));
@@ -413,6 +415,15 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             let app_stop = Arc::clone(&app_stop);
             app_threads.push(std::thread::spawn(move || {
                 echo_from_thread(&socket, &app_stop)
+            }));
+        }
+        for &port in &cli.tcp_ports {
+            let listener = stack
+                .tcp_listen(SocketAddr::new(any, port), 128)
+                .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+            let app_stop = Arc::clone(&app_stop);
+            app_threads.push(std::thread::spawn(move || {
+                accept_from_thread(&listener, &app_stop)
             }));
         }
     }
@@ -498,6 +509,49 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
             Ok(_) => {
                 for datagram in batch.drain(..) {
                     let _ = socket.send_to(datagram.payload(), datagram.src());
+                }
+            }
+            Err(SocketError::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Queue mode: accepts connections and echoes each from a thread of its
+/// own, until told to stop.
+fn accept_from_thread(listener: &TcpListener<PoolPair>, stop: &Arc<AtomicBool>) {
+    let mut connections = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept(Some(Duration::from_millis(100))) {
+            Ok((stream, _peer)) => {
+                let stop = Arc::clone(stop);
+                connections.push(std::thread::spawn(move || echo_stream(stream, &stop)));
+            }
+            Err(SocketError::TimedOut) => {}
+            Err(_) => break,
+        }
+        connections.retain(|c| !c.is_finished());
+    }
+    for connection in connections {
+        let _ = connection.join();
+    }
+}
+
+/// Echoes one connection's bytes until the peer closes (then our side
+/// closes as the stream drops).
+fn echo_stream(mut stream: TcpStream<PoolPair>, stop: &AtomicBool) {
+    let mut buf = vec![0u8; 16384];
+    while !stop.load(Ordering::Relaxed) {
+        match stream.read(&mut buf, Some(Duration::from_millis(100))) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut written = 0;
+                while written < n && !stop.load(Ordering::Relaxed) {
+                    match stream.write(&buf[written..n], Some(Duration::from_millis(100))) {
+                        Ok(k) => written += k,
+                        Err(SocketError::TimedOut) => {}
+                        Err(_) => return,
+                    }
                 }
             }
             Err(SocketError::TimedOut) => {}

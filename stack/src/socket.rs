@@ -16,10 +16,17 @@
 //! The lcore side takes no lock in the common case; the only lock is the
 //! condition variable's, taken by the lcore only when a receiver sleeps.
 
+pub mod tcp;
+
+pub use tcp::{TcpListener, TcpStream};
+
+use crate::iface::{ConnId, ListenError};
 use crate::port::Buf;
+use crate::tcp::TcpError;
 use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId};
 use core::net::SocketAddr;
 use crossbeam_queue::ArrayQueue;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -57,6 +64,10 @@ pub enum SocketError {
     /// The peer (or a router) answered an earlier datagram of this
     /// connected socket with an error.
     Peer(PeerError),
+    /// A TCP connection failed (refused, reset, timed out, no port).
+    Tcp(TcpError),
+    /// A TCP listen failed.
+    Listen(ListenError),
 }
 
 impl core::fmt::Display for SocketError {
@@ -69,6 +80,8 @@ impl core::fmt::Display for SocketError {
             SocketError::TooLarge => f.write_str("payload too large for one buffer"),
             SocketError::TimedOut => f.write_str("timed out"),
             SocketError::Peer(e) => e.fmt(f),
+            SocketError::Tcp(e) => e.fmt(f),
+            SocketError::Listen(e) => write!(f, "listen: {e}"),
         }
     }
 }
@@ -91,6 +104,20 @@ pub(crate) enum Command<B: Buf> {
     Close {
         socket: SocketId,
     },
+    TcpListen {
+        local: SocketAddr,
+        backlog: usize,
+        queue: Arc<tcp::AcceptQueue<B>>,
+        reply: crossbeam_channel::Sender<Result<(), ListenError>>,
+    },
+    TcpUnlisten {
+        local: SocketAddr,
+    },
+    TcpConnect {
+        remote: SocketAddr,
+        stream: Arc<tcp::StreamQueue<B>>,
+        reply: crossbeam_channel::Sender<Result<(), TcpError>>,
+    },
 }
 
 /// A datagram for the lcore to send; `buf` holds the payload only.
@@ -106,6 +133,11 @@ pub(crate) struct SendRequest<B> {
 pub(crate) struct Shared<B: Buf> {
     pub(crate) commands: ArrayQueue<Command<B>>,
     pub(crate) sends: ArrayQueue<SendRequest<B>>,
+    /// TCP streams an application thread read from or wrote to since the
+    /// lcore last looked.
+    pub(crate) attention: ArrayQueue<ConnId>,
+    /// The attention queue overflowed: the lcore looks at every stream.
+    pub(crate) attend_all: AtomicBool,
 }
 
 impl<B: Buf> Shared<B> {
@@ -113,6 +145,15 @@ impl<B: Buf> Shared<B> {
         Shared {
             commands: ArrayQueue::new(64),
             sends: ArrayQueue::new(capacity),
+            attention: ArrayQueue::new(4096),
+            attend_all: AtomicBool::new(false),
+        }
+    }
+
+    /// Asks the lcore to look at stream `id` on its next poll.
+    pub(crate) fn attend(&self, id: ConnId) {
+        if self.attention.push(id).is_err() {
+            self.attend_all.store(true, Ordering::Release);
         }
     }
 }
@@ -289,6 +330,68 @@ impl<P: BufPool> StackHandle<P> {
             shared: Arc::clone(&self.shared),
             pool: Arc::clone(&self.pool),
         })
+    }
+}
+
+impl<P: BufPool> StackHandle<P> {
+    /// Listens for TCP connections on `local` (an unspecified address takes
+    /// every address; `[::]` both families), with room for `backlog`
+    /// connections not yet accepted.
+    pub fn tcp_listen(
+        &self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<TcpListener<P>, SocketError> {
+        let local = local.into();
+        let queue = Arc::new(tcp::AcceptQueue::new(backlog));
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let command = Command::TcpListen {
+            local,
+            backlog,
+            queue: Arc::clone(&queue),
+            reply,
+        };
+        self.shared
+            .commands
+            .push(command)
+            .map_err(|_| SocketError::Busy)?;
+        answer
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| SocketError::Closed)?
+            .map_err(SocketError::Listen)?;
+        Ok(TcpListener::new(
+            local,
+            queue,
+            Arc::clone(&self.shared),
+            Arc::clone(&self.pool),
+        ))
+    }
+
+    /// Opens a TCP connection to `remote`, waiting up to `timeout` for the
+    /// handshake (`None`: as long as the SYN retries last).
+    pub fn tcp_connect(
+        &self,
+        remote: impl Into<SocketAddr>,
+        timeout: Option<Duration>,
+    ) -> Result<TcpStream<P>, SocketError> {
+        let stream = Arc::new(tcp::StreamQueue::new());
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let command = Command::TcpConnect {
+            remote: remote.into(),
+            stream: Arc::clone(&stream),
+            reply,
+        };
+        self.shared
+            .commands
+            .push(command)
+            .map_err(|_| SocketError::Busy)?;
+        answer
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| SocketError::Closed)?
+            .map_err(SocketError::Tcp)?;
+        let stream = TcpStream::new(stream, Arc::clone(&self.shared), Arc::clone(&self.pool));
+        stream.wait_open(timeout)?;
+        Ok(stream)
     }
 }
 

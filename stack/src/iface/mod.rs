@@ -286,7 +286,7 @@ pub(crate) struct Core<B: Buf> {
     /// until when).
     pub(crate) ra_default: Option<(usize, Ipv6Addr, Instant)>,
     /// TCP connections, listeners and their timers.
-    pub(crate) tcp: tcp::TcpCore,
+    pub(crate) tcp: tcp::TcpCore<B>,
 }
 
 /// Most socket errors kept per burst.
@@ -909,7 +909,8 @@ impl<B: Buf> Interface<B> {
         if let Some(shared) = shared.as_deref() {
             // Sends first: a socket's last datagrams go out before its close.
             send_queued(core, shared, &mut out, now);
-            run_commands(core, queues, shared);
+            run_commands(core, queues, shared, &mut out, now);
+            tcp::attend(core, &mut out, now, shared);
         }
         if !*announced {
             *announced = true;
@@ -1196,10 +1197,12 @@ fn hand_over<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
 }
 
 /// Applies binds, connects and closes from application threads.
-fn run_commands<B: Buf>(
+fn run_commands<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
     queues: &mut Vec<Option<Arc<SocketQueue<B>>>>,
     shared: &Shared<B>,
+    out: &mut Out<'_, P>,
+    now: Instant,
 ) {
     for _ in 0..MAX_COMMANDS_PER_POLL {
         let Some(command) = shared.commands.pop() else {
@@ -1233,6 +1236,22 @@ fn run_commands<B: Buf>(
                 core.udp.connect(socket, remote);
             }
             Command::Close { socket } => close_queued(core, queues, socket),
+            Command::TcpListen {
+                local,
+                backlog,
+                queue,
+                reply,
+            } => {
+                let _ = reply.try_send(tcp::listen_queued(core, local, backlog, queue));
+            }
+            Command::TcpUnlisten { local } => tcp::unlisten(core, local),
+            Command::TcpConnect {
+                remote,
+                stream,
+                reply,
+            } => {
+                let _ = reply.try_send(tcp::connect_queued(core, out, now, remote, stream));
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ use super::tx::Out;
 use super::Core;
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, Port};
+use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::{Buffers, Connection, Seq, State, TcpConfig, TcpError};
 use crate::time::Instant;
@@ -97,15 +98,22 @@ impl TableValue for ConnRef {
     }
 }
 
-struct Listener {
+struct Listener<B: Buf> {
     local: SocketAddr,
+    /// Queue mode: accepted connections go here for application threads.
+    accept: Option<Arc<AcceptQueue<B>>>,
     /// Connections in SYN-RECEIVED at most.
     backlog: usize,
     pending: usize,
 }
 
-struct Slot {
+struct Slot<B: Buf> {
     conn: Connection,
+    /// Queue mode: the application thread's side.
+    stream: Option<Arc<StreamQueue<B>>>,
+    /// Queue mode: a buffer from the application only partly taken into
+    /// the send buffer: (buffer, bytes taken).
+    tx_partial: Option<(B, usize)>,
     tuple: FourTuple,
     /// The listener that made it (until its handshake completes).
     listener: Option<usize>,
@@ -124,13 +132,13 @@ struct Slot {
 }
 
 /// The lcore's TCP state.
-pub(crate) struct TcpCore {
+pub(crate) struct TcpCore<B: Buf> {
     pub(crate) config: TcpConfig,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<Slot<B>>>,
     generations: Vec<u32>,
     free: Vec<u32>,
     pub(crate) table: Arc<ConnTable<ConnRef>>,
-    listeners: Vec<Listener>,
+    listeners: Vec<Listener<B>>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     pub(crate) events: Vec<(ConnId, TcpEvent)>,
     secret: u64,
@@ -143,7 +151,7 @@ pub(crate) struct TcpCore {
 /// Most spare buffer pairs kept.
 const SPARE_BUFFERS: usize = 256;
 
-impl core::fmt::Debug for TcpCore {
+impl<B: Buf> core::fmt::Debug for TcpCore<B> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TcpCore")
             .field("connections", &(self.slots.len() - self.free.len()))
@@ -155,8 +163,8 @@ impl core::fmt::Debug for TcpCore {
 /// Room kept in front of a segment's payload for its headers.
 const HEADROOM: usize = 14 + 40 + 60;
 
-impl TcpCore {
-    pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore {
+impl<B: Buf> TcpCore<B> {
+    pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore<B> {
         TcpCore {
             config,
             slots: Vec::new(),
@@ -193,7 +201,7 @@ impl TcpCore {
         self.slots.get(index)?.as_ref().map(|s| &s.conn)
     }
 
-    fn slot(&mut self, id: ConnId) -> Option<&mut Slot> {
+    fn slot(&mut self, id: ConnId) -> Option<&mut Slot<B>> {
         let index = id.index as usize;
         if self.generations.get(index) != Some(&id.generation) {
             return None;
@@ -201,7 +209,7 @@ impl TcpCore {
         self.slots.get_mut(index)?.as_mut()
     }
 
-    fn add(&mut self, slot: Slot) -> ConnId {
+    fn add(&mut self, slot: Slot<B>) -> ConnId {
         let index = match self.free.pop() {
             Some(index) => index,
             None => {
@@ -293,10 +301,143 @@ pub(crate) fn listen<B: Buf>(
     }
     core.tcp.listeners.push(Listener {
         local,
+        accept: None,
         backlog: backlog.max(1),
         pending: 0,
     });
     Ok(())
+}
+
+/// Queue mode: listens on `local`; accepted connections go to `queue`.
+pub(crate) fn listen_queued<B: Buf>(
+    core: &mut Core<B>,
+    local: SocketAddr,
+    backlog: usize,
+    queue: Arc<AcceptQueue<B>>,
+) -> Result<(), ListenError> {
+    listen(core, local, backlog)?;
+    if let Some(listener) = core.tcp.listeners.last_mut() {
+        listener.accept = Some(queue);
+    }
+    Ok(())
+}
+
+/// Stops listening on `local` (connections in progress carry on).
+pub(crate) fn unlisten<B: Buf>(core: &mut Core<B>, local: SocketAddr) {
+    if let Some(at) = core.tcp.listeners.iter().position(|l| l.local == local) {
+        // Keep indexes stable for connections still in their handshake.
+        let listener = &mut core.tcp.listeners[at];
+        listener.accept = None;
+        listener.local = SocketAddr::new(local.ip(), 0);
+        listener.backlog = 0;
+    }
+}
+
+/// Queue mode: opens a connection to `remote` for an application thread.
+pub(crate) fn connect_queued<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    remote: SocketAddr,
+    stream: Arc<StreamQueue<P::Buf>>,
+) -> Result<(), TcpError> {
+    *stream.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(remote);
+    let id = connect_with(core, out, now, remote, Some(stream))?;
+    let _ = id;
+    Ok(())
+}
+
+/// Looks at the streams application threads touched since the last poll.
+pub(crate) fn attend<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    shared: &crate::socket::Shared<P::Buf>,
+) {
+    if shared
+        .attend_all
+        .swap(false, core::sync::atomic::Ordering::AcqRel)
+    {
+        let all: Vec<ConnId> = (0..core.tcp.slots.len())
+            .filter(|&i| {
+                core.tcp.slots[i]
+                    .as_ref()
+                    .is_some_and(|s| s.stream.is_some())
+            })
+            .map(|i| ConnId {
+                index: i as u32,
+                generation: core.tcp.generations[i],
+            })
+            .collect();
+        for id in all {
+            after_activity(core, out, now, id);
+        }
+    }
+    for _ in 0..1024 {
+        let Some(id) = shared.attention.pop() else {
+            return;
+        };
+        after_activity(core, out, now, id);
+    }
+}
+
+/// Queue mode: moves received bytes into buffers for the application (while
+/// its queue has room), takes what it wrote into the send buffer (while
+/// that has room), and passes its shutdown on.
+fn pump<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, id: ConnId) {
+    let Some(stream) = core.tcp.slot(id).and_then(|s| s.stream.clone()) else {
+        return;
+    };
+    let mut woke = false;
+    while core.tcp.slot(id).is_some_and(|s| s.conn.recv_ready() > 0) && !stream.rx.is_full() {
+        let Some(mut buf) = out.alloc(0) else {
+            break;
+        };
+        let room = buf.tailroom().min(4096);
+        let Some(area) = buf.append(room) else {
+            break;
+        };
+        let Some(slot) = core.tcp.slot(id) else {
+            return;
+        };
+        let n = slot.conn.recv(area).unwrap_or(0);
+        buf.trim(room - n);
+        if n == 0 || stream.rx.push(buf).is_err() {
+            break;
+        }
+        woke = true;
+    }
+    let Some(slot) = core.tcp.slot(id) else {
+        return;
+    };
+    if slot.conn.at_eof() && !stream.has(EOF) {
+        stream.set(EOF);
+        woke = true;
+    }
+    loop {
+        let (buf, taken) = match slot.tx_partial.take() {
+            Some(partial) => partial,
+            None => match stream.tx.pop() {
+                Some(buf) => {
+                    woke = true; // room in the queue for the writer
+                    (buf, 0)
+                }
+                None => break,
+            },
+        };
+        let n = slot.conn.send(&buf.data()[taken..]).unwrap_or(0);
+        if taken + n < buf.len() {
+            slot.tx_partial = Some((buf, taken + n));
+            break;
+        }
+    }
+    let drained = slot.tx_partial.is_none() && stream.tx.is_empty();
+    if stream.has(SHUTDOWN) && drained && slot.conn.may_send() {
+        slot.conn.close();
+    }
+    if woke {
+        stream.waker.wake();
+    }
 }
 
 /// A TCP segment for us, from the IPv4 or IPv6 layer: `segment` is its
@@ -354,6 +495,8 @@ pub(crate) fn input<P: Port>(
         let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);
         let id = core.tcp.add(Slot {
             conn,
+            stream: None,
+            tx_partial: None,
             tuple,
             listener: Some(l),
             armed: None,
@@ -530,15 +673,18 @@ pub(crate) fn after_activity<P: Port>(
     now: Instant,
     id: ConnId,
 ) {
+    pump(core, out, id);
     flush(core, out, now, id);
     let tcp = &mut core.tcp;
     let Some(slot) = tcp.slot(id) else {
         return;
     };
     let state = slot.conn.state();
+    let mut from_listener = None;
     if let Some(l) = slot.listener {
         if state != State::SynReceived {
             slot.listener = None;
+            from_listener = Some(l);
             if let Some(listener) = tcp.listeners.get_mut(l) {
                 listener.pending = listener.pending.saturating_sub(1);
             }
@@ -550,16 +696,54 @@ pub(crate) fn after_activity<P: Port>(
     let opened = !matches!(state, State::SynSent | State::SynReceived | State::Closed);
     if opened && !slot.announced {
         slot.announced = true;
-        let event = if slot.active {
-            TcpEvent::Connected
-        } else {
-            TcpEvent::Accepted
-        };
-        tcp.events.push((id, event));
+        let active = slot.active;
+        let tuple = slot.tuple;
+        let queued = from_listener
+            .and_then(|l| tcp.listeners.get(l))
+            .and_then(|l| l.accept.clone());
+        match (&tcp.slot(id).and_then(|s| s.stream.clone()), queued) {
+            (Some(stream), _) => {
+                // A connect from an application thread completed.
+                stream.set(OPEN);
+                stream.waker.wake();
+            }
+            (None, Some(queue)) if !active => {
+                // Queue mode: the application accepts it from its queue.
+                let stream = Arc::new(StreamQueue::new());
+                *stream.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
+                *stream.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(tuple.remote);
+                stream.set(OPEN);
+                if queue.streams.push(Arc::clone(&stream)).is_ok() {
+                    if let Some(slot) = tcp.slot(id) {
+                        slot.stream = Some(stream);
+                    }
+                    queue.waker.wake();
+                } else {
+                    core.counters.count_drop(DropReason::TcpListenOverflow);
+                    if let Some(slot) = core.tcp.slot(id) {
+                        slot.conn.abort();
+                    }
+                    return after_activity(core, out, now, id);
+                }
+            }
+            _ => {
+                let event = if active {
+                    TcpEvent::Connected
+                } else {
+                    TcpEvent::Accepted
+                };
+                tcp.events.push((id, event));
+            }
+        }
     }
+    let tcp = &mut core.tcp;
     let Some(slot) = tcp.slot(id) else {
         return;
     };
+    if slot.stream.is_some() && opened {
+        // Data may have arrived with the handshake: move it now.
+        slot.quiet = true;
+    }
     if let Some(buffers) = slot.conn.release_buffers() {
         if tcp.spare.len() < SPARE_BUFFERS {
             tcp.spare.push(buffers);
@@ -571,14 +755,26 @@ pub(crate) fn after_activity<P: Port>(
     if state == State::Closed {
         let error = slot.conn.error();
         let report = slot.announced || slot.active;
+        if let Some(stream) = slot.stream.take() {
+            stream
+                .error
+                .store(error_code(error), core::sync::atomic::Ordering::Release);
+            stream.set(CLOSED);
+            stream.waker.wake();
+            tcp.remove(id);
+            return;
+        }
         tcp.remove(id);
         if report {
             tcp.events.push((id, TcpEvent::Closed(error)));
         }
         return;
     }
-    let readable =
-        !slot.quiet && slot.announced && (slot.conn.recv_ready() > 0 || slot.conn.at_eof());
+    let queue_mode = slot.stream.is_some();
+    let readable = !queue_mode
+        && !slot.quiet
+        && slot.announced
+        && (slot.conn.recv_ready() > 0 || slot.conn.at_eof());
     if readable {
         slot.quiet = true;
     }
@@ -631,6 +827,17 @@ pub(crate) fn connect<P: Port>(
     out: &mut Out<'_, P>,
     now: Instant,
     remote: SocketAddr,
+) -> Result<ConnId, TcpError> {
+    connect_with(core, out, now, remote, None)
+}
+
+/// [`connect`], for an application thread's `stream` in queue mode.
+fn connect_with<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    remote: SocketAddr,
+    stream: Option<Arc<StreamQueue<P::Buf>>>,
 ) -> Result<ConnId, TcpError> {
     let scope = match remote {
         SocketAddr::V6(v6) => v6.scope_id(),
@@ -688,8 +895,14 @@ pub(crate) fn connect<P: Port>(
     let buffers = core.tcp.buffers();
     let ports = (port, remote.port());
     let conn = Connection::connect_with(&core.tcp.config, ports, iss, mss, ts_offset, buffers);
+    if let Some(stream) = &stream {
+        // Its id is set below, before anything can need it.
+        let _ = stream;
+    }
     let id = core.tcp.add(Slot {
         conn,
+        stream: stream.clone(),
+        tx_partial: None,
         tuple,
         listener: None,
         armed: None,
@@ -700,6 +913,9 @@ pub(crate) fn connect<P: Port>(
         marked_time_wait: false,
     });
     core.tcp.table.update(&tuple, ConnRef::new(id, false));
+    if let Some(stream) = &stream {
+        *stream.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
+    }
     core.counters.count(Stat::TcpActiveOpens);
     after_activity(core, out, now, id);
     Ok(id)

@@ -1,0 +1,395 @@
+//! Queue-mode TCP for application threads: [`TcpListener`] and
+//! [`TcpStream`], used like `std::net`'s while the connection itself lives
+//! on the polling lcore.
+//!
+//! Bytes cross in packet buffers through two bounded queues per stream:
+//! the lcore moves in-order received bytes into buffers on `rx` (only while
+//! it has room: when the application does not read, the connection's own
+//! buffer fills and its window closes — backpressure, never unbounded
+//! buffering); `write` copies into pool buffers on `tx`, and the lcore takes
+//! them as the connection's send buffer has room. After a read or write the
+//! stream's id goes on the interface's attention queue so the lcore looks
+//! at it on its next poll. State (open, end of stream, closed and why)
+//! travels in atomics; a sleeping reader, writer or acceptor is woken
+//! through a condition variable, and only when one sleeps.
+
+use super::{BufPool, Command, Shared, SocketError};
+use crate::iface::ConnId;
+use crate::port::Buf;
+use crate::tcp::TcpError;
+use core::net::SocketAddr;
+use crossbeam_queue::ArrayQueue;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Buffers each way per stream.
+pub(crate) const STREAM_QUEUE: usize = 64;
+
+/// Stream flags.
+pub(crate) const OPEN: u8 = 1;
+/// Every byte before the peer's FIN is on `rx`.
+pub(crate) const EOF: u8 = 2;
+/// The connection is gone.
+pub(crate) const CLOSED: u8 = 4;
+/// The application shut its sending side.
+pub(crate) const SHUTDOWN: u8 = 8;
+
+/// Sleeping and waking, shared by streams and listeners.
+#[derive(Debug, Default)]
+pub(crate) struct Waker {
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Waker {
+    /// Lcore side: wakes sleepers, if any.
+    pub(crate) fn wake(&self) {
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+    }
+
+    /// Waits until `ready()` or `deadline`; returns `ready()`.
+    fn wait_until(&self, deadline: Option<Instant>, ready: impl Fn() -> bool) -> bool {
+        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        while !ready() {
+            match deadline {
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    // Re-check periodically too: a wake can race the check.
+                    let step = left.min(Duration::from_millis(10));
+                    guard = self
+                        .wake
+                        .wait_timeout(guard, step)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                None => {
+                    guard = self
+                        .wake
+                        .wait_timeout(guard, Duration::from_millis(10))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(guard);
+        ready()
+    }
+}
+
+/// What a stream's two sides share.
+#[derive(Debug)]
+pub(crate) struct StreamQueue<B: Buf> {
+    pub(crate) rx: ArrayQueue<B>,
+    pub(crate) tx: ArrayQueue<B>,
+    pub(crate) flags: AtomicU8,
+    /// Why it closed ([`error_code`]), 0 for an orderly close.
+    pub(crate) error: AtomicU8,
+    /// The connection's id (set by the lcore; for attention).
+    pub(crate) id: Mutex<Option<ConnId>>,
+    pub(crate) waker: Waker,
+    pub(crate) peer: Mutex<Option<SocketAddr>>,
+}
+
+impl<B: Buf> StreamQueue<B> {
+    pub(crate) fn new() -> StreamQueue<B> {
+        StreamQueue {
+            rx: ArrayQueue::new(STREAM_QUEUE),
+            tx: ArrayQueue::new(STREAM_QUEUE),
+            flags: AtomicU8::new(0),
+            error: AtomicU8::new(0),
+            id: Mutex::new(None),
+            waker: Waker::default(),
+            peer: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn has(&self, flag: u8) -> bool {
+        self.flags.load(Ordering::Acquire) & flag != 0
+    }
+
+    pub(crate) fn set(&self, flag: u8) {
+        self.flags.fetch_or(flag, Ordering::AcqRel);
+    }
+
+    fn error(&self) -> Option<TcpError> {
+        match self.error.load(Ordering::Acquire) {
+            1 => Some(TcpError::Refused),
+            2 => Some(TcpError::Reset),
+            3 => Some(TcpError::TimedOut),
+            4 => Some(TcpError::AddressNotAvailable),
+            5 => Some(TcpError::NotConnected),
+            _ => None,
+        }
+    }
+}
+
+/// The code a [`TcpError`] travels as (0: none).
+pub(crate) fn error_code(error: Option<TcpError>) -> u8 {
+    match error {
+        None => 0,
+        Some(TcpError::Refused) => 1,
+        Some(TcpError::Reset) => 2,
+        Some(TcpError::TimedOut) => 3,
+        Some(TcpError::AddressNotAvailable) => 4,
+        Some(TcpError::NotConnected) => 5,
+    }
+}
+
+/// A listener's queue of accepted streams.
+#[derive(Debug)]
+pub(crate) struct AcceptQueue<B: Buf> {
+    pub(crate) streams: ArrayQueue<Arc<StreamQueue<B>>>,
+    pub(crate) waker: Waker,
+}
+
+impl<B: Buf> AcceptQueue<B> {
+    pub(crate) fn new(backlog: usize) -> AcceptQueue<B> {
+        AcceptQueue {
+            streams: ArrayQueue::new(backlog.max(1)),
+            waker: Waker::default(),
+        }
+    }
+}
+
+/// A TCP listener used from application threads. Dropping it stops
+/// listening (connections already accepted carry on).
+#[derive(Debug)]
+pub struct TcpListener<P: BufPool> {
+    local: SocketAddr,
+    queue: Arc<AcceptQueue<P::Buf>>,
+    shared: Arc<Shared<P::Buf>>,
+    pool: Arc<P>,
+}
+
+/// A TCP connection used from application threads. Dropping it closes our
+/// side (a FIN after what was written).
+#[derive(Debug)]
+pub struct TcpStream<P: BufPool> {
+    stream: Arc<StreamQueue<P::Buf>>,
+    shared: Arc<Shared<P::Buf>>,
+    pool: Arc<P>,
+    /// A received buffer read partly: (buffer, bytes consumed).
+    partial: Option<(P::Buf, usize)>,
+}
+
+fn deadline(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.map(|t| Instant::now() + t)
+}
+
+impl<P: BufPool> TcpListener<P> {
+    pub(crate) fn new(
+        local: SocketAddr,
+        queue: Arc<AcceptQueue<P::Buf>>,
+        shared: Arc<Shared<P::Buf>>,
+        pool: Arc<P>,
+    ) -> TcpListener<P> {
+        TcpListener {
+            local,
+            queue,
+            shared,
+            pool,
+        }
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The next connection and its peer, waiting up to `timeout` (`None`:
+    /// forever).
+    pub fn accept(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<(TcpStream<P>, SocketAddr), SocketError> {
+        let deadline = deadline(timeout);
+        loop {
+            if let Some(stream) = self.queue.streams.pop() {
+                let peer = stream
+                    .peer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or(self.local);
+                let stream =
+                    TcpStream::new(stream, Arc::clone(&self.shared), Arc::clone(&self.pool));
+                return Ok((stream, peer));
+            }
+            let queue = &self.queue;
+            if !queue
+                .waker
+                .wait_until(deadline, || !queue.streams.is_empty())
+            {
+                return Err(SocketError::TimedOut);
+            }
+        }
+    }
+}
+
+impl<P: BufPool> Drop for TcpListener<P> {
+    fn drop(&mut self) {
+        let _ = self
+            .shared
+            .commands
+            .push(Command::TcpUnlisten { local: self.local });
+    }
+}
+
+impl<P: BufPool> TcpStream<P> {
+    pub(crate) fn new(
+        stream: Arc<StreamQueue<P::Buf>>,
+        shared: Arc<Shared<P::Buf>>,
+        pool: Arc<P>,
+    ) -> TcpStream<P> {
+        TcpStream {
+            stream,
+            shared,
+            pool,
+            partial: None,
+        }
+    }
+
+    /// Waits until the connection is open (a connect) or failed.
+    pub(crate) fn wait_open(&self, timeout: Option<Duration>) -> Result<(), SocketError> {
+        let s = &self.stream;
+        let ready = s
+            .waker
+            .wait_until(deadline(timeout), || s.has(OPEN) || s.has(CLOSED));
+        if s.has(OPEN) {
+            return Ok(());
+        }
+        if !ready {
+            return Err(SocketError::TimedOut);
+        }
+        Err(SocketError::Tcp(
+            s.error().unwrap_or(TcpError::NotConnected),
+        ))
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        *self.stream.peer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn attention(&self) {
+        let id = *self.stream.id.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = id {
+            self.shared.attend(id);
+        }
+    }
+
+    /// Reads into `buf`, waiting up to `timeout` for the first byte.
+    /// `Ok(0)`: the peer closed its side and everything was read.
+    pub fn read(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> Result<usize, SocketError> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let deadline = deadline(timeout);
+        loop {
+            if let Some((data, used)) = self.partial.take() {
+                let left = &data.data()[used..];
+                let n = left.len().min(buf.len());
+                buf[..n].copy_from_slice(&left[..n]);
+                if used + n < data.len() {
+                    self.partial = Some((data, used + n));
+                } else {
+                    drop(data);
+                    self.attention();
+                }
+                return Ok(n);
+            }
+            if let Some(data) = self.stream.rx.pop() {
+                self.partial = Some((data, 0));
+                continue;
+            }
+            let s = &self.stream;
+            if s.has(EOF) && s.rx.is_empty() {
+                return Ok(0);
+            }
+            if s.has(CLOSED) && s.rx.is_empty() {
+                return match s.error() {
+                    Some(error) => Err(SocketError::Tcp(error)),
+                    None => Ok(0),
+                };
+            }
+            let ready = s
+                .waker
+                .wait_until(deadline, || !s.rx.is_empty() || s.has(EOF) || s.has(CLOSED));
+            if !ready {
+                return Err(SocketError::TimedOut);
+            }
+        }
+    }
+
+    /// Writes all of `data` (copied into packet buffers), waiting up to
+    /// `timeout` for room; returns how much was queued (less than all only
+    /// on a timeout after some was).
+    pub fn write(&mut self, data: &[u8], timeout: Option<Duration>) -> Result<usize, SocketError> {
+        let deadline = deadline(timeout);
+        let mut written = 0;
+        while written < data.len() {
+            let s = &self.stream;
+            if s.has(CLOSED) {
+                let error = s.error().unwrap_or(TcpError::NotConnected);
+                return Err(SocketError::Tcp(error));
+            }
+            if s.has(SHUTDOWN) {
+                return Err(SocketError::Tcp(TcpError::NotConnected));
+            }
+            if s.tx.is_full() {
+                self.attention();
+                let ready = s
+                    .waker
+                    .wait_until(deadline, || !s.tx.is_full() || s.has(CLOSED));
+                if !ready {
+                    return if written > 0 {
+                        Ok(written)
+                    } else {
+                        Err(SocketError::TimedOut)
+                    };
+                }
+                continue;
+            }
+            let mut buf = self.pool.alloc().ok_or(SocketError::NoBuffer)?;
+            let room = buf.tailroom().min(data.len() - written);
+            let Some(area) = buf.append(room) else {
+                return Err(SocketError::NoBuffer);
+            };
+            area.copy_from_slice(&data[written..written + room]);
+            written += room;
+            if s.tx.push(buf).is_err() {
+                written -= room;
+            }
+        }
+        self.attention();
+        Ok(written)
+    }
+
+    /// Closes our sending side once everything written went out (a FIN).
+    pub fn shutdown(&self) {
+        self.stream.set(SHUTDOWN);
+        self.attention();
+    }
+}
+
+impl<P: BufPool> Drop for TcpStream<P> {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests;
