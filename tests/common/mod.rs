@@ -270,23 +270,30 @@ pub fn app_counter(output: &str, name: &str) -> u64 {
 /// a thread of its own (so a large echo cannot deadlock on full pipes); it
 /// gives up after 2 s of silence. Returns what it printed.
 pub fn socat_in(netns: &str, address: &str, input: &[u8]) -> std::process::Output {
-    socat_patient(netns, address, input, 2)
+    socat_with(netns, address, input, &["-T", "2"])
 }
 
 /// [`socat_in`] that waits up to `silence` seconds for the peer (for paths
-/// with loss, where backed-off retransmissions leave long gaps).
+/// with loss, where backed-off retransmissions leave long gaps), also after
+/// its input ended (socat's `-t`, 0.5 s by default, would cut off the tail
+/// of an echo that is still being retransmitted).
 pub fn socat_patient(
     netns: &str,
     address: &str,
     input: &[u8],
     silence: u32,
 ) -> std::process::Output {
-    use std::io::Write;
     let silence = silence.to_string();
+    socat_with(netns, address, input, &["-T", &silence, "-t", &silence])
+}
+
+/// `socat OPTIONS - ADDRESS` in `netns`, fed `input` from its own thread.
+fn socat_with(netns: &str, address: &str, input: &[u8], options: &[&str]) -> std::process::Output {
+    use std::io::Write;
     let mut child = Command::new("ip")
-        .args([
-            "netns", "exec", netns, "socat", "-T", &silence, "-", address,
-        ])
+        .args(["netns", "exec", netns, "socat"])
+        .args(options)
+        .args(["-", address])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -333,8 +333,12 @@ fn icmp6_input<P: Port>(
                     }
                     core.counters.count(Stat::Icmp6InNeighborAdvertisements);
                     if core.links[link].is_tentative6(target) {
-                        // RFC 4862 5.4.4: someone has it.
-                        return super::address_in_use6(core, link, target);
+                        // RFC 4862 5.4.4: someone has it (unless it is us,
+                        // looped back).
+                        if eth_src != core.links[link].mac {
+                            super::address_in_use6(core, link, target);
+                        }
+                        return;
                     }
                     let (waiting, mac) = core.links[link]
                         .neighbors6
@@ -554,8 +558,10 @@ fn solicitation<P: Port>(
     if core.links[link].is_tentative6(target) {
         // RFC 4862 5.4.3: another node's detection for our tentative
         // address means it is taken; a resolution for it is not ours to
-        // answer yet.
-        if dad {
+        // answer yet. One from our own MAC is our own solicitation looped
+        // back (or a tap's kernel side, which starts with the port's MAC):
+        // not another node (as Linux ignores looped-back DAD).
+        if dad && eth_src != our_mac {
             super::address_in_use6(core, link, target);
         }
         return core.counters.count_drop(DropReason::NdNotForUs);

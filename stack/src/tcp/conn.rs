@@ -454,7 +454,8 @@ impl Connection {
 
     /// Moves received bytes into `out`. `Ok(0)` with a non-empty `out`
     /// means end of stream if [`Connection::at_eof`], else nothing yet. A
-    /// read that opens the window noticeably schedules a window update.
+    /// read that opens the window by an MSS (or half the buffer) schedules
+    /// a window update.
     pub fn recv(&mut self, out: &mut [u8]) -> Result<usize, TcpError> {
         let n = self.recv_buf.read(out);
         if n == 0 {
@@ -463,11 +464,17 @@ impl Connection {
             }
             return Ok(0);
         }
-        // Window update (RFC 9293 3.8.6.2.2): once the window could grow by
-        // two segments or half the buffer beyond what was advertised.
-        let advertised = self.rcv_adv.since(self.rcv_nxt) as usize;
+        // (Data may run a few bytes past the advertised edge: the window
+        // field is scaled down, the buffer's room is exact.)
+        let advertised = if self.rcv_adv > self.rcv_nxt {
+            self.rcv_adv.since(self.rcv_nxt) as usize
+        } else {
+            0
+        };
         let now_open = self.recv_buf.window();
-        let step = (2 * usize::from(self.mss)).min(self.recv_buf.capacity() / 2);
+        // Receiver-side silly window avoidance (RFC 9293 3.8.6.2.2): an
+        // update once the window can grow by min(half the buffer, an MSS).
+        let step = usize::from(self.mss).min(self.recv_buf.capacity() / 2);
         if now_open >= advertised + step {
             self.ack_now = true;
         }

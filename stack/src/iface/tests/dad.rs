@@ -135,3 +135,17 @@ fn more_transmits_take_longer() {
     assert_eq!(solicitations, 6, "three for each of two addresses");
     assert!(!iface.dad_pending());
 }
+
+#[test]
+fn our_own_solicitation_looped_back_is_not_a_duplicate() {
+    let (mut iface, mut port, sent) = stack_under_dad();
+    // Every DAD solicitation we sent comes back (a tap's kernel side with
+    // our MAC does the same for our link-local address).
+    for frame in &sent {
+        port.push_rx(frame);
+    }
+    iface.poll(&mut port, at(100), &mut DropDatagrams);
+    iface.poll(&mut port, at(1000), &mut DropDatagrams);
+    assert!(iface.duplicates6().is_empty());
+    assert_eq!(iface.addresses6(0).len(), 2, "both in use");
+}
