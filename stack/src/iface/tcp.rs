@@ -165,6 +165,7 @@ const HEADROOM: usize = 14 + 40 + 60;
 
 impl<B: Buf> TcpCore<B> {
     pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore<B> {
+        let ephemeral = config.ephemeral_ports;
         TcpCore {
             config,
             slots: Vec::new(),
@@ -175,7 +176,7 @@ impl<B: Buf> TcpCore<B> {
             timers: BinaryHeap::new(),
             events: Vec::new(),
             secret,
-            ephemeral: (32768, 60999),
+            ephemeral,
             spare: Vec::new(),
         }
     }
@@ -247,6 +248,41 @@ impl<B: Buf> TcpCore<B> {
             self.generations[index] = self.generations[index].wrapping_add(1) & 0x7fff_ffff;
             self.free.push(index as u32);
         }
+    }
+
+    /// May a connect take over TIME-WAIT connection `id`'s 4-tuple? If the
+    /// new connection's ISN lies beyond everything the old one sent (RFC
+    /// 6191's rule: its old duplicates cannot pass for new data; our ISNs
+    /// grow with a 4 µs clock, so a short connection qualifies within a
+    /// millisecond), or, with timestamps, once it has waited a second (as
+    /// Linux's tcp_tw_reuse).
+    pub(crate) fn may_reuse(&self, id: ConnId, now: Instant) -> bool {
+        let index = id.index as usize;
+        if self.generations.get(index) != Some(&id.generation) {
+            return true; // already gone
+        }
+        let Some(Some(slot)) = self.slots.get(index) else {
+            return true;
+        };
+        let conn = &slot.conn;
+        if conn.state != State::TimeWait {
+            return false;
+        }
+        let entered = conn.time_wait_at.map(|end| {
+            Instant::from_nanos(
+                end.as_nanos()
+                    .saturating_sub(conn.time_wait.as_nanos() as u64),
+            )
+        });
+        let waited = entered.is_some_and(|t| {
+            now.saturating_duration_since(t) >= core::time::Duration::from_secs(1)
+        });
+        self.isn(&slot.tuple, now) > conn.snd_max || (conn.timestamps.is_some() && waited)
+    }
+
+    /// True if a listener holds local port `port` (connects skip it).
+    pub(crate) fn listens_on(&self, port: u16) -> bool {
+        self.listeners.iter().any(|l| l.local.port() == port)
     }
 
     /// An ISN per RFC 6528: a 4-microsecond clock plus a keyed hash of the
@@ -868,17 +904,17 @@ fn connect_with<P: Port>(
         false,
     );
     let range = core.tcp.ephemeral;
-    let (port, replaced) = core
-        .tcp
-        .table
+    let table = Arc::clone(&core.tcp.table);
+    let tcp = &core.tcp;
+    let (port, replaced) = table
         .connect(
             local_ip,
             remote,
             range,
             placeholder,
             ConnectMode::RcuFirst,
-            |v| v.in_time_wait(),
-            |_| false,
+            |v| v.in_time_wait() && tcp.may_reuse(v.id(), now),
+            |port| tcp.listens_on(port),
         )
         .map_err(|_| TcpError::AddressNotAvailable)?;
     if let Some(old) = replaced {

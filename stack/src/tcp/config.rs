@@ -30,6 +30,8 @@ pub struct TcpConfig {
     /// Offer SACK permitted (blocks are not generated yet; the option
     /// keeps the door open).
     pub sack: bool,
+    /// Local ports connects pick from (inclusive; Linux's default range).
+    pub ephemeral_ports: (u16, u16),
 }
 
 impl Default for TcpConfig {
@@ -47,6 +49,7 @@ impl Default for TcpConfig {
             time_wait: Duration::from_secs(60),
             rfc7323: true,
             sack: false,
+            ephemeral_ports: (32768, 60999),
         }
     }
 }

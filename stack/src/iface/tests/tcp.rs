@@ -267,3 +267,105 @@ fn a_closed_port_refuses_the_connection() {
     assert_eq!(server.counters().dropped(DropReason::TcpNoSocket), 1);
     assert_eq!(server.counters().get(Stat::TcpOutRsts), 1);
 }
+
+/// Runs short transactions one after another (connect, 10 bytes each way,
+/// close) and counts those that completed.
+#[derive(Default)]
+struct Transactions {
+    done: usize,
+    failed: usize,
+    current: Option<(ConnId, usize)>,
+}
+
+impl UdpHandler<MemBuf> for Transactions {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        match event {
+            TcpEvent::Connected => {
+                ctx.tcp_send(conn, b"0123456789").unwrap();
+                self.current = Some((conn, 0));
+            }
+            TcpEvent::Readable => {
+                let mut buf = [0u8; 64];
+                let n = ctx.tcp_recv(conn, &mut buf).unwrap_or(0);
+                if let Some((c, got)) = self.current.as_mut().filter(|(c, _)| *c == conn) {
+                    *got += n;
+                    if *got >= 10 {
+                        let c = *c;
+                        ctx.tcp_close(c);
+                        self.done += 1;
+                        self.current = None;
+                        if self.done < 20 {
+                            match ctx.tcp_connect("10.0.0.1:7".parse::<SocketAddr>().unwrap()) {
+                                Ok(_) => {}
+                                Err(_) => self.failed += 1,
+                            }
+                        }
+                    }
+                }
+            }
+            TcpEvent::Closed(Some(_)) => self.failed += 1,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn time_wait_four_tuples_are_reused_by_new_connects() {
+    // Two local ports for twenty connections to one server: every connect
+    // after the second takes over a 4-tuple still in TIME-WAIT (its ISN
+    // lies beyond everything the old connection sent).
+    let (mut server, mut server_port) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let (mut client, mut client_port) = {
+        let mut link = LinkConfig::new(PEER_MAC, Ipv4Cidr::new(PEER_IP, 24).unwrap());
+        link.ipv6 = false;
+        let mut config = InterfaceConfig::with_links(vec![link]);
+        config.tcp.ephemeral_ports = (40000, 40001);
+        let port = MemPort::new(MemPortConfig {
+            mac: PEER_MAC,
+            ..MemPortConfig::default()
+        });
+        (Interface::<MemBuf>::new(config).unwrap(), port)
+    };
+    server
+        .tcp_listen("0.0.0.0:7".parse::<SocketAddr>().unwrap(), 16)
+        .unwrap();
+    let mut wire = Wire {
+        rng: 1,
+        faults: Faults::default(),
+        held: Vec::new(),
+        dropped: 0,
+    };
+    let mut handler = Transactions::default();
+    let mut now = Instant::ZERO;
+    client
+        .tcp_connect(
+            core::slice::from_mut(&mut client_port),
+            now,
+            "10.0.0.1:7".parse::<SocketAddr>().unwrap(),
+        )
+        .unwrap();
+    for _ in 0..2000 {
+        now = now + Duration::from_millis(1);
+        server.poll(&mut server_port, now, &mut EchoTcp);
+        wire.carry(&mut server_port, &mut client_port);
+        client.poll(&mut client_port, now, &mut handler);
+        wire.carry(&mut client_port, &mut server_port);
+        if handler.done == 20 {
+            break;
+        }
+    }
+    assert_eq!((handler.done, handler.failed), (20, 0));
+}
