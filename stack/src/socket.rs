@@ -107,11 +107,13 @@ pub(crate) enum Command<B: Buf> {
     TcpListen {
         local: SocketAddr,
         backlog: usize,
+        reuse_port: bool,
         queue: Arc<tcp::AcceptQueue<B>>,
         reply: crossbeam_channel::Sender<Result<(), ListenError>>,
     },
     TcpUnlisten {
         local: SocketAddr,
+        queue: Arc<tcp::AcceptQueue<B>>,
     },
     TcpConnect {
         remote: SocketAddr,
@@ -342,12 +344,25 @@ impl<P: BufPool> StackHandle<P> {
         local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<TcpListener<P>, SocketError> {
+        self.tcp_listen_with(local, backlog, false)
+    }
+
+    /// [`StackHandle::tcp_listen`], in an SO_REUSEPORT group with
+    /// `reuse_port`: listeners on the same address share its connections,
+    /// each flow going to one of them by a keyed hash.
+    pub fn tcp_listen_with(
+        &self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+        reuse_port: bool,
+    ) -> Result<TcpListener<P>, SocketError> {
         let local = local.into();
         let queue = Arc::new(tcp::AcceptQueue::new(backlog));
         let (reply, answer) = crossbeam_channel::bounded(1);
         let command = Command::TcpListen {
             local,
             backlog,
+            reuse_port,
             queue: Arc::clone(&queue),
             reply,
         };

@@ -721,7 +721,7 @@ impl<B: Buf> Interface<B> {
         local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<(), ListenError> {
-        tcp::listen(&mut self.core, local.into(), backlog)
+        tcp::listen(&mut self.core, local.into(), backlog, false)
     }
 
     /// Opens a TCP connection to `remote` outside a poll (its SYN leaves
@@ -1239,12 +1239,14 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
             Command::TcpListen {
                 local,
                 backlog,
+                reuse_port,
                 queue,
                 reply,
             } => {
-                let _ = reply.try_send(tcp::listen_queued(core, local, backlog, queue));
+                let result = tcp::listen_queued(core, local, backlog, reuse_port, queue);
+                let _ = reply.try_send(result);
             }
-            Command::TcpUnlisten { local } => tcp::unlisten(core, local),
+            Command::TcpUnlisten { local, queue } => tcp::unlisten(core, local, &queue),
             Command::TcpConnect {
                 remote,
                 stream,

@@ -100,6 +100,8 @@ impl TableValue for ConnRef {
 
 struct Listener<B: Buf> {
     local: SocketAddr,
+    /// Part of an SO_REUSEPORT group.
+    reuse_port: bool,
     /// Queue mode: accepted connections go here for application threads.
     accept: Option<Arc<AcceptQueue<B>>>,
     /// Connections in SYN-RECEIVED at most.
@@ -297,42 +299,71 @@ impl<B: Buf> TcpCore<B> {
 
     /// The listener for a segment to `local`: exact address first, then the
     /// wildcard of its family, then an IPv6 wildcard for IPv4.
-    fn listener_for(&self, local: SocketAddr) -> Option<usize> {
+    fn listener_for(&self, tuple: &FourTuple) -> Option<usize> {
+        let local = tuple.local;
         let port = local.port();
-        let on_port = || {
-            self.listeners
-                .iter()
-                .enumerate()
-                .filter(move |(_, l)| l.local.port() == port)
+        let v6_any = IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED);
+        // Most specific first: our exact address, the family's wildcard,
+        // then `[::]` for IPv4.
+        let at_level = |level: usize, l: &Listener<B>| match level {
+            0 => l.local.ip() == local.ip(),
+            1 => l.local.ip().is_unspecified() && l.local.is_ipv4() == local.is_ipv4(),
+            _ => local.is_ipv4() && l.local.ip() == v6_any,
         };
-        if let Some((i, _)) = on_port().find(|(_, l)| l.local.ip() == local.ip()) {
-            return Some(i);
+        for level in 0..3 {
+            let matches = |l: &Listener<B>| at_level(level, l);
+            let group = || {
+                self.listeners
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.local.port() == port && l.backlog > 0 && matches(l))
+            };
+            let members = group().count();
+            if members == 0 {
+                continue;
+            }
+            // An SO_REUSEPORT group: a keyed hash of the 4-tuple picks the
+            // member, so a flow always meets the same one.
+            let pick = if members == 1 {
+                0
+            } else {
+                (self.flow_hash(tuple) % members as u64) as usize
+            };
+            return group().nth(pick).map(|(i, _)| i);
         }
-        let unspecified = |ip: IpAddr| ip.is_unspecified();
-        if let Some((i, _)) = on_port()
-            .find(|(_, l)| unspecified(l.local.ip()) && l.local.is_ipv4() == local.is_ipv4())
-        {
-            return Some(i);
-        }
-        on_port()
-            .find(|(_, l)| {
-                local.is_ipv4() && l.local.ip() == IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED)
-            })
-            .map(|(i, _)| i)
+        None
+    }
+
+    /// A keyed hash of a 4-tuple (reuseport member selection).
+    fn flow_hash(&self, tuple: &FourTuple) -> u64 {
+        use core::hash::{Hash, Hasher};
+        #[allow(deprecated)]
+        let mut hasher =
+            std::hash::SipHasher::new_with_keys(self.secret.rotate_left(17), self.secret);
+        tuple.hash(&mut hasher);
+        hasher.finish()
     }
 }
 
 /// Starts listening on `local` (port and address; an unspecified address
-/// takes every address, an IPv6 one both families).
+/// takes every address, an IPv6 one both families). With `reuse_port`,
+/// several listeners may share `local` (SO_REUSEPORT): each connection goes
+/// to one of them by a keyed hash of its 4-tuple.
 pub(crate) fn listen<B: Buf>(
     core: &mut Core<B>,
     local: SocketAddr,
     backlog: usize,
+    reuse_port: bool,
 ) -> Result<(), ListenError> {
     if !local.ip().is_unspecified() && !super::is_ours(&core.local, &core.links, local.ip()) {
         return Err(ListenError::AddrNotAvailable);
     }
-    if core.tcp.listeners.iter().any(|l| l.local == local) {
+    if core
+        .tcp
+        .listeners
+        .iter()
+        .any(|l| l.local == local && !(reuse_port && l.reuse_port))
+    {
         return Err(ListenError::AddrInUse);
     }
     core.tcp.listeners.push(Listener {
@@ -340,6 +371,7 @@ pub(crate) fn listen<B: Buf>(
         accept: None,
         backlog: backlog.max(1),
         pending: 0,
+        reuse_port,
     });
     Ok(())
 }
@@ -349,9 +381,10 @@ pub(crate) fn listen_queued<B: Buf>(
     core: &mut Core<B>,
     local: SocketAddr,
     backlog: usize,
+    reuse_port: bool,
     queue: Arc<AcceptQueue<B>>,
 ) -> Result<(), ListenError> {
-    listen(core, local, backlog)?;
+    listen(core, local, backlog, reuse_port)?;
     if let Some(listener) = core.tcp.listeners.last_mut() {
         listener.accept = Some(queue);
     }
@@ -359,8 +392,14 @@ pub(crate) fn listen_queued<B: Buf>(
 }
 
 /// Stops listening on `local` (connections in progress carry on).
-pub(crate) fn unlisten<B: Buf>(core: &mut Core<B>, local: SocketAddr) {
-    if let Some(at) = core.tcp.listeners.iter().position(|l| l.local == local) {
+pub(crate) fn unlisten<B: Buf>(core: &mut Core<B>, local: SocketAddr, queue: &Arc<AcceptQueue<B>>) {
+    let ours = |l: &Listener<B>| l.accept.as_ref().is_some_and(|q| Arc::ptr_eq(q, queue));
+    if let Some(at) = core
+        .tcp
+        .listeners
+        .iter()
+        .position(|l| l.local == local && ours(l))
+    {
         // Keep indexes stable for connections still in their handshake.
         let listener = &mut core.tcp.listeners[at];
         listener.accept = None;
@@ -517,7 +556,7 @@ pub(crate) fn input<P: Port>(
     }
     // No connection: a listener takes a SYN; anything else is refused.
     let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
-    if let (true, Some(l)) = (syn_only, core.tcp.listener_for(tuple.local)) {
+    if let (true, Some(l)) = (syn_only, core.tcp.listener_for(&tuple)) {
         let listener = &mut core.tcp.listeners[l];
         if listener.pending >= listener.backlog {
             return core.counters.count_drop(DropReason::TcpListenOverflow);

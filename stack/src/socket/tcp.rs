@@ -237,10 +237,10 @@ impl<P: BufPool> TcpListener<P> {
 
 impl<P: BufPool> Drop for TcpListener<P> {
     fn drop(&mut self) {
-        let _ = self
-            .shared
-            .commands
-            .push(Command::TcpUnlisten { local: self.local });
+        let _ = self.shared.commands.push(Command::TcpUnlisten {
+            local: self.local,
+            queue: Arc::clone(&self.queue),
+        });
     }
 }
 

@@ -235,3 +235,49 @@ fn application_threads_on_both_sides_accept_connect_and_echo() {
     stop.store(true, Ordering::Relaxed);
     lcore.join().unwrap();
 }
+
+#[test]
+fn a_reuseport_group_shares_connections_by_flow() {
+    let (mut server, server_port) = host(A_MAC, A_IP);
+    let (mut client, client_port) = host(B_MAC, B_IP);
+    let server_handle = server.handle(server_port.pool(), 64);
+    let client_handle = client.handle(client_port.pool(), 64);
+    let stop = Arc::new(AtomicBool::new(false));
+    let lcore = drive(
+        (server, server_port, DropDatagrams),
+        (client, client_port, DropDatagrams),
+        Arc::clone(&stop),
+    );
+    let any = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 8);
+    let first = server_handle.tcp_listen_with(any, 64, true).unwrap();
+    let second = server_handle.tcp_listen_with(any, 64, true).unwrap();
+    assert!(
+        matches!(
+            server_handle.tcp_listen(any, 8),
+            Err(SocketError::Listen(crate::iface::ListenError::AddrInUse))
+        ),
+        "a listener outside the group is refused"
+    );
+    let mut streams = Vec::new();
+    for _ in 0..24 {
+        let stream = client_handle
+            .tcp_connect(
+                SocketAddr::new(A_IP.into(), 8),
+                Some(Duration::from_secs(5)),
+            )
+            .unwrap();
+        streams.push(stream);
+    }
+    let count = |listener: &TcpListener<_>| {
+        let mut n = 0;
+        while listener.accept(Some(Duration::from_millis(100))).is_ok() {
+            n += 1;
+        }
+        n
+    };
+    let (a, b) = (count(&first), count(&second));
+    assert_eq!(a + b, 24, "each connection accepted exactly once");
+    assert!(a > 0 && b > 0, "both members get flows: {a} and {b}");
+    stop.store(true, Ordering::Relaxed);
+    lcore.join().unwrap();
+}
