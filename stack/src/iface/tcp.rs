@@ -17,15 +17,14 @@ use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
+use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{Buffers, Connection, Seq, State, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use crate::wire::ipv6::{next_header, pseudo_header};
 use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr, HEADER_LEN as TCP_LEN};
-use core::cmp::Reverse;
 use core::net::{IpAddr, SocketAddr};
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// A connection, as handlers and the interface name it.
@@ -141,7 +140,11 @@ pub(crate) struct TcpCore<B: Buf> {
     free: Vec<u32>,
     pub(crate) table: Arc<ConnTable<ConnRef>>,
     listeners: Vec<Listener<B>>,
-    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// Connections' deadlines (an entry per arming; stale ones are
+    /// skipped).
+    timers: TimerWheel<ConnId>,
+    /// Entries the wheel hands back per poll (reused).
+    due: Vec<(Instant, ConnId)>,
     pub(crate) events: Vec<(ConnId, TcpEvent)>,
     secret: u64,
     /// Ports connects pick from.
@@ -175,7 +178,8 @@ impl<B: Buf> TcpCore<B> {
             free: Vec::new(),
             table: Arc::new(ConnTable::new(65536, secret ^ 0x7c9f_31a2_5d04_e6b8)),
             listeners: Vec::new(),
-            timers: BinaryHeap::new(),
+            timers: TimerWheel::new(),
+            due: Vec::new(),
             events: Vec::new(),
             secret,
             ephemeral,
@@ -869,20 +873,19 @@ pub(crate) fn after_activity<P: Port>(
     if let Some(deadline) = slot.conn.next_deadline() {
         if slot.armed.is_none_or(|armed| deadline < armed) {
             slot.armed = Some(deadline);
-            tcp.timers
-                .push(Reverse((deadline, id.index, id.generation)));
+            tcp.timers.insert(deadline, id);
         }
     }
 }
 
 /// Runs the connections' timers that are due.
 pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
-    while let Some(&Reverse((deadline, index, generation))) = core.tcp.timers.peek() {
-        if deadline > now {
-            return;
-        }
-        core.tcp.timers.pop();
-        let id = ConnId { index, generation };
+    if core.tcp.timers.is_empty() {
+        return;
+    }
+    let mut due = core::mem::take(&mut core.tcp.due);
+    core.tcp.timers.expire(now, &mut due);
+    for (deadline, id) in due.drain(..) {
         let Some(slot) = core.tcp.slot(id) else {
             continue;
         };
@@ -893,6 +896,7 @@ pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>,
         slot.quiet = false;
         after_activity(core, out, now, id);
     }
+    core.tcp.due = due;
 }
 
 /// Opens a connection to `remote` (inline): the route gives the source

@@ -6,7 +6,8 @@
 //! (the TCB and the application's calls), [`input`] (segment arrival),
 //! [`output`] (what to send), [`timers`], [`buffer`] (send ring, receive
 //! ring with out-of-order reassembly), [`rtt`] (RFC 6298), [`congestion`]
-//! (NewReno). Options (MSS, window scale, timestamps, SACK permitted) are
+//! (NewReno), [`table`] (the connection table `connect()` searches),
+//! [`wheel`] (the per-lcore timer wheel). Options (MSS, window scale, timestamps, SACK permitted) are
 //! parsed in [`crate::wire::tcp`]. SACK blocks, CUBIC and SYN cookies have
 //! their places: the assembler's ranges, the congestion module's surface,
 //! the listener's SYN queue.
@@ -21,6 +22,7 @@ pub mod rtt;
 pub mod seq;
 pub mod table;
 mod timers;
+pub mod wheel;
 
 pub use config::TcpConfig;
 pub use conn::{Buffers, Connection, State, TcpError};

@@ -1,0 +1,141 @@
+//! The per-lcore timer wheel: a hashed timing wheel of 1 ms ticks. A
+//! deadline lands in the slot of its tick (rounded up) modulo the number of
+//! slots; each poll walks the slots whose ticks passed and takes the entries
+//! that are due, leaving those of later revolutions. Inserting is O(1);
+//! expiring costs the entries of the walked slots, not a heap's log n per
+//! entry. Entries are never removed early: the owner ignores stale ones (a
+//! connection re-arms with its current deadline).
+
+use crate::time::Instant;
+
+/// Slots in the wheel (with 1 ms ticks, about four seconds per revolution).
+const SLOTS: usize = 4096;
+/// Nanoseconds per tick.
+const TICK_NANOS: u64 = 1_000_000;
+
+/// A wheel of entries `T` with deadlines. See the module documentation.
+#[derive(Debug)]
+pub struct TimerWheel<T> {
+    slots: Vec<Vec<(u64, Instant, T)>>,
+    /// The next tick to walk.
+    current: u64,
+    len: usize,
+}
+
+impl<T: Copy> Default for TimerWheel<T> {
+    fn default() -> Self {
+        TimerWheel::new()
+    }
+}
+
+impl<T: Copy> TimerWheel<T> {
+    /// An empty wheel starting at time zero.
+    pub fn new() -> TimerWheel<T> {
+        TimerWheel {
+            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
+            current: 0,
+            len: 0,
+        }
+    }
+
+    /// Entries in the wheel.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the wheel is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `entry`, due at `deadline` (a deadline already past is due at
+    /// the next walk).
+    pub fn insert(&mut self, deadline: Instant, entry: T) {
+        let tick = deadline.as_nanos().div_ceil(TICK_NANOS).max(self.current);
+        self.slots[(tick % SLOTS as u64) as usize].push((tick, deadline, entry));
+        self.len += 1;
+    }
+
+    /// Moves every entry due by `now` into `due` as (deadline, entry), in no
+    /// particular order.
+    pub fn expire(&mut self, now: Instant, due: &mut Vec<(Instant, T)>) {
+        if self.len == 0 {
+            self.current = self.current.max(now.as_nanos() / TICK_NANOS + 1);
+            return;
+        }
+        let now_tick = now.as_nanos() / TICK_NANOS;
+        if now_tick < self.current {
+            return;
+        }
+        // A long gap walks every slot once rather than every tick.
+        let walk = (now_tick - self.current + 1).min(SLOTS as u64);
+        for step in 0..walk {
+            let index = ((self.current + step) % SLOTS as u64) as usize;
+            let slot = &mut self.slots[index];
+            let before = slot.len();
+            let mut kept = 0;
+            for i in 0..before {
+                let (tick, deadline, entry) = slot[i];
+                if tick <= now_tick && deadline <= now {
+                    due.push((deadline, entry));
+                } else {
+                    slot[kept] = (tick, deadline, entry);
+                    kept += 1;
+                }
+            }
+            slot.truncate(kept);
+            self.len -= before - kept;
+        }
+        self.current = now_tick + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Instant {
+        Instant::from_nanos(n * 1_000_000)
+    }
+
+    #[test]
+    fn entries_come_out_when_due_and_not_before() {
+        let mut wheel = TimerWheel::new();
+        wheel.insert(ms(5), 'a');
+        wheel.insert(Instant::from_nanos(5_500_000), 'b');
+        wheel.insert(ms(5000), 'c'); // more than a revolution away
+        wheel.insert(ms(0), 'd');
+        let mut due = Vec::new();
+        wheel.expire(ms(4), &mut due);
+        assert_eq!(due, [(ms(0), 'd')]);
+        due.clear();
+        wheel.expire(ms(5), &mut due);
+        assert_eq!(due, [(ms(5), 'a')]);
+        due.clear();
+        wheel.expire(ms(6), &mut due);
+        assert_eq!(due, [(Instant::from_nanos(5_500_000), 'b')]);
+        due.clear();
+        // A revolution later the far entry's slot comes round again: not yet.
+        wheel.expire(ms(4200), &mut due);
+        assert!(due.is_empty());
+        assert_eq!(wheel.len(), 1);
+        wheel.expire(ms(5000), &mut due);
+        assert_eq!(due, [(ms(5000), 'c')]);
+        assert!(wheel.is_empty());
+    }
+
+    #[test]
+    fn a_long_gap_walks_each_slot_once_and_misses_nothing() {
+        let mut wheel = TimerWheel::new();
+        for i in 0..10_000u64 {
+            wheel.insert(ms(i * 7), i);
+        }
+        let mut due = Vec::new();
+        wheel.expire(ms(35_000), &mut due);
+        assert_eq!(due.len(), 5001, "deadlines 0, 7, ..., 35000 ms");
+        due.clear();
+        wheel.expire(ms(1_000_000), &mut due);
+        assert_eq!(due.len(), 4999);
+        assert!(wheel.is_empty());
+    }
+}
