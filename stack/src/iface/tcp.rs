@@ -3,7 +3,7 @@
 //! listener (a SYN makes a connection in SYN-RECEIVED); segments for
 //! nothing get a reset. Connections live in a slab owned by the lcore; what
 //! they send is framed here (TCP header, checksum, then `ip_out`), their
-//! deadlines sit in a heap checked every poll, and what the application
+//! deadlines sit in a timer wheel walked every poll, and what the application
 //! should hear (accepted, readable, closed) is queued as events the
 //! handler gets after the burst (inline mode).
 //!
@@ -118,7 +118,7 @@ struct Slot<B: Buf> {
     tuple: FourTuple,
     /// The listener that made it (until its handshake completes).
     listener: Option<usize>,
-    /// The earliest deadline in the heap for it.
+    /// The earliest deadline in the timer wheel for it.
     armed: Option<Instant>,
     /// Readable was reported and nothing new arrived since.
     quiet: bool,
