@@ -281,3 +281,56 @@ fn a_reuseport_group_shares_connections_by_flow() {
     stop.store(true, Ordering::Relaxed);
     lcore.join().unwrap();
 }
+
+#[test]
+fn threads_connecting_at_once_into_a_narrow_range_share_nothing_and_run_out_cleanly() {
+    let (mut server, server_port) = host(A_MAC, A_IP);
+    let (mut client, client_port) = {
+        let mut config = InterfaceConfig::new(B_MAC, Ipv4Cidr::new(B_IP, 24).unwrap());
+        config.dad_transmits = 0;
+        config.tcp.ephemeral_ports = (50000, 50003);
+        let port = MemPort::new(MemPortConfig {
+            mac: B_MAC,
+            ..MemPortConfig::default()
+        });
+        (Interface::new(config).unwrap(), port)
+    };
+    let server_handle = server.handle(server_port.pool(), 64);
+    let client_handle = client.handle(client_port.pool(), 64);
+    let stop = Arc::new(AtomicBool::new(false));
+    let lcore = drive(
+        (server, server_port, DropDatagrams),
+        (client, client_port, DropDatagrams),
+        Arc::clone(&stop),
+    );
+    let listener = server_handle
+        .tcp_listen(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 9), 16)
+        .unwrap();
+    // Eight threads at once, four ports: every connection stays open.
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let handle = client_handle.clone();
+            std::thread::spawn(move || {
+                handle.tcp_connect(
+                    SocketAddr::new(A_IP.into(), 9),
+                    Some(Duration::from_secs(5)),
+                )
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let open = results.iter().filter(|r| r.is_ok()).count();
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(SocketError::Tcp(TcpError::AddressNotAvailable))))
+        .count();
+    assert_eq!((open, refused), (4, 4), "{results:?}");
+    let mut accepted = 0;
+    while listener.accept(Some(Duration::from_millis(200))).is_ok() {
+        accepted += 1;
+    }
+    assert_eq!(accepted, 4, "four distinct connections reached the server");
+    drop(results);
+    stop.store(true, Ordering::Relaxed);
+    lcore.join().unwrap();
+}
