@@ -10,7 +10,7 @@ use super::tx6;
 use super::Core;
 use crate::counters::{DropReason, Stat};
 use crate::neighbor::Resolution;
-use crate::port::{Buf, Port};
+use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::ipv4::{Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
@@ -20,22 +20,34 @@ use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
 /// Hop limit / TTL of packets we originate.
 const HOPS: u8 = 64;
 
-/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv4.
-pub(crate) fn send_ipv4<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
+/// A next hop a connection remembers (early demux on send): its link and
+/// MAC, valid while the generation it was found in stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CachedHop {
+    generation: u64,
+    link: usize,
+    mac: MacAddr,
+}
+
+/// The generation cached IPv6 hops are stamped with: IPv6 routes and
+/// neighbours (IPv4 ones use [`Core::generation`]).
+pub(crate) fn generation6<B: Buf>(core: &Core<B>) -> u64 {
+    let neighbors = core
+        .links
+        .iter()
+        .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors6.generation()));
+    core.routes6.generation() ^ neighbors.rotate_left(32)
+}
+
+/// Writes Ethernet (source, type) and IPv4 headers in front of the payload
+/// in `buf`, for `link`.
+fn frame_ipv4<B: Buf>(
+    core: &mut Core<B>,
+    link: usize,
     (src, dst): (Ipv4Addr, Ipv4Addr),
     protocol: u8,
-    mut buf: P::Buf,
+    buf: &mut B,
 ) -> Result<(), SendError> {
-    let generation = core.generation();
-    core.counters.count(Stat::RouteLookups);
-    let Some(hop) = core.route_cache.next_hop(&core.routes, generation, dst) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
-        return Err(SendError::NoRoute);
-    };
-    let link = usize::from(hop.port);
     let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
         return Err(SendError::NoRoute);
     };
@@ -49,8 +61,7 @@ pub(crate) fn send_ipv4<P: Port>(
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_src(our_mac);
     eth.set_ethertype(EtherType::Ipv4);
-    let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]);
-    ip.emit_header(&Ipv4Header {
+    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
         src,
         dst,
         protocol,
@@ -59,39 +70,19 @@ pub(crate) fn send_ipv4<P: Port>(
         ident,
         dont_fragment: true,
     });
-    match core.links[link].neighbors.resolve(hop.via, buf, now) {
-        Resolution::Ready(mut buf, mac) => {
-            tx::set_destination_mac(&mut buf, mac);
-            tx::transmit_ipv4(core, out, link, buf);
-            Ok(())
-        }
-        Resolution::QueuedSendRequest => {
-            tx::send_arp_request(core, out, link, hop.source, hop.via, None);
-            Ok(())
-        }
-        Resolution::Queued => Ok(()),
-        Resolution::Full(_) => {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-            Err(SendError::NeighborUnresolved)
-        }
-    }
+    Ok(())
 }
 
-/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv6 (a
-/// link-local `dst` names its link by `scope`).
-pub(crate) fn send_ipv6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    (src, dst, scope): (Ipv6Addr, Ipv6Addr, u32),
+/// Writes Ethernet (source, type) and IPv6 headers in front of the payload
+/// in `buf`, for `link`.
+fn frame_ipv6<B: Buf>(
+    core: &mut Core<B>,
+    link: usize,
+    (src, dst): (Ipv6Addr, Ipv6Addr),
     next_header: u8,
-    mut buf: P::Buf,
+    buf: &mut B,
 ) -> Result<(), SendError> {
-    let Some(path) = tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
-        return Err(SendError::NoRoute);
-    };
-    let Some(our_mac) = core.links.get(path.link).map(|l| l.mac) else {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
         return Err(SendError::NoRoute);
     };
     let payload_len = buf.len();
@@ -110,20 +101,126 @@ pub(crate) fn send_ipv6<P: Port>(
         payload_len: payload_len as u16,
         hop_limit: HOPS,
     });
+    Ok(())
+}
+
+/// Sends through a remembered next hop if it is still valid: no route
+/// lookup, no neighbour lookup. Hands `buf` back when it is not.
+pub(crate) fn send_cached<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    hop: Option<CachedHop>,
+    (src, dst): (core::net::IpAddr, core::net::IpAddr),
+    protocol: u8,
+    mut buf: P::Buf,
+) -> Result<Result<(), SendError>, P::Buf> {
+    let Some(hop) = hop else {
+        return Err(buf);
+    };
+    let current = match dst {
+        core::net::IpAddr::V4(_) => core.generation(),
+        core::net::IpAddr::V6(_) => generation6(core),
+    };
+    if hop.generation != current {
+        return Err(buf);
+    }
+    let framed = match (src, dst) {
+        (core::net::IpAddr::V4(s), core::net::IpAddr::V4(d)) => {
+            frame_ipv4(core, hop.link, (s, d), protocol, &mut buf)
+        }
+        (core::net::IpAddr::V6(s), core::net::IpAddr::V6(d)) => {
+            frame_ipv6(core, hop.link, (s, d), protocol, &mut buf)
+        }
+        _ => Err(SendError::NoRoute),
+    };
+    if let Err(error) = framed {
+        return Ok(Err(error));
+    }
+    tx::set_destination_mac(&mut buf, hop.mac);
+    Ok(match dst {
+        core::net::IpAddr::V4(_) => {
+            tx::transmit_ipv4(core, out, hop.link, buf);
+            Ok(())
+        }
+        core::net::IpAddr::V6(_) => tx6::transmit6(core, out, hop.link, buf),
+    })
+}
+
+/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv4;
+/// returns the next hop to remember when its MAC was known.
+pub(crate) fn send_ipv4<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    (src, dst): (Ipv4Addr, Ipv4Addr),
+    protocol: u8,
+    mut buf: P::Buf,
+) -> Result<Option<CachedHop>, SendError> {
+    let generation = core.generation();
+    core.counters.count(Stat::RouteLookups);
+    let Some(hop) = core.route_cache.next_hop(&core.routes, generation, dst) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let link = usize::from(hop.port);
+    frame_ipv4(core, link, (src, dst), protocol, &mut buf)?;
+    match core.links[link].neighbors.resolve(hop.via, buf, now) {
+        Resolution::Ready(mut buf, mac) => {
+            tx::set_destination_mac(&mut buf, mac);
+            tx::transmit_ipv4(core, out, link, buf);
+            Ok(Some(CachedHop {
+                generation: core.generation(),
+                link,
+                mac,
+            }))
+        }
+        Resolution::QueuedSendRequest => {
+            tx::send_arp_request(core, out, link, hop.source, hop.via, None);
+            Ok(None)
+        }
+        Resolution::Queued => Ok(None),
+        Resolution::Full(_) => {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            Err(SendError::NeighborUnresolved)
+        }
+    }
+}
+
+/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv6 (a
+/// link-local `dst` names its link by `scope`); returns the next hop to
+/// remember when its MAC was known.
+pub(crate) fn send_ipv6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    (src, dst, scope): (Ipv6Addr, Ipv6Addr, u32),
+    next_header: u8,
+    mut buf: P::Buf,
+) -> Result<Option<CachedHop>, SendError> {
+    let Some(path) = tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    frame_ipv6(core, path.link, (src, dst), next_header, &mut buf)?;
     if path.via.is_multicast() {
         tx::set_destination_mac(&mut buf, multicast_mac(path.via));
-        return tx6::transmit6(core, out, path.link, buf);
+        return tx6::transmit6(core, out, path.link, buf).map(|()| None);
     }
     match core.links[path.link].neighbors6.resolve(path.via, buf, now) {
         Resolution::Ready(mut buf, mac) => {
             tx::set_destination_mac(&mut buf, mac);
-            tx6::transmit6(core, out, path.link, buf)
+            tx6::transmit6(core, out, path.link, buf)?;
+            Ok(Some(CachedHop {
+                generation: generation6(core),
+                link: path.link,
+                mac,
+            }))
         }
         Resolution::QueuedSendRequest => {
             tx6::send_solicitation(core, out, path.link, path.via, None);
-            Ok(())
+            Ok(None)
         }
-        Resolution::Queued => Ok(()),
+        Resolution::Queued => Ok(None),
         Resolution::Full(_) => {
             core.counters.count_drop(DropReason::TxNeighborUnresolved);
             Err(SendError::NeighborUnresolved)

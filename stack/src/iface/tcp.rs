@@ -115,6 +115,8 @@ struct Slot<B: Buf> {
     /// Queue mode: a buffer from the application only partly taken into
     /// the send buffer: (buffer, bytes taken).
     tx_partial: Option<(B, usize)>,
+    /// The next hop its segments take, while valid.
+    hop: Option<ip_out::CachedHop>,
     tuple: FourTuple,
     /// The listener that made it (until its handshake completes).
     listener: Option<usize>,
@@ -576,6 +578,7 @@ pub(crate) fn input<P: Port>(
             conn,
             stream: None,
             tx_partial: None,
+            hop: None,
             tuple,
             listener: Some(l),
             armed: None,
@@ -676,7 +679,7 @@ fn emit<P: Port>(
     };
     repr.emit(&mut room[..header_len]);
     room[header_len..].copy_from_slice(payload);
-    finish(core, out, now, tuple, scope, buf)
+    finish(core, out, now, tuple, scope, buf).map(|_| ())
 }
 
 /// Fills the checksum of the segment that is all of `buf` and sends it.
@@ -687,7 +690,7 @@ fn finish<P: Port>(
     tuple: &FourTuple,
     scope: u32,
     mut buf: P::Buf,
-) -> Result<(), super::SendError> {
+) -> Result<Option<ip_out::CachedHop>, super::SendError> {
     let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
     let len = buf.len();
     TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
@@ -700,6 +703,42 @@ fn finish<P: Port>(
             ip_out::send_ipv6(core, out, now, (s, d, scope), next_header::TCP, buf)
         }
         _ => Err(super::SendError::NoRoute),
+    }
+}
+
+/// [`finish`] for a connection's segment: through its remembered next hop
+/// while that holds (no route or neighbour lookup), else the full way,
+/// remembering the hop found.
+fn finish_for<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+    (tuple, scope): (&FourTuple, u32),
+    mut buf: P::Buf,
+) {
+    let hop = core.tcp.slot(id).and_then(|s| s.hop);
+    let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
+    if hop.is_some() {
+        let len = buf.len();
+        TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
+        let protocol = if dst.is_ipv4() {
+            protocol::TCP
+        } else {
+            next_header::TCP
+        };
+        match ip_out::send_cached(core, out, hop, (src, dst), protocol, buf) {
+            Ok(_) => {
+                core.counters.count(Stat::TcpOutSegs);
+                return;
+            }
+            // Stale: the full way (which fills the checksum afresh).
+            Err(back) => buf = back,
+        }
+    }
+    let found = finish(core, out, now, tuple, scope, buf).ok().flatten();
+    if let Some(slot) = core.tcp.slot(id) {
+        slot.hop = found;
     }
 }
 
@@ -739,7 +778,7 @@ pub(crate) fn flush<P: Port>(
         if repr.flags & flags::RST != 0 {
             core.counters.count(Stat::TcpOutRsts);
         }
-        let _ = finish(core, out, now, &tuple, scope, buf);
+        finish_for(core, out, now, id, (&tuple, scope), buf);
     }
 }
 
@@ -982,6 +1021,7 @@ fn connect_with<P: Port>(
         conn,
         stream: stream.clone(),
         tx_partial: None,
+        hop: None,
         tuple,
         listener: None,
         armed: None,
