@@ -29,6 +29,13 @@ pub(crate) struct CachedHop {
     mac: MacAddr,
 }
 
+impl CachedHop {
+    /// The link it leaves through.
+    pub(crate) fn link(&self) -> usize {
+        self.link
+    }
+}
+
 /// The generation cached IPv6 hops are stamped with: IPv6 routes and
 /// neighbours (IPv4 ones use [`Core::generation`]).
 pub(crate) fn generation6<B: Buf>(core: &Core<B>) -> u64 {

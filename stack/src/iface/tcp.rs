@@ -753,8 +753,13 @@ pub(crate) fn flush<P: Port>(
     let Some(slot) = core.tcp.slot(id) else {
         return;
     };
-    let (tuple, scope) = (slot.tuple, slot.scope);
-    let link = ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0);
+    let (tuple, scope, hop) = (slot.tuple, slot.scope, slot.hop);
+    // The pool of the link the segments leave through: the remembered
+    // hop's, else the route's.
+    let link = match hop {
+        Some(hop) => hop.link(),
+        None => ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0),
+    };
     loop {
         let Some(mut buf) = out.alloc(link) else {
             return core.counters.count_drop(DropReason::TxNoBuffer);
