@@ -442,6 +442,15 @@ impl<P: Port> UdpContext<'_, P> {
         tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.close());
     }
 
+    /// Turns keepalive on (probe after `idle` without hearing from the
+    /// peer) or off for a connection.
+    pub fn tcp_set_keepalive(&mut self, conn: ConnId, idle: Option<Duration>) {
+        let now = self.now;
+        tcp::with_conn(self.core, &mut self.out, now, conn, |c| {
+            c.set_keepalive(idle, now)
+        });
+    }
+
     /// Aborts a connection with a reset.
     pub fn tcp_abort(&mut self, conn: ConnId) {
         tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.abort());

@@ -32,6 +32,13 @@ pub struct TcpConfig {
     pub sack: bool,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
+    /// Keepalive (SO_KEEPALIVE): probe a connection after this long
+    /// without hearing from the peer (`None`: off, the default, as Linux).
+    pub keepalive: Option<Duration>,
+    /// Time between unanswered keepalive probes (Linux: 75 s).
+    pub keepalive_interval: Duration,
+    /// Unanswered probes before the connection times out (Linux: 9).
+    pub keepalive_probes: u8,
 }
 
 impl Default for TcpConfig {
@@ -50,6 +57,9 @@ impl Default for TcpConfig {
             rfc7323: true,
             sack: false,
             ephemeral_ports: (32768, 60999),
+            keepalive: None,
+            keepalive_interval: Duration::from_secs(75),
+            keepalive_probes: 9,
         }
     }
 }

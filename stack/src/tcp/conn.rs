@@ -143,6 +143,13 @@ pub struct Connection {
     pub(crate) ack_at: Option<Instant>,
     pub(crate) persist_at: Option<Instant>,
     pub(crate) time_wait_at: Option<Instant>,
+    /// Keepalive: idle time, interval, probes allowed; when the next probe
+    /// is due and how many went unanswered.
+    pub(crate) keepalive: Option<Duration>,
+    pub(crate) keepalive_interval: Duration,
+    pub(crate) keepalive_probes: u8,
+    pub(crate) keepalive_at: Option<Instant>,
+    pub(crate) keepalive_sent: u8,
     pub(crate) retries: u8,
     // What output owes.
     pub(crate) ack_now: bool,
@@ -232,6 +239,11 @@ impl Connection {
             ack_at: None,
             persist_at: None,
             time_wait_at: None,
+            keepalive: config.keepalive,
+            keepalive_interval: config.keepalive_interval,
+            keepalive_probes: config.keepalive_probes,
+            keepalive_at: None,
+            keepalive_sent: 0,
             retries: 0,
             ack_now: false,
             unacked_segments: 0,
@@ -507,6 +519,25 @@ impl Connection {
         self.enter_closed(None);
     }
 
+    /// Turns keepalive on (`Some(idle)`) or off for this connection.
+    pub fn set_keepalive(&mut self, idle: Option<Duration>, now: Instant) {
+        self.keepalive = idle;
+        self.heard_from_peer(now);
+    }
+
+    /// The peer was heard from: the keepalive clock starts over.
+    pub(crate) fn heard_from_peer(&mut self, now: Instant) {
+        self.keepalive_sent = 0;
+        let synchronized = !matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::TimeWait | State::Closed
+        );
+        self.keepalive_at = match self.keepalive {
+            Some(idle) if synchronized => Some(now + idle),
+            _ => None,
+        };
+    }
+
     /// Moves to CLOSED, recording `error`; clears every timer.
     pub(crate) fn enter_closed(&mut self, error: Option<TcpError>) {
         self.state = State::Closed;
@@ -517,6 +548,7 @@ impl Connection {
         self.ack_at = None;
         self.persist_at = None;
         self.time_wait_at = None;
+        self.keepalive_at = None;
         self.ack_now = false;
         self.fast_retransmit = false;
         self.probe = false;
@@ -528,6 +560,7 @@ impl Connection {
         self.rto_at = None;
         self.persist_at = None;
         self.ack_at = None;
+        self.keepalive_at = None;
         self.time_wait_at = Some(now + self.time_wait);
     }
 

@@ -76,6 +76,7 @@ impl Connection {
             self.snd_wnd = u32::from(seg.window) << self.snd_shift;
             self.max_snd_wnd = self.snd_wnd;
             self.ack_now = true;
+            self.heard_from_peer(now);
         } else {
             // Simultaneous open: our SYN goes again, with an ACK.
             self.state = State::SynReceived;
@@ -190,6 +191,7 @@ impl Connection {
         if self.state == State::Closed {
             return Verdict::Accepted;
         }
+        self.heard_from_peer(now);
         // 7. Data.
         if !payload.is_empty() {
             self.take_data(seq, payload, now);

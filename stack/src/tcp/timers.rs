@@ -1,6 +1,8 @@
 //! A connection's timers: a fixed table of deadlines (retransmission,
-//! delayed ACK, persist, TIME-WAIT), polled with the time; the lcore keeps
+//! delayed ACK, persist, TIME-WAIT, keepalive), polled with the time; the lcore keeps
 //! connections in a timer wheel keyed by [`Connection::next_deadline`].
+//!
+//! Keepalive probes an idle connection when asked to.
 //!
 //! Retransmission (RFC 6298 5): go back to `SND.UNA`, back the timer off,
 //! shrink the congestion window (RFC 5681 (4)), give up after the
@@ -12,10 +14,16 @@ use crate::time::Instant;
 impl Connection {
     /// The earliest deadline of any timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [self.rto_at, self.ack_at, self.persist_at, self.time_wait_at]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.rto_at,
+            self.ack_at,
+            self.persist_at,
+            self.time_wait_at,
+            self.keepalive_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Runs the timers that are due at `now`.
@@ -37,6 +45,23 @@ impl Connection {
         if self.rto_at.is_some_and(|t| now >= t) {
             self.retransmission_timeout(now);
         }
+        if self.keepalive_at.is_some_and(|t| now >= t) {
+            self.keepalive_timeout(now);
+        }
+    }
+
+    /// Keepalive (RFC 9293 3.8.4, RFC 1122 4.2.3.6): after the idle time, a
+    /// probe (an old sequence number, which the peer must acknowledge) every
+    /// interval; the connection times out after the configured number go
+    /// unanswered.
+    fn keepalive_timeout(&mut self, now: Instant) {
+        if self.keepalive_sent >= self.keepalive_probes {
+            self.enter_closed(Some(TcpError::TimedOut));
+            return;
+        }
+        self.keepalive_sent += 1;
+        self.probe = true;
+        self.keepalive_at = Some(now + self.keepalive_interval);
     }
 
     fn retransmission_timeout(&mut self, now: Instant) {

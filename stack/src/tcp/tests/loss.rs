@@ -73,3 +73,32 @@ fn a_peer_that_never_answers_times_the_connection_out() {
     assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
     assert_eq!(t.conn.state(), State::Closed);
 }
+
+#[test]
+fn keepalive_probes_an_idle_peer_and_gives_up_on_a_dead_one() {
+    let mut config = config();
+    config.keepalive = Some(Duration::from_secs(10));
+    config.keepalive_interval = Duration::from_secs(1);
+    config.keepalive_probes = 3;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        // Ten idle seconds: a probe (an old sequence number); the peer
+        // answers, and the clock starts over.
+        +10 > . 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        +10 > . 0:0(0) ack 1
+        // Now the peer is gone: a probe a second, three in all, then the
+        // connection times out.
+        +1 > . 0:0(0) ack 1
+        +1 > . 0:0(0) ack 1
+        ",
+    );
+    assert_eq!(t.conn.state(), State::Established);
+    t.advance(t.now + Duration::from_secs(1));
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Closed);
+    assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
+}
