@@ -18,7 +18,7 @@
 
 pub mod tcp;
 
-pub use tcp::{TcpListener, TcpStream};
+pub use tcp::{TcpListener, TcpReadHalf, TcpStream, TcpWriteHalf};
 
 use crate::iface::{ConnId, ListenError};
 use crate::port::Buf;

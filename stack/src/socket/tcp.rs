@@ -180,6 +180,49 @@ pub struct TcpStream<P: BufPool> {
     pool: Arc<P>,
     /// A received buffer read partly: (buffer, bytes consumed).
     partial: Option<(P::Buf, usize)>,
+    /// Dropping it shuts our sending side (false for a read half).
+    closes_on_drop: bool,
+}
+
+/// The reading half of a [`TcpStream`] (see [`TcpStream::split`]).
+pub struct TcpReadHalf<P: BufPool>(TcpStream<P>);
+
+/// The writing half of a [`TcpStream`]; dropping it closes our side.
+pub struct TcpWriteHalf<P: BufPool>(TcpStream<P>);
+
+impl<P: BufPool> core::fmt::Debug for TcpReadHalf<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("TcpReadHalf")
+    }
+}
+
+impl<P: BufPool> core::fmt::Debug for TcpWriteHalf<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("TcpWriteHalf")
+    }
+}
+
+impl<P: BufPool> TcpReadHalf<P> {
+    /// As [`TcpStream::read`].
+    pub fn read(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> Result<usize, SocketError> {
+        self.0.read(buf, timeout)
+    }
+}
+
+impl<P: BufPool> TcpWriteHalf<P> {
+    /// As [`TcpStream::write`].
+    pub fn write(&mut self, data: &[u8], timeout: Option<Duration>) -> Result<usize, SocketError> {
+        self.0.write(data, timeout)
+    }
+
+    /// As [`TcpStream::shutdown`].
+    pub fn shutdown(&self) {
+        self.0.shutdown();
+    }
 }
 
 fn deadline(timeout: Option<Duration>) -> Option<Instant> {
@@ -255,7 +298,29 @@ impl<P: BufPool> TcpStream<P> {
             shared,
             pool,
             partial: None,
+            closes_on_drop: true,
         }
+    }
+
+    /// Splits the stream into a reading and a writing half, for one thread
+    /// each (an echo reads while it writes).
+    pub fn split(mut self) -> (TcpReadHalf<P>, TcpWriteHalf<P>) {
+        let reader = TcpStream {
+            stream: Arc::clone(&self.stream),
+            shared: Arc::clone(&self.shared),
+            pool: Arc::clone(&self.pool),
+            partial: self.partial.take(),
+            closes_on_drop: false,
+        };
+        let writer = TcpStream {
+            stream: Arc::clone(&self.stream),
+            shared: Arc::clone(&self.shared),
+            pool: Arc::clone(&self.pool),
+            partial: None,
+            closes_on_drop: true,
+        };
+        self.closes_on_drop = false;
+        (TcpReadHalf(reader), TcpWriteHalf(writer))
     }
 
     /// Waits until the connection is open (a connect) or failed.
@@ -387,7 +452,9 @@ impl<P: BufPool> TcpStream<P> {
 
 impl<P: BufPool> Drop for TcpStream<P> {
     fn drop(&mut self) {
-        self.shutdown();
+        if self.closes_on_drop {
+            self.shutdown();
+        }
     }
 }
 

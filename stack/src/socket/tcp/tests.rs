@@ -334,3 +334,59 @@ fn threads_connecting_at_once_into_a_narrow_range_share_nothing_and_run_out_clea
     stop.store(true, Ordering::Relaxed);
     lcore.join().unwrap();
 }
+
+#[test]
+fn a_split_stream_reads_and_writes_from_two_threads_beyond_the_buffers() {
+    // A megabyte is far more than both sides' queues and buffers hold: the
+    // echo only completes if reading runs while writing does.
+    let (mut server, server_port) = host(A_MAC, A_IP);
+    server
+        .tcp_listen(SocketAddr::new(A_IP.into(), 7), 16)
+        .unwrap();
+    let (mut client, client_port) = host(B_MAC, B_IP);
+    let handle = client.handle(client_port.pool(), 64);
+    let stop = Arc::new(AtomicBool::new(false));
+    let lcore = drive(
+        (server, server_port, InlineEcho),
+        (client, client_port, DropDatagrams),
+        Arc::clone(&stop),
+    );
+    let sent = data(1 << 20);
+    let stream = handle
+        .tcp_connect(
+            SocketAddr::new(A_IP.into(), 7),
+            Some(Duration::from_secs(5)),
+        )
+        .unwrap();
+    let (mut reader, mut writer) = stream.split();
+    let writing = {
+        let sent = sent.clone();
+        std::thread::spawn(move || {
+            let mut written = 0;
+            while written < sent.len() {
+                written += writer
+                    .write(&sent[written..], Some(Duration::from_secs(5)))
+                    .expect("write");
+            }
+            // Dropping the write half closes our side.
+        })
+    };
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        match reader.read(&mut buf, Some(Duration::from_secs(10))) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read: {e} after {} bytes", got.len()),
+        }
+    }
+    writing.join().unwrap();
+    assert!(
+        got == sent,
+        "{} of {} bytes back intact",
+        got.len(),
+        sent.len()
+    );
+    stop.store(true, Ordering::Relaxed);
+    lcore.join().unwrap();
+}
