@@ -68,19 +68,37 @@ impl UdpHandler<MemBuf> for InlineEcho {
     }
 }
 
-/// Polls both interfaces and carries frames between them until `stop`,
+/// Polls both interfaces and carries frames between them until stopped,
 /// with a clock that follows real time (the application threads wait in
 /// real time).
-fn drive<HA, HB>(
-    mut a: (Interface<MemBuf>, MemPort, HA),
-    mut b: (Interface<MemBuf>, MemPort, HB),
+/// The background "lcore": stopped and joined when dropped.
+struct Running {
     stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<()>
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn drive<HA, HB>(
+    a: (Interface<MemBuf>, MemPort, HA),
+    b: (Interface<MemBuf>, MemPort, HB),
+) -> Running
 where
     HA: UdpHandler<MemBuf> + Send + 'static,
     HB: UdpHandler<MemBuf> + Send + 'static,
 {
-    std::thread::spawn(move || {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (mut a, mut b) = (a, b);
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        let stop = flag;
         let start = Instant::now();
         while !stop.load(Ordering::Relaxed) {
             let now = crate::time::Instant::from_nanos(start.elapsed().as_nanos() as u64);
@@ -94,7 +112,30 @@ where
             }
             std::thread::yield_now();
         }
-    })
+    });
+    Running {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+/// An inline echo on A's port 7 and a handle for application threads on
+/// B, both driven in the background.
+fn echo_server_and_client() -> (
+    crate::socket::StackHandle<crate::port::memory::MemPool>,
+    Running,
+) {
+    let (mut server, server_port) = host(A_MAC, A_IP);
+    server
+        .tcp_listen(SocketAddr::new(A_IP.into(), 7), 16)
+        .unwrap();
+    let (mut client, client_port) = host(B_MAC, B_IP);
+    let handle = client.handle(client_port.pool(), 64);
+    let running = drive(
+        (server, server_port, InlineEcho),
+        (client, client_port, DropDatagrams),
+    );
+    (handle, running)
 }
 
 fn data(len: usize) -> Vec<u8> {
@@ -103,18 +144,7 @@ fn data(len: usize) -> Vec<u8> {
 
 #[test]
 fn an_application_thread_connects_writes_and_reads_back_the_echo() {
-    let (mut server, server_port) = host(A_MAC, A_IP);
-    server
-        .tcp_listen(SocketAddr::new(A_IP.into(), 7), 16)
-        .unwrap();
-    let (mut client, client_port) = host(B_MAC, B_IP);
-    let handle = client.handle(client_port.pool(), 64);
-    let stop = Arc::new(AtomicBool::new(false));
-    let lcore = drive(
-        (server, server_port, InlineEcho),
-        (client, client_port, DropDatagrams),
-        Arc::clone(&stop),
-    );
+    let (handle, _running) = echo_server_and_client();
     let sent = data(300_000);
     let mut stream = handle
         .tcp_connect(
@@ -143,8 +173,6 @@ fn an_application_thread_connects_writes_and_reads_back_the_echo() {
         got.len(),
         sent.len()
     );
-    stop.store(true, Ordering::Relaxed);
-    lcore.join().unwrap();
 }
 
 fn stream_write_all(stream: &mut TcpStream<crate::port::memory::MemPool>, data: &[u8]) -> usize {
@@ -165,11 +193,9 @@ fn application_threads_on_both_sides_accept_connect_and_echo() {
     let (mut server, mut client) = (server, client);
     let server_handle = server.handle(server_port.pool(), 64);
     let client_handle = client.handle(client_port.pool(), 64);
-    let stop = Arc::new(AtomicBool::new(false));
-    let lcore = drive(
+    let _running = drive(
         (server, server_port, DropDatagrams),
         (client, client_port, DropDatagrams),
-        Arc::clone(&stop),
     );
     let any = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 7);
     let listener = server_handle.tcp_listen(any, 8).unwrap();
@@ -232,8 +258,6 @@ fn application_threads_on_both_sides_accept_connect_and_echo() {
             .err(),
         Some(SocketError::Tcp(TcpError::Refused))
     );
-    stop.store(true, Ordering::Relaxed);
-    lcore.join().unwrap();
 }
 
 #[test]
@@ -242,11 +266,9 @@ fn a_reuseport_group_shares_connections_by_flow() {
     let (mut client, client_port) = host(B_MAC, B_IP);
     let server_handle = server.handle(server_port.pool(), 64);
     let client_handle = client.handle(client_port.pool(), 64);
-    let stop = Arc::new(AtomicBool::new(false));
-    let lcore = drive(
+    let _running = drive(
         (server, server_port, DropDatagrams),
         (client, client_port, DropDatagrams),
-        Arc::clone(&stop),
     );
     let any = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 8);
     let first = server_handle.tcp_listen_with(any, 64, true).unwrap();
@@ -278,8 +300,6 @@ fn a_reuseport_group_shares_connections_by_flow() {
     let (a, b) = (count(&first), count(&second));
     assert_eq!(a + b, 24, "each connection accepted exactly once");
     assert!(a > 0 && b > 0, "both members get flows: {a} and {b}");
-    stop.store(true, Ordering::Relaxed);
-    lcore.join().unwrap();
 }
 
 #[test]
@@ -297,11 +317,9 @@ fn threads_connecting_at_once_into_a_narrow_range_share_nothing_and_run_out_clea
     };
     let server_handle = server.handle(server_port.pool(), 64);
     let client_handle = client.handle(client_port.pool(), 64);
-    let stop = Arc::new(AtomicBool::new(false));
-    let lcore = drive(
+    let _running = drive(
         (server, server_port, DropDatagrams),
         (client, client_port, DropDatagrams),
-        Arc::clone(&stop),
     );
     let listener = server_handle
         .tcp_listen(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 9), 16)
@@ -331,26 +349,13 @@ fn threads_connecting_at_once_into_a_narrow_range_share_nothing_and_run_out_clea
     }
     assert_eq!(accepted, 4, "four distinct connections reached the server");
     drop(results);
-    stop.store(true, Ordering::Relaxed);
-    lcore.join().unwrap();
 }
 
 #[test]
 fn a_split_stream_reads_and_writes_from_two_threads_beyond_the_buffers() {
     // A megabyte is far more than both sides' queues and buffers hold: the
     // echo only completes if reading runs while writing does.
-    let (mut server, server_port) = host(A_MAC, A_IP);
-    server
-        .tcp_listen(SocketAddr::new(A_IP.into(), 7), 16)
-        .unwrap();
-    let (mut client, client_port) = host(B_MAC, B_IP);
-    let handle = client.handle(client_port.pool(), 64);
-    let stop = Arc::new(AtomicBool::new(false));
-    let lcore = drive(
-        (server, server_port, InlineEcho),
-        (client, client_port, DropDatagrams),
-        Arc::clone(&stop),
-    );
+    let (handle, _running) = echo_server_and_client();
     let sent = data(1 << 20);
     let stream = handle
         .tcp_connect(
@@ -387,6 +392,4 @@ fn a_split_stream_reads_and_writes_from_two_threads_beyond_the_buffers() {
         got.len(),
         sent.len()
     );
-    stop.store(true, Ordering::Relaxed);
-    lcore.join().unwrap();
 }
