@@ -68,9 +68,6 @@ impl UdpHandler<MemBuf> for InlineEcho {
     }
 }
 
-/// Polls both interfaces and carries frames between them until stopped,
-/// with a clock that follows real time (the application threads wait in
-/// real time).
 /// The background "lcore": stopped and joined when dropped.
 struct Running {
     stop: Arc<AtomicBool>,
@@ -86,6 +83,9 @@ impl Drop for Running {
     }
 }
 
+/// Polls both interfaces and carries frames between them until stopped,
+/// with a clock that follows real time (the application threads wait in
+/// real time).
 fn drive<HA, HB>(
     a: (Interface<MemBuf>, MemPort, HA),
     b: (Interface<MemBuf>, MemPort, HB),
