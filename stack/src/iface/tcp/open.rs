@@ -1,0 +1,138 @@
+//! Opening connections: listeners (with SO_REUSEPORT groups) and active
+//! opens, which take a port from the connection table's search.
+
+use super::*;
+
+/// Starts listening on `local` (port and address; an unspecified address
+/// takes every address, an IPv6 one both families). With `reuse_port`,
+/// several listeners may share `local` (SO_REUSEPORT): each connection goes
+/// to one of them by a keyed hash of its 4-tuple.
+pub(crate) fn listen<B: Buf>(
+    core: &mut Core<B>,
+    local: SocketAddr,
+    backlog: usize,
+    reuse_port: bool,
+) -> Result<(), ListenError> {
+    if !local.ip().is_unspecified() && !crate::iface::is_ours(&core.local, &core.links, local.ip())
+    {
+        return Err(ListenError::AddrNotAvailable);
+    }
+    if core
+        .tcp
+        .listeners
+        .iter()
+        .any(|l| l.local == local && !(reuse_port && l.reuse_port))
+    {
+        return Err(ListenError::AddrInUse);
+    }
+    core.tcp.listeners.push(Listener {
+        local,
+        accept: None,
+        backlog: backlog.max(1),
+        pending: 0,
+        reuse_port,
+    });
+    Ok(())
+}
+
+/// Opens a connection to `remote` (inline): the route gives the source
+/// address, the table a free port.
+pub(crate) fn connect<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    remote: SocketAddr,
+) -> Result<ConnId, TcpError> {
+    connect_with(core, out, now, remote, None)
+}
+
+/// [`connect`], for an application thread's `stream` in queue mode.
+pub(super) fn connect_with<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    remote: SocketAddr,
+    stream: Option<Arc<StreamQueue<P::Buf>>>,
+) -> Result<ConnId, TcpError> {
+    let scope = match remote {
+        SocketAddr::V6(v6) => v6.scope_id(),
+        SocketAddr::V4(_) => 0,
+    };
+    let local_ip = match remote.ip() {
+        IpAddr::V4(dst) => IpAddr::V4(
+            core.routes
+                .next_hop(dst)
+                .ok_or(TcpError::NotConnected)?
+                .source,
+        ),
+        IpAddr::V6(dst) => {
+            let path = crate::iface::tx6::path6(
+                core,
+                core::net::Ipv6Addr::UNSPECIFIED,
+                &core::net::SocketAddrV6::new(dst, 0, 0, scope),
+            )
+            .ok_or(TcpError::NotConnected)?;
+            IpAddr::V6(path.source)
+        }
+    };
+    let placeholder = ConnRef::new(
+        ConnId {
+            index: u32::MAX,
+            generation: 0,
+        },
+        false,
+    );
+    let range = core.tcp.ephemeral;
+    let table = Arc::clone(&core.tcp.table);
+    let tcp = &core.tcp;
+    let (port, replaced) = table
+        .connect(
+            local_ip,
+            remote,
+            range,
+            placeholder,
+            ConnectMode::RcuFirst,
+            |v| v.in_time_wait() && tcp.may_reuse(v.id(), now),
+            |port| tcp.listens_on(port),
+        )
+        .map_err(|_| TcpError::AddressNotAvailable)?;
+    if let Some(old) = replaced {
+        // A TIME-WAIT connection's 4-tuple was reused: it ends now.
+        core.tcp.free_slot(old.id());
+    }
+    let tuple = FourTuple {
+        local: SocketAddr::new(local_ip, port),
+        remote,
+    };
+    let iss = core.tcp.isn(&tuple, now);
+    let mss = mss_for(core, local_ip);
+    let ts_offset = (core.tcp.secret >> 9) as u32 ^ iss.0;
+    let buffers = core.tcp.buffers();
+    let ports = (port, remote.port());
+    let conn = Connection::connect_with(&core.tcp.config, ports, iss, mss, ts_offset, buffers);
+    if let Some(stream) = &stream {
+        // Its id is set below, before anything can need it.
+        let _ = stream;
+    }
+    let id = core.tcp.add(Slot {
+        conn,
+        stream: stream.clone(),
+        tx_partial: None,
+        hop: None,
+        tuple,
+        listener: None,
+        armed: None,
+        quiet: true,
+        scope,
+        active: true,
+        announced: false,
+        marked_time_wait: false,
+    });
+    core.tcp.table.update(&tuple, ConnRef::new(id, false));
+    if let Some(stream) = &stream {
+        *stream.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
+    }
+    core.counters.count(Stat::TcpActiveOpens);
+    after_activity(core, out, now, id);
+    Ok(id)
+}

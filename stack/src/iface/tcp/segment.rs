@@ -1,0 +1,271 @@
+//! Segments in and out: TCP input (a connection, a listener, or a reset),
+//! and framing what a connection owes into packet buffers through its
+//! remembered next hop or the full route.
+
+use super::*;
+
+/// A TCP segment for us, from the IPv4 or IPv6 layer: `segment` is its
+/// range in `buf`, `scope` the arrival link for link-local IPv6 peers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    buf: P::Buf,
+    (src, dst): (IpAddr, IpAddr),
+    segment: core::ops::Range<usize>,
+    scope: u32,
+    offload: ChecksumStatus,
+) {
+    core.counters.count(Stat::TcpInSegs);
+    let bytes = &buf.data()[segment.clone()];
+    let pseudo = pseudo(src, dst, bytes.len());
+    let Ok(packet) = TcpPacket::new_checked(bytes) else {
+        return core.counters.count_drop(DropReason::TcpMalformed);
+    };
+    if offload != ChecksumStatus::Good && !packet.verify_checksum(pseudo) {
+        return core.counters.count_drop(DropReason::TcpBadChecksum);
+    }
+    let Ok(repr) = TcpRepr::parse(&packet) else {
+        return core.counters.count_drop(DropReason::TcpMalformed);
+    };
+    let payload = packet.payload();
+    let tuple = FourTuple {
+        local: SocketAddr::new(dst, repr.dst_port),
+        remote: SocketAddr::new(src, repr.src_port),
+    };
+    if let Some(id) = core.tcp.table.lookup(&tuple).map(ConnRef::id) {
+        if core.tcp.slot(id).is_some() {
+            let slot = core.tcp.slot(id).expect("checked");
+            slot.conn.on_segment(&repr, payload, now);
+            slot.quiet = false;
+            drop(buf);
+            return after_activity(core, out, now, id);
+        }
+    }
+    // No connection: a listener takes a SYN; anything else is refused.
+    let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
+    if let (true, Some(l)) = (syn_only, core.tcp.listener_for(&tuple)) {
+        let listener = &mut core.tcp.listeners[l];
+        if listener.pending >= listener.backlog {
+            return core.counters.count_drop(DropReason::TcpListenOverflow);
+        }
+        listener.pending += 1;
+        let iss = core.tcp.isn(&tuple, now);
+        let mss = mss_for(core, tuple.local.ip());
+        let ts_offset = (core.tcp.secret >> 7) as u32 ^ iss.0;
+        let buffers = core.tcp.buffers();
+        let start = (iss, mss, ts_offset);
+        let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);
+        let id = core.tcp.add(Slot {
+            conn,
+            stream: None,
+            tx_partial: None,
+            hop: None,
+            tuple,
+            listener: Some(l),
+            armed: None,
+            quiet: true,
+            scope,
+            active: false,
+            announced: false,
+            marked_time_wait: false,
+        });
+        if core
+            .tcp
+            .table
+            .insert(tuple, ConnRef::new(id, false))
+            .is_err()
+        {
+            core.tcp.listeners[l].pending -= 1;
+            core.tcp.remove(id);
+            return core.counters.count_drop(DropReason::TcpMalformed);
+        }
+        core.counters.count(Stat::TcpPassiveOpens);
+        drop(buf);
+        return after_activity(core, out, now, id);
+    }
+    core.counters.count_drop(DropReason::TcpNoSocket);
+    if repr.flags & flags::RST == 0 {
+        send_reset(core, out, now, &tuple, &repr, payload.len(), scope);
+    }
+}
+
+/// The pseudo-header sum of a segment of `len` bytes.
+pub(super) fn pseudo(src: IpAddr, dst: IpAddr, len: usize) -> u64 {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            checksum::pseudo_header_v4(s, d, protocol::TCP, len as u16)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => pseudo_header(s, d, next_header::TCP, len as u32),
+        _ => 0,
+    }
+}
+
+/// The MSS we announce from `local`'s link MTU.
+pub(super) fn mss_for<B: Buf>(core: &Core<B>, local: IpAddr) -> u16 {
+    let mtu = core.links.first().map_or(1500, |l| l.mtu);
+    let ip = if local.is_ipv4() { 20 } else { 40 };
+    (mtu.saturating_sub(ip + TCP_LEN)).clamp(536, 65535) as u16
+}
+
+/// RFC 9293 3.10.7.1: a reset for a segment to no connection.
+pub(super) fn send_reset<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    tuple: &FourTuple,
+    seg: &TcpRepr,
+    payload_len: usize,
+    scope: u32,
+) {
+    let (seq, ack, bits) = if seg.flags & flags::ACK != 0 {
+        (seg.ack, 0, flags::RST)
+    } else {
+        let len = payload_len as u32
+            + u32::from(seg.flags & flags::SYN != 0)
+            + u32::from(seg.flags & flags::FIN != 0);
+        (0, seg.seq.wrapping_add(len), flags::RST | flags::ACK)
+    };
+    let repr = TcpRepr {
+        src_port: tuple.local.port(),
+        dst_port: tuple.remote.port(),
+        seq,
+        ack,
+        flags: bits,
+        window: 0,
+        options: TcpOptions::default(),
+    };
+    core.counters.count(Stat::TcpOutRsts);
+    let _ = emit(core, out, now, tuple, scope, &repr, &[]);
+}
+
+/// Frames and sends one segment (header from `repr`, then `payload`).
+pub(super) fn emit<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    tuple: &FourTuple,
+    scope: u32,
+    repr: &TcpRepr,
+    payload: &[u8],
+) -> Result<(), crate::iface::SendError> {
+    let link = ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0);
+    let Some(mut buf) = out.alloc(link) else {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(crate::iface::SendError::NoBuffer);
+    };
+    let header_len = repr.header_len();
+    let Some(room) = buf.append(header_len + payload.len()) else {
+        core.counters.count_drop(DropReason::TxNoBuffer);
+        return Err(crate::iface::SendError::TooLarge);
+    };
+    repr.emit(&mut room[..header_len]);
+    room[header_len..].copy_from_slice(payload);
+    finish(core, out, now, tuple, scope, buf).map(|_| ())
+}
+
+/// Fills the checksum of the segment that is all of `buf` and sends it.
+pub(super) fn finish<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    tuple: &FourTuple,
+    scope: u32,
+    mut buf: P::Buf,
+) -> Result<Option<ip_out::CachedHop>, crate::iface::SendError> {
+    let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
+    let len = buf.len();
+    TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
+    core.counters.count(Stat::TcpOutSegs);
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            ip_out::send_ipv4(core, out, now, (s, d), protocol::TCP, buf)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            ip_out::send_ipv6(core, out, now, (s, d, scope), next_header::TCP, buf)
+        }
+        _ => Err(crate::iface::SendError::NoRoute),
+    }
+}
+
+/// [`finish`] for a connection's segment: through its remembered next hop
+/// while that holds (no route or neighbour lookup), else the full way,
+/// remembering the hop found.
+pub(super) fn finish_for<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+    (tuple, scope): (&FourTuple, u32),
+    mut buf: P::Buf,
+) {
+    let hop = core.tcp.slot(id).and_then(|s| s.hop);
+    let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
+    if hop.is_some() {
+        let len = buf.len();
+        TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
+        let protocol = if dst.is_ipv4() {
+            protocol::TCP
+        } else {
+            next_header::TCP
+        };
+        match ip_out::send_cached(core, out, hop, (src, dst), protocol, buf) {
+            Ok(_) => {
+                core.counters.count(Stat::TcpOutSegs);
+                return;
+            }
+            // Stale: the full way (which fills the checksum afresh).
+            Err(back) => buf = back,
+        }
+    }
+    let found = finish(core, out, now, tuple, scope, buf).ok().flatten();
+    if let Some(slot) = core.tcp.slot(id) {
+        slot.hop = found;
+    }
+}
+
+/// Sends what connection `id` owes, straight from its buffers into
+/// packet buffers.
+pub(crate) fn flush<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+) {
+    let Some(slot) = core.tcp.slot(id) else {
+        return;
+    };
+    let (tuple, scope, hop) = (slot.tuple, slot.scope, slot.hop);
+    // The pool of the link the segments leave through: the remembered
+    // hop's, else the route's.
+    let link = match hop {
+        Some(hop) => hop.link(),
+        None => ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0),
+    };
+    loop {
+        let Some(mut buf) = out.alloc(link) else {
+            return core.counters.count_drop(DropReason::TxNoBuffer);
+        };
+        let Some(slot) = core.tcp.slot(id) else {
+            return;
+        };
+        let mss = usize::from(slot.conn.mss());
+        let Some(area) = buf.append(HEADROOM + mss) else {
+            return core.counters.count_drop(DropReason::TxNoBuffer);
+        };
+        let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {
+            return;
+        };
+        let header_len = repr.header_len();
+        let start = HEADROOM - header_len;
+        repr.emit(&mut area[start..HEADROOM]);
+        let excess = buf.len() - (HEADROOM + len);
+        buf.trim(excess);
+        buf.adjust(start);
+        if repr.flags & flags::RST != 0 {
+            core.counters.count(Stat::TcpOutRsts);
+        }
+        finish_for(core, out, now, id, (&tuple, scope), buf);
+    }
+}
