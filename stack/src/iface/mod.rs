@@ -730,7 +730,7 @@ impl<B: Buf> Interface<B> {
         local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<(), ListenError> {
-        tcp::listen(&mut self.core, local.into(), backlog, false)
+        tcp::listen(&mut self.core, local.into(), backlog, false).map(|_| ())
     }
 
     /// Opens a TCP connection to `remote` outside a poll (its SYN leaves
@@ -1095,7 +1095,9 @@ fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     now: Instant,
     handler: &mut H,
 ) {
-    let events = core::mem::take(&mut core.tcp.events);
+    // The list is taken for the calls (they may add events for the next
+    // poll) and its allocation handed back after.
+    let mut events = core::mem::take(&mut core.tcp.events);
     for &(conn, event) in &events {
         let mut ctx = UdpContext {
             core,
@@ -1103,6 +1105,10 @@ fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
             now,
         };
         handler.on_tcp(conn, event, &mut ctx);
+    }
+    events.clear();
+    if core.tcp.events.is_empty() {
+        core.tcp.events = events;
     }
 }
 

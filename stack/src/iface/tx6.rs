@@ -532,6 +532,45 @@ fn fragment6<P: Port>(
     Ok(())
 }
 
+/// Sends one Neighbor Discovery message on `link` (hop limit 255, RFC 4861
+/// 7.1): `emit` writes its `len` bytes, the ICMPv6 checksum is filled for
+/// `src` and `dst`; counts `stat`.
+fn send_nd<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    (src, dst, dst_mac): (Ipv6Addr, Ipv6Addr, MacAddr),
+    (len, emit): (usize, impl FnOnce(&mut [u8])),
+    stat: Stat,
+) {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let Some(mut buf) = out.alloc(link) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + len) else {
+        return core.counters.count_drop(DropReason::TxNoBuffer);
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(dst_mac);
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src,
+        dst,
+        next_header: next_header::ICMPV6,
+        payload_len: len as u16,
+        hop_limit: 255,
+    });
+    let message = &mut frame[ETH_LEN + IP6_LEN..];
+    emit(message);
+    Icmpv6Packet::new_unchecked(message).fill_checksum(src, dst);
+    core.counters.count(stat);
+    core.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.counters);
+}
+
 /// Asks "who has `target`?" on `link` with our link-layer address (RFC
 /// 4861 7.2.2), from the link's address on the target's prefix or its
 /// link-local one: multicast to the target's solicited-node group, or, to
@@ -561,36 +600,22 @@ pub(crate) fn send_solicitation<P: Port>(
         target,
         source_mac: Some(our_mac),
     };
-    let (group, dst_mac) = match to {
+    let (dst, dst_mac) = match to {
         Some(mac) => (target, mac),
         None => (
             solicited_node(target),
             multicast_mac(solicited_node(target)),
         ),
     };
-    let Some(mut buf) = out.alloc(link) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
-    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + solicitation.len()) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
-    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(dst_mac);
-    eth.set_src(our_mac);
-    eth.set_ethertype(EtherType::Ipv6);
-    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-        src: source,
-        dst: group,
-        next_header: next_header::ICMPV6,
-        payload_len: solicitation.len() as u16,
-        hop_limit: 255,
-    });
-    let message = &mut frame[ETH_LEN + IP6_LEN..];
-    solicitation.emit(message);
-    Icmpv6Packet::new_unchecked(message).fill_checksum(source, group);
-    core.counters.count(Stat::Icmp6OutNeighborSolicits);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    let message = (solicitation.len(), |m: &mut [u8]| solicitation.emit(m));
+    send_nd(
+        core,
+        out,
+        link,
+        (source, dst, dst_mac),
+        message,
+        Stat::Icmp6OutNeighborSolicits,
+    );
 }
 
 /// Asks the link whether anyone uses `target`, which we want (duplicate
@@ -602,37 +627,20 @@ pub(crate) fn send_dad_solicitation<P: Port>(
     link: usize,
     target: Ipv6Addr,
 ) {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
-    };
     let solicitation = NdpRepr::Solicitation {
         target,
         source_mac: None,
     };
     let group = solicited_node(target);
-    let Some(mut buf) = out.alloc(link) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
-    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + solicitation.len()) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
-    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(multicast_mac(group));
-    eth.set_src(our_mac);
-    eth.set_ethertype(EtherType::Ipv6);
-    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-        src: Ipv6Addr::UNSPECIFIED,
-        dst: group,
-        next_header: next_header::ICMPV6,
-        payload_len: solicitation.len() as u16,
-        hop_limit: 255,
-    });
-    let message = &mut frame[ETH_LEN + IP6_LEN..];
-    solicitation.emit(message);
-    Icmpv6Packet::new_unchecked(message).fill_checksum(Ipv6Addr::UNSPECIFIED, group);
-    core.counters.count(Stat::Icmp6OutNeighborSolicits);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    let message = (solicitation.len(), |m: &mut [u8]| solicitation.emit(m));
+    send_nd(
+        core,
+        out,
+        link,
+        (Ipv6Addr::UNSPECIFIED, group, multicast_mac(group)),
+        message,
+        Stat::Icmp6OutNeighborSolicits,
+    );
 }
 
 /// Asks the routers on `link` to advertise themselves (RFC 4861 6.3.7),
@@ -650,29 +658,17 @@ pub(crate) fn send_router_solicitation<P: Port>(
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
     let all_routers = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
-    let Some(mut buf) = out.alloc(link) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
-    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + ROUTER_SOLICITATION_LEN) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
-    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(multicast_mac(all_routers));
-    eth.set_src(our_mac);
-    eth.set_ethertype(EtherType::Ipv6);
-    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-        src: source,
-        dst: all_routers,
-        next_header: next_header::ICMPV6,
-        payload_len: ROUTER_SOLICITATION_LEN as u16,
-        hop_limit: 255,
+    let message = (ROUTER_SOLICITATION_LEN, |m: &mut [u8]| {
+        emit_router_solicitation(m, our_mac)
     });
-    let message = &mut frame[ETH_LEN + IP6_LEN..];
-    emit_router_solicitation(message, our_mac);
-    Icmpv6Packet::new_unchecked(message).fill_checksum(source, all_routers);
-    core.counters.count(Stat::Icmp6OutRouterSolicits);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    send_nd(
+        core,
+        out,
+        link,
+        (source, all_routers, multicast_mac(all_routers)),
+        message,
+        Stat::Icmp6OutRouterSolicits,
+    );
 }
 
 /// Sends the packets that waited for `neighbor` on `link` now that its MAC

@@ -281,11 +281,6 @@ impl RecvBuffer {
         !self.ooo.is_empty()
     }
 
-    /// The out-of-order ranges, as offsets from the in-order end.
-    pub fn out_of_order(&self) -> &[(usize, usize)] {
-        self.ooo.ranges()
-    }
-
     /// Stores `bytes` at `offset` past the in-order end (what falls
     /// outside the window is cut). Returns how many bytes became
     /// readable, or `None` if the segment was dropped because too many

@@ -8,8 +8,8 @@
 //! threads, the lcore accepting or closing) take the bucket's mutex, copy
 //! the chain with their change, and publish the copy with one store (read,
 //! copy, update); the old chain is freed when its last reader lets go (the
-//! grace period, by reference count rather than epochs, which keeps this
-//! crate free of `unsafe`).
+//! grace period, by reference count rather than epochs, which needs no
+//! raw-pointer code in this crate).
 //!
 //! In front of each chain sits a summary readers check first with plain
 //! atomic loads: the fingerprints (keyed hashes) of up to four entries,

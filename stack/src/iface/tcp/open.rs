@@ -6,13 +6,14 @@ use super::*;
 /// Starts listening on `local` (port and address; an unspecified address
 /// takes every address, an IPv6 one both families). With `reuse_port`,
 /// several listeners may share `local` (SO_REUSEPORT): each connection goes
-/// to one of them by a keyed hash of its 4-tuple.
+/// to one of them by a keyed hash of its 4-tuple. Returns the listener's
+/// index.
 pub(crate) fn listen<B: Buf>(
     core: &mut Core<B>,
     local: SocketAddr,
     backlog: usize,
     reuse_port: bool,
-) -> Result<(), ListenError> {
+) -> Result<usize, ListenError> {
     if !local.ip().is_unspecified() && !crate::iface::is_ours(&core.local, &core.links, local.ip())
     {
         return Err(ListenError::AddrNotAvailable);
@@ -25,14 +26,30 @@ pub(crate) fn listen<B: Buf>(
     {
         return Err(ListenError::AddrInUse);
     }
-    core.tcp.listeners.push(Listener {
+    let listener = Listener {
         local,
         accept: None,
         backlog: backlog.max(1),
         pending: 0,
         reuse_port,
-    });
-    Ok(())
+    };
+    // A closed listener's place is taken once no handshake it started is
+    // still pending (indexes stay stable for those).
+    let free = core
+        .tcp
+        .listeners
+        .iter()
+        .position(|l| l.backlog == 0 && l.pending == 0);
+    match free {
+        Some(at) => {
+            core.tcp.listeners[at] = listener;
+            Ok(at)
+        }
+        None => {
+            core.tcp.listeners.push(listener);
+            Ok(core.tcp.listeners.len() - 1)
+        }
+    }
 }
 
 /// Opens a connection to `remote` (inline): the route gives the source

@@ -12,10 +12,8 @@ pub(crate) fn listen_queued<B: Buf>(
     reuse_port: bool,
     queue: Arc<AcceptQueue<B>>,
 ) -> Result<(), ListenError> {
-    listen(core, local, backlog, reuse_port)?;
-    if let Some(listener) = core.tcp.listeners.last_mut() {
-        listener.accept = Some(queue);
-    }
+    let at = listen(core, local, backlog, reuse_port)?;
+    core.tcp.listeners[at].accept = Some(queue);
     Ok(())
 }
 
@@ -140,5 +138,50 @@ pub(super) fn pump<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, id: C
     }
     if woke {
         stream.waker.wake();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iface::{Interface, InterfaceConfig, LinkConfig};
+    use crate::port::memory::MemBuf;
+    use crate::port::MacAddr;
+    use crate::route::Ipv4Cidr;
+    use core::net::Ipv4Addr;
+
+    fn interface() -> Interface<MemBuf> {
+        let link = LinkConfig::new(
+            MacAddr([2, 0, 0, 0, 0, 1]),
+            Ipv4Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24).unwrap(),
+        );
+        let mut config = InterfaceConfig::with_links(vec![link]);
+        config.dad_transmits = 0;
+        Interface::new(config).unwrap()
+    }
+
+    #[test]
+    fn a_closed_listener_makes_room_for_the_next() {
+        let mut iface = interface();
+        let core = &mut iface.core;
+        let local: SocketAddr = "0.0.0.0:7".parse().unwrap();
+        for _ in 0..100 {
+            let queue = Arc::new(AcceptQueue::new(4));
+            listen_queued(core, local, 4, false, queue.clone()).unwrap();
+            unlisten(core, local, &queue);
+        }
+        assert_eq!(
+            core.tcp.listeners.len(),
+            1,
+            "listen/close cycles reuse one slot"
+        );
+        // A closed listener still owning a handshake keeps its index.
+        let queue = Arc::new(AcceptQueue::new(4));
+        listen_queued(core, local, 4, false, queue.clone()).unwrap();
+        core.tcp.listeners[0].pending = 1;
+        unlisten(core, local, &queue);
+        listen_queued(core, local, 4, false, Arc::new(AcceptQueue::new(4))).unwrap();
+        assert_eq!(core.tcp.listeners.len(), 2);
+        assert!(core.tcp.listeners[1].accept.is_some());
     }
 }
