@@ -56,6 +56,11 @@ pub struct PortConfig {
     pub tx_descriptors: u16,
     /// Accept frames for any destination MAC.
     pub promiscuous: bool,
+    /// The port's MTU (IP packet bytes per frame); `None` keeps the
+    /// device's default (1500 for most). Above 1500 (jumbo frames) the pool's
+    /// buffers must hold a whole frame: [`EthPort::open`] checks both the
+    /// device's limits and the pool's data room.
+    pub mtu: Option<u16>,
 }
 
 impl Default for PortConfig {
@@ -66,8 +71,59 @@ impl Default for PortConfig {
             rx_descriptors: 1024,
             tx_descriptors: 1024,
             promiscuous: true,
+            mtu: None,
         }
     }
+}
+
+/// Ethernet header plus one VLAN tag: what a frame adds to the MTU.
+const FRAME_OVERHEAD: u32 = 14 + 4;
+
+/// Virtual devices whose data path carries frames of any length although
+/// their ethdev limits say 1518 bytes: `net_memif` splits a frame over
+/// descriptors of its `bsize` and joins them on receive; `net_ring` passes
+/// mbufs as they are. For these the MTU is the stack's alone: dpstack does
+/// not ask the device for it (ethdev would refuse it) and checks only that
+/// the pool's buffers hold a whole frame.
+const MTU_UNENFORCED: [&str; 2] = ["net_memif", "net_ring"];
+
+/// How an MTU is applied to a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MtuPlan {
+    /// Configure the device with it.
+    Device,
+    /// The device does not limit frame length: the stack's alone.
+    StackOnly,
+}
+
+/// Refuses an MTU the device cannot take, or one whose frames would not fit
+/// in one of the pool's buffers (dpstack receives every frame in one buffer).
+fn plan_mtu(id: u16, info: &PortInfo, pool: &Mempool, mtu: u16) -> Result<MtuPlan> {
+    let low = info.min_mtu.max(68);
+    let frame = u32::from(mtu) + 18; // ethdev's rule: header and CRC
+    let plan = if MTU_UNENFORCED.contains(&info.driver.as_str()) {
+        MtuPlan::StackOnly
+    } else if mtu < low || mtu > info.max_mtu || frame > info.max_rx_pktlen {
+        let high = info
+            .max_mtu
+            .min(u16::try_from(info.max_rx_pktlen.saturating_sub(18)).unwrap_or(u16::MAX));
+        return Err(DpdkError::InvalidArgument(format!(
+            "port {id} ({}) takes an MTU of {low}..={high}; asked for {mtu}",
+            info.driver
+        )));
+    } else {
+        MtuPlan::Device
+    };
+    let room = u32::from(pool.data_room()).saturating_sub(sys::RTE_PKTMBUF_HEADROOM);
+    if u32::from(mtu) + FRAME_OVERHEAD > room {
+        return Err(DpdkError::InvalidArgument(format!(
+            "port {id}: MTU {mtu} needs buffers of {} data bytes, the pool's hold {room}; \
+             create the pool with a data room of at least {} (PoolConfig::for_mtu)",
+            u32::from(mtu) + FRAME_OVERHEAD,
+            u32::from(mtu) + FRAME_OVERHEAD + sys::RTE_PKTMBUF_HEADROOM
+        )));
+    }
+    Ok(plan)
 }
 
 /// Shared state of an open port: closed when the last handle drops.
@@ -136,9 +192,14 @@ impl EthPort {
                 config.tx_queues
             )));
         }
-        let conf = sys::rte_eth_conf::default();
-        // SAFETY: `conf` is a valid, zeroed configuration (no offloads, no
-        // RSS), alive for the call; DPDK copies it.
+        let mut conf = sys::rte_eth_conf::default();
+        if let Some(mtu) = config.mtu {
+            if plan_mtu(id, &info, &pool, mtu)? == MtuPlan::Device {
+                conf.rxmode.mtu = u32::from(mtu);
+            }
+        }
+        // SAFETY: `conf` is a valid configuration (zeroed but for the MTU:
+        // no offloads, no RSS), alive for the call; DPDK copies it.
         let ret =
             unsafe { sys::rte_eth_dev_configure(id, config.rx_queues, config.tx_queues, &conf) };
         check(

@@ -41,6 +41,21 @@ impl PoolConfig {
     }
 }
 
+impl PoolConfig {
+    /// This configuration with buffers big enough for one frame of a port
+    /// with MTU `mtu` after the default headroom, plus 128 bytes of slack (an
+    /// Ethernet header, a VLAN tag, and the worst-case header space TCP
+    /// reserves while framing a full segment); never smaller than it was.
+    pub fn for_mtu(self, mtu: u16) -> PoolConfig {
+        let needed = u32::from(mtu) + 128 + sys::RTE_PKTMBUF_HEADROOM;
+        let needed = u16::try_from(needed).unwrap_or(u16::MAX);
+        PoolConfig {
+            data_room: self.data_room.max(needed),
+            ..self
+        }
+    }
+}
+
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
@@ -135,6 +150,14 @@ impl Mempool {
     pub fn in_use(&self) -> u32 {
         // SAFETY: as for `available`.
         unsafe { sys::dps_mempool_in_use_count(self.ptr.as_ptr()) }
+    }
+
+    /// Bytes of each buffer's data room, headroom included (as configured
+    /// in [`PoolConfig::data_room`]).
+    pub fn data_room(&self) -> u16 {
+        // SAFETY: the pool pointer is valid and was made by
+        // rte_pktmbuf_pool_create, so its private area holds the data room.
+        unsafe { sys::dps_pktmbuf_data_room_size(self.ptr.as_ptr()) }
     }
 
     /// The raw pool pointer, for ethdev queue setup.

@@ -196,3 +196,23 @@ fn a_closed_tcp_port_answers_with_a_reset() {
     let done = s.app.stop_with(libc::SIGINT);
     assert!(app_counter(&done.stdout, "TcpOutRsts") >= 1);
 }
+
+#[test]
+fn an_mtu_the_device_cannot_take_is_refused_clearly() {
+    // net_tap sends nothing longer than a VLAN frame: jumbo frames are for
+    // links that carry them (memif, tests/tcp_memif.rs).
+    let iface = unique_name("dpsm");
+    let vdev = format!("net_tap0,iface={iface}");
+    let app = AppProcess::echo(
+        &child_eal_args(&[&vdev]),
+        &["--ip", "10.202.9.1/24", "--mtu", "9000"],
+    );
+    let done = app.wait();
+    assert_ne!(done.code, Some(0));
+    assert!(
+        done.stderr
+            .contains("takes an MTU of 68..=1504; asked for 9000"),
+        "{}",
+        done.stderr
+    );
+}

@@ -87,6 +87,10 @@ struct Cli {
     /// queue-mode sockets, instead of inline on the polling lcore.
     #[arg(long, conflicts_with = "sink")]
     queue_mode: bool,
+    /// The ports' MTU; above 1500 (jumbo frames) the packet buffers grow to
+    /// hold a whole frame and TCP's MSS follows.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
+    mtu: u16,
     /// Buffers in the packet pool.
     #[arg(long, default_value_t = 8191, value_name = "N")]
     total_num_mbufs: u32,
@@ -214,7 +218,7 @@ impl UdpHandler<Mbuf> for Echo {
         event: TcpEvent,
         ctx: &mut UdpContext<'_, P>,
     ) {
-        if !matches!(event, TcpEvent::Accepted | TcpEvent::Readable) {
+        if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
         }
         // Echo as much as the send buffer takes; the rest waits (the
@@ -261,7 +265,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let pool_config = PoolConfig {
         count: cli.total_num_mbufs,
         ..PoolConfig::default()
-    };
+    }
+    .for_mtu(cli.mtu);
     let pool = Mempool::create("echo_pool", &pool_config).map_err(|e| e.to_string())?;
     let large =
         Mempool::create("echo_reassembly", &PoolConfig::large(63)).map_err(|e| e.to_string())?;
@@ -269,8 +274,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let mut queues = Vec::new();
     let mut links = Vec::new();
     for (&port_id, (v4, v6)) in port_ids.iter().zip(&per_port) {
-        let port =
-            EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
+        let port_config = PortConfig {
+            mtu: Some(cli.mtu),
+            ..PortConfig::default()
+        };
+        let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
         let queue = port
             .queue(0, 0)
             .map_err(|e| e.to_string())?
@@ -278,6 +286,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         links.push(LinkConfig {
             addresses: v4.clone(),
             addresses6: v6.clone(),
+            mtu: usize::from(cli.mtu),
             ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
         });
         eth_ports.push(port);

@@ -78,6 +78,14 @@ struct Cli {
     /// Inject faults into the port (see dpstack-echo --faults).
     #[arg(long, value_name = "SPEC")]
     faults: Option<FaultSpec>,
+    /// After the run, keep the port open (no longer polled) until SIGINT or
+    /// SIGTERM, so a memif peer can stop first: DPDK 22.11's memif PMD can
+    /// crash a process that is still polling while its peer disconnects.
+    #[arg(long)]
+    hold: bool,
+    /// The port's MTU (see dpstack-echo --mtu).
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
+    mtu: u16,
 }
 
 /// Period of the stream pattern (a prime, so the pattern does not line up
@@ -235,7 +243,7 @@ impl UdpHandler<Mbuf> for Load {
                     }
                 }
             }
-            TcpEvent::Accepted => {}
+            TcpEvent::Accepted(_) => {}
         }
     }
 }
@@ -250,12 +258,17 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let Some(&port_id) = available_ports().first() else {
         return Err("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack1)".into());
     };
-    let pool =
-        Mempool::create("tcpload_pool", &PoolConfig::default()).map_err(|e| e.to_string())?;
-    let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
+    let pool = Mempool::create("tcpload_pool", &PoolConfig::default().for_mtu(cli.mtu))
+        .map_err(|e| e.to_string())?;
+    let port_config = PortConfig {
+        mtu: Some(cli.mtu),
+        ..PortConfig::default()
+    };
+    let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
     let queue: EthQueue = port.queue(0, 0).map_err(|e| e.to_string())?;
     let mut link = LinkConfig {
         addresses: Vec::new(),
+        mtu: usize::from(cli.mtu),
         ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
     };
     for ip in &cli.ip {
@@ -325,6 +338,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let _ = handle.wait();
     let report = report_rx.try_recv().unwrap_or_default();
     print!("{report}");
+    if cli.hold {
+        use std::io::Write;
+        println!("{PROGRAM}: holding the port open until SIGINT");
+        let _ = std::io::stdout().flush();
+        while signal.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     if report.contains("FAILED") || !done.load(Ordering::SeqCst) {
         return Err("the load did not complete cleanly (see above)".into());
     }

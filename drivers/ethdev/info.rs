@@ -42,6 +42,12 @@ pub struct PortInfo {
     pub tx_offload_capa: u64,
     /// Current MTU.
     pub mtu: u16,
+    /// Smallest MTU the device accepts.
+    pub min_mtu: u16,
+    /// Largest MTU the device accepts.
+    pub max_mtu: u16,
+    /// Largest frame the device receives (Ethernet header and CRC included).
+    pub max_rx_pktlen: u32,
     /// NUMA socket of the device, if known.
     pub socket: Option<i32>,
 }
@@ -70,6 +76,9 @@ impl PortInfo {
             rx_offload_capa: info.rx_offload_capa,
             tx_offload_capa: info.tx_offload_capa,
             mtu,
+            min_mtu: info.min_mtu,
+            max_mtu: info.max_mtu,
+            max_rx_pktlen: info.max_rx_pktlen,
             socket: (socket >= 0).then_some(socket),
         })
     }

@@ -40,5 +40,6 @@ int dps_pktmbuf_trim(struct rte_mbuf *m, uint16_t len);
 uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m);
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp);
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp);
+uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp);
 
 #endif

@@ -35,3 +35,4 @@ int dps_pktmbuf_trim(struct rte_mbuf *m, uint16_t len) { return rte_pktmbuf_trim
 uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m) { return rte_pktmbuf_tailroom(m); }
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp) { return rte_mempool_avail_count(mp); }
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp) { return rte_mempool_in_use_count(mp); }
+uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp) { return rte_pktmbuf_data_room_size(mp); }

@@ -31,7 +31,7 @@ mod tx6;
 
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use limit::TokenBucket;
-pub use tcp::{ConnId, ListenError, TcpEvent};
+pub use tcp::{ConnId, ListenError, ListenerId, TcpEvent};
 pub use tx::{SendError, TxBatch};
 
 use crate::counters::{Counters, DropReason};
@@ -724,13 +724,34 @@ impl<B: Buf> Interface<B> {
     /// Listens for TCP connections on `local` (an unspecified address takes
     /// every address; `[::]` both families), with at most `backlog`
     /// handshakes in progress. Accepted connections reach the handler's
-    /// [`UdpHandler::on_tcp`].
+    /// [`UdpHandler::on_tcp`] as [`TcpEvent::Accepted`] with this id.
     pub fn tcp_listen(
         &mut self,
         local: impl Into<SocketAddr>,
         backlog: usize,
-    ) -> Result<(), ListenError> {
-        tcp::listen(&mut self.core, local.into(), backlog, false).map(|_| ())
+    ) -> Result<ListenerId, ListenError> {
+        let at = tcp::listen(&mut self.core, local.into(), backlog, false)?;
+        Ok(tcp::listener_id(&self.core, at))
+    }
+
+    /// Joins (or starts) the SO_REUSEPORT group on `local`: every member
+    /// must join this way, and each new connection goes to one member, by a
+    /// keyed hash of its addresses and ports (a flow always meets the same
+    /// member). [`TcpEvent::Accepted`] names the member.
+    pub fn tcp_listen_reuseport(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<ListenerId, ListenError> {
+        let at = tcp::listen(&mut self.core, local.into(), backlog, true)?;
+        Ok(tcp::listener_id(&self.core, at))
+    }
+
+    /// Stops inline listener `id`: new connections to its address are
+    /// refused (or go to the rest of its group); connections it made, and
+    /// handshakes in progress, carry on. False if it was already closed.
+    pub fn tcp_unlisten(&mut self, id: ListenerId) -> bool {
+        tcp::unlisten_inline(&mut self.core, id)
     }
 
     /// Opens a TCP connection to `remote` outside a poll (its SYN leaves

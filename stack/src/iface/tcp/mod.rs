@@ -37,7 +37,7 @@ use open::*;
 use queue::*;
 use segment::*;
 
-pub(crate) use open::{connect, listen};
+pub(crate) use open::{connect, listen, listener_id, unlisten_inline};
 pub(crate) use queue::{attend, connect_queued, listen_queued, unlisten};
 pub(crate) use segment::{flush, input};
 
@@ -48,11 +48,21 @@ pub struct ConnId {
     generation: u32,
 }
 
+/// An inline listener, as [`Interface::tcp_listen`](crate::iface::Interface::tcp_listen)
+/// returns it and [`TcpEvent::Accepted`] names it (a closed listener's id
+/// never names a later one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListenerId {
+    index: u32,
+    generation: u32,
+}
+
 /// What happened to a connection, for the handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TcpEvent {
-    /// A listener's handshake completed: the connection is open.
-    Accepted,
+    /// A handshake on this listener completed: the connection is open (in
+    /// an SO_REUSEPORT group, the member the flow hash picked).
+    Accepted(ListenerId),
     /// Our connect completed.
     Connected,
     /// Data (or the end of the peer's stream) can be read, or room opened
@@ -117,9 +127,20 @@ struct Listener<B: Buf> {
     reuse_port: bool,
     /// Queue mode: accepted connections go here for application threads.
     accept: Option<Arc<AcceptQueue<B>>>,
-    /// Connections in SYN-RECEIVED at most.
+    /// Connections in SYN-RECEIVED at most (0: closed).
     backlog: usize,
     pending: usize,
+    /// Bumped each time the place is reused, so old ids go stale.
+    generation: u32,
+}
+
+impl<B: Buf> Listener<B> {
+    fn id(&self, index: usize) -> ListenerId {
+        ListenerId {
+            index: index as u32,
+            generation: self.generation,
+        }
+    }
 }
 
 struct Slot<B: Buf> {
@@ -167,6 +188,10 @@ pub(crate) struct TcpCore<B: Buf> {
     pub(crate) ephemeral: (u16, u16),
     /// Buffer storage of finished connections, for the next ones.
     spare: Vec<Buffers>,
+    /// A packet buffer (and the link whose pool it came from) that a flush
+    /// took but had nothing to put in: the next flush on that link uses it
+    /// instead of a pool round trip.
+    pub(crate) held_tx: Option<(usize, B)>,
 }
 
 /// Most spare buffer pairs kept.
@@ -200,6 +225,7 @@ impl<B: Buf> TcpCore<B> {
             secret,
             ephemeral,
             spare: Vec::new(),
+            held_tx: None,
         }
     }
 
@@ -428,12 +454,14 @@ pub(crate) fn after_activity<P: Port>(
                 }
             }
             _ => {
-                let event = if active {
-                    TcpEvent::Connected
-                } else {
-                    TcpEvent::Accepted
+                let event = match from_listener {
+                    _ if active => Some(TcpEvent::Connected),
+                    Some(l) => tcp.listeners.get(l).map(|x| TcpEvent::Accepted(x.id(l))),
+                    None => None,
                 };
-                tcp.events.push((id, event));
+                if let Some(event) = event {
+                    tcp.events.push((id, event));
+                }
             }
         }
     }

@@ -32,6 +32,7 @@ pub(crate) fn listen<B: Buf>(
         backlog: backlog.max(1),
         pending: 0,
         reuse_port,
+        generation: 0,
     };
     // A closed listener's place is taken once no handshake it started is
     // still pending (indexes stay stable for those).
@@ -42,13 +43,36 @@ pub(crate) fn listen<B: Buf>(
         .position(|l| l.backlog == 0 && l.pending == 0);
     match free {
         Some(at) => {
-            core.tcp.listeners[at] = listener;
+            let generation = core.tcp.listeners[at].generation.wrapping_add(1);
+            core.tcp.listeners[at] = Listener {
+                generation,
+                ..listener
+            };
             Ok(at)
         }
         None => {
             core.tcp.listeners.push(listener);
             Ok(core.tcp.listeners.len() - 1)
         }
+    }
+}
+
+/// The id of the listener at `at`.
+pub(crate) fn listener_id<B: Buf>(core: &Core<B>, at: usize) -> ListenerId {
+    core.tcp.listeners[at].id(at)
+}
+
+/// Closes inline listener `id` (connections it made, and handshakes in
+/// progress, carry on). False if it was already closed.
+pub(crate) fn unlisten_inline<B: Buf>(core: &mut Core<B>, id: ListenerId) -> bool {
+    let at = id.index as usize;
+    match core.tcp.listeners.get_mut(at) {
+        Some(l) if l.id(at) == id && l.backlog > 0 && l.accept.is_none() => {
+            l.local = SocketAddr::new(l.local.ip(), 0);
+            l.backlog = 0;
+            true
+        }
+        _ => false,
     }
 }
 

@@ -244,10 +244,15 @@ pub(crate) fn flush<P: Port>(
         None => ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0),
     };
     loop {
-        let Some(mut buf) = out.alloc(link) else {
+        let held = match core.tcp.held_tx.take() {
+            Some((from, buf)) if from == link => Some(buf),
+            _ => None, // another link's buffer goes back to its pool
+        };
+        let Some(mut buf) = held.or_else(|| out.alloc(link)) else {
             return core.counters.count_drop(DropReason::TxNoBuffer);
         };
         let Some(slot) = core.tcp.slot(id) else {
+            core.tcp.held_tx = Some((link, buf));
             return;
         };
         let mss = usize::from(slot.conn.mss());
@@ -255,6 +260,8 @@ pub(crate) fn flush<P: Port>(
             return core.counters.count_drop(DropReason::TxNoBuffer);
         };
         let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {
+            buf.trim(buf.len());
+            core.tcp.held_tx = Some((link, buf));
             return;
         };
         let header_len = repr.header_len();

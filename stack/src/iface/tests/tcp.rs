@@ -25,7 +25,7 @@ impl UdpHandler<MemBuf> for EchoTcp {
         event: TcpEvent,
         ctx: &mut UdpContext<'_, P>,
     ) {
-        if !matches!(event, TcpEvent::Accepted | TcpEvent::Readable) {
+        if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
         }
         let mut buf = [0u8; 8192];
@@ -97,7 +97,7 @@ impl UdpHandler<MemBuf> for Client {
             }
             TcpEvent::Readable => self.pump(conn, ctx),
             TcpEvent::Closed(error) => self.closed = Some(error),
-            TcpEvent::Accepted => {}
+            TcpEvent::Accepted(_) => {}
         }
     }
 }
@@ -368,4 +368,159 @@ fn time_wait_four_tuples_are_reused_by_new_connects() {
         }
     }
     assert_eq!((handler.done, handler.failed), (20, 0));
+}
+
+/// Server side of the reuseport test: which listener accepted each
+/// connection.
+#[derive(Default)]
+struct AcceptLog(Vec<ListenerId>);
+
+impl UdpHandler<MemBuf> for AcceptLog {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        match event {
+            TcpEvent::Accepted(listener) => self.0.push(listener),
+            TcpEvent::Readable if ctx.tcp_at_eof(conn) => ctx.tcp_close(conn),
+            _ => {}
+        }
+    }
+}
+
+/// Client side: connections that opened (closed at once) and refused.
+#[derive(Default)]
+struct Opener {
+    opened: usize,
+    refused: usize,
+}
+
+impl UdpHandler<MemBuf> for Opener {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        match event {
+            TcpEvent::Connected => {
+                self.opened += 1;
+                ctx.tcp_close(conn);
+            }
+            TcpEvent::Closed(Some(TcpError::Refused)) => self.refused += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Opens `count` connections from `client` to 10.0.0.1:7 and runs both
+/// stacks until they settle.
+fn open_many(
+    (server, server_port): (&mut Interface<MemBuf>, &mut MemPort),
+    (client, client_port): (&mut Interface<MemBuf>, &mut MemPort),
+    now: &mut Instant,
+    count: usize,
+    log: &mut AcceptLog,
+) -> Opener {
+    let mut opener = Opener::default();
+    let target: SocketAddr = "10.0.0.1:7".parse().unwrap();
+    for _ in 0..count {
+        client
+            .tcp_connect(core::slice::from_mut(client_port), *now, target)
+            .unwrap();
+    }
+    // Long enough for SYNs held back by address resolution to be sent again.
+    for _ in 0..1500 {
+        *now = *now + Duration::from_millis(1);
+        server.poll(server_port, *now, log);
+        for frame in server_port.take_tx() {
+            client_port.push_rx(&frame);
+        }
+        client.poll(client_port, *now, &mut opener);
+        for frame in client_port.take_tx() {
+            server_port.push_rx(&frame);
+        }
+    }
+    opener
+}
+
+#[test]
+fn inline_reuseport_members_share_connections_and_close_alone() {
+    let (mut server, mut server_port) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let (mut client, mut client_port) = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    let local: SocketAddr = "10.0.0.1:7".parse().unwrap();
+    let a = server.tcp_listen_reuseport(local, 64).unwrap();
+    let b = server.tcp_listen_reuseport(local, 64).unwrap();
+    assert_ne!(a, b);
+    // A plain listener does not join a group.
+    assert_eq!(server.tcp_listen(local, 8), Err(ListenError::AddrInUse));
+    let mut now = Instant::ZERO;
+    let mut log = AcceptLog::default();
+    let opened = open_many(
+        (&mut server, &mut server_port),
+        (&mut client, &mut client_port),
+        &mut now,
+        24,
+        &mut log,
+    );
+    assert_eq!(opened.opened, 24);
+    let to_a = log.0.iter().filter(|&&l| l == a).count();
+    let to_b = log.0.iter().filter(|&&l| l == b).count();
+    assert_eq!(to_a + to_b, 24, "{:?}", log.0);
+    assert!(
+        to_a > 0 && to_b > 0,
+        "the flow hash used one member: {to_a}/{to_b}"
+    );
+
+    // Without a, every connection meets b.
+    assert!(server.tcp_unlisten(a));
+    assert!(!server.tcp_unlisten(a), "closed twice");
+    let mut log = AcceptLog::default();
+    let opened = open_many(
+        (&mut server, &mut server_port),
+        (&mut client, &mut client_port),
+        &mut now,
+        8,
+        &mut log,
+    );
+    assert_eq!(opened.opened, 8);
+    assert!(log.0.iter().all(|&l| l == b), "{:?}", log.0);
+
+    // A new listener may take a's place, under a new id.
+    let c = server
+        .tcp_listen("10.0.0.1:9".parse::<SocketAddr>().unwrap(), 8)
+        .unwrap();
+    assert_ne!(c, a);
+    assert!(!server.tcp_unlisten(a), "a stale id closed its successor");
+
+    // Without either member, the port refuses.
+    assert!(server.tcp_unlisten(b));
+    let mut log = AcceptLog::default();
+    let opened = open_many(
+        (&mut server, &mut server_port),
+        (&mut client, &mut client_port),
+        &mut now,
+        3,
+        &mut log,
+    );
+    assert_eq!((opened.opened, opened.refused), (0, 3));
+    assert!(log.0.is_empty());
 }

@@ -49,7 +49,7 @@ impl UdpHandler<MemBuf> for InlineEcho {
         event: TcpEvent,
         ctx: &mut UdpContext<'_, P>,
     ) {
-        if !matches!(event, TcpEvent::Accepted | TcpEvent::Readable) {
+        if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
         }
         let mut buf = [0u8; 4096];
