@@ -230,6 +230,16 @@ fn deadline(timeout: Option<Duration>) -> Option<Instant> {
 }
 
 impl<P: BufPool> TcpListener<P> {
+    /// Listens on `local` through `stack` (std's spelling of
+    /// [`StackHandle::tcp_listen`](super::StackHandle::tcp_listen)).
+    pub fn bind(
+        stack: &super::StackHandle<P>,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<TcpListener<P>, SocketError> {
+        stack.tcp_listen(local, backlog)
+    }
+
     pub(crate) fn new(
         local: SocketAddr,
         queue: Arc<AcceptQueue<P::Buf>>,
@@ -288,6 +298,16 @@ impl<P: BufPool> Drop for TcpListener<P> {
 }
 
 impl<P: BufPool> TcpStream<P> {
+    /// Connects to `remote` through `stack` (std's spelling of
+    /// [`StackHandle::tcp_connect`](super::StackHandle::tcp_connect)).
+    pub fn connect(
+        stack: &super::StackHandle<P>,
+        remote: impl Into<SocketAddr>,
+        timeout: Option<Duration>,
+    ) -> Result<TcpStream<P>, SocketError> {
+        stack.tcp_connect(remote, timeout)
+    }
+
     pub(crate) fn new(
         stream: Arc<StreamQueue<P::Buf>>,
         shared: Arc<Shared<P::Buf>>,

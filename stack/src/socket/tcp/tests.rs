@@ -146,12 +146,12 @@ fn data(len: usize) -> Vec<u8> {
 fn an_application_thread_connects_writes_and_reads_back_the_echo() {
     let (handle, _running) = echo_server_and_client();
     let sent = data(300_000);
-    let mut stream = handle
-        .tcp_connect(
-            SocketAddr::new(A_IP.into(), 7),
-            Some(Duration::from_secs(5)),
-        )
-        .unwrap();
+    let mut stream = TcpStream::connect(
+        &handle,
+        SocketAddr::new(A_IP.into(), 7),
+        Some(Duration::from_secs(5)),
+    )
+    .unwrap();
     assert_eq!(stream.peer_addr(), Some(SocketAddr::new(A_IP.into(), 7)));
     // Everything is written before anything is read: the echo waits in
     // the stream's receive queue and the connection's buffer (backpressure
@@ -198,7 +198,7 @@ fn application_threads_on_both_sides_accept_connect_and_echo() {
         (client, client_port, DropDatagrams),
     );
     let any = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 7);
-    let listener = server_handle.tcp_listen(any, 8).unwrap();
+    let listener = TcpListener::bind(&server_handle, any, 8).unwrap();
     assert!(matches!(
         server_handle.tcp_listen(any, 8),
         Err(SocketError::Listen(crate::iface::ListenError::AddrInUse))
