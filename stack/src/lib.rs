@@ -20,6 +20,7 @@ pub mod port;
 pub mod reassembly;
 pub mod route;
 pub mod route6;
+pub mod rtp;
 pub mod socket;
 pub mod tcp;
 pub mod time;
