@@ -94,6 +94,15 @@ pub trait UdpHandler<B: Buf> {
     ) {
         let _ = (conn, event, ctx);
     }
+
+    /// Called once per poll, after the burst and the timers, before the
+    /// poll's transmit flush: where an application sends on its own clock
+    /// (paced datagrams, filling TCP send buffers, its timeouts), with
+    /// `ctx.now()` as the time. Nothing unless overridden.
+    #[inline]
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+        let _ = ctx;
+    }
 }
 
 /// A handler that drops everything (for stacks that only answer ARP/ICMP).
@@ -430,6 +439,16 @@ impl<P: Port> UdpContext<'_, P> {
             .tcp
             .conn(conn)
             .map_or((0, 0), |c| (c.send_room(), c.recv_ready()))
+    }
+
+    /// A connection's local and remote address, while it exists.
+    pub fn tcp_addresses(&self, conn: ConnId) -> Option<(SocketAddr, SocketAddr)> {
+        self.core.tcp.tuple(conn).map(|t| (t.local, t.remote))
+    }
+
+    /// A connection's figures (retransmissions, congestion window, RTT).
+    pub fn tcp_info(&self, conn: ConnId) -> Option<crate::tcp::ConnStats> {
+        self.core.tcp.peek(conn).map(|c| c.stats())
     }
 
     /// True once the peer closed its side and everything was read.
@@ -975,6 +994,11 @@ impl<B: Buf> Interface<B> {
             run_timers(core, probes, &mut out, now);
         }
         tcp::run_timers(core, &mut out, now);
+        handler.on_poll(&mut UdpContext {
+            core,
+            out: out.reborrow(),
+            now,
+        });
         if !core.tcp.events.is_empty() {
             report_tcp(core, &mut out, now, handler);
         }

@@ -160,6 +160,21 @@ pub struct Connection {
     pub(crate) fast_retransmit: bool,
     pub(crate) probe: bool,
     pub(crate) error: Option<TcpError>,
+    /// Segments sent again (timeouts, fast retransmits), for reports.
+    pub(crate) retransmitted: u64,
+}
+
+/// A connection's figures for reports (iperf's Retr and Cwnd columns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnStats {
+    /// Segments sent again so far.
+    pub retransmits: u64,
+    /// The congestion window, in bytes.
+    pub cwnd: u32,
+    /// The smoothed round-trip time, once measured.
+    pub srtt: Option<Duration>,
+    /// The MSS data segments use.
+    pub mss: u16,
 }
 
 /// A connection's buffer storage (send, receive), recycled between
@@ -249,6 +264,7 @@ impl Connection {
             unacked_segments: 0,
             rst_pending: None,
             fast_retransmit: false,
+            retransmitted: 0,
             probe: false,
             error: None,
         }
@@ -421,6 +437,16 @@ impl Connection {
     /// Our port and the peer's.
     pub fn ports(&self) -> (u16, u16) {
         (self.local_port, self.remote_port)
+    }
+
+    /// Figures for reports: retransmissions, congestion window, RTT.
+    pub fn stats(&self) -> ConnStats {
+        ConnStats {
+            retransmits: self.retransmitted,
+            cwnd: self.cc.window(),
+            srtt: self.rtt.srtt(),
+            mss: self.mss,
+        }
     }
 
     /// The MSS data segments use (after options).

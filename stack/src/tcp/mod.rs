@@ -25,7 +25,7 @@ mod timers;
 pub mod wheel;
 
 pub use config::TcpConfig;
-pub use conn::{Buffers, Connection, State, TcpError};
+pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
 pub use input::Verdict;
 pub use seq::Seq;
 

@@ -99,6 +99,7 @@ impl Connection {
         let push = len > 0 && offset + len == self.send_buf.len();
         let extra = if fin { flags::FIN } else { 0 } | if push { flags::PSH } else { 0 };
         let header = self.header(self.snd_una, extra, options);
+        self.retransmitted += 1;
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rtt.rto());
         }
@@ -158,6 +159,7 @@ impl Connection {
         let seq = self.snd_nxt;
         let header = self.header(seq, extra, options);
         let new_data = self.snd_nxt == self.snd_max;
+        self.retransmitted += u64::from(!new_data);
         self.snd_nxt = self.snd_nxt + copied + usize::from(fin);
         if small && copied > 0 {
             self.snd_sml = self.snd_nxt;

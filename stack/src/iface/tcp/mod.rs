@@ -250,6 +250,15 @@ impl<B: Buf> TcpCore<B> {
         self.slots.get(index)?.as_ref().map(|s| &s.conn)
     }
 
+    /// The addresses and ports of connection `id` (ours, the peer's).
+    pub(crate) fn tuple(&self, id: ConnId) -> Option<FourTuple> {
+        let index = id.index as usize;
+        if self.generations.get(index) != Some(&id.generation) {
+            return None;
+        }
+        self.slots.get(index)?.as_ref().map(|s| s.tuple)
+    }
+
     fn slot(&mut self, id: ConnId) -> Option<&mut Slot<B>> {
         let index = id.index as usize;
         if self.generations.get(index) != Some(&id.generation) {
