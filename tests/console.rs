@@ -137,7 +137,8 @@ fn interactive_prompt_starts_shows_stops_and_quits() {
         writeln!(stdin, "{line}").expect("write command");
         std::thread::sleep(Duration::from_millis(pause_ms));
     };
-    say("help", 100);
+    say("help control", 100);
+    say("set fwd ?", 100);
     say("set fwd macswap", 100);
     say("start", 500);
     say("show port stats all", 300);
@@ -155,8 +156,10 @@ fn interactive_prompt_starts_shows_stops_and_quits() {
     let text = &out.stdout;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     for expected in [
-        "start [tx_first]",
-        "macswap    swap source and destination MAC",
+        "\nstart tx_first\n    Start packet forwarding with current config after sending one burst \
+         of packets.\n",
+        "\n macswap [Mul-choice STRING]: set fwd macswap: swap source and destination MAC, then \
+         forward\n",
         "Set macswap packet forwarding mode",
         "macswap packet forwarding - ports=2 - cores=1 - streams=2",
         "NIC statistics for port 1",

@@ -17,9 +17,15 @@ use dpstack::stack::port::{MacAddr, MAX_BURST};
                   Example: dpstack-console --vdev=net_ring0 --vdev=net_ring1 -- --tx-first -a"
 )]
 pub struct Cli {
-    /// Run an interactive prompt (start, stop, show port stats all, quit, help).
+    /// Run an interactive prompt (`help` lists the commands; Tab completes,
+    /// `?` lists what may come next).
     #[arg(short, long)]
     pub interactive: bool,
+
+    /// Run the console commands in FILE (one per line, `#` comments) at
+    /// start-up, then go on as without it.
+    #[arg(long, value_name = "FILE")]
+    pub cmdline_file: Option<std::path::PathBuf>,
 
     /// Start forwarding at once (interactive mode; otherwise forwarding always starts).
     #[arg(short = 'a', long)]
@@ -124,6 +130,8 @@ mod tests {
             "--eth-peer",
             "1,02:00:00:00:00:aa",
             "--record-core-cycles",
+            "--cmdline-file",
+            "setup.txt",
         ])
         .expect("parses");
         assert_eq!(cli.forward_mode, ForwardMode::MacSwap);
@@ -131,6 +139,7 @@ mod tests {
         assert_eq!((cli.stats_period, cli.burst), (Some(2), 64));
         assert_eq!(cli.port_topology, Topology::Loop);
         assert_eq!(cli.eth_peer, [(1, MacAddr([2, 0, 0, 0, 0, 0xaa]))]);
+        assert_eq!(cli.cmdline_file.as_deref(), Some("setup.txt".as_ref()));
     }
 
     #[test]

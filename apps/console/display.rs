@@ -1,8 +1,9 @@
 //! Text output in testpmd's formats, so people's muscle memory and parsing
-//! scripts carry over: `show port stats`, forward statistics on `stop`, port
-//! summaries.
+//! scripts carry over: `show port stats`, forward statistics on `stop`,
+//! `show port info`, the forwarding configuration.
 
-use dpstack::ethdev::PortStats;
+use dpstack::ethdev::{LinkStatus, PortInfo, PortStats};
+use dpstack::stack::port::MacAddr;
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -125,7 +126,8 @@ impl PortForwardTotals {
 }
 
 /// The forward statistics testpmd prints on `stop` and `show fwd stats all`:
-/// one block per port that forwarded, then the accumulated block.
+/// one block per forwarding port (idle ones too, as testpmd 22.11), then the
+/// accumulated block.
 /// `cycles` is `(busy cycles, TSC MHz)` with --record-core-cycles.
 pub fn forward_stats(ports: &[(u16, PortForwardTotals)], cycles: Option<(u64, u64)>) -> String {
     let mut out = String::new();
@@ -135,9 +137,6 @@ pub fn forward_stats(ports: &[(u16, PortForwardTotals)], cycles: Option<(u64, u6
         total.rx_dropped += t.rx_dropped;
         total.tx_packets += t.tx_packets;
         total.tx_dropped += t.tx_dropped;
-        if *t == PortForwardTotals::default() {
-            continue;
-        }
         let _ = writeln!(
             out,
             "\n  {FWD_BORDER} Forward statistics for port {port:<2} {FWD_BORDER}"
@@ -166,6 +165,101 @@ pub fn forward_stats(ports: &[(u16, PortForwardTotals)], cycles: Option<(u64, u6
             );
         }
     }
+    out
+}
+
+/// One stream of the forwarding configuration, by port id and socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLine {
+    /// The receiving port.
+    pub rx_port: u16,
+    /// Its NUMA socket.
+    pub rx_socket: u32,
+    /// The transmitting port.
+    pub tx_port: u16,
+    /// Its NUMA socket.
+    pub tx_socket: u32,
+    /// The peer MAC the `mac` and `txonly` engines write.
+    pub peer: MacAddr,
+}
+
+/// The forwarding configuration as testpmd prints it on `start` and
+/// `show config fwd`. `lcore` is (lcore id, socket). One pool on any socket
+/// is testpmd's "NUMA support disabled" with native allocation.
+pub fn forward_config(
+    mode: &str,
+    ports: usize,
+    lcore: (u32, u32),
+    streams: &[StreamLine],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{mode} packet forwarding - ports={ports} - cores=1 - streams={} - NUMA support \
+         disabled, MP allocation mode: native",
+        streams.len()
+    );
+    let _ = writeln!(
+        out,
+        "Logical Core {} (socket {}) forwards packets on {} streams:",
+        lcore.0,
+        lcore.1,
+        streams.len()
+    );
+    for s in streams {
+        let _ = writeln!(
+            out,
+            "  RX P={}/Q=0 (socket {}) -> TX P={}/Q=0 (socket {}) peer={}",
+            s.rx_port, s.rx_socket, s.tx_port, s.tx_socket, s.peer
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// `show port info` of one port: testpmd's lines for the facts the driver
+/// layer reports (the console opens one rx and one tx queue per port).
+pub fn port_info(
+    port: u16,
+    mac: MacAddr,
+    info: &PortInfo,
+    link: &LinkStatus,
+    promiscuous: bool,
+) -> String {
+    let border = "*".repeat(21);
+    let on_off = |on: bool| if on { "enabled" } else { "disabled" };
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{border} Infos for port {port:<2} {border}");
+    let _ = writeln!(out, "MAC address: {mac}");
+    let _ = writeln!(out, "Device name: {}", info.name);
+    let _ = writeln!(out, "Driver name: {}", info.driver);
+    let _ = writeln!(
+        out,
+        "Connect to socket: {}",
+        info.socket.map_or(0, |s| s.max(0))
+    );
+    let _ = writeln!(out, "Link status: {}", if link.up { "up" } else { "down" });
+    let _ = writeln!(out, "Link speed: {}", link.speed_text());
+    let _ = writeln!(
+        out,
+        "Link duplex: {}",
+        if link.full_duplex {
+            "full-duplex"
+        } else {
+            "half-duplex"
+        }
+    );
+    let _ = writeln!(out, "MTU: {}", info.mtu);
+    let _ = writeln!(out, "Promiscuous mode: {}", on_off(promiscuous));
+    let _ = writeln!(
+        out,
+        "Maximum configurable length of RX packet: {}",
+        info.max_rx_pktlen
+    );
+    let _ = writeln!(out, "Current number of RX queues: 1");
+    let _ = writeln!(out, "Max possible RX queues: {}", info.max_rx_queues);
+    let _ = writeln!(out, "Current number of TX queues: 1");
+    let _ = writeln!(out, "Max possible TX queues: {}", info.max_tx_queues);
     out
 }
 
@@ -203,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn forward_stats_match_testpmd_layout_and_skip_idle_ports() {
+    fn forward_stats_match_testpmd_layout_with_idle_ports_too() {
         let busy = PortForwardTotals {
             rx_packets: 80202112,
             tx_packets: 80202112,
@@ -214,6 +308,11 @@ mod tests {
   ---------------------- Forward statistics for port 0  ----------------------
   RX-packets: 80202112       RX-dropped: 0             RX-total: 80202112
   TX-packets: 80202112       TX-dropped: 0             TX-total: 80202112
+  ----------------------------------------------------------------------------
+
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-packets: 0              RX-dropped: 0             RX-total: 0
+  TX-packets: 0              TX-dropped: 0             TX-total: 0
   ----------------------------------------------------------------------------
 
   +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++
@@ -247,5 +346,25 @@ mod tests {
         s.rx_bytes = 1000;
         let t = tracker.update(0, t0 + Duration::from_millis(500), s);
         assert_eq!((t.rx_pps, t.rx_bps), (1000, 16000));
+    }
+
+    #[test]
+    fn forward_config_matches_testpmd_layout() {
+        let stream = |rx, tx| StreamLine {
+            rx_port: rx,
+            rx_socket: 0,
+            tx_port: tx,
+            tx_socket: 0,
+            peer: MacAddr([2, 0, 0, 0, 0, tx as u8]),
+        };
+        let text = forward_config("io", 2, (1, 0), &[stream(0, 1), stream(1, 0)]);
+        let expected = "\
+io packet forwarding - ports=2 - cores=1 - streams=2 - NUMA support disabled, MP allocation mode: native
+Logical Core 1 (socket 0) forwards packets on 2 streams:
+  RX P=0/Q=0 (socket 0) -> TX P=1/Q=0 (socket 0) peer=02:00:00:00:00:01
+  RX P=1/Q=0 (socket 0) -> TX P=0/Q=0 (socket 0) peer=02:00:00:00:00:00
+
+";
+        assert_eq!(text, expected);
     }
 }

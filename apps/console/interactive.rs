@@ -1,132 +1,148 @@
-//! The interactive prompt (`-i`): a small testpmd-style command set.
+//! The prompt (`-i`) and `--cmdline-file`: commands one per line, run
+//! through the command table until `quit`, end of input, or a signal.
 //!
-//! Lines come from a reader thread over a channel, so the prompt also notices
-//! SIGINT/SIGTERM while it waits. End of input (Ctrl-D) quits like `quit`.
-//! The full console (completion, `?` help, more commands) is a later step.
+//! On a terminal the prompt edits lines (see `terminal`). Anything else (a
+//! pipe, a file, or output not to a terminal) is read plainly, a line at a time, by a helper thread over
+//! a channel, so the prompt also notices SIGINT/SIGTERM while it waits; a
+//! line ending in `?` prints the listing `?` gives on a terminal. End of
+//! input (Ctrl-D) quits like `quit`.
+//!
+//! `--cmdline-file` runs its lines as testpmd does: no echo, each command's
+//! output, then `Read CLI commands from FILE`. A `quit` in the file quits
+//! the console.
 
-use crate::engines::{ForwardMode, ENGINES};
+use crate::commands::{self, Reply};
 use crate::session::Session;
+use crate::terminal::Terminal;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// What the prompt loop should do after a command.
+/// The prompt.
+pub const PROMPT: &str = "dpstack> ";
+
+/// What the prompt got.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A command line.
+    Line(String),
+    /// End of input.
+    End,
+    /// SIGINT or SIGTERM arrived.
+    Signal,
+}
+
+/// What to do after a batch of commands.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Flow {
-    /// Read the next command.
+    /// Go on.
     Continue,
-    /// Leave the prompt.
+    /// Quit the console.
     Quit,
 }
 
-const HELP: &str = "\
-Commands:
-  start [tx_first]                  start forwarding (tx_first: send one burst first)
-  stop                              stop forwarding and show forward statistics
-  show port stats|xstats (N|all)    port counters (stats: with rates since last show)
-  show port summary all             ports, MACs, drivers, links
-  clear port stats (N|all)          reset port counters
-  show fwd stats all                forward statistics (live while forwarding)
-  set fwd MODE                      choose the engine for the next start
-  help                              this text
-  quit                              stop, close the ports and exit
-";
+/// Where command lines come from.
+pub enum Prompt {
+    /// Plain lines from standard input (a pipe or a file).
+    Plain(Receiver<String>),
+    /// A terminal, with line editing.
+    Terminal(Terminal),
+}
+
+impl Prompt {
+    /// The terminal prompt if standard input and output are a terminal
+    /// (and a line editor can run on it), else plain lines.
+    pub fn open() -> Prompt {
+        if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+            match Terminal::open() {
+                Ok(terminal) => return Prompt::Terminal(terminal),
+                Err(e) => eprintln!("{e}; reading plain lines instead"),
+            }
+        }
+        Prompt::Plain(stdin_lines())
+    }
+
+    fn next(&mut self, ports: Vec<u16>, signal: &AtomicUsize) -> Input {
+        match self {
+            Prompt::Terminal(terminal) => terminal.next(ports, signal),
+            Prompt::Plain(lines) => {
+                print!("{PROMPT}");
+                let _ = std::io::stdout().flush();
+                loop {
+                    if signal.load(Ordering::SeqCst) != 0 {
+                        return Input::Signal;
+                    }
+                    match lines.recv_timeout(Duration::from_millis(100)) {
+                        Ok(line) => return Input::Line(line),
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => {
+                            println!();
+                            return Input::End;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Runs the prompt until `quit`, end of input, or a signal.
-pub fn run(session: &mut Session, lines: &Receiver<String>, signal: &AtomicUsize) {
-    prompt();
+pub fn run(session: &mut Session, prompt: &mut Prompt, signal: &AtomicUsize) {
     loop {
-        if signal.load(Ordering::SeqCst) != 0 {
-            return;
-        }
-        match lines.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) => {
-                let output = execute(session, &line);
-                print!("{}", output.0);
-                if output.1 == Flow::Quit {
+        match prompt.next(session.port_ids(), signal) {
+            Input::Line(line) => {
+                if run_line(session, &line) == Flow::Quit {
                     return;
                 }
-                prompt();
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                println!();
-                return;
-            }
+            Input::End | Input::Signal => return,
         }
     }
 }
 
-fn prompt() {
-    print!("dpstack> ");
+/// Runs one command line and prints its output.
+fn run_line(session: &mut Session, line: &str) -> Flow {
+    let flow = match commands::execute(session, line) {
+        Reply::Print(text) => {
+            print!("{text}");
+            Flow::Continue
+        }
+        Reply::Quit => Flow::Quit,
+    };
     let _ = std::io::stdout().flush();
+    flow
 }
 
-/// Executes one command line; returns its output and what to do next.
-pub fn execute(session: &mut Session, line: &str) -> (String, Flow) {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let result = match words.as_slice() {
-        [] => Ok(String::new()),
-        ["quit"] | ["exit"] => return (String::new(), Flow::Quit),
-        ["help"] => Ok(help()),
-        ["start"] => session.start(false).map_err(|e| e.to_string()),
-        ["start", "tx_first"] => session.start(true).map_err(|e| e.to_string()),
-        ["stop"] => Ok(session.stop()),
-        ["show", "port", "stats", which] => ports(session, which)
-            .and_then(|p| session.show_port_stats(&p).map_err(|e| e.to_string())),
-        ["show", "port", "xstats", which] => ports(session, which)
-            .and_then(|p| session.show_port_xstats(&p).map_err(|e| e.to_string())),
-        ["show", "port", "summary", "all"] => {
-            session.show_port_summary().map_err(|e| e.to_string())
+/// `--cmdline-file`: runs the lines of `script` (read from `path`) until
+/// its end, a `quit`, or a signal.
+pub fn run_script(session: &mut Session, path: &Path, script: &str, signal: &AtomicUsize) -> Flow {
+    let mut flow = Flow::Continue;
+    for line in script.lines() {
+        if signal.load(Ordering::SeqCst) != 0 {
+            return Flow::Quit;
         }
-        ["clear", "port", "stats", which] => ports(session, which)
-            .and_then(|p| session.clear_port_stats(&p).map_err(|e| e.to_string())),
-        ["show", "fwd", "stats", "all"] => Ok(session.show_forward_stats()),
-        ["set", "fwd", mode] => match ForwardMode::from_name(mode) {
-            Some(mode) => Ok(session.set_forward_mode(mode)),
-            None => Err(format!(
-                "Invalid forwarding mode '{mode}': choose one of {}",
-                ENGINES.iter().map(|e| e.name).collect::<Vec<_>>().join(" ")
-            )),
-        },
-        [first, ..] if is_known(first) => Err("Bad arguments".into()),
-        _ => Err("Command not found".into()),
-    };
-    match result {
-        Ok(text) => (text, Flow::Continue),
-        Err(text) => (format!("{text}\n"), Flow::Continue),
+        flow = run_line(session, line);
+        if flow == Flow::Quit {
+            break;
+        }
     }
+    println!("Read CLI commands from {}", path.display());
+    flow
 }
 
-fn help() -> String {
-    let mut text = HELP.to_owned();
-    text.push_str("Forwarding modes (set fwd MODE):\n");
-    for engine in ENGINES {
-        text.push_str(&format!("  {:<10} {}\n", engine.name, engine.help));
-    }
-    text
-}
-
-fn is_known(word: &str) -> bool {
-    ["start", "stop", "show", "clear", "set", "help", "quit"].contains(&word)
-}
-
-/// Port indexes named by `which` ("all" or a port id).
-fn ports(session: &Session, which: &str) -> Result<Vec<usize>, String> {
-    let all = session.ports();
-    if which == "all" {
-        return Ok((0..all.len()).collect());
-    }
-    let valid = || {
-        let ids: Vec<String> = all.iter().map(|p| p.id().to_string()).collect();
-        format!("The valid ports array is [ {} ]", ids.join(" "))
-    };
-    let id: u16 = which
-        .parse()
-        .map_err(|_| format!("Invalid port {which}\n{}", valid()))?;
-    all.iter()
-        .position(|p| p.id() == id)
-        .map(|i| vec![i])
-        .ok_or_else(|| format!("Invalid port {id}\n{}", valid()))
+/// Standard input, a line at a time, from a helper thread; the channel
+/// disconnects at end of input.
+pub fn stdin_lines() -> Receiver<String> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }

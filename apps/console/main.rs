@@ -1,5 +1,6 @@
 //! `dpstack-console`: testpmd-style packet forwarding on dpstack's driver
-//! layer, non-interactive or with a small prompt (`-i`).
+//! layer, non-interactive or with a prompt (`-i`), optionally after the
+//! commands of a `--cmdline-file`.
 //!
 //! `dpstack-console [EAL options] -- [options]`. Without EAL options it runs on
 //! an embedded default (two `net_null` ports, two lcores, hugepages only if
@@ -10,11 +11,13 @@
 mod common;
 
 mod cli;
+mod commands;
 mod display;
 mod engines;
 mod forward;
 mod interactive;
 mod session;
+mod terminal;
 
 use cli::Cli;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -24,8 +27,9 @@ use dpstack::lcore::Lcore;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::port::MacAddr;
 use forward::{default_peer, ForwardConfig};
+use interactive::{Flow, Prompt};
 use session::Session;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -38,27 +42,36 @@ fn main() -> ExitCode {
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
+    let script = match &cli.cmdline_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --cmdline-file {}: {e}", path.display()))?;
+            println!("CLI commands to be read from {}", path.display());
+            Some((path, text))
+        }
+        None => None,
+    };
     let signal = common::stop_signal()?;
     let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
     let mut session = open_session(cli)?;
-    let lines = stdin_lines();
+    let flow = match &script {
+        Some((path, text)) => interactive::run_script(&mut session, path, text, &signal),
+        None => Flow::Continue,
+    };
 
-    if cli.interactive {
+    // After a `quit` in the file (or a signal), straight to the shutdown.
+    if flow == Flow::Continue && cli.interactive {
+        let mut prompt = Prompt::open();
         if cli.auto_start {
-            print!(
-                "{}",
-                session.start(cli.tx_first).map_err(|e| e.to_string())?
-            );
+            println!("Start automatic packet forwarding");
+            start(&mut session, cli.tx_first);
         }
-        interactive::run(&mut session, &lines, &signal);
-    } else {
-        print!(
-            "{}",
-            session.start(cli.tx_first).map_err(|e| e.to_string())?
-        );
+        interactive::run(&mut session, &mut prompt, &signal);
+    } else if flow == Flow::Continue {
+        start(&mut session, cli.tx_first);
         match cli.stats_period {
             Some(period) => show_stats_until_signal(&mut session, period, &signal)?,
-            None => wait_for_enter(&lines, &signal),
+            None => wait_for_enter(&interactive::stdin_lines(), &signal),
         }
     }
     let sig = signal.load(Ordering::SeqCst);
@@ -68,6 +81,16 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     print!("{}", session.close());
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+/// Starts forwarding and prints the outcome; a refusal (e.g. a port that
+/// the command file stopped) is printed, as testpmd does, and the console
+/// goes on.
+fn start(session: &mut Session, tx_first: bool) {
+    match session.start(tx_first) {
+        Ok(text) => print!("{text}"),
+        Err(message) => println!("{message}"),
+    }
 }
 
 fn open_session(cli: &Cli) -> Result<Session, String> {
@@ -134,21 +157,6 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
     ))
 }
 
-/// Standard input, a line at a time, from a helper thread; the channel
-/// disconnects at end of input.
-fn stdin_lines() -> Receiver<String> {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
 /// testpmd's non-interactive mode: forward until Enter, end of input, or a
 /// signal.
 fn wait_for_enter(lines: &Receiver<String>, signal: &AtomicUsize) {
@@ -171,7 +179,7 @@ fn show_stats_until_signal(
     let period = Duration::from_secs(period.max(1));
     let all: Vec<usize> = (0..session.ports().len()).collect();
     // Prime the rate counters so the first display shows real rates.
-    session.show_port_stats(&all).map_err(|e| e.to_string())?;
+    session.show_port_stats(&all)?;
     let mut next = Instant::now() + period;
     let clear = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         "\x1b[2J\x1b[1;1H"
@@ -184,7 +192,7 @@ fn show_stats_until_signal(
             continue;
         }
         next += period;
-        let text = session.show_port_stats(&all).map_err(|e| e.to_string())?;
+        let text = session.show_port_stats(&all)?;
         print!("{clear}\nPort statistics ===================================={text}");
         let _ = std::io::stdout().flush();
     }

@@ -1,19 +1,26 @@
 //! The console's state: open ports, the forwarding settings, and the
-//! forwarding lcore while it runs. Both the interactive prompt and the
-//! non-interactive mode drive it; every method returns the text to print.
+//! forwarding lcore while it runs. The prompt, `--cmdline-file` and the
+//! non-interactive mode all drive it; every method returns the text to
+//! print (errors as `Err` text).
+//!
+//! Invariants: forwarding runs only while every open port is started, and
+//! while it runs no port is stopped or closed, so the port list (and the
+//! stream indexes into it) cannot change under a run. Closed ports leave
+//! the list: they are no longer valid port ids, as in testpmd.
 
-use crate::display::{self, PortForwardTotals, ThroughputTracker};
+mod ports;
+
+use crate::commands::PortSel;
+use crate::display::{self, PortForwardTotals, StreamLine, ThroughputTracker};
 use crate::engines::ForwardMode;
 use crate::forward::{self, ForwardConfig, ForwardStats, Stream, Topology};
 use dpstack::clock::TscClock;
 use dpstack::ethdev::{EthPort, EthQueue, PortStats};
 use dpstack::lcore::{launch, LaunchHandle, LaunchResult, Lcore};
 use dpstack::stack::port::MacAddr;
-use dpstack::Result;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 struct Running {
     handle: LaunchHandle,
@@ -36,6 +43,7 @@ struct Finished {
 /// See the module documentation.
 pub struct Session {
     ports: Vec<EthPort>,
+    /// Peer MAC of each port, by index in `ports`.
     peers: Vec<MacAddr>,
     /// Settings used by the next `start`.
     pub config: ForwardConfig,
@@ -48,7 +56,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session over `ports`, forwarding on `lcore`.
+    /// A session over `ports` (with their peer MACs), forwarding on `lcore`.
     pub fn new(
         ports: Vec<EthPort>,
         peers: Vec<MacAddr>,
@@ -74,23 +82,76 @@ impl Session {
         &self.ports
     }
 
+    /// The ids of the open ports.
+    pub fn port_ids(&self) -> Vec<u16> {
+        self.ports.iter().map(EthPort::id).collect()
+    }
+
+    /// Indexes (into [`Session::ports`]) of the ports `sel` names, or
+    /// testpmd's "Invalid port" message.
+    pub fn select(&self, sel: PortSel) -> Result<Vec<usize>, String> {
+        match sel {
+            PortSel::All => Ok((0..self.ports.len()).collect()),
+            PortSel::Id(id) => self
+                .ports
+                .iter()
+                .position(|p| p.id() == id)
+                .map(|i| vec![i])
+                .ok_or_else(|| {
+                    let ids: Vec<String> =
+                        self.ports.iter().map(|p| format!(" {}", p.id())).collect();
+                    format!(
+                        "Invalid port {id}\nThe valid ports array is [{} ]",
+                        ids.concat()
+                    )
+                }),
+        }
+    }
+
+    /// True while forwarding runs.
+    pub fn is_forwarding(&self) -> bool {
+        self.running.is_some()
+    }
+
     /// Starts forwarding (optionally with one txonly burst first).
-    pub fn start(&mut self, tx_first: bool) -> Result<String> {
+    pub fn start(&mut self, tx_first: bool) -> Result<String, String> {
         if self.running.is_some() {
             return Ok("Packet forwarding already started\n".into());
         }
+        if self.ports.is_empty() {
+            return Err("No port to forward on: every port is closed".into());
+        }
+        if self.ports.iter().any(|p| !p.is_started()) {
+            return Err("Not all ports were started".into());
+        }
         let streams = forward::streams(self.topology, &self.peers);
+        let mut text = self.forward_config()?;
+        let _ = writeln!(
+            text,
+            "  {} packet forwarding packets/burst={}\n  nb forwarding cores=1 - nb forwarding \
+             ports={}",
+            self.config.mode.name(),
+            self.config.burst,
+            self.ports.len()
+        );
+        for p in &self.ports {
+            let _ = writeln!(
+                text,
+                "  port {}: RX queue number: 1 Tx queue number: 1",
+                p.id()
+            );
+        }
         let queues = self
             .ports
             .iter()
             .map(|p| p.queue(0, 0))
-            .collect::<Result<Vec<EthQueue>>>()?;
-        let ports_at_start = self.port_stats()?;
+            .collect::<dpstack::Result<Vec<EthQueue>>>()
+            .map_err(|e| e.to_string())?;
+        let ports_at_start = self.port_stats().map_err(|e| e.to_string())?;
         let mut config = self.config.clone();
         config.tx_first = tx_first;
         let stats = Arc::new(ForwardStats::new(streams.len()));
         let stop = Arc::new(AtomicBool::new(false));
-        let text = self.start_banner(&streams);
         let handle = {
             let (stats, stop, streams) = (Arc::clone(&stats), Arc::clone(&stop), streams.clone());
             let mut queues = queues;
@@ -104,7 +165,8 @@ impl Session {
                     TscClock::cycles,
                 );
                 0
-            })?
+            })
+            .map_err(|e| e.to_string())?
         };
         self.running = Some(Running {
             handle,
@@ -119,32 +181,29 @@ impl Session {
         Ok(text)
     }
 
-    fn start_banner(&self, streams: &[Stream]) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{} packet forwarding - ports={} - cores=1 - streams={}",
+    /// `show config fwd`: the engine, lcore and streams of the current
+    /// settings (what the next `start` uses), in testpmd's format.
+    pub fn forward_config(&self) -> Result<String, String> {
+        let socket = |i: usize| -> Result<u32, String> {
+            let info = self.ports[i].info().map_err(|e| e.to_string())?;
+            Ok(info.socket.map_or(0, |s| s.max(0) as u32))
+        };
+        let mut lines = Vec::new();
+        for s in forward::streams(self.topology, &self.peers) {
+            lines.push(StreamLine {
+                rx_port: self.ports[s.rx_port].id(),
+                rx_socket: socket(s.rx_port)?,
+                tx_port: self.ports[s.tx_port].id(),
+                tx_socket: socket(s.tx_port)?,
+                peer: s.peer_mac,
+            });
+        }
+        Ok(display::forward_config(
             self.config.mode.name(),
             self.ports.len(),
-            streams.len()
-        );
-        let _ = writeln!(
-            out,
-            "Logical Core {} (socket {}) forwards packets on {} streams:",
-            self.lcore.0,
-            self.lcore.socket(),
-            streams.len()
-        );
-        for s in streams {
-            let _ = writeln!(
-                out,
-                "  RX P={}/Q=0 -> TX P={}/Q=0 peer={}",
-                self.ports[s.rx_port].id(),
-                self.ports[s.tx_port].id(),
-                s.peer_mac
-            );
-        }
-        out
+            (self.lcore.0, self.lcore.socket()),
+            &lines,
+        ))
     }
 
     /// Stops forwarding and returns testpmd's stop report.
@@ -203,75 +262,8 @@ impl Session {
         }
     }
 
-    fn port_stats(&self) -> Result<Vec<PortStats>> {
+    fn port_stats(&self) -> dpstack::Result<Vec<PortStats>> {
         self.ports.iter().map(EthPort::stats).collect()
-    }
-
-    /// `show port stats` for the ports at `indexes`.
-    pub fn show_port_stats(&mut self, indexes: &[usize]) -> Result<String> {
-        let mut out = String::new();
-        for &i in indexes {
-            let stats = self.ports[i].stats()?;
-            let rates = self.throughput.update(i, Instant::now(), stats);
-            out.push_str(&display::port_stats(self.ports[i].id(), &stats, &rates));
-        }
-        Ok(out)
-    }
-
-    /// `clear port stats` for the ports at `indexes`.
-    pub fn clear_port_stats(&mut self, indexes: &[usize]) -> Result<String> {
-        let mut out = String::new();
-        for &i in indexes {
-            self.ports[i].reset_stats()?;
-            self.throughput.forget(i);
-            let _ = writeln!(
-                out,
-                "\n  NIC statistics for port {} cleared",
-                self.ports[i].id()
-            );
-        }
-        Ok(out)
-    }
-
-    /// `show port xstats` for the ports at `indexes`.
-    pub fn show_port_xstats(&self, indexes: &[usize]) -> Result<String> {
-        let mut out = String::new();
-        for &i in indexes {
-            let _ = writeln!(
-                out,
-                "###### NIC extended statistics for port {}",
-                self.ports[i].id()
-            );
-            for x in self.ports[i].xstats()? {
-                let _ = writeln!(out, "{}: {}", x.name, x.value);
-            }
-        }
-        Ok(out)
-    }
-
-    /// `show port summary all`.
-    pub fn show_port_summary(&self) -> Result<String> {
-        let mut out = format!("Number of available ports: {}\n", self.ports.len());
-        let _ = writeln!(
-            out,
-            "{:<4} {:<17} {:<12} {:<14} {:<8} Link",
-            "Port", "MAC Address", "Name", "Driver", "Status"
-        );
-        for p in &self.ports {
-            let info = p.info()?;
-            let link = p.link()?;
-            let _ = writeln!(
-                out,
-                "{:<4} {} {:<12} {:<14} {:<8} {}",
-                p.id(),
-                p.mac(),
-                info.name,
-                info.driver,
-                if link.up { "up" } else { "down" },
-                link.speed_text()
-            );
-        }
-        Ok(out)
     }
 
     /// `set fwd MODE`.

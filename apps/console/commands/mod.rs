@@ -1,0 +1,414 @@
+//! The console's commands: one declarative table from which parsing, Tab
+//! completion, `?` listings and `help` are all generated.
+//!
+//! A [`Command`] is its words and argument kinds ([`Token`]s), one line of
+//! help, the `help` section it belongs to, and its handler. Each group of
+//! commands (testpmd's help sections: control, display, config, ports) is a
+//! module with a `COMMANDS` slice; [`GROUPS`] lists the slices in the order
+//! `help all` shows them. A new group (e.g. the stack's commands) is one
+//! module, one [`Section`] and one line in [`GROUPS`].
+//!
+//! Invariants: a line runs at most one command, the first in table order
+//! whose tokens accept its words one for one (a unit test checks that no
+//! two commands accept the same line); a handler gets one [`Value`] per
+//! non-[`Token::Word`] token, in token order, of the kind the token
+//! promises. Nothing here prints: the caller prints what [`execute`]
+//! returns.
+
+mod complete;
+mod config;
+mod control;
+mod display;
+mod help;
+mod ports;
+
+pub use complete::{alternatives, Completion};
+
+use crate::engines::ForwardMode;
+use crate::session::Session;
+use std::fmt::Write;
+
+/// A `help` section: a group of commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// Start and stop forwarding, quit.
+    Control,
+    /// Show ports, statistics and settings.
+    Display,
+    /// Forwarding settings.
+    Config,
+    /// Port operations.
+    Ports,
+}
+
+impl Section {
+    /// Every section, in the order `help` lists them.
+    pub const ALL: [Section; 4] = [
+        Section::Control,
+        Section::Display,
+        Section::Config,
+        Section::Ports,
+    ];
+
+    /// The word after `help`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Control => "control",
+            Section::Display => "display",
+            Section::Config => "config",
+            Section::Ports => "ports",
+        }
+    }
+
+    /// The section's heading in `help SECTION` (testpmd's).
+    fn title(self) -> &'static str {
+        match self {
+            Section::Control => "Control forwarding:",
+            Section::Display => "Display:",
+            Section::Config => "Configuration:",
+            Section::Ports => "Port Operations:",
+        }
+    }
+
+    /// The section's line in the plain `help` (testpmd's).
+    fn summary(self) -> &'static str {
+        match self {
+            Section::Control => "Start and stop forwarding.",
+            Section::Display => "Displaying port, stats and config information.",
+            Section::Config => "Configuration information.",
+            Section::Ports => "Configuring ports.",
+        }
+    }
+
+    /// A line printed under the heading, if any.
+    fn note(self) -> Option<&'static str> {
+        match self {
+            Section::Config => Some(
+                "Configuration changes only become active when forwarding is started/restarted.",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The words `help` takes: every section's name, then `all`.
+pub const HELP_TOPICS: &[&str] = &["control", "display", "config", "ports", "all"];
+
+/// What one word of a command accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    /// Exactly this word.
+    Word(&'static str),
+    /// One of these words (the handler gets [`Value::Word`]).
+    Choice(&'static [&'static str]),
+    /// A forwarding mode's name from the engines table ([`Value::Mode`]).
+    Mode,
+    /// A port id ([`Value::Port`] with [`PortSel::Id`]).
+    Port,
+    /// A port id or `all` ([`Value::Port`]).
+    PortOrAll,
+    /// A number from 0 to 65535, named for help ([`Value::Number`]).
+    Number(&'static str),
+}
+
+/// The value of one argument token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    /// The word given for a [`Token::Choice`].
+    Word(&'static str),
+    /// A forwarding mode.
+    Mode(ForwardMode),
+    /// A port selection.
+    Port(PortSel),
+    /// A number.
+    Number(u16),
+}
+
+/// Which ports a command applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortSel {
+    /// Every open port.
+    All,
+    /// The port with this id.
+    Id(u16),
+}
+
+/// What a command asks of the prompt after it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Print this text and read the next command.
+    Print(String),
+    /// Leave the prompt (`quit`).
+    Quit,
+}
+
+/// A command's handler: the session and the argument values; `Err` is an
+/// error message (printed like any output).
+pub type Handler = fn(&mut Session, &[Value]) -> Result<Reply, String>;
+
+/// One row of the command table.
+pub struct Command {
+    /// Its words, one token each.
+    pub tokens: &'static [Token],
+    /// One line of help.
+    pub help: &'static str,
+    /// Its `help` section.
+    pub section: Section,
+    /// What it does.
+    pub run: Handler,
+}
+
+/// Every group of commands, in `help all` order.
+const GROUPS: &[&[Command]] = &[
+    control::COMMANDS,
+    display::COMMANDS,
+    config::COMMANDS,
+    ports::COMMANDS,
+];
+
+/// Every command, in table order.
+pub fn commands() -> impl Iterator<Item = &'static Command> {
+    GROUPS.iter().flat_map(|group| group.iter())
+}
+
+impl Token {
+    /// The token's value for `word`: `None` if it does not accept the word,
+    /// `Some(None)` for an accepted fixed word.
+    fn accept(self, word: &str) -> Option<Option<Value>> {
+        match self {
+            Token::Word(w) => (w == word).then_some(None),
+            Token::Choice(choices) => choices
+                .iter()
+                .find(|c| **c == word)
+                .map(|c| Some(Value::Word(c))),
+            Token::Mode => ForwardMode::from_name(word).map(|m| Some(Value::Mode(m))),
+            Token::Port => parse_u16(word).map(|id| Some(Value::Port(PortSel::Id(id)))),
+            Token::PortOrAll if word == "all" => Some(Some(Value::Port(PortSel::All))),
+            Token::PortOrAll => parse_u16(word).map(|id| Some(Value::Port(PortSel::Id(id)))),
+            Token::Number(_) => parse_u16(word).map(|n| Some(Value::Number(n))),
+        }
+    }
+
+    /// How `help` writes the token: `start`, `(on|off)`, `(port_id|all)`.
+    fn syntax(self) -> String {
+        match self {
+            Token::Word(w) => w.to_owned(),
+            Token::Choice(choices) => format!("({})", choices.join("|")),
+            Token::Mode => format!("({})", ForwardMode::names().join("|")),
+            Token::Port => "(port_id)".to_owned(),
+            Token::PortOrAll => "(port_id|all)".to_owned(),
+            Token::Number(name) => format!("({name})"),
+        }
+    }
+}
+
+fn parse_u16(word: &str) -> Option<u16> {
+    if word.bytes().all(|b| b.is_ascii_digit()) {
+        word.parse().ok()
+    } else {
+        None
+    }
+}
+
+impl Command {
+    /// The command as `help` writes it: `show port stats (port_id|all)`.
+    pub fn syntax(&self) -> String {
+        let words: Vec<String> = self.tokens.iter().map(|t| t.syntax()).collect();
+        words.join(" ")
+    }
+
+    /// The argument values if the command accepts exactly `words`.
+    fn accept(&self, words: &[&str]) -> Option<Vec<Value>> {
+        if words.len() != self.tokens.len() {
+            return None;
+        }
+        let mut values = Vec::new();
+        for (token, word) in self.tokens.iter().zip(words) {
+            if let Some(value) = token.accept(word)? {
+                values.push(value);
+            }
+        }
+        Some(values)
+    }
+
+    /// True if the command's first tokens accept `words`.
+    fn accepts_prefix(&self, words: &[&str]) -> bool {
+        words.len() <= self.tokens.len()
+            && self
+                .tokens
+                .iter()
+                .zip(words)
+                .all(|(t, w)| t.accept(w).is_some())
+    }
+}
+
+/// Why a line is not a command (testpmd's messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// Its first word starts a command, the rest does not fit one.
+    BadArguments,
+    /// No command starts with its first word.
+    NotFound,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ParseError::BadArguments => "Bad arguments",
+            ParseError::NotFound => "Command not found",
+        })
+    }
+}
+
+/// The command `line` names and its argument values; `Ok(None)` for a
+/// blank line or a `#` comment.
+pub fn parse(line: &str) -> Result<Option<(&'static Command, Vec<Value>)>, ParseError> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if words.is_empty() || words[0].starts_with('#') {
+        return Ok(None);
+    }
+    if let Some(found) = commands().find_map(|c| c.accept(&words).map(|v| (c, v))) {
+        return Ok(Some(found));
+    }
+    if commands().any(|c| c.accepts_prefix(&words[..1])) {
+        Err(ParseError::BadArguments)
+    } else {
+        Err(ParseError::NotFound)
+    }
+}
+
+/// Runs one line: a command, or (ending in `?`) the listing of what may
+/// come next, as testpmd prints for `?`.
+pub fn execute(session: &mut Session, line: &str) -> Reply {
+    let line = line.trim();
+    if line.starts_with('#') {
+        return Reply::Print(String::new());
+    }
+    if let Some(before) = line.strip_suffix('?') {
+        let mut text = String::new();
+        for alternative in alternatives(before) {
+            let _ = writeln!(text, "{alternative}");
+        }
+        return Reply::Print(text);
+    }
+    let outcome = match parse(line) {
+        Ok(None) => return Reply::Print(String::new()),
+        Ok(Some((command, values))) => (command.run)(session, &values),
+        Err(e) => Err(e.to_string()),
+    };
+    match outcome {
+        Ok(reply) => reply,
+        Err(message) => Reply::Print(format!("{message}\n")),
+    }
+}
+
+/// The port selection among a handler's values (its table row has a port
+/// token).
+fn port_arg(values: &[Value]) -> Result<PortSel, String> {
+    values
+        .iter()
+        .find_map(|v| match v {
+            Value::Port(sel) => Some(*sel),
+            _ => None,
+        })
+        .ok_or_else(|| ParseError::BadArguments.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::ENGINES;
+
+    /// A line `command` accepts: each token's first choice, port 0, 1.
+    fn sample(command: &Command) -> String {
+        let words: Vec<String> = command
+            .tokens
+            .iter()
+            .map(|t| match t {
+                Token::Word(w) => (*w).to_owned(),
+                Token::Choice(c) => c[0].to_owned(),
+                Token::Mode => ENGINES[0].name.to_owned(),
+                Token::Port | Token::PortOrAll => "0".to_owned(),
+                Token::Number(_) => "1".to_owned(),
+            })
+            .collect();
+        words.join(" ")
+    }
+
+    #[test]
+    fn every_command_is_reached_by_its_own_sample_line() {
+        for command in commands() {
+            let line = sample(command);
+            let (found, _) = parse(&line).expect("parses").expect("a command");
+            assert!(
+                std::ptr::eq(found, command),
+                "'{line}' runs '{}', not '{}'",
+                found.syntax(),
+                command.syntax()
+            );
+        }
+    }
+
+    #[test]
+    fn lines_parse_into_values_in_token_order() {
+        let (c, v) = parse("  show port stats all ").unwrap().unwrap();
+        assert_eq!(c.syntax(), "show port stats (port_id|all)");
+        assert_eq!(v, [Value::Port(PortSel::All)]);
+        let (c, v) = parse("set promisc 1 off").unwrap().unwrap();
+        assert_eq!(c.syntax(), "set promisc (port_id|all) (on|off)");
+        assert_eq!(v, [Value::Port(PortSel::Id(1)), Value::Word("off")]);
+        let (_, v) = parse("set fwd macswap").unwrap().unwrap();
+        assert_eq!(v, [Value::Mode(ForwardMode::MacSwap)]);
+        let (_, v) = parse("show port 3 rss-hash").unwrap().unwrap();
+        assert_eq!(v, [Value::Port(PortSel::Id(3))]);
+        let (_, v) = parse("set burst 64").unwrap().unwrap();
+        assert_eq!(v, [Value::Number(64)]);
+    }
+
+    #[test]
+    fn errors_are_testpmds() {
+        for (line, error) in [
+            ("frobnicate", ParseError::NotFound),
+            ("show", ParseError::BadArguments),
+            ("show port", ParseError::BadArguments),
+            ("set fwd warp", ParseError::BadArguments),
+            ("show port stats -1", ParseError::BadArguments),
+            ("show port stats 70000", ParseError::BadArguments),
+            ("set burst +5", ParseError::BadArguments),
+            ("start now", ParseError::BadArguments),
+        ] {
+            assert_eq!(parse(line).err(), Some(error), "{line}");
+        }
+        assert_eq!(ParseError::BadArguments.to_string(), "Bad arguments");
+        assert_eq!(ParseError::NotFound.to_string(), "Command not found");
+        assert_eq!(parse("   ").unwrap().map(|c| c.0.syntax()), None);
+        assert_eq!(parse("# a comment").unwrap().map(|c| c.0.syntax()), None);
+    }
+
+    #[test]
+    fn help_topics_are_the_sections_then_all() {
+        let mut names: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
+        names.push("all");
+        assert_eq!(HELP_TOPICS, names.as_slice());
+        for section in Section::ALL {
+            assert!(
+                commands().any(|c| c.section == section),
+                "{} is empty",
+                section.name()
+            );
+        }
+    }
+
+    #[test]
+    fn set_fwd_takes_every_engine_and_only_those() {
+        let set_fwd = commands()
+            .find(|c| c.syntax().starts_with("set fwd"))
+            .expect("set fwd");
+        assert_eq!(set_fwd.syntax(), "set fwd (io|mac|macswap|rxonly|txonly)");
+        for engine in ENGINES {
+            let (c, v) = parse(&format!("set fwd {}", engine.name)).unwrap().unwrap();
+            assert!(std::ptr::eq(c, set_fwd));
+            assert_eq!(v, [Value::Mode(engine.mode)]);
+        }
+    }
+}
