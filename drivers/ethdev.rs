@@ -2,10 +2,11 @@
 //! per-queue handles that move packets.
 //!
 //! An [`EthPort`] is the control handle of one port: configure, start, stop,
-//! close, MAC, link, promiscuous mode, stats and xstats. Packets move through
-//! an [`EthQueue`] (one rx queue and one tx queue of a port), which implements
-//! the stack's [`Port`] trait. Each queue can be taken once at a time, so two
-//! threads never poll the same DPDK queue (DPDK queues are not thread-safe).
+//! close, MAC, link (state, up/down), promiscuous mode, RSS configuration,
+//! stats and xstats. Packets move through an [`EthQueue`] (one rx queue and
+//! one tx queue of a port), which implements the stack's [`Port`] trait.
+//! Each queue can be taken once at a time, so two threads never poll the
+//! same DPDK queue (DPDK queues are not thread-safe).
 //!
 //! Invariants: the port is stopped and closed when the last handle (the
 //! `EthPort` or any `EthQueue`) is dropped, so a queue never outlives its
@@ -13,7 +14,7 @@
 
 mod info;
 
-pub use info::{LinkStatus, PortInfo, PortStats, Xstat};
+pub use info::{LinkStatus, PortInfo, PortStats, RssHashConf, Xstat};
 
 use crate::error::{DpdkError, Result};
 use crate::mbuf::Mbuf;
@@ -320,6 +321,28 @@ impl EthPort {
     /// Link state right now, without waiting.
     pub fn link(&self) -> Result<LinkStatus> {
         LinkStatus::query(self.id())
+    }
+
+    /// Sets the link up (`rte_eth_dev_set_link_up`); drivers without the
+    /// operation fail with "Operation not supported".
+    pub fn set_link_up(&self) -> Result<()> {
+        // SAFETY: the port is configured; the call only changes link state.
+        let ret = unsafe { sys::dps_eth_dev_set_link_up(self.id()) };
+        check(self.id(), || "set link up".into(), ret)
+    }
+
+    /// Sets the link down (`rte_eth_dev_set_link_down`); the port stays
+    /// started, but the driver stops carrying frames.
+    pub fn set_link_down(&self) -> Result<()> {
+        // SAFETY: the port is configured; the call only changes link state.
+        let ret = unsafe { sys::dps_eth_dev_set_link_down(self.id()) };
+        check(self.id(), || "set link down".into(), ret)
+    }
+
+    /// The RSS hash functions and key (`rte_eth_dev_rss_hash_conf_get`,
+    /// with a key buffer of the device's `hash_key_size`).
+    pub fn rss_hash_conf(&self) -> Result<RssHashConf> {
+        RssHashConf::query(self.id())
     }
 
     /// Turns promiscuous mode on or off.

@@ -159,8 +159,7 @@ Port 0 is closed
 Done
 ",
             &summary,
-            "show port 1 rss-hash: not supported by this build",
-            "set link-down port 1: not supported by this build",
+            "dev_info did not provide a valid hash key size\n\nSet link down fail.\n",
             &read,
             "Stopping port 1...\nDone\n\nPort 1 is closed\nDone\n\nBye...\n",
         ],
@@ -216,6 +215,7 @@ Logical Core 1 (socket 0) forwards packets on 2 streams:
  macswap [Mul-choice STRING]: set fwd macswap: swap source and destination MAC, then forward
  rxonly [Mul-choice STRING]: set fwd rxonly: receive and free packets
  txonly [Mul-choice STRING]: set fwd txonly: send 64-byte UDP/IPv4 packets, receive nothing
+ stack [Mul-choice STRING]: set fwd stack: run dpstack's TCP/IP stack on every port (help stack: addresses, routes, ping, echo)
 dpstack> Telling cores to stop...
 Waiting for lcores to finish...
 ",

@@ -4,6 +4,7 @@
 use crate::engines::ForwardMode;
 use crate::forward::Topology;
 use clap::Parser;
+use dpstack::stack::iface::Prefix;
 use dpstack::stack::port::{MacAddr, MAX_BURST};
 
 /// testpmd-style packet forwarding on dpstack's driver layer.
@@ -74,6 +75,12 @@ pub struct Cli {
     /// Extra transmit attempts before a burst's unsent tail is dropped.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub burst_tx_retry_num: u32,
+
+    /// An address of port N in stack mode (--forward-mode=stack),
+    /// N,ADDR/PREFIX, IPv4 or IPv6 (repeatable); `ip addr add` adds more
+    /// while the stack runs.
+    #[arg(long, value_name = "N,ADDR/PREFIX", value_parser = parse_stack_ip)]
+    pub stack_ip: Vec<(u16, Prefix)>,
 }
 
 fn parse_mode(s: &str) -> Result<ForwardMode, String> {
@@ -111,6 +118,14 @@ fn parse_peer(s: &str) -> Result<(u16, MacAddr), String> {
     Ok((port, mac))
 }
 
+fn parse_stack_ip(s: &str) -> Result<(u16, Prefix), String> {
+    let (port, prefix) = s
+        .split_once(',')
+        .ok_or_else(|| "expected N,ADDR/PREFIX (e.g. 0,10.0.0.1/24)".to_owned())?;
+    let port = port.parse().map_err(|_| format!("bad port '{port}'"))?;
+    Ok((port, prefix.parse()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +147,9 @@ mod tests {
             "--record-core-cycles",
             "--cmdline-file",
             "setup.txt",
+            "--stack-ip",
+            "1,10.0.0.1/24",
+            "--stack-ip=0,2001:db8::1/64",
         ])
         .expect("parses");
         assert_eq!(cli.forward_mode, ForwardMode::MacSwap);
@@ -140,6 +158,12 @@ mod tests {
         assert_eq!(cli.port_topology, Topology::Loop);
         assert_eq!(cli.eth_peer, [(1, MacAddr([2, 0, 0, 0, 0, 0xaa]))]);
         assert_eq!(cli.cmdline_file.as_deref(), Some("setup.txt".as_ref()));
+        let addresses: Vec<String> = cli
+            .stack_ip
+            .iter()
+            .map(|(n, p)| format!("{n} {p}"))
+            .collect();
+        assert_eq!(addresses, ["1 10.0.0.1/24", "0 2001:db8::1/64"]);
     }
 
     #[test]
@@ -152,5 +176,7 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--burst", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "--burst", "513"]).is_err());
         assert!(Cli::try_parse_from(["x", "--eth-peer", "1,zz"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--stack-ip", "10.0.0.1/24"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--stack-ip", "0,10.0.0.1/33"]).is_err());
     }
 }

@@ -1,6 +1,9 @@
 //! Text output in testpmd's formats, so people's muscle memory and parsing
 //! scripts carry over: `show port stats`, forward statistics on `stop`,
-//! `show port info`, the forwarding configuration.
+//! `show port info`, the forwarding configuration; `show port N rss-hash`
+//! in [`rss`].
+
+pub mod rss;
 
 use dpstack::ethdev::{LinkStatus, PortInfo, PortStats};
 use dpstack::stack::port::MacAddr;
@@ -179,8 +182,9 @@ pub struct StreamLine {
     pub tx_port: u16,
     /// Its NUMA socket.
     pub tx_socket: u32,
-    /// The peer MAC the `mac` and `txonly` engines write.
-    pub peer: MacAddr,
+    /// The peer MAC the `mac` and `txonly` engines write (`None` in stack
+    /// mode, where the stack resolves its neighbours).
+    pub peer: Option<MacAddr>,
 }
 
 /// The forwarding configuration as testpmd prints it on `start` and
@@ -207,11 +211,17 @@ pub fn forward_config(
         streams.len()
     );
     for s in streams {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "  RX P={}/Q=0 (socket {}) -> TX P={}/Q=0 (socket {}) peer={}",
-            s.rx_port, s.rx_socket, s.tx_port, s.tx_socket, s.peer
+            "  RX P={}/Q=0 (socket {}) -> TX P={}/Q=0 (socket {})",
+            s.rx_port, s.rx_socket, s.tx_port, s.tx_socket
         );
+        match s.peer {
+            Some(peer) => {
+                let _ = writeln!(out, " peer={peer}");
+            }
+            None => out.push('\n'),
+        }
     }
     out.push('\n');
     out
@@ -355,7 +365,7 @@ mod tests {
             rx_socket: 0,
             tx_port: tx,
             tx_socket: 0,
-            peer: MacAddr([2, 0, 0, 0, 0, tx as u8]),
+            peer: Some(MacAddr([2, 0, 0, 0, 0, tx as u8])),
         };
         let text = forward_config("io", 2, (1, 0), &[stream(0, 1), stream(1, 0)]);
         let expected = "\

@@ -100,8 +100,9 @@ impl ForwardStats {
         }
     }
 
+    /// Publishes stream `stream`'s counters (its lcore only).
     #[inline]
-    fn publish(&self, stream: usize, c: &StreamCounters) {
+    pub fn publish(&self, stream: usize, c: &StreamCounters) {
         let s = &self.streams[stream];
         s.rx_packets.store(c.rx_packets, Ordering::Relaxed);
         s.tx_packets.store(c.tx_packets, Ordering::Relaxed);
@@ -141,7 +142,8 @@ pub struct ForwardConfig {
 }
 
 /// Runs the forwarding loop until `stop` is set. `cycles` reads the cycle
-/// counter (only called with `record_cycles`).
+/// counter (only called with `record_cycles`). Stack mode is not an engine:
+/// it returns at once.
 pub fn run<P: Port>(
     config: &ForwardConfig,
     ports: &mut [P],
@@ -163,6 +165,8 @@ pub fn run<P: Port>(
         ForwardMode::MacSwap => lcore.run(MacSwap, ports),
         ForwardMode::RxOnly => lcore.run(RxOnly, ports),
         ForwardMode::TxOnly => lcore.run(TxOnly::default(), ports),
+        // Stack mode has a loop of its own (`crate::stack::run`).
+        ForwardMode::Stack => {}
     }
 }
 

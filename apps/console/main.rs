@@ -5,7 +5,9 @@
 //! `dpstack-console [EAL options] -- [options]`. Without EAL options it runs on
 //! an embedded default (two `net_null` ports, two lcores, hugepages only if
 //! free) and says so. SIGINT/SIGTERM stop forwarding, print the final
-//! statistics in testpmd's format, close the ports and exit 0.
+//! statistics in testpmd's format, close the ports and exit 0. Stack mode
+//! (`--forward-mode=stack`, `set fwd stack`) runs dpstack's TCP/IP stack on
+//! the ports instead of an engine (`stack`).
 
 #[path = "../common.rs"]
 mod common;
@@ -17,6 +19,7 @@ mod engines;
 mod forward;
 mod interactive;
 mod session;
+mod stack;
 mod terminal;
 
 use cli::Cli;
@@ -148,13 +151,9 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
         tx_first: cli.tx_first,
         record_cycles: cli.record_core_cycles,
     };
-    Ok(Session::new(
-        ports,
-        peers,
-        forward,
-        cli.port_topology,
-        lcore,
-    ))
+    let mut session = Session::new(ports, peers, forward, cli.port_topology, lcore);
+    session.stack.setup = cli.stack_ip.clone();
+    Ok(session)
 }
 
 /// testpmd's non-interactive mode: forward until Enter, end of input, or a

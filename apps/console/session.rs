@@ -9,6 +9,9 @@
 //! the list: they are no longer valid port ids, as in testpmd.
 
 mod ports;
+mod stack;
+
+pub use stack::StackSlot;
 
 use crate::commands::PortSel;
 use crate::display::{self, PortForwardTotals, StreamLine, ThroughputTracker};
@@ -26,6 +29,8 @@ struct Running {
     handle: LaunchHandle,
     stop: Arc<AtomicBool>,
     record: RunRecord,
+    /// Stack mode's channels.
+    stack: Option<stack::StackRun>,
 }
 
 /// What a forwarding run needs for its report.
@@ -53,6 +58,8 @@ pub struct Session {
     finished: Option<Finished>,
     throughput: ThroughputTracker,
     tsc_mhz: u64,
+    /// Stack mode's state between runs and its start-up addresses.
+    pub stack: StackSlot,
 }
 
 impl Session {
@@ -74,6 +81,7 @@ impl Session {
             finished: None,
             throughput: ThroughputTracker::default(),
             tsc_mhz: TscClock::new().hz() / 1_000_000,
+            stack: StackSlot::default(),
         }
     }
 
@@ -124,7 +132,7 @@ impl Session {
         if self.ports.iter().any(|p| !p.is_started()) {
             return Err("Not all ports were started".into());
         }
-        let streams = forward::streams(self.topology, &self.peers);
+        let streams = self.streams();
         let mut text = self.forward_config()?;
         let _ = writeln!(
             text,
@@ -152,7 +160,12 @@ impl Session {
         config.tx_first = tx_first;
         let stats = Arc::new(ForwardStats::new(streams.len()));
         let stop = Arc::new(AtomicBool::new(false));
-        let handle = {
+        let mut stack = None;
+        let handle = if config.mode == ForwardMode::Stack {
+            let (handle, run) = self.launch_stack(queues, Arc::clone(&stats), Arc::clone(&stop))?;
+            stack = Some(run);
+            handle
+        } else {
             let (stats, stop, streams) = (Arc::clone(&stats), Arc::clone(&stop), streams.clone());
             let mut queues = queues;
             launch(self.lcore, move || {
@@ -171,6 +184,7 @@ impl Session {
         self.running = Some(Running {
             handle,
             stop,
+            stack,
             record: RunRecord {
                 stats,
                 streams,
@@ -181,6 +195,17 @@ impl Session {
         Ok(text)
     }
 
+    /// The streams of the next run: the topology's, or in stack mode each
+    /// port on itself (the stack answers through the port a request came
+    /// in on).
+    fn streams(&self) -> Vec<Stream> {
+        let topology = match self.config.mode {
+            ForwardMode::Stack => Topology::Loop,
+            _ => self.topology,
+        };
+        forward::streams(topology, &self.peers)
+    }
+
     /// `show config fwd`: the engine, lcore and streams of the current
     /// settings (what the next `start` uses), in testpmd's format.
     pub fn forward_config(&self) -> Result<String, String> {
@@ -189,13 +214,14 @@ impl Session {
             Ok(info.socket.map_or(0, |s| s.max(0) as u32))
         };
         let mut lines = Vec::new();
-        for s in forward::streams(self.topology, &self.peers) {
+        let stack = self.config.mode == ForwardMode::Stack;
+        for s in self.streams() {
             lines.push(StreamLine {
                 rx_port: self.ports[s.rx_port].id(),
                 rx_socket: socket(s.rx_port)?,
                 tx_port: self.ports[s.tx_port].id(),
                 tx_socket: socket(s.tx_port)?,
-                peer: s.peer_mac,
+                peer: (!stack).then_some(s.peer_mac),
             });
         }
         Ok(display::forward_config(
@@ -215,6 +241,9 @@ impl Session {
         running.stop.store(true, Ordering::SeqCst);
         if running.handle.wait() == LaunchResult::Panicked {
             out.push_str("The forwarding lcore panicked; its counters may be incomplete.\n");
+        }
+        if let Some(stack) = &running.stack {
+            self.stack_returned(stack);
         }
         let report = self.forward_report(&running.record);
         out.push_str(&report);

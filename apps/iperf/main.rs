@@ -115,6 +115,11 @@ struct Cli {
     /// 64-bit UDP packet counters.
     #[arg(long)]
     udp_counters_64bit: bool,
+    /// After the test, keep the port open (no longer polled) until SIGINT
+    /// or SIGTERM, so a memif peer can stop first (DPDK 22.11's memif PMD
+    /// can crash a process polling while its peer disconnects).
+    #[arg(long)]
+    hold: bool,
 }
 
 fn parse_with_units(s: &str, step: f64) -> Result<u64, String> {
@@ -155,7 +160,10 @@ fn params(cli: &Cli) -> proto::Params {
         num: cli.bytes.unwrap_or(0),
         blockcount: cli.blockcount.unwrap_or(0),
         parallel: cli.parallel,
-        len: cli.length.map_or(0, |l| l as u32),
+        // Always sent: a stock server without it uses 128 KiB, for UDP too.
+        len: cli
+            .length
+            .map_or(if cli.udp { 1460 } else { 128 * 1024 }, |l| l as u32),
         bandwidth: cli.bitrate.unwrap_or(if cli.udp { 1 << 20 } else { 0 }),
         pacing_timer: 1000,
         reverse: cli.reverse,
@@ -290,6 +298,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     }
     stop.store(true, Ordering::SeqCst);
     let _ = handle.wait();
+    if cli.hold {
+        use std::io::Write;
+        eprintln!("{PROGRAM}: holding the port open until SIGINT");
+        let _ = std::io::stdout().flush();
+        while signal.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     match report_rx.try_recv() {
         Ok(result) => result,
         Err(_) if cli.server => Ok(()),

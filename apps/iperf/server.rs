@@ -311,6 +311,7 @@ impl<B: Buf> UdpHandler<B> for Server {
         ctx: &mut UdpContext<'_, P>,
     ) {
         let now = ctx.now();
+
         match event {
             TcpEvent::Accepted(_) if self.phase == Phase::Idle => {
                 self.control = Some(conn);
@@ -428,11 +429,18 @@ impl<B: Buf> UdpHandler<B> for Server {
         };
         if stalled {
             self.heard = None;
+            let waiting = match self.phase {
+                Phase::Cookie => "its cookie",
+                Phase::Params => "its parameters",
+                Phase::Streams => "its data streams",
+                Phase::Exchange => "its results",
+                _ => "the end of the test",
+            };
             let what = if self.phase == Phase::Running {
                 format!("no data from the client for {} s", IDLE_TIMEOUT.as_secs())
             } else {
                 format!(
-                    "the client did not start a test within {} s",
+                    "the client did not go on within {} s (waiting for {waiting})",
                     SETUP_TIMEOUT.as_secs()
                 )
             };

@@ -50,6 +50,10 @@ pub struct PortInfo {
     pub max_rx_pktlen: u32,
     /// NUMA socket of the device, if known.
     pub socket: Option<i32>,
+    /// Bytes of the device's RSS hash key (0: it has no RSS key to show).
+    pub hash_key_size: u8,
+    /// `RTE_ETH_RSS_*` bits (flow types) the device can hash on.
+    pub flow_type_rss_offloads: u64,
 }
 
 impl PortInfo {
@@ -80,6 +84,43 @@ impl PortInfo {
             max_mtu: info.max_mtu,
             max_rx_pktlen: info.max_rx_pktlen,
             socket: (socket >= 0).then_some(socket),
+            hash_key_size: info.hash_key_size,
+            flow_type_rss_offloads: info.flow_type_rss_offloads,
+        })
+    }
+}
+
+/// A port's RSS hash configuration (`rte_eth_rss_conf`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RssHashConf {
+    /// `RTE_ETH_RSS_*` bits the device hashes on (0: RSS is off).
+    pub rss_hf: u64,
+    /// The hash key, [`PortInfo::hash_key_size`] bytes (empty if the device
+    /// has no key).
+    pub key: Vec<u8>,
+}
+
+impl RssHashConf {
+    pub(crate) fn query(id: u16) -> Result<RssHashConf> {
+        let size = PortInfo::query(id)?.hash_key_size;
+        let mut key = vec![0u8; usize::from(size)];
+        let mut conf = sys::rte_eth_rss_conf {
+            rss_key: if key.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                key.as_mut_ptr()
+            },
+            rss_key_len: size,
+            ..sys::rte_eth_rss_conf::default()
+        };
+        // SAFETY: `conf` is valid for writes for the call; its key pointer is
+        // NULL (no key asked) or `key`, which holds `rss_key_len` bytes, the
+        // size the device itself gave.
+        let ret = unsafe { sys::dps_eth_dev_rss_hash_conf_get(id, &mut conf) };
+        check(id, "read the RSS hash configuration", ret)?;
+        Ok(RssHashConf {
+            rss_hf: conf.rss_hf,
+            key,
         })
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod counters;
 pub mod iface;
+pub mod media;
 pub mod neighbor;
 pub mod port;
 pub mod reassembly;

@@ -5,8 +5,9 @@
 //! empty) is a prefix of what comes next. Completion offers the words that
 //! may come next (keywords, choices, engine names, `all` and port ids);
 //! the listing gives one line per alternative with its help, in testpmd's
-//! layout: ` WORD [TYPE]: HELP`, ` [UINT16]: HELP` for a number, and
-//! ` [RETURN]` when the words already make a command.
+//! layout: ` WORD [TYPE]: HELP`, ` [UINT16]: HELP` for a number,
+//! ` [IPADDR]` / ` [IPNET]` for an address / prefix, and ` [RETURN]` when
+//! the words already make a command.
 
 use super::{commands, Command, Token};
 use crate::engines::ENGINES;
@@ -96,7 +97,7 @@ fn token_words(token: Token, ports: &[u16]) -> Vec<String> {
         Token::Mode => ENGINES.iter().map(|e| e.name.to_owned()).collect(),
         Token::Port => ids().collect(),
         Token::PortOrAll => std::iter::once("all".to_owned()).chain(ids()).collect(),
-        Token::Number(_) => Vec::new(),
+        Token::Number(_) | Token::Addr | Token::Prefix => Vec::new(),
     }
 }
 
@@ -145,6 +146,8 @@ pub fn alternatives(before: &str) -> Vec<String> {
                     add(format!(" [UINT16]: {help}"));
                 }
             }
+            Token::Addr => add(format!(" [IPADDR]: {help}")),
+            Token::Prefix => add(format!(" [IPNET]: {help}")),
             Token::Word(_) => {}
         }
     }

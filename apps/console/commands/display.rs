@@ -64,6 +64,18 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         tokens: &[
+            Token::Word("show"),
+            Token::Word("port"),
+            Token::Port,
+            Token::Word("rss-hash"),
+            Token::Choice(&["key"]),
+        ],
+        help: "Display the RSS hash functions and the RSS hash key of port_id.",
+        section: Section::Display,
+        run: rss_hash,
+    },
+    Command {
+        tokens: &[
             Token::Word("clear"),
             Token::Word("port"),
             Token::Word("stats"),
@@ -118,11 +130,12 @@ fn port_summary(session: &mut Session, values: &[Value]) -> Result<Reply, String
 
 fn rss_hash(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
     let ports = session.select(port_arg(values)?)?;
-    let id = ports.first().map_or(0, |&i| session.ports()[i].id());
-    Err(format!(
-        "show port {id} rss-hash: not supported by this build (dpstack's driver layer cannot \
-         read a port's RSS hash configuration yet)"
-    ))
+    let key = values.contains(&Value::Word("key"));
+    let text = ports
+        .iter()
+        .map(|&i| session.show_rss_hash(i, key))
+        .collect();
+    Ok(Reply::Print(text))
 }
 
 fn clear_port_stats(session: &mut Session, values: &[Value]) -> Result<Reply, String> {

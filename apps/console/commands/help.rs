@@ -58,6 +58,7 @@ Help is available for the following sections:
     help display                    : Displaying port, stats and config information.
     help config                     : Configuration information.
     help ports                      : Configuring ports.
+    help stack                      : The TCP/IP stack: addresses, routes, ping, echo.
     help all                        : All of the above sections.
 
 ";
@@ -86,7 +87,7 @@ quit
 help
     List the help sections.
 
-help (control|display|config|ports|all)
+help (control|display|config|ports|stack|all)
     Show the commands of a section, or of all.
 
 ";
@@ -101,8 +102,25 @@ help (control|display|config|ports|all)
              forwarding is started/restarted.\n\n"
         ));
         assert!(config.contains(
-            "\nset fwd (io|mac|macswap|rxonly|txonly)\n    Set packet forwarding mode.\n"
+            "\nset fwd (io|mac|macswap|rxonly|txonly|stack)\n    Set packet forwarding mode.\n"
         ));
+    }
+
+    #[test]
+    fn the_stack_section_says_how_to_run_it_and_lists_its_forms() {
+        let stack = text(Some("stack"));
+        assert!(stack.starts_with(
+            "\nTCP/IP stack (set fwd stack):\n-----------------------------\nThese act on the \
+             stack while it runs: set fwd stack, then start."
+        ));
+        for form in [
+            "\nip addr add (ip_addr/len|default) port (port_id)\n    Add an address",
+            "\nroute add (ip_addr/len|default) via (ip_addr)\n",
+            "\nping (ip_addr) count (num)\n",
+            "\nudp-echo (start|stop) (port)\n",
+        ] {
+            assert!(stack.contains(form), "{form:?} in {stack}");
+        }
     }
 
     #[test]

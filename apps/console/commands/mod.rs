@@ -3,10 +3,11 @@
 //!
 //! A [`Command`] is its words and argument kinds ([`Token`]s), one line of
 //! help, the `help` section it belongs to, and its handler. Each group of
-//! commands (testpmd's help sections: control, display, config, ports) is a
-//! module with a `COMMANDS` slice; [`GROUPS`] lists the slices in the order
-//! `help all` shows them. A new group (e.g. the stack's commands) is one
-//! module, one [`Section`] and one line in [`GROUPS`].
+//! commands (testpmd's help sections: control, display, config, ports, and
+//! the stack's) is a module with a `COMMANDS` slice; [`GROUPS`] lists the
+//! slices in the order `help all` shows them. A new group is one module,
+//! one [`Section`] and one line in [`GROUPS`]. Optional words (`[count N]`)
+//! are one row per form.
 //!
 //! Invariants: a line runs at most one command, the first in table order
 //! whose tokens accept its words one for one (a unit test checks that no
@@ -21,12 +22,16 @@ mod control;
 mod display;
 mod help;
 mod ports;
+mod stack;
 
 pub use complete::{alternatives, Completion};
 
 use crate::engines::ForwardMode;
 use crate::session::Session;
+use dpstack::stack::iface::Prefix;
+use dpstack::stack::route::Ipv4Cidr;
 use std::fmt::Write;
+use std::net::IpAddr;
 
 /// A `help` section: a group of commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,15 +44,18 @@ pub enum Section {
     Config,
     /// Port operations.
     Ports,
+    /// The TCP/IP stack of stack mode.
+    Stack,
 }
 
 impl Section {
     /// Every section, in the order `help` lists them.
-    pub const ALL: [Section; 4] = [
+    pub const ALL: [Section; 5] = [
         Section::Control,
         Section::Display,
         Section::Config,
         Section::Ports,
+        Section::Stack,
     ];
 
     /// The word after `help`.
@@ -57,6 +65,7 @@ impl Section {
             Section::Display => "display",
             Section::Config => "config",
             Section::Ports => "ports",
+            Section::Stack => "stack",
         }
     }
 
@@ -67,6 +76,7 @@ impl Section {
             Section::Display => "Display:",
             Section::Config => "Configuration:",
             Section::Ports => "Port Operations:",
+            Section::Stack => "TCP/IP stack (set fwd stack):",
         }
     }
 
@@ -77,6 +87,7 @@ impl Section {
             Section::Display => "Displaying port, stats and config information.",
             Section::Config => "Configuration information.",
             Section::Ports => "Configuring ports.",
+            Section::Stack => "The TCP/IP stack: addresses, routes, ping, echo.",
         }
     }
 
@@ -86,13 +97,17 @@ impl Section {
             Section::Config => Some(
                 "Configuration changes only become active when forwarding is started/restarted.",
             ),
+            Section::Stack => Some(
+                "These act on the stack while it runs: set fwd stack, then start. Addresses, \
+                 routes and services stay across stop and start.",
+            ),
             _ => None,
         }
     }
 }
 
 /// The words `help` takes: every section's name, then `all`.
-pub const HELP_TOPICS: &[&str] = &["control", "display", "config", "ports", "all"];
+pub const HELP_TOPICS: &[&str] = &["control", "display", "config", "ports", "stack", "all"];
 
 /// What one word of a command accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +124,11 @@ pub enum Token {
     PortOrAll,
     /// A number from 0 to 65535, named for help ([`Value::Number`]).
     Number(&'static str),
+    /// An IPv4 or IPv6 address ([`Value::Addr`]).
+    Addr,
+    /// `ADDR/LEN` of either family, a bare address (a host prefix), or
+    /// `default` (0.0.0.0/0) ([`Value::Prefix`]).
+    Prefix,
 }
 
 /// The value of one argument token.
@@ -122,6 +142,10 @@ pub enum Value {
     Port(PortSel),
     /// A number.
     Number(u16),
+    /// An address.
+    Addr(IpAddr),
+    /// A prefix.
+    Prefix(Prefix),
 }
 
 /// Which ports a command applies to.
@@ -164,6 +188,7 @@ const GROUPS: &[&[Command]] = &[
     display::COMMANDS,
     config::COMMANDS,
     ports::COMMANDS,
+    stack::COMMANDS,
 ];
 
 /// Every command, in table order.
@@ -186,6 +211,8 @@ impl Token {
             Token::PortOrAll if word == "all" => Some(Some(Value::Port(PortSel::All))),
             Token::PortOrAll => parse_u16(word).map(|id| Some(Value::Port(PortSel::Id(id)))),
             Token::Number(_) => parse_u16(word).map(|n| Some(Value::Number(n))),
+            Token::Addr => word.parse().ok().map(|ip| Some(Value::Addr(ip))),
+            Token::Prefix => parse_prefix(word).map(|p| Some(Value::Prefix(p))),
         }
     }
 
@@ -198,8 +225,24 @@ impl Token {
             Token::Port => "(port_id)".to_owned(),
             Token::PortOrAll => "(port_id|all)".to_owned(),
             Token::Number(name) => format!("({name})"),
+            Token::Addr => "(ip_addr)".to_owned(),
+            Token::Prefix => "(ip_addr/len|default)".to_owned(),
         }
     }
+}
+
+/// A [`Token::Prefix`] word.
+fn parse_prefix(word: &str) -> Option<Prefix> {
+    if word == "default" {
+        return Some(Prefix::V4(Ipv4Cidr::DEFAULT));
+    }
+    if word.contains('/') {
+        return word.parse().ok();
+    }
+    Some(match word.parse().ok()? {
+        IpAddr::V4(addr) => Prefix::V4(Ipv4Cidr { addr, len: 32 }),
+        IpAddr::V6(addr) => Prefix::V6(dpstack::stack::route::Ipv6Cidr { addr, len: 128 }),
+    })
 }
 
 fn parse_u16(word: &str) -> Option<u16> {
@@ -330,6 +373,8 @@ mod tests {
                 Token::Mode => ENGINES[0].name.to_owned(),
                 Token::Port | Token::PortOrAll => "0".to_owned(),
                 Token::Number(_) => "1".to_owned(),
+                Token::Addr => "10.0.0.2".to_owned(),
+                Token::Prefix => "10.0.0.1/24".to_owned(),
             })
             .collect();
         words.join(" ")
@@ -363,6 +408,25 @@ mod tests {
         assert_eq!(v, [Value::Port(PortSel::Id(3))]);
         let (_, v) = parse("set burst 64").unwrap().unwrap();
         assert_eq!(v, [Value::Number(64)]);
+        let (c, v) = parse("route add 2001:db8::/32 via fe80::1 port 1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            c.syntax(),
+            "route add (ip_addr/len|default) via (ip_addr) port (port_id)"
+        );
+        assert_eq!(
+            v,
+            [
+                Value::Prefix("2001:db8::/32".parse().unwrap()),
+                Value::Addr("fe80::1".parse().unwrap()),
+                Value::Port(PortSel::Id(1))
+            ]
+        );
+        let (_, v) = parse("ip addr del 10.0.0.7").unwrap().unwrap();
+        assert_eq!(v, [Value::Prefix("10.0.0.7/32".parse().unwrap())]);
+        let (_, v) = parse("route del default").unwrap().unwrap();
+        assert_eq!(v, [Value::Prefix(Prefix::V4(Ipv4Cidr::DEFAULT))]);
     }
 
     #[test]
@@ -376,6 +440,9 @@ mod tests {
             ("show port stats 70000", ParseError::BadArguments),
             ("set burst +5", ParseError::BadArguments),
             ("start now", ParseError::BadArguments),
+            ("ping 10.0.0.300", ParseError::BadArguments),
+            ("ip addr add 10.0.0.1/33", ParseError::BadArguments),
+            ("route add 10.0.0.0/8", ParseError::BadArguments),
         ] {
             assert_eq!(parse(line).err(), Some(error), "{line}");
         }
@@ -404,7 +471,10 @@ mod tests {
         let set_fwd = commands()
             .find(|c| c.syntax().starts_with("set fwd"))
             .expect("set fwd");
-        assert_eq!(set_fwd.syntax(), "set fwd (io|mac|macswap|rxonly|txonly)");
+        assert_eq!(
+            set_fwd.syntax(),
+            "set fwd (io|mac|macswap|rxonly|txonly|stack)"
+        );
         for engine in ENGINES {
             let (c, v) = parse(&format!("set fwd {}", engine.name)).unwrap().unwrap();
             assert!(std::ptr::eq(c, set_fwd));

@@ -81,18 +81,15 @@ fn set_promisc(session: &mut Session, values: &[Value]) -> Result<Reply, String>
 }
 
 fn link_up(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
-    set_link(session, values, "up")
+    set_link(session, values, true)
 }
 
 fn link_down(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
-    set_link(session, values, "down")
+    set_link(session, values, false)
 }
 
-fn set_link(session: &mut Session, values: &[Value], state: &str) -> Result<Reply, String> {
+fn set_link(session: &mut Session, values: &[Value], up: bool) -> Result<Reply, String> {
     let ports = session.select(port_arg(values)?)?;
-    let id = ports.first().map_or(0, |&i| session.ports()[i].id());
-    Err(format!(
-        "set link-{state} port {id}: not supported by this build (dpstack's driver layer cannot \
-         set a port's link {state} yet)"
-    ))
+    let text = ports.iter().map(|&i| session.set_link(i, up)).collect();
+    Ok(Reply::Print(text))
 }

@@ -1,6 +1,7 @@
 //! Forwarding engines, testpmd-style: one small file per engine behind one
 //! table ([`ENGINES`]), which also drives `--forward-mode`, `set fwd` and
-//! `help`.
+//! `help`. The table's last mode, `stack`, is no engine: its lcore runs
+//! the TCP/IP stack (`crate::stack`).
 //!
 //! An engine does one burst of one stream ([`Engine::burst`]): receive from the
 //! stream's rx port, act, transmit to its tx port. The forwarding loop picks
@@ -36,6 +37,9 @@ pub enum ForwardMode {
     RxOnly,
     /// Generate UDP packets.
     TxOnly,
+    /// Run dpstack's TCP/IP stack on the ports (no engine: see
+    /// `crate::stack`).
+    Stack,
 }
 
 /// One row of the engine table.
@@ -75,6 +79,12 @@ pub const ENGINES: &[EngineInfo] = &[
         mode: ForwardMode::TxOnly,
         name: "txonly",
         help: "send 64-byte UDP/IPv4 packets, receive nothing",
+    },
+    EngineInfo {
+        mode: ForwardMode::Stack,
+        name: "stack",
+        help:
+            "run dpstack's TCP/IP stack on every port (help stack: addresses, routes, ping, echo)",
     },
 ];
 

@@ -1,9 +1,10 @@
 //! Port-level operations of the session: statistics, information, start,
-//! stop, close, promiscuous mode. Each takes indexes into the session's
+//! stop, close, promiscuous mode, link up/down, RSS configuration. Each takes indexes into the session's
 //! port list (see [`Session::select`]) and returns testpmd's text.
 
 use super::Session;
 use crate::display;
+use crate::display::rss;
 use dpstack::ethdev::EthPort;
 use dpstack::DpdkError;
 use std::fmt::Write;
@@ -197,6 +198,39 @@ impl Session {
         }
         out.push_str("Done\n");
         out
+    }
+
+    /// `show port N rss-hash [key]` for the port at `index`, with testpmd's
+    /// messages for devices without RSS.
+    pub fn show_rss_hash(&self, index: usize, show_key: bool) -> String {
+        let port = &self.ports[index];
+        match port.info() {
+            Ok(info) if info.hash_key_size == 0 || info.hash_key_size > rss::MAX_KEY => {
+                return format!("{}\n", rss::NO_KEY_SIZE);
+            }
+            Ok(_) => {}
+            Err(e) => return format!("{e}\n"),
+        }
+        match port.rss_hash_conf() {
+            Ok(conf) => rss::rss_hash(conf.rss_hf, show_key.then_some(conf.key.as_slice())),
+            Err(DpdkError::Port { errno, .. }) => rss::rss_error(port.id(), errno),
+            Err(e) => format!("{e}\n"),
+        }
+    }
+
+    /// `set link-up|link-down port N` for the port at `index`: silent on
+    /// success, testpmd's message on failure.
+    pub fn set_link(&self, index: usize, up: bool) -> String {
+        let port = &self.ports[index];
+        let done = if up {
+            port.set_link_up()
+        } else {
+            port.set_link_down()
+        };
+        match done {
+            Ok(()) => String::new(),
+            Err(_) => format!("\nSet link {} fail.\n", if up { "up" } else { "down" }),
+        }
     }
 
     /// `set promisc`: turns promiscuous mode on or off on the ports at

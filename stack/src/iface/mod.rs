@@ -21,6 +21,7 @@
 mod config;
 mod fast;
 mod fast6;
+mod inspect;
 mod ip_out;
 mod limit;
 mod rx;
@@ -30,6 +31,10 @@ mod tx;
 mod tx6;
 
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
+pub use inspect::{
+    parse_echo_reply, AddressInfo, AddressState, CounterSnapshot, EchoReply, NeighborInfo, Prefix,
+    RouteInfo, TcpConnInfo, TcpTableEntry, UdpSocketInfo,
+};
 pub use limit::TokenBucket;
 pub use tcp::{ConnId, ListenError, ListenerId, TcpEvent};
 pub use tx::{SendError, TxBatch};

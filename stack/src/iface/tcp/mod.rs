@@ -568,8 +568,15 @@ pub(crate) fn with_conn<P: Port, T>(
     call: impl FnOnce(&mut Connection) -> T,
 ) -> Option<T> {
     let slot = core.tcp.slot(id)?;
+    let before = (slot.conn.recv_ready(), slot.conn.send_room());
     let result = call(&mut slot.conn);
-    slot.quiet = false;
+    // Readiness is reported again only if the call changed it (a read
+    // that took bytes, a write that took room): a read that finds nothing,
+    // at the end of the stream, must not schedule another event, or an
+    // application that reads on every event would be woken every poll.
+    if (slot.conn.recv_ready(), slot.conn.send_room()) != before {
+        slot.quiet = false;
+    }
     after_activity(core, out, now, id);
     Some(result)
 }

@@ -524,3 +524,72 @@ fn inline_reuseport_members_share_connections_and_close_alone() {
     assert_eq!((opened.opened, opened.refused), (0, 3));
     assert!(log.0.is_empty());
 }
+
+/// Counts Readable events; reads everything each time, never closes.
+#[derive(Default)]
+struct ReadableCounter {
+    events: usize,
+    bytes: usize,
+}
+
+impl UdpHandler<MemBuf> for ReadableCounter {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        if event == TcpEvent::Readable {
+            self.events += 1;
+            let mut buf = [0u8; 64];
+            while let Ok(n @ 1..) = ctx.tcp_recv(conn, &mut buf) {
+                self.bytes += n;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_read_at_the_end_of_the_stream_does_not_wake_the_handler_again() {
+    let (mut server, mut server_port) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let (mut client, mut client_port) = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    server
+        .tcp_listen("10.0.0.1:7".parse::<SocketAddr>().unwrap(), 8)
+        .unwrap();
+    let mut counter = ReadableCounter::default();
+    let mut sender = Client {
+        data: b"0123456789".to_vec(),
+        ..Client::default()
+    };
+    let mut now = Instant::ZERO;
+    client
+        .tcp_connect(
+            core::slice::from_mut(&mut client_port),
+            now,
+            "10.0.0.1:7".parse::<SocketAddr>().unwrap(),
+        )
+        .unwrap();
+    for _ in 0..2000 {
+        now = now + Duration::from_millis(1);
+        server.poll(&mut server_port, now, &mut counter);
+        for frame in server_port.take_tx() {
+            client_port.push_rx(&frame);
+        }
+        client.poll(&mut client_port, now, &mut sender);
+        for frame in client_port.take_tx() {
+            server_port.push_rx(&frame);
+        }
+    }
+    assert_eq!(counter.bytes, 10);
+    // At most one per segment that arrived (the handshake's ACK, the data,
+    // the FIN): not one per poll (17,899 before the fix).
+    assert!(counter.events <= 6, "{} Readable events", counter.events);
+}

@@ -1,0 +1,435 @@
+//! Text of the stack's `show` commands, in the layouts of the Linux tools
+//! people already read: `ip addr`, `ip route`, `ip neigh`, `ss`,
+//! `netstat -s`-style counters. Ports are named by their DPDK port id
+//! (`port 0` where Linux says `dev eth0`); MACs are lower-case, as
+//! iproute2 prints them.
+
+use dpstack::stack::counters::{DropReason, Stat};
+use dpstack::stack::iface::{
+    AddressInfo, AddressState, CounterSnapshot, NeighborInfo, Prefix, RouteInfo, TcpConnInfo,
+};
+use dpstack::stack::neighbor::NeighborState;
+use dpstack::stack::port::MacAddr;
+use dpstack::stack::tcp::State;
+use std::fmt::Write;
+use std::net::SocketAddr;
+
+/// What `show ip addr` says about one port besides its addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkLine {
+    /// Its DPDK port id.
+    pub port: u16,
+    /// Its MAC.
+    pub mac: MacAddr,
+    /// Its MTU.
+    pub mtu: usize,
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn mac(mac: MacAddr) -> String {
+    mac.to_string().to_lowercase()
+}
+
+/// `show ip addr`: each port, then its addresses (`ip addr`'s layout).
+pub fn addresses(links: &[LinkLine], addresses: &[AddressInfo]) -> String {
+    let mut out = String::new();
+    for (link, l) in links.iter().enumerate() {
+        let _ = writeln!(out, "port {}: mtu {}", l.port, l.mtu);
+        let _ = writeln!(out, "    link/ether {}", mac(l.mac));
+        for a in addresses.iter().filter(|a| a.link == link) {
+            let p = a.prefix;
+            let line = match p {
+                Prefix::V4(c) if c.len < 31 => format!("inet {p} brd {}", c.broadcast()),
+                Prefix::V4(_) => format!("inet {p}"),
+                Prefix::V6(_) => format!("inet6 {p}"),
+            };
+            let scope = match p {
+                Prefix::V6(c) if c.addr.is_unicast_link_local() => "link",
+                _ => "global",
+            };
+            let state = match a.state {
+                AddressState::Preferred => "",
+                AddressState::Tentative => " tentative",
+                AddressState::Duplicate => " dadfailed",
+            };
+            let _ = writeln!(out, "    {line} scope {scope}{state}");
+        }
+    }
+    out
+}
+
+/// `show route` (`ip route`'s layout, IPv4 then IPv6).
+pub fn routes(routes: &[RouteInfo], ports: &[u16]) -> String {
+    let mut out = String::new();
+    for r in routes {
+        if r.prefix.prefix_len() == 0 {
+            out.push_str("default");
+        } else {
+            let _ = write!(out, "{}", r.prefix);
+        }
+        if let Some(gateway) = r.gateway {
+            let _ = write!(out, " via {gateway}");
+        }
+        let _ = write!(out, " port {}", port_id(ports, r.link));
+        if r.connected {
+            out.push_str(" proto kernel scope link");
+        }
+        let _ = writeln!(out, " src {}", r.source);
+    }
+    out
+}
+
+/// `show neigh` (`ip neigh`'s layout).
+pub fn neighbors(neighbors: &[NeighborInfo], ports: &[u16]) -> String {
+    let mut out = String::new();
+    for n in neighbors {
+        let _ = write!(out, "{} port {}", n.ip, port_id(ports, n.link));
+        if let Some(m) = n.mac {
+            let _ = write!(out, " lladdr {}", mac(m));
+        }
+        let state = match n.state {
+            NeighborState::Incomplete => "INCOMPLETE",
+            NeighborState::Reachable => "REACHABLE",
+            NeighborState::Stale => "STALE",
+            NeighborState::Delay => "DELAY",
+            NeighborState::Probe => "PROBE",
+        };
+        let _ = writeln!(out, " {state}");
+    }
+    out
+}
+
+/// One line of `show sockets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketLine {
+    /// `udp` or `tcp`.
+    pub netid: &'static str,
+    /// `ss`'s state name.
+    pub state: &'static str,
+    /// Bytes (TCP) received and not read.
+    pub recv_q: usize,
+    /// Bytes (TCP) not yet sent or acknowledged.
+    pub send_q: usize,
+    /// Our address.
+    pub local: SocketAddr,
+    /// The peer's, if connected.
+    pub peer: Option<SocketAddr>,
+}
+
+/// `show sockets` (`ss -uatn`'s layout).
+pub fn sockets(lines: &[SocketLine]) -> String {
+    let mut out = format!(
+        "{:<6}{:<11}{:>6} {:>6} {:<27}{}\n",
+        "Netid", "State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port"
+    );
+    for l in lines {
+        let peer = l.peer.map_or("*:*".to_owned(), |p| p.to_string());
+        let _ = writeln!(
+            out,
+            "{:<6}{:<11}{:>6} {:>6} {:<27}{}",
+            l.netid,
+            l.state,
+            l.recv_q,
+            l.send_q,
+            l.local.to_string(),
+            peer
+        );
+    }
+    out
+}
+
+/// `ss`'s name of a TCP state.
+pub fn ss_state(state: State) -> &'static str {
+    match state {
+        State::SynSent => "SYN-SENT",
+        State::SynReceived => "SYN-RECV",
+        State::Established => "ESTAB",
+        State::FinWait1 => "FIN-WAIT-1",
+        State::FinWait2 => "FIN-WAIT-2",
+        State::CloseWait => "CLOSE-WAIT",
+        State::Closing => "CLOSING",
+        State::LastAck => "LAST-ACK",
+        State::TimeWait => "TIME-WAIT",
+        State::Closed => "CLOSED",
+    }
+}
+
+/// RFC 9293's name of a TCP state.
+pub fn rfc_state(state: State) -> &'static str {
+    match state {
+        State::SynSent => "SYN-SENT",
+        State::SynReceived => "SYN-RECEIVED",
+        State::Established => "ESTABLISHED",
+        State::FinWait1 => "FIN-WAIT-1",
+        State::FinWait2 => "FIN-WAIT-2",
+        State::CloseWait => "CLOSE-WAIT",
+        State::Closing => "CLOSING",
+        State::LastAck => "LAST-ACK",
+        State::TimeWait => "TIME-WAIT",
+        State::Closed => "CLOSED",
+    }
+}
+
+/// `show tcp`: the count per state, the TCP counters, then each
+/// connection with its queues and figures.
+pub fn tcp(
+    listeners: usize,
+    connections: &[TcpConnInfo],
+    states: &[State],
+    counters: &CounterSnapshot,
+) -> String {
+    let mut order: Vec<State> = Vec::new();
+    for s in states {
+        if !order.contains(s) {
+            order.push(*s);
+        }
+    }
+    let counts: Vec<String> = order
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                rfc_state(*s),
+                states.iter().filter(|t| *t == s).count()
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "TCP: {listeners} listening, {} connections{}{}\n",
+        states.len(),
+        if counts.is_empty() { "" } else { ": " },
+        counts.join(", ")
+    );
+    let stats = [
+        Stat::TcpActiveOpens,
+        Stat::TcpPassiveOpens,
+        Stat::TcpInSegs,
+        Stat::TcpOutSegs,
+        Stat::TcpOutRsts,
+    ];
+    let line: Vec<String> = stats
+        .iter()
+        .map(|&s| format!("{} {}", s.name(), value(counters, s)))
+        .collect();
+    let _ = writeln!(out, "{}", line.join("  "));
+    if connections.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:<13}{:<27}{:<27}{:>7}{:>7}{:>8}{:>8}  RTT",
+        "State", "Local Address:Port", "Peer Address:Port", "Send-Q", "Recv-Q", "Retrans", "Cwnd"
+    );
+    for c in connections {
+        let rtt = c.stats.srtt.map_or("-".to_owned(), |d| {
+            format!("{:.3} ms", d.as_nanos() as f64 / 1e6)
+        });
+        let _ = writeln!(
+            out,
+            "{:<13}{:<27}{:<27}{:>7}{:>7}{:>8}{:>8}  {rtt}",
+            rfc_state(c.state),
+            c.local.to_string(),
+            c.remote.to_string(),
+            c.send_queued,
+            c.recv_queued,
+            c.stats.retransmits,
+            c.stats.cwnd
+        );
+    }
+    out
+}
+
+fn value(counters: &CounterSnapshot, stat: Stat) -> u64 {
+    counters
+        .stats
+        .iter()
+        .find(|(s, _)| *s == stat)
+        .map_or(0, |(_, v)| *v)
+}
+
+/// The protocols counters are grouped under, with the name prefixes of
+/// their protocol counters and drop reasons.
+const GROUPS: &[(&str, &[&str], &[&str])] = &[
+    ("Ethernet", &["Eth"], &["eth_"]),
+    ("ARP", &["Arp"], &["arp_"]),
+    ("IPv4", &["Ip", "Route"], &["ipv4_"]),
+    ("ICMP", &["Icmp"], &["icmp_"]),
+    ("UDP", &["Udp"], &["udp_"]),
+    ("TCP", &["Tcp"], &["tcp_"]),
+    ("IPv6", &["Ip6"], &["ipv6_"]),
+    ("ICMPv6", &["Icmp6"], &["icmp6_", "nd_"]),
+    ("Transmit", &[], &["tx_"]),
+];
+
+/// The group of a name: the one with the longest matching prefix.
+fn group_of(name: &str, drops: bool) -> usize {
+    let mut best = (0, 0);
+    for (i, (_, stats, reasons)) in GROUPS.iter().enumerate() {
+        let prefixes = if drops { *reasons } else { *stats };
+        for p in prefixes {
+            if name.starts_with(p) && p.len() > best.1 {
+                best = (i, p.len());
+            }
+        }
+    }
+    best.0
+}
+
+/// `show counters`: the non-zero counters per protocol, then the drops per
+/// reason (their total first).
+pub fn counters(snapshot: &CounterSnapshot) -> String {
+    let mut out = String::new();
+    for (g, (title, _, _)) in GROUPS.iter().enumerate() {
+        let stats: Vec<&(Stat, u64)> = (snapshot.stats.iter())
+            .filter(|(s, v)| *v > 0 && group_of(s.name(), false) == g)
+            .collect();
+        let drops: Vec<&(DropReason, u64)> = (snapshot.drops.iter())
+            .filter(|(r, v)| *v > 0 && group_of(r.name(), true) == g)
+            .collect();
+        if stats.is_empty() && drops.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "{title}:");
+        for (s, v) in stats {
+            let _ = writeln!(out, "    {:<32}{v}", s.name());
+        }
+        for (r, v) in drops {
+            let _ = writeln!(out, "    {:<32}{v}", format!("drop_{}", r.name()));
+        }
+    }
+    let total: u64 = snapshot.drops.iter().map(|(_, v)| v).sum();
+    let _ = writeln!(out, "Dropped: {total}");
+    out
+}
+
+/// The DPDK id of link `link` (its index if unknown).
+fn port_id(ports: &[u16], link: usize) -> u16 {
+    ports.get(link).copied().unwrap_or(link as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    #[test]
+    fn addresses_have_ip_addrs_layout() {
+        let links = [LinkLine {
+            port: 3,
+            mac: MacAddr([2, 0, 0, 0, 0, 0xab]),
+            mtu: 1500,
+        }];
+        let a = |prefix: &str, state| AddressInfo {
+            link: 0,
+            prefix: prefix.parse().expect("prefix"),
+            state,
+        };
+        let text = addresses(
+            &links,
+            &[
+                a("10.0.0.1/24", AddressState::Preferred),
+                a("fe80::ff:fe00:ab/64", AddressState::Preferred),
+                a("2001:db8::1/64", AddressState::Tentative),
+            ],
+        );
+        assert_eq!(
+            text,
+            "port 3: mtu 1500
+    link/ether 02:00:00:00:00:ab
+    inet 10.0.0.1/24 brd 10.0.0.255 scope global
+    inet6 fe80::ff:fe00:ab/64 scope link
+    inet6 2001:db8::1/64 scope global tentative
+"
+        );
+    }
+
+    #[test]
+    fn routes_and_neighbours_have_iproutes_layout() {
+        let r = |prefix: &str, gateway: Option<&str>, connected| RouteInfo {
+            prefix: prefix.parse().expect("prefix"),
+            gateway: gateway.map(|g| g.parse().expect("ip")),
+            link: 0,
+            source: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            connected,
+        };
+        let text = routes(
+            &[
+                r("0.0.0.0/0", Some("10.0.0.254"), false),
+                r("10.0.0.0/24", None, true),
+            ],
+            &[5],
+        );
+        assert_eq!(
+            text,
+            "default via 10.0.0.254 port 5 src 10.0.0.1
+10.0.0.0/24 port 5 proto kernel scope link src 10.0.0.1
+"
+        );
+        let n = |ip: &str, mac: Option<MacAddr>, state| NeighborInfo {
+            link: 0,
+            ip: ip.parse().expect("ip"),
+            mac,
+            state,
+        };
+        let text = neighbors(
+            &[
+                n(
+                    "10.0.0.2",
+                    Some(MacAddr([2, 0, 0, 0, 2, 2])),
+                    NeighborState::Reachable,
+                ),
+                n("10.0.0.9", None, NeighborState::Incomplete),
+            ],
+            &[5],
+        );
+        assert_eq!(
+            text,
+            "10.0.0.2 port 5 lladdr 02:00:00:00:02:02 REACHABLE\n10.0.0.9 port 5 INCOMPLETE\n"
+        );
+    }
+
+    #[test]
+    fn counters_group_by_protocol_and_drops_by_reason() {
+        let snapshot = CounterSnapshot {
+            stats: vec![
+                (Stat::EthInFrames, 7),
+                (Stat::Icmp6InEchos, 1),
+                (Stat::IcmpInEchos, 2),
+                (Stat::UdpOutDatagrams, 0),
+            ],
+            drops: vec![(DropReason::UdpNoSocket, 3), (DropReason::NdInvalid, 1)],
+        };
+        assert_eq!(
+            counters(&snapshot),
+            "Ethernet:
+    EthInFrames                     7
+ICMP:
+    IcmpInEchos                     2
+UDP:
+    drop_udp_no_socket              3
+ICMPv6:
+    Icmp6InEchos                    1
+    drop_nd_invalid                 1
+Dropped: 4
+"
+        );
+    }
+
+    #[test]
+    fn sockets_have_sss_layout() {
+        let text = sockets(&[SocketLine {
+            netid: "udp",
+            state: "UNCONN",
+            recv_q: 0,
+            send_q: 0,
+            local: "[::]:7".parse().expect("addr"),
+            peer: None,
+        }]);
+        assert_eq!(
+            text,
+            "Netid State      Recv-Q Send-Q Local Address:Port         Peer Address:Port
+udp   UNCONN          0      0 [::]:7                     *:*
+"
+        );
+    }
+}

@@ -1,0 +1,301 @@
+//! Which sessions the relay runs: generated from flags (`--sessions N
+//! --port-base P`) or read from a file (`--config FILE`). Control path
+//! only; every mistake is a message naming the line.
+//!
+//! The file format, one session per line (`#` starts a comment; blank
+//! lines are skipped):
+//!
+//! ```text
+//! session NAME A_PORT B_PORT [a-peer=IP:PORT] [b-peer=IP:PORT] [mux]
+//! ```
+//!
+//! `A_PORT` and `B_PORT` are the legs' even RTP ports (RTCP on the next
+//! port), or `auto` for the next free pair of `--port-range`. A peer is
+//! where signalling said the leg's endpoint sends from and listens on
+//! (its RTCP on the next port, or the same port with `mux`): media for
+//! the leg goes there until the leg latches onto where packets really
+//! come from. `mux` runs RTP and RTCP on one port per leg (rtcp-mux).
+//!
+//! Generated sessions: session `i` (named `s<i>`) has leg A on ports
+//! `P+4i` (RTP) and `P+4i+1` (RTCP), leg B on `P+4i+2` and `P+4i+3`;
+//! `--a-peer-base IP:Q` gives leg A of session `i` the peer `IP:Q+2i`
+//! (likewise `--b-peer-base`).
+//!
+//! [`assign_ports`] turns the specs into ports: fixed ones first (reserved
+//! in the range's [`PortAllocator`] when inside it, so `auto` never takes
+//! them), then `auto` ones in order.
+
+use dpstack::stack::media::PortAllocator;
+use std::net::SocketAddr;
+use std::ops::RangeInclusive;
+
+/// A leg's local RTP port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalPort {
+    /// This even port (RTCP on the next).
+    Fixed(u16),
+    /// The next free pair of the port range.
+    Auto,
+}
+
+/// One leg of a session as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegSpec {
+    /// Where the leg listens.
+    pub port: LocalPort,
+    /// Where signalling said its endpoint is (RTP).
+    pub peer: Option<SocketAddr>,
+}
+
+/// A session as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSpec {
+    /// Its name in the statistics.
+    pub name: String,
+    /// Legs A and B.
+    pub legs: [LegSpec; 2],
+    /// RTP and RTCP share each leg's port.
+    pub mux: bool,
+}
+
+/// `count` sessions on consecutive port quartets from `base` (see the
+/// module documentation).
+pub fn generate(
+    count: u32,
+    base: u16,
+    mux: bool,
+    peer_bases: [Option<SocketAddr>; 2],
+) -> Result<Vec<SessionSpec>, String> {
+    if base % 2 != 0 || base == 0 {
+        return Err(format!("--port-base {base}: give an even port above 0"));
+    }
+    let last = u32::from(base) + 4 * count;
+    if last > 65536 {
+        return Err(format!(
+            "{count} sessions need ports {base}-{}, beyond 65535",
+            last - 1
+        ));
+    }
+    let peer = |base: Option<SocketAddr>, i: u32| -> Result<Option<SocketAddr>, String> {
+        let Some(mut addr) = base else {
+            return Ok(None);
+        };
+        let port = u32::from(addr.port()) + 2 * i;
+        let port = u16::try_from(port)
+            .map_err(|_| format!("peer base {addr}: session {i}'s peer port passes 65535"))?;
+        addr.set_port(port);
+        Ok(Some(addr))
+    };
+    (0..count)
+        .map(|i| {
+            let rtp = base + 4 * i as u16;
+            Ok(SessionSpec {
+                name: format!("s{i}"),
+                legs: [
+                    LegSpec {
+                        port: LocalPort::Fixed(rtp),
+                        peer: peer(peer_bases[0], i)?,
+                    },
+                    LegSpec {
+                        port: LocalPort::Fixed(rtp + 2),
+                        peer: peer(peer_bases[1], i)?,
+                    },
+                ],
+                mux,
+            })
+        })
+        .collect()
+}
+
+/// Parses a configuration file's text.
+pub fn parse(text: &str) -> Result<Vec<SessionSpec>, String> {
+    let mut sessions: Vec<SessionSpec> = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let session = parse_line(line).map_err(|e| format!("line {}: {e}", number + 1))?;
+        if sessions.iter().any(|s| s.name == session.name) {
+            return Err(format!(
+                "line {}: session '{}' appears twice",
+                number + 1,
+                session.name
+            ));
+        }
+        sessions.push(session);
+    }
+    if sessions.is_empty() {
+        return Err("no session in the file (lines like: session NAME A_PORT B_PORT)".into());
+    }
+    Ok(sessions)
+}
+
+fn parse_line(line: &str) -> Result<SessionSpec, String> {
+    let mut words = line.split_whitespace();
+    if words.next() != Some("session") {
+        return Err(format!(
+            "'{line}': expected 'session NAME A_PORT B_PORT [options]'"
+        ));
+    }
+    let name = words.next().ok_or("a session needs a name")?.to_owned();
+    let a = parse_port(words.next().ok_or("leg A's port is missing")?)?;
+    let b = parse_port(words.next().ok_or("leg B's port is missing")?)?;
+    let mut session = SessionSpec {
+        name,
+        legs: [
+            LegSpec {
+                port: a,
+                peer: None,
+            },
+            LegSpec {
+                port: b,
+                peer: None,
+            },
+        ],
+        mux: false,
+    };
+    for word in words {
+        match word.split_once('=') {
+            Some(("a-peer", addr)) => session.legs[0].peer = Some(parse_addr(addr)?),
+            Some(("b-peer", addr)) => session.legs[1].peer = Some(parse_addr(addr)?),
+            None if word == "mux" => session.mux = true,
+            _ => {
+                return Err(format!(
+                    "unknown option '{word}' (use a-peer=IP:PORT, b-peer=IP:PORT, mux)"
+                ))
+            }
+        }
+    }
+    if let [LegSpec {
+        port: LocalPort::Fixed(a),
+        ..
+    }, LegSpec {
+        port: LocalPort::Fixed(b),
+        ..
+    }] = session.legs
+    {
+        if a == b {
+            return Err(format!("both legs on port {a}"));
+        }
+    }
+    Ok(session)
+}
+
+fn parse_port(word: &str) -> Result<LocalPort, String> {
+    if word == "auto" {
+        return Ok(LocalPort::Auto);
+    }
+    match word.parse::<u16>() {
+        Ok(port) if port != 0 && port % 2 == 0 => Ok(LocalPort::Fixed(port)),
+        _ => Err(format!(
+            "'{word}' is not an even RTP port (1-65534) or 'auto'"
+        )),
+    }
+}
+
+fn parse_addr(word: &str) -> Result<SocketAddr, String> {
+    word.parse()
+        .map_err(|_| format!("'{word}' is not IP:PORT (e.g. 10.0.0.2:5004)"))
+}
+
+/// The local ports of one session's legs (RTP; RTCP is the next one
+/// unless muxed).
+pub type SessionPorts = [u16; 2];
+
+/// Each session's RTP ports: fixed ones as given (reserved in the range
+/// when inside it), then `auto` ones from the range, in order.
+pub fn assign_ports(
+    specs: &[SessionSpec],
+    range: RangeInclusive<u16>,
+) -> Result<Vec<SessionPorts>, String> {
+    let text = format!("{}-{}", range.start(), range.end());
+    let mut allocator = PortAllocator::new(range).map_err(|e| format!("{text}: {e}"))?;
+    let mut fixed = std::collections::HashSet::new();
+    for spec in specs {
+        for leg in &spec.legs {
+            if let LocalPort::Fixed(port) = leg.port {
+                if !fixed.insert(port) {
+                    return Err(format!("port {port} is configured twice"));
+                }
+                // Outside the range is fine: only the bind can clash.
+                let _ = allocator.allocate_port(port);
+            }
+        }
+    }
+    specs
+        .iter()
+        .map(|spec| {
+            let mut pair = [0u16; 2];
+            for (slot, leg) in pair.iter_mut().zip(&spec.legs) {
+                *slot = match leg.port {
+                    LocalPort::Fixed(port) => port,
+                    LocalPort::Auto => allocator
+                        .allocate()
+                        .map_err(|e| format!("session {}: port range {text}: {e}", spec.name))?
+                        .rtp(),
+                };
+            }
+            Ok(pair)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_sessions_take_port_quartets() {
+        let peer: SocketAddr = "10.0.0.9:6000".parse().unwrap();
+        let specs = generate(3, 40000, false, [None, Some(peer)]).unwrap();
+        assert_eq!(specs.len(), 3);
+        assert_eq!(specs[2].name, "s2");
+        assert_eq!(specs[2].legs[0].port, LocalPort::Fixed(40008));
+        assert_eq!(specs[2].legs[1].port, LocalPort::Fixed(40010));
+        assert_eq!(specs[2].legs[0].peer, None);
+        assert_eq!(specs[2].legs[1].peer, "10.0.0.9:6004".parse().ok());
+        assert!(generate(1, 40001, false, [None, None]).is_err());
+        // 10,000 sessions take 40,000 ports: 25536-65535 is the last fit.
+        assert!(generate(10_000, 25536, false, [None, None]).is_ok());
+        assert!(generate(10_000, 25538, false, [None, None]).is_err());
+        let high: SocketAddr = "10.0.0.9:65534".parse().unwrap();
+        assert!(generate(2, 30000, false, [Some(high), None]).is_err());
+    }
+
+    #[test]
+    fn the_file_format() {
+        let text = "# two calls\n\
+                    session call-1 30000 30002 b-peer=10.0.0.3:6000\n\
+                    \n\
+                    session call-2 auto auto a-peer=10.0.0.2:5004 mux  # muxed\n";
+        let specs = parse(text).unwrap();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].legs[0].port, LocalPort::Fixed(30000));
+        assert_eq!(specs[0].legs[1].peer, "10.0.0.3:6000".parse().ok());
+        assert!(!specs[0].mux);
+        assert_eq!(specs[1].legs[0].port, LocalPort::Auto);
+        assert_eq!(specs[1].legs[0].peer, "10.0.0.2:5004".parse().ok());
+        assert!(specs[1].mux);
+    }
+
+    #[test]
+    fn mistakes_name_their_line() {
+        for (text, needle) in [
+            ("session a 30001 30002", "line 1: '30001' is not an even"),
+            ("\nsession a 30000", "line 2: leg B's port is missing"),
+            ("session a 30000 30002 x=1", "unknown option 'x=1'"),
+            ("session a 30000 30002 a-peer=10.0.0.1", "not IP:PORT"),
+            ("call a 30000 30002", "expected 'session NAME"),
+            ("session a 30000 30000", "both legs on port 30000"),
+            (
+                "session a 30000 30002\nsession a 30004 30006",
+                "line 2: session 'a' appears twice",
+            ),
+            ("# nothing\n", "no session"),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert!(error.contains(needle), "{text:?}: {error}");
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The statistics as they leave the lcore ([`Snapshot`], through a
+//! [`StatsLink`]) and as text (control path, main thread): per session
+//! and leg a line of leg counters and a line per SSRC, then totals and the
+//! relay's drops by reason. Every figure is `name value`, so scripts and
+//! tests can pick them out.
+//!
+//! ```text
+//! session call leg A peer 10.0.0.2:5004 latched yes forwarded 250 rtcp 2 rtcp-forwarded 2 foreign 0 untracked 0 dropped 0
+//! session call leg A ssrc 0x1a2b3c4d packets 250 bytes 40000 expected 249 lost 0 loss 0.00% jitter 0.250ms jitter-units 2 out-of-order 0 duplicates 0 discarded 1 resyncs 0
+//! total sessions 1 active 1 packets 250 bytes 40000 lost 0 forwarded 250 rtcp 2 dropped 0
+//! relay drops: none
+//! ```
+//!
+//! Sessions that neither received nor dropped anything are summed up in
+//! one `idle sessions N` line instead of listed.
+
+use crate::leg::{LegCounters, StreamReport, SSRCS_PER_LEG};
+use crate::relay::{Drops, RelayDrop};
+use arrayvec::ArrayVec;
+use crossbeam_channel::{Receiver, Sender};
+use std::fmt::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// A leg's figures as reported.
+#[derive(Debug, Clone)]
+pub struct LegReport {
+    /// Where its media goes (latched, else signalled).
+    pub peer: Option<SocketAddr>,
+    /// The RTP peer is latched.
+    pub latched: bool,
+    /// Times the RTP peer changed after a quiet period.
+    pub relatches: u32,
+    /// Per SSRC.
+    pub streams: ArrayVec<StreamReport, SSRCS_PER_LEG>,
+    /// The leg's counters.
+    pub counters: LegCounters,
+}
+
+/// A session's figures, by slot (the order sessions were configured in).
+#[derive(Debug, Clone)]
+pub struct SessionReport {
+    /// The session's index.
+    pub index: u32,
+    /// Legs A and B.
+    pub legs: [LegReport; 2],
+}
+
+/// All figures at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Per session.
+    pub sessions: Vec<SessionReport>,
+    /// Drops by reason.
+    pub drops: Drops,
+}
+
+/// How the main thread gets snapshots from the lcore: it sends an empty
+/// [`Snapshot`] (with room for every session) on `requests` and sets
+/// `requested`; the next poll fills it and sends it back on `replies`.
+#[derive(Debug)]
+pub struct StatsLink {
+    /// Set by the main thread when a request waits.
+    pub requested: Arc<AtomicBool>,
+    /// Empty snapshots to fill.
+    pub requests: Receiver<Snapshot>,
+    /// Filled snapshots.
+    pub replies: Sender<Snapshot>,
+}
+
+/// The snapshot as text; `names` are the sessions' names by index.
+pub fn render(snapshot: &Snapshot, names: &[String]) -> String {
+    let mut out = String::new();
+    let mut totals = Totals::default();
+    let mut idle = 0usize;
+    for session in &snapshot.sessions {
+        let active = session.legs.iter().any(is_active);
+        if !active {
+            idle += 1;
+            continue;
+        }
+        totals.active += 1;
+        let name = names
+            .get(session.index as usize)
+            .map_or("?", String::as_str);
+        for (leg, report) in ["A", "B"].iter().zip(&session.legs) {
+            leg_lines(&mut out, name, leg, report);
+            totals.add(report);
+        }
+    }
+    if idle > 0 {
+        let _ = writeln!(out, "idle sessions {idle}");
+    }
+    let _ = writeln!(
+        out,
+        "total sessions {} active {} packets {} bytes {} lost {} forwarded {} rtcp {} dropped {}",
+        snapshot.sessions.len(),
+        totals.active,
+        totals.packets,
+        totals.bytes,
+        totals.lost,
+        totals.forwarded,
+        totals.rtcp,
+        totals.dropped
+    );
+    let drops: Vec<String> = RelayDrop::ALL
+        .iter()
+        .zip(snapshot.drops)
+        .filter(|(_, n)| *n > 0)
+        .map(|(reason, n)| format!("{} {n}", reason.name()))
+        .collect();
+    if drops.is_empty() {
+        out.push_str("relay drops: none\n");
+    } else {
+        let _ = writeln!(out, "relay drops: {}", drops.join(" "));
+    }
+    out
+}
+
+fn is_active(leg: &LegReport) -> bool {
+    let c = &leg.counters;
+    !leg.streams.is_empty() || c.rtcp > 0 || c.dropped > 0 || c.untracked > 0
+}
+
+fn leg_lines(out: &mut String, name: &str, leg: &str, report: &LegReport) {
+    let c = &report.counters;
+    let peer = report.peer.map_or("-".to_owned(), |p| p.to_string());
+    let _ = writeln!(
+        out,
+        "session {name} leg {leg} peer {peer} latched {} relatches {} forwarded {} rtcp {} \
+         rtcp-forwarded {} foreign {} untracked {} dropped {}",
+        if report.latched { "yes" } else { "no" },
+        report.relatches,
+        c.forwarded,
+        c.rtcp,
+        c.rtcp_forwarded,
+        c.foreign,
+        c.untracked,
+        c.dropped
+    );
+    for stream in &report.streams {
+        let s = &stream.counters;
+        let loss = if s.expected == 0 {
+            0.0
+        } else {
+            100.0 * s.lost as f64 / s.expected as f64
+        };
+        let _ = writeln!(
+            out,
+            "session {name} leg {leg} ssrc {:#010x} packets {} bytes {} expected {} lost {} \
+             loss {loss:.2}% jitter {:.3}ms jitter-units {} out-of-order {} duplicates {} \
+             discarded {} resyncs {}",
+            stream.ssrc,
+            s.packets,
+            s.bytes,
+            s.expected,
+            s.lost,
+            stream.jitter_ns as f64 / 1e6,
+            s.jitter,
+            s.out_of_order,
+            s.duplicates,
+            s.discarded,
+            s.resyncs
+        );
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    active: usize,
+    packets: u64,
+    bytes: u64,
+    lost: i64,
+    forwarded: u64,
+    rtcp: u64,
+    dropped: u64,
+}
+
+impl Totals {
+    fn add(&mut self, leg: &LegReport) {
+        for s in &leg.streams {
+            self.packets += s.counters.packets;
+            self.bytes += s.counters.bytes;
+            self.lost += s.counters.lost;
+        }
+        self.forwarded += leg.counters.forwarded;
+        self.rtcp += leg.counters.rtcp;
+        self.dropped += leg.counters.dropped;
+    }
+}
+
+/// The value after `name ` in the first line that starts with `prefix`
+/// (an integer figure; for tests reading a report).
+#[cfg(test)]
+pub fn field(report: &str, prefix: &str, name: &str) -> Option<i64> {
+    let line = report.lines().find(|l| l.starts_with(prefix))?;
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == name)?;
+    words.next()?.parse().ok()
+}

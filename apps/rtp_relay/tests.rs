@@ -1,0 +1,480 @@
+//! The relay handler over the in-memory port, without DPDK: frames in,
+//! frames out, a virtual clock. Peers A (10.9.0.2) and B (10.9.0.3) are
+//! on the relay's network and announce themselves by ARP first.
+
+use crate::config::{self, LegSpec, LocalPort, SessionSpec};
+use crate::relay::{Relay, RelayDrop, RelayOptions};
+use crate::report::{self, Snapshot, StatsLink};
+use dpstack::stack::iface::{Interface, InterfaceConfig};
+use dpstack::stack::media::LatchConfig;
+use dpstack::stack::port::memory::{MemBuf, MemPort, MemPortConfig};
+use dpstack::stack::port::MacAddr;
+use dpstack::stack::route::Ipv4Cidr;
+use dpstack::stack::rtp::{write_sender_report, RtpHeader, SenderInfo};
+use dpstack::stack::time::{Duration, Instant};
+use dpstack::stack::wire::arp::{ArpOperation, ArpRepr};
+use dpstack::stack::wire::ethernet::{EtherType, EthernetFrame};
+use dpstack::stack::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
+use dpstack::stack::wire::udp::UdpPacket;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const RELAY_MAC: MacAddr = MacAddr([2, 0, 0, 0, 9, 1]);
+const A_MAC: MacAddr = MacAddr([2, 0, 0, 0, 9, 2]);
+const B_MAC: MacAddr = MacAddr([2, 0, 0, 0, 9, 3]);
+const RELAY_IP: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 1);
+const A_IP: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 2);
+const B_IP: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 3);
+
+/// A relay on an in-memory port, with its virtual time.
+struct Net {
+    iface: Interface<MemBuf>,
+    port: MemPort,
+    relay: Relay,
+    now: Instant,
+}
+
+/// A UDP datagram the relay sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sent {
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    payload: Vec<u8>,
+}
+
+fn options() -> RelayOptions {
+    RelayOptions {
+        echo: false,
+        latch: LatchConfig::default(),
+        clock_rate: 8000,
+    }
+}
+
+fn at(ip: Ipv4Addr, port: u16) -> SocketAddrV4 {
+    SocketAddrV4::new(ip, port)
+}
+
+/// One session "call": leg A on 30000/30001, leg B on 30002/30003, B's
+/// peer signalled at 10.9.0.3:6000.
+fn one_call(mux: bool) -> Vec<SessionSpec> {
+    vec![SessionSpec {
+        name: "call".into(),
+        legs: [
+            LegSpec {
+                port: LocalPort::Fixed(30000),
+                peer: None,
+            },
+            LegSpec {
+                port: LocalPort::Fixed(30002),
+                peer: Some(SocketAddr::V4(at(B_IP, 6000))),
+            },
+        ],
+        mux,
+    }]
+}
+
+impl Net {
+    fn new(specs: &[SessionSpec], options: RelayOptions, pool_size: usize) -> Net {
+        let cidr = Ipv4Cidr::new(RELAY_IP, 24).unwrap();
+        let mut iface = Interface::new(InterfaceConfig::new(RELAY_MAC, cidr)).unwrap();
+        let (relay, _) = Relay::build(&mut iface, RELAY_IP, specs, 30000..=39999, options).unwrap();
+        let port = MemPort::new(MemPortConfig {
+            mac: RELAY_MAC,
+            pool_size,
+            tx_ring_size: 4096,
+            ..MemPortConfig::default()
+        });
+        let mut net = Net {
+            iface,
+            port,
+            relay,
+            now: Instant::ZERO,
+        };
+        net.poll();
+        net.port.take_tx();
+        // The peers announce themselves: the relay learns their MACs.
+        for (mac, ip) in [(A_MAC, A_IP), (B_MAC, B_IP)] {
+            net.port.push_rx(&arp_request(mac, ip));
+        }
+        net.poll();
+        assert_eq!(net.port.take_tx().len(), 2, "two ARP replies");
+        net
+    }
+
+    fn poll(&mut self) {
+        self.iface.poll(&mut self.port, self.now, &mut self.relay);
+    }
+
+    /// Polls until every pushed frame is taken; returns the UDP datagrams
+    /// sent.
+    fn run(&mut self) -> Vec<Sent> {
+        let mut sent = Vec::new();
+        loop {
+            self.poll();
+            sent.extend(self.port.take_tx().iter().filter_map(|f| parse(f)));
+            if self.port.rx_pending() == 0 {
+                return sent;
+            }
+        }
+    }
+
+    fn advance(&mut self, ms: u64) {
+        self.now = self.now + Duration::from_millis(ms);
+    }
+
+    fn send(&mut self, from: SocketAddrV4, to_port: u16, payload: &[u8]) {
+        let mac = if *from.ip() == B_IP { B_MAC } else { A_MAC };
+        assert!(self.port.push_rx(&udp_frame(mac, from, to_port, payload)));
+    }
+
+    fn report(&self) -> String {
+        report::render(&self.relay.snapshot(), &["call".to_owned()])
+    }
+}
+
+fn arp_request(mac: MacAddr, ip: Ipv4Addr) -> Vec<u8> {
+    let mut body = [0u8; 28];
+    ArpRepr {
+        operation: ArpOperation::Request,
+        sender_mac: mac,
+        sender_ip: ip,
+        target_mac: MacAddr::default(),
+        target_ip: RELAY_IP,
+    }
+    .emit(&mut body);
+    ethernet(MacAddr::BROADCAST, mac, EtherType::Arp, &body)
+}
+
+fn ethernet(dst: MacAddr, src: MacAddr, ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0u8; 14 + payload.len()];
+    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+    eth.set_dst(dst);
+    eth.set_src(src);
+    eth.set_ethertype(ethertype);
+    eth.payload_mut().copy_from_slice(payload);
+    frame
+}
+
+fn udp_frame(mac: MacAddr, from: SocketAddrV4, to_port: u16, payload: &[u8]) -> Vec<u8> {
+    let mut udp = vec![0u8; 8 + payload.len()];
+    udp[8..].copy_from_slice(payload);
+    UdpPacket::new_unchecked(&mut udp[..]).emit_header(
+        (*from.ip(), from.port()),
+        (RELAY_IP, to_port),
+        payload.len() as u16,
+    );
+    let mut ip = vec![0u8; 20 + udp.len()];
+    ip[20..].copy_from_slice(&udp);
+    Ipv4Packet::new_unchecked(&mut ip[..]).emit_header(&Ipv4Header {
+        src: *from.ip(),
+        dst: RELAY_IP,
+        protocol: protocol::UDP,
+        payload_len: udp.len() as u16,
+        ttl: 64,
+        ident: 1,
+        dont_fragment: true,
+    });
+    ethernet(RELAY_MAC, mac, EtherType::Ipv4, &ip)
+}
+
+/// The UDP datagram in a transmitted frame, if it is one.
+fn parse(frame: &[u8]) -> Option<Sent> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::Ipv4 {
+        return None;
+    }
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if ip.protocol() != protocol::UDP {
+        return None;
+    }
+    let udp = UdpPacket::new_checked(ip.payload()).ok()?;
+    assert!(udp.verify_checksum(ip.src(), ip.dst()), "UDP checksum");
+    Some(Sent {
+        src: at(ip.src(), udp.src_port()),
+        dst: at(ip.dst(), udp.dst_port()),
+        payload: udp.payload().to_vec(),
+    })
+}
+
+/// A G.711 packet: 160 bytes of payload, timestamp 160 per sequence step.
+fn rtp(ssrc: u32, seq: u16) -> Vec<u8> {
+    let mut packet = vec![0u8; 12 + 160];
+    RtpHeader {
+        payload_type: 0,
+        seq,
+        timestamp: u32::from(seq).wrapping_mul(160),
+        ssrc,
+        ..RtpHeader::default()
+    }
+    .emit(&mut packet)
+    .unwrap();
+    packet[12..].fill(seq as u8);
+    packet
+}
+
+fn sender_report(ssrc: u32) -> Vec<u8> {
+    let mut buf = [0u8; 128];
+    let info = SenderInfo {
+        ntp_timestamp: 0x83aa_7e80_8000_0000,
+        rtp_timestamp: 1234,
+        packet_count: 10,
+        octet_count: 1600,
+    };
+    let n = write_sender_report(&mut buf, ssrc, &info, &[]).unwrap();
+    buf[..n].to_vec()
+}
+
+fn field(report: &str, prefix: &str, name: &str) -> i64 {
+    report::field(report, prefix, name)
+        .unwrap_or_else(|| panic!("no {name} after {prefix:?} in:\n{report}"))
+}
+
+fn drops(snapshot: &Snapshot, reason: RelayDrop) -> u64 {
+    snapshot.drops[reason as usize]
+}
+
+#[test]
+fn rtp_is_relayed_both_ways_with_addresses_and_ports_rewritten() {
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let a = at(A_IP, 5004);
+    for seq in 100..110 {
+        net.send(a, 30000, &rtp(0xaaaa, seq));
+        net.advance(20);
+    }
+    let sent = net.run();
+    assert_eq!(sent.len(), 10);
+    for (i, s) in sent.iter().enumerate() {
+        assert_eq!(s.src, at(RELAY_IP, 30002), "from leg B's port");
+        assert_eq!(s.dst, at(B_IP, 6000), "to leg B's signalled peer");
+        assert_eq!(s.payload, rtp(0xaaaa, 100 + i as u16), "untouched");
+    }
+    // B answers from another port than signalled (a NAT): B latches onto
+    // it, and the answer goes to where A sends from.
+    let b = at(B_IP, 6100);
+    net.send(b, 30002, &rtp(0xbbbb, 7));
+    let sent = net.run();
+    assert_eq!(sent.len(), 1);
+    assert_eq!((sent[0].src, sent[0].dst), (at(RELAY_IP, 30000), a));
+    net.send(a, 30000, &rtp(0xaaaa, 110));
+    assert_eq!(net.run()[0].dst, b, "B's latched address now");
+    let report = net.report();
+    let a_stream = "session call leg A ssrc 0x0000aaaa";
+    assert_eq!(field(&report, a_stream, "packets"), 11);
+    assert_eq!(field(&report, a_stream, "bytes"), 11 * 160);
+    assert_eq!(field(&report, a_stream, "lost"), 0);
+    assert_eq!(field(&report, "session call leg A peer", "forwarded"), 11);
+    assert_eq!(field(&report, "session call leg B peer", "forwarded"), 1);
+    assert!(report.contains("session call leg B peer 10.9.0.3:6100 latched yes"));
+    assert!(report.contains("relay drops: none"), "{report}");
+}
+
+#[test]
+fn loss_reordering_and_duplicates_show_in_the_statistics() {
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let a = at(A_IP, 5004);
+    // 1..=20 with 5 and 6 lost, 9 late (after 10) and 12 twice.
+    let mut order: Vec<u16> = (1..=20).filter(|s| ![5, 6, 9].contains(s)).collect();
+    let ten = order.iter().position(|&s| s == 10).unwrap();
+    order.insert(ten + 1, 9);
+    let twelve = order.iter().position(|&s| s == 12).unwrap();
+    order.insert(twelve + 1, 12);
+    for &seq in &order {
+        net.send(a, 30000, &rtp(0x1234, seq));
+        net.run();
+        net.advance(20);
+    }
+    let report = net.report();
+    let stream = "session call leg A ssrc 0x00001234";
+    assert_eq!(field(&report, stream, "packets"), 19);
+    // Probation takes packet 1; counts start at 2: 2..=20 expected.
+    assert_eq!(field(&report, stream, "expected"), 19);
+    assert_eq!(field(&report, stream, "lost"), 1, "2 lost, 1 duplicate");
+    assert_eq!(field(&report, stream, "out-of-order"), 1);
+    assert_eq!(field(&report, stream, "duplicates"), 1);
+    assert_eq!(
+        field(&report, "session call leg A peer", "forwarded"),
+        19,
+        "a relay forwards duplicates and late packets too"
+    );
+}
+
+#[test]
+fn jitter_follows_the_arrival_times() {
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let a = at(A_IP, 5004);
+    // Packets 20 ms apart in RTP time arriving alternately 10 and 30 ms
+    // apart: |D| is 10 ms = 80 units each time from the third packet on.
+    for seq in 0..200u16 {
+        net.send(a, 30000, &rtp(7, seq));
+        net.run();
+        net.advance(if seq % 2 == 0 { 10 } else { 30 });
+    }
+    let report = net.report();
+    let jitter = field(
+        &report,
+        "session call leg A ssrc 0x00000007",
+        "jitter-units",
+    );
+    assert!(
+        (75..=80).contains(&jitter),
+        "jitter {jitter} units:\n{report}"
+    );
+}
+
+#[test]
+fn rtcp_goes_between_the_odd_ports_and_sender_reports_are_noted() {
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let a = at(A_IP, 5004);
+    net.send(a, 30000, &rtp(0x55, 1));
+    net.run();
+    net.send(at(A_IP, 5005), 30001, &sender_report(0x55));
+    let sent = net.run();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].src, at(RELAY_IP, 30003), "from leg B's RTCP port");
+    assert_eq!(sent[0].dst, at(B_IP, 6001), "to B's RTP port + 1");
+    assert_eq!(sent[0].payload, sender_report(0x55));
+    // RTP sent to an RTCP port is not RTCP.
+    net.send(a, 30001, &rtp(0x55, 2));
+    assert!(net.run().is_empty());
+    let snapshot = net.relay.snapshot();
+    assert_eq!(drops(&snapshot, RelayDrop::BadRtcp), 1);
+    let leg = &snapshot.sessions[0].legs[0].counters;
+    assert_eq!((leg.rtcp, leg.rtcp_forwarded, leg.dropped), (1, 1, 1));
+}
+
+#[test]
+fn rtcp_mux_shares_the_rtp_ports() {
+    let mut net = Net::new(&one_call(true), options(), 4096);
+    let a = at(A_IP, 5004);
+    net.send(a, 30000, &rtp(0x66, 1));
+    net.send(a, 30000, &sender_report(0x66));
+    let sent = net.run();
+    assert_eq!(sent.len(), 2);
+    for s in &sent {
+        assert_eq!((s.src, s.dst), (at(RELAY_IP, 30002), at(B_IP, 6000)));
+    }
+    // Nothing listens on the odd ports.
+    net.send(a, 30001, &sender_report(0x66));
+    net.run();
+    assert_eq!(net.relay.snapshot().sessions[0].legs[0].counters.rtcp, 1);
+}
+
+#[test]
+fn foreign_sources_garbage_and_missing_peers_are_dropped_by_reason() {
+    let mut specs = one_call(false);
+    specs[0].legs[1].peer = None;
+    let mut net = Net::new(&specs, options(), 4096);
+    let a = at(A_IP, 5004);
+    // B has neither sent nor been signalled: nowhere to relay to.
+    net.send(a, 30000, &rtp(1, 1));
+    // Another source on A's port once A is latched.
+    net.send(at(A_IP, 5008), 30000, &rtp(2, 1));
+    // STUN-ish, RTP version 1, a CSRC list past the end.
+    net.send(a, 30000, &[0, 1, 0, 0, 0x21, 0x12, 0xa4, 0x42]);
+    let mut v1 = rtp(1, 2);
+    v1[0] = 0x40;
+    net.send(a, 30000, &v1);
+    let mut csrcs = rtp(1, 3);
+    csrcs.truncate(20);
+    csrcs[0] = 0x8f;
+    net.send(a, 30000, &csrcs);
+    assert!(net.run().is_empty());
+    let snapshot = net.relay.snapshot();
+    assert_eq!(drops(&snapshot, RelayDrop::NoPeer), 1);
+    assert_eq!(drops(&snapshot, RelayDrop::Foreign), 1);
+    assert_eq!(drops(&snapshot, RelayDrop::NotRtp), 2);
+    assert_eq!(drops(&snapshot, RelayDrop::BadRtp), 1);
+    let leg = &snapshot.sessions[0].legs[0].counters;
+    assert_eq!((leg.foreign, leg.dropped, leg.forwarded), (1, 5, 0));
+    let report = net.report();
+    assert!(
+        report.contains("relay drops: not_rtp 2 bad_rtp 1 foreign_source 1 no_peer 1"),
+        "{report}"
+    );
+}
+
+#[test]
+fn probation_holds_media_until_the_source_is_learned() {
+    let mut opts = options();
+    opts.latch.probation = 3;
+    let mut net = Net::new(&one_call(false), opts, 4096);
+    let a = at(A_IP, 5004);
+    for seq in 1..=5 {
+        net.send(a, 30000, &rtp(9, seq));
+    }
+    assert_eq!(net.run().len(), 3, "the third packet latches");
+    let snapshot = net.relay.snapshot();
+    assert_eq!(drops(&snapshot, RelayDrop::Learning), 2);
+}
+
+#[test]
+fn echo_mode_reflects_media_to_its_sender() {
+    let mut opts = options();
+    opts.echo = true;
+    let mut net = Net::new(&one_call(false), opts, 4096);
+    let a = at(A_IP, 5004);
+    let b = at(B_IP, 7000);
+    net.send(a, 30000, &rtp(1, 1));
+    net.send(b, 30002, &rtp(2, 1));
+    net.send(at(A_IP, 5005), 30001, &sender_report(1));
+    let sent = net.run();
+    let pairs: Vec<_> = sent.iter().map(|s| (s.src, s.dst)).collect();
+    assert_eq!(
+        pairs,
+        [
+            (at(RELAY_IP, 30000), a),
+            (at(RELAY_IP, 30002), b),
+            (at(RELAY_IP, 30001), at(A_IP, 5005)),
+        ]
+    );
+    assert_eq!(sent[0].payload, rtp(1, 1));
+}
+
+#[test]
+fn statistics_requests_are_served_from_the_poll() {
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let requested = Arc::new(AtomicBool::new(false));
+    let (requests_tx, requests_rx) = crossbeam_channel::bounded(1);
+    let (replies_tx, replies_rx) = crossbeam_channel::bounded(1);
+    net.relay.set_stats_link(StatsLink {
+        requested: Arc::clone(&requested),
+        requests: requests_rx,
+        replies: replies_tx,
+    });
+    net.send(at(A_IP, 5004), 30000, &rtp(3, 1));
+    net.run();
+    net.poll();
+    assert!(replies_rx.try_recv().is_err(), "nothing unasked");
+    requests_tx
+        .send(Snapshot {
+            sessions: Vec::with_capacity(1),
+            drops: Default::default(),
+        })
+        .unwrap();
+    requested.store(true, Ordering::Release);
+    net.poll();
+    let snapshot = replies_rx.try_recv().expect("answered in one poll");
+    assert_eq!(snapshot.sessions.len(), 1);
+    assert_eq!(snapshot.sessions[0].legs[0].streams[0].counters.packets, 1);
+    assert!(!requested.load(Ordering::Acquire));
+}
+
+#[test]
+fn auto_ports_come_from_the_range_around_fixed_ones() {
+    let specs = config::parse(
+        "session one auto auto\nsession two 40000 auto mux\nsession three auto 40002",
+    )
+    .unwrap();
+    let cidr = Ipv4Cidr::new(RELAY_IP, 24).unwrap();
+    let mut iface: Interface<MemBuf> =
+        Interface::new(InterfaceConfig::new(RELAY_MAC, cidr)).unwrap();
+    let (_, ports) = Relay::build(&mut iface, RELAY_IP, &specs, 40000..=40011, options()).unwrap();
+    assert_eq!(ports, [[40004, 40006], [40000, 40008], [40010, 40002]]);
+    let mut iface: Interface<MemBuf> =
+        Interface::new(InterfaceConfig::new(RELAY_MAC, cidr)).unwrap();
+    let error = Relay::build(&mut iface, RELAY_IP, &specs, 40000..=40009, options()).unwrap_err();
+    assert!(error.contains("session three"), "{error}");
+}
+
+mod scale;
