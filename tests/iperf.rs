@@ -13,6 +13,8 @@ use std::time::Duration;
 
 const OURS: &str = "10.210.0.1";
 const KERNEL: &str = "10.210.0.2";
+const OURS6: &str = "2001:db8:210::1";
+const KERNEL6: &str = "2001:db8:210::2";
 const KERNEL_MAC: &str = "02:00:00:00:02:10";
 
 fn iperf_binary() -> &'static str {
@@ -23,13 +25,13 @@ fn iperf_binary() -> &'static str {
 fn our_server(extra: &[&str]) -> (AppProcess, Netns) {
     let iface = unique_name("dpsi");
     let vdev = format!("net_tap0,iface={iface}");
-    let ip = format!("{OURS}/24");
-    let mut args = vec!["--ip", &ip, "--no-dad", "-s"];
+    let (ip, ip6) = (format!("{OURS}/24"), format!("{OURS6}/64"));
+    let mut args = vec!["--ip", &ip, "--ip", &ip6, "--no-dad", "-s"];
     args.extend_from_slice(extra);
     let app = AppProcess::spawn(iperf_binary(), &child_eal_args(&[&vdev]), &args);
     app.wait_for_output("Server listening on 5201");
-    let kernel = format!("{KERNEL}/24");
-    let ns = common::kernel_side("dpstack-iperf-s-", &iface, KERNEL_MAC, &[&kernel]);
+    let (kernel, kernel6) = (format!("{KERNEL}/24"), format!("{KERNEL6}/64"));
+    let ns = common::kernel_side("dpstack-iperf-s-", &iface, KERNEL_MAC, &[&kernel, &kernel6]);
     (app, ns)
 }
 
@@ -72,6 +74,17 @@ fn stock_iperf3_clients_test_our_server() {
     assert_tcp_agrees(&doc, "TCP");
     let doc = stock_client(&ns, &["-t", "1", "-R"]);
     assert_tcp_agrees(&doc, "TCP -R");
+    // Over IPv6 too.
+    let out = ns.exec("iperf3", &["-c", OURS6, "-J", "-t", "1"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J over IPv6");
+    assert_tcp_agrees(&doc, "TCP over IPv6");
+    let out = ns.exec("iperf3", &["-c", OURS6, "-J", "-t", "1", "-u", "-b", "5M"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J -u over IPv6");
+    assert!(
+        num(&doc["end"]["sum"], &["packets"]) > 100.0,
+        "UDP over IPv6: {}",
+        doc["end"]
+    );
     let doc = stock_client(&ns, &["-t", "1", "-P", "4"]);
     assert_tcp_agrees(&doc, "TCP -P 4");
     assert_eq!(doc["end"]["streams"].as_array().map(Vec::len), Some(4));
@@ -124,7 +137,7 @@ fn stock_iperf3_clients_test_our_server() {
     let done = app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(
-        done.stdout.contains("Server listening on 5201 (test #8)"),
+        done.stdout.contains("Server listening on 5201 (test #10)"),
         "{}",
         done.stdout
     );
@@ -169,7 +182,7 @@ fn raw_client(ns: &Netns, script: &str) -> String {
 
 #[test]
 fn bad_clients_end_their_test_and_the_next_one_is_served() {
-    let (app, ns) = our_server(&[]);
+    let (app, ns) = our_server(&["--setup-timeout", "2"]);
     // Malformed parameters.
     let out = raw_client(
         &ns,
@@ -204,8 +217,9 @@ fn bad_clients_end_their_test_and_the_next_one_is_served() {
     std::thread::sleep(Duration::from_millis(1500));
     let _ = vanishing.kill();
     let _ = vanishing.wait();
-    // A client that connects and never starts: the server gives up.
-    let _ = raw_client(&ns, "time.sleep(0.2)");
+    // A client that connects and never starts: the server gives up on it.
+    let out = raw_client(&ns, "time.sleep(3); print('eof', closed(s))");
+    assert!(out.contains("eof True"), "{out}");
     // The server serves the next client as if nothing happened.
     assert!(common::wait_until(Duration::from_secs(15), || {
         ns.exec("iperf3", &["-c", OURS, "-t", "1"]).status.success()
@@ -217,6 +231,7 @@ fn bad_clients_end_their_test_and_the_next_one_is_served() {
         "parameters refused: a 100000-byte JSON message",
         "a data connection with a wrong cookie was refused",
         "the client has unexpectedly closed the connection",
+        "the client did not go on within 2 s (waiting for its cookie)",
     ] {
         assert!(
             done.stdout.contains(message),

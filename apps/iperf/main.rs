@@ -75,6 +75,10 @@ struct Cli {
     /// Server port.
     #[arg(short = 'p', long, default_value_t = 5201)]
     port: u16,
+    /// Server: seconds a client may take over each step of setting up a
+    /// test before the server gives up on it.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    setup_timeout: u64,
     /// Server: handle one test, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
@@ -239,7 +243,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         let udp6 = iface
             .udp_bind(any6, v6_only)
             .map_err(|e| format!("cannot bind UDP port {}: {e:?}", cli.port))?;
-        let handler = server::Server::new(cli.port, vec![udp4, udp6], cli.one_off, seed);
+        let mut handler = server::Server::new(cli.port, vec![udp4, udp6], cli.one_off, seed);
+        handler.setup_timeout = Duration::from_secs(cli.setup_timeout.max(1));
         let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
         let faults = cli.faults;
         Box::new(move || {

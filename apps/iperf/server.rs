@@ -16,7 +16,8 @@ use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
 use std::time::Duration;
 
-/// How long a client may take between connecting and starting the test.
+/// How long a client may take over each step of setting up a test, by
+/// default (`--setup-timeout`).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a running test may go without hearing from the client
 /// (iperf3's default).
@@ -50,6 +51,8 @@ pub struct Server {
     heard: Option<Instant>,
     cpu_start: (u64, u64, std::time::Instant),
     tests: u32,
+    /// How long a client may take over each step of the set-up.
+    pub setup_timeout: Duration,
     /// `-1`: set once the one test is over.
     pub finished: bool,
     /// Messages about tests that ended badly (kept for tests).
@@ -74,6 +77,7 @@ impl Server {
             heard: None,
             cpu_start: (0, 0, std::time::Instant::now()),
             tests: 0,
+            setup_timeout: SETUP_TIMEOUT,
             finished: false,
             errors: Vec::new(),
         };
@@ -415,7 +419,7 @@ impl<B: Buf> UdpHandler<B> for Server {
         };
         let quiet = now.saturating_duration_since(heard);
         let stalled = match self.phase {
-            Phase::Cookie | Phase::Params | Phase::Streams => quiet > SETUP_TIMEOUT,
+            Phase::Cookie | Phase::Params | Phase::Streams => quiet > self.setup_timeout,
             // A test where we only send hears nothing until TEST_END.
             Phase::Running => {
                 quiet > IDLE_TIMEOUT
@@ -424,7 +428,7 @@ impl<B: Buf> UdpHandler<B> for Server {
                         .as_ref()
                         .is_some_and(|t| t.streams.iter().any(|s| !s.sender))
             }
-            Phase::Exchange | Phase::Done => quiet > SETUP_TIMEOUT,
+            Phase::Exchange | Phase::Done => quiet > self.setup_timeout,
             Phase::Idle => false,
         };
         if stalled {
@@ -441,7 +445,7 @@ impl<B: Buf> UdpHandler<B> for Server {
             } else {
                 format!(
                     "the client did not go on within {} s (waiting for {waiting})",
-                    SETUP_TIMEOUT.as_secs()
+                    self.setup_timeout.as_secs()
                 )
             };
             self.reset(ctx, Some(what));
