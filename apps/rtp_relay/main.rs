@@ -101,6 +101,15 @@ struct Cli {
     /// many milliseconds (default: never).
     #[arg(long, value_name = "MS")]
     relatch_after: Option<u64>,
+    /// DSCP of the media sockets' packets (46: EF, expedited forwarding;
+    /// 0: none). Written in the IPv4 TOS byte (DSCP << 2).
+    #[arg(long, default_value_t = 46, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(0..=63))]
+    dscp: u8,
+    /// Connect each leg's socket to its peer once it latches (without
+    /// --relatch-after only): the stack then refuses other sources itself.
+    #[arg(long)]
+    connect_on_latch: bool,
     /// RTP clock rate of payload types without a static one (dynamic
     /// types), for jitter.
     #[arg(long, default_value_t = 8000, value_name = "HZ")]
@@ -224,6 +233,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             relatch_after: cli.relatch_after.map(Duration::from_millis),
         },
         clock_rate: cli.clock_rate,
+        dscp: cli.dscp,
+        connect_on_latch: cli.connect_on_latch,
     };
     let (mut relay, ports) =
         Relay::build(&mut iface, cli.ip.addr, &specs, range.0..=range.1, options)?;

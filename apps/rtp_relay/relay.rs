@@ -95,6 +95,14 @@ pub struct RelayOptions {
     pub latch: LatchConfig,
     /// Clock rate for payload types without a static one.
     pub clock_rate: u32,
+    /// DSCP of everything the media sockets send (46, EF, by default):
+    /// the sockets' TOS byte is `dscp << 2`.
+    pub dscp: u8,
+    /// Connect a leg's socket to its peer when it latches (only without
+    /// re-latching): sends keep their route, and the stack, not the relay,
+    /// then refuses other sources (ICMP port unreachable, counted as
+    /// no-port drops instead of `foreign_source`).
+    pub connect_on_latch: bool,
 }
 
 /// One session: legs A and B.
@@ -128,8 +136,12 @@ impl Relay {
         for (spec, pair) in specs.iter().zip(&ports) {
             let mut bind = |port: u16| -> Result<SocketId, String> {
                 let local = SocketAddrV4::new(ip, port);
+                let options = BindOptions {
+                    tos: options.dscp << 2,
+                    ..BindOptions::default()
+                };
                 iface
-                    .udp_bind(local, BindOptions::default())
+                    .udp_bind(local, options)
                     .map_err(|e| format!("session {}: cannot bind {local}: {e}", spec.name))
             };
             let mut legs = [LegSockets {
@@ -257,6 +269,25 @@ fn bump(counter: &mut u64) {
     *counter = counter.saturating_add(1);
 }
 
+/// Connects `socket` to `peer` when this packet latched its leg (and
+/// connecting is asked for and latching is final: a connected socket hears
+/// nobody else, so it could never re-latch). Once per latch.
+#[inline]
+fn latched<P: Port>(
+    verdict: Verdict,
+    options: &RelayOptions,
+    socket: SocketId,
+    peer: std::net::SocketAddr,
+    ctx: &mut UdpContext<'_, P>,
+) {
+    if verdict == Verdict::Latched
+        && options.connect_on_latch
+        && options.latch.relatch_after.is_none()
+    {
+        ctx.udp_connect(socket, peer);
+    }
+}
+
 /// Turns a latch verdict into accept or a drop reason.
 #[inline]
 fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
@@ -324,14 +355,18 @@ impl Session {
             )
         };
         let (this, other) = self.pair(leg);
-        admit(this.rtp.observe(datagram.src(), Some(seq), now), this)?;
+        let source = datagram.src();
+        let verdict = this.rtp.observe(source, Some(seq), now);
+        admit(verdict, this)?;
+        latched(verdict, options, legs[leg.index()].rtp, source, ctx);
         this.record(ssrc, pt, seq, timestamp, len, now, options.clock_rate);
         if options.echo {
             ctx.reply(datagram);
         } else {
             let dst = other.rtp.peer().ok_or(RelayDrop::NoPeer)?;
             let from = legs[leg.other().index()].rtp;
-            ctx.send_to(from, dst, datagram.payload())
+            // In the received buffer: headers rewritten, payload untouched.
+            ctx.forward(datagram, from, dst)
                 .map_err(|_| RelayDrop::SendFailed)?;
         }
         bump(&mut this.counters.forwarded);
@@ -353,7 +388,12 @@ impl Session {
         {
             let compound =
                 Compound::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtcp)?;
-            admit(this.rtcp.observe(datagram.src(), None, now), this)?;
+            let source = datagram.src();
+            let verdict = this.rtcp.observe(source, None, now);
+            admit(verdict, this)?;
+            if let Some(socket) = legs[leg.index()].rtcp {
+                latched(verdict, options, socket, source, ctx);
+            }
             for packet in compound.packets() {
                 if let RtcpPacket::SenderReport(sr) = packet {
                     if let Some(stats) = this.stream_mut(sr.ssrc()) {
@@ -372,7 +412,7 @@ impl Session {
             let dst = other
                 .rtcp_destination(out.is_mux())
                 .ok_or(RelayDrop::NoPeer)?;
-            ctx.send_to(out.sender(Channel::Rtcp), dst, datagram.payload())
+            ctx.forward(datagram, out.sender(Channel::Rtcp), dst)
                 .map_err(|_| RelayDrop::SendFailed)?;
         }
         bump(&mut this.counters.rtcp_forwarded);

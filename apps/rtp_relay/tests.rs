@@ -5,6 +5,7 @@
 use crate::config::{self, LegSpec, LocalPort, SessionSpec};
 use crate::relay::{Relay, RelayDrop, RelayOptions};
 use crate::report::{self, Snapshot, StatsLink};
+use dpstack::stack::counters::{DropReason, Stat};
 use dpstack::stack::iface::{Interface, InterfaceConfig};
 use dpstack::stack::media::LatchConfig;
 use dpstack::stack::port::memory::{MemBuf, MemPort, MemPortConfig};
@@ -48,6 +49,8 @@ fn options() -> RelayOptions {
         echo: false,
         latch: LatchConfig::default(),
         clock_rate: 8000,
+        dscp: 46,
+        connect_on_latch: false,
     }
 }
 
@@ -174,6 +177,7 @@ fn udp_frame(mac: MacAddr, from: SocketAddrV4, to_port: u16, payload: &[u8]) -> 
         ttl: 64,
         ident: 1,
         dont_fragment: true,
+        tos: 0,
     });
     ethernet(RELAY_MAC, mac, EtherType::Ipv4, &ip)
 }
@@ -478,3 +482,45 @@ fn auto_ports_come_from_the_range_around_fixed_ones() {
 }
 
 mod scale;
+
+#[test]
+fn relayed_media_is_marked_ef_and_forwarded_in_its_own_buffer() {
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let a = at(A_IP, 5004);
+    for seq in 1..=4 {
+        net.send(a, 30000, &rtp(0xaaaa, seq));
+    }
+    net.send(at(A_IP, 5005), 30001, &sender_report(0xaaaa));
+    net.poll();
+    let frames = net.port.take_tx();
+    assert_eq!(frames.len(), 5);
+    for frame in &frames {
+        let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+        assert_eq!(ip.tos(), 46 << 2, "DSCP EF");
+        assert!(ip.verify_checksum());
+        assert!(parse(frame).is_some(), "a valid UDP checksum");
+    }
+    let counters = net.iface.counters();
+    assert_eq!(counters.get(Stat::UdpForwardedInPlace), 5);
+    assert_eq!(counters.get(Stat::UdpForwardCopies), 0);
+}
+
+#[test]
+fn connect_on_latch_lets_the_stack_refuse_other_sources() {
+    let mut opts = options();
+    opts.connect_on_latch = true;
+    let mut net = Net::new(&one_call(false), opts, 4096);
+    let a = at(A_IP, 5004);
+    net.send(a, 30000, &rtp(1, 1));
+    assert_eq!(net.run().len(), 1, "latched and relayed");
+    // Another source on A's port: the connected socket does not hear it
+    // (the stack answers port unreachable and counts it), so the relay
+    // never sees it.
+    net.send(at(A_IP, 5008), 30000, &rtp(2, 1));
+    assert!(net.run().is_empty(), "nothing relayed");
+    let snapshot = net.relay.snapshot();
+    assert_eq!(drops(&snapshot, RelayDrop::Foreign), 0);
+    assert_eq!(net.iface.counters().dropped(DropReason::UdpNoSocket), 1);
+    net.send(a, 30000, &rtp(1, 2));
+    assert_eq!(net.run().len(), 1, "the peer still is");
+}

@@ -112,6 +112,7 @@ fn frame() -> Vec<u8> {
         ttl: 64,
         ident: 0,
         dont_fragment: true,
+        tos: 0,
     });
     let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
     eth.set_dst(OUR_MAC);

@@ -222,6 +222,10 @@ protocol_counters! {
     UdpInDatagrams,
     /// UDP datagrams sent.
     UdpOutDatagrams,
+    /// Datagrams forwarded in their own buffer, headers rewritten in place.
+    UdpForwardedInPlace,
+    /// Datagrams forwarded by copying the payload (IPv4/IPv6 family change).
+    UdpForwardCopies,
     /// Route lookups on the send path (connected sockets skip them).
     RouteLookups,
     /// IPv6 packets received (before validation).

@@ -103,6 +103,7 @@ impl FragmentKey for Key4 {
             ttl: hop,
             ident: self.ident,
             dont_fragment: false,
+            tos: 0,
         });
     }
 }

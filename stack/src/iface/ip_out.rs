@@ -76,6 +76,7 @@ fn frame_ipv4<B: Buf>(
         ttl: HOPS,
         ident,
         dont_fragment: true,
+        tos: 0,
     });
     Ok(())
 }

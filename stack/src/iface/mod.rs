@@ -419,6 +419,45 @@ impl<P: Port> UdpContext<'_, P> {
         )
     }
 
+    /// Forwards `datagram`'s payload from socket `from` to `dst`, as
+    /// [`UdpContext::send_to`] would send it (the route picks the link;
+    /// source: `from`'s address and port; `from`'s TOS byte), but in the
+    /// datagram's own buffer: the headers are rewritten in place and the
+    /// payload stays where it is (counted as `UdpForwardedInPlace`). Only
+    /// a change of family (an IPv4 datagram to an IPv6 peer, or back)
+    /// copies the payload into a new buffer (counted as
+    /// `UdpForwardCopies`). Per packet: no allocation.
+    pub fn forward(
+        &mut self,
+        datagram: Datagram<P::Buf>,
+        from: SocketId,
+        dst: impl Into<SocketAddr>,
+    ) -> Result<(), SendError> {
+        match (datagram.v6, canonical_dst(dst.into())) {
+            (false, SocketAddr::V4(dst)) => {
+                tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
+            }
+            (true, SocketAddr::V6(dst)) => {
+                tx6::forward_udp6(self.core, &mut self.out, self.now, datagram, from, dst)
+            }
+            (_, dst) => {
+                self.core
+                    .counters
+                    .count(crate::counters::Stat::UdpForwardCopies);
+                let payload = datagram.payload();
+                tx6::send_any(self.core, &mut self.out, self.now, from, dst, payload)
+            }
+        }
+    }
+
+    /// Connects a UDP socket to `remote` from the lcore (as
+    /// [`Interface::udp_connect`]): it then only receives from `remote`
+    /// and its sends there keep their route. False if the socket does not
+    /// exist or `remote` is of the wrong family.
+    pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
+        self.core.udp.connect(socket, remote)
+    }
+
     /// The interface's counters.
     pub fn counters(&self) -> &Counters {
         &self.core.counters
@@ -1210,8 +1249,9 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     handler: &mut H,
     delivery: &mut Delivery<B>,
     socket: SocketId,
-    datagram: Datagram<B>,
+    mut datagram: Datagram<B>,
 ) {
+    datagram.socket = socket;
     if delivery.socket != Some(socket) {
         if let Some(previous) = delivery.socket {
             hand_over(core, queues, previous, out, now, handler, delivery);

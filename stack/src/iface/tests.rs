@@ -49,6 +49,7 @@ fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Vec<u8> {
         ttl: 64,
         ident: 7,
         dont_fragment: true,
+        tos: 0,
     });
     packet
 }
@@ -1011,3 +1012,5 @@ mod dad;
 mod routes6;
 
 mod tcp;
+
+mod tos;

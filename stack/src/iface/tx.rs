@@ -236,6 +236,7 @@ fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
         ttl: DEFAULT_TTL,
         ident,
         dont_fragment: false,
+        tos: 0,
     });
     if start > 0 {
         // Move the Ethernet header up to the new IP header.
@@ -296,8 +297,10 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         to_broadcast: broadcast,
         link,
         v6,
+        socket,
     } = datagram;
     let link = usize::from(link);
+    let tos = core.udp.tos(socket);
     let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
@@ -307,18 +310,18 @@ pub(crate) fn reply_udp_in_place<P: Port>(
                 .data_mut()
                 .first_chunk_mut::<{ super::fast6::HEADERS6 }>()
             {
-                super::tx6::turn_around_plain_udp6(h, mac);
+                super::tx6::turn_around_plain_udp6(h, mac, tos);
                 core.counters.count(Stat::UdpOutDatagrams);
                 core.counters.count(Stat::Ip6OutRequests);
                 return out.push(link, buf, &core.counters);
             }
         }
         let payload = payload_start as usize..payload_end as usize;
-        return super::tx6::reply_udp6(core, out, link, buf, payload, broadcast);
+        return super::tx6::reply_udp6(core, out, link, buf, payload, broadcast, tos);
     }
     if plain && buf.len() <= ETH_LEN + mtu {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
-            turn_around_plain_udp(h, mac);
+            turn_around_plain_udp(h, mac, tos);
             core.counters.count(Stat::UdpOutDatagrams);
             core.counters.count(Stat::IpOutRequests);
             return out.push(link, buf, &core.counters);
@@ -329,7 +332,7 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         crate::udp::addresses(buf.data(), payload.start);
     let peer = SocketAddrV4::new(peer_ip, peer_port);
     let ours = SocketAddrV4::new(our_ip, our_port);
-    rebuild_udp_reply(core, out, link, buf, peer, ours, payload, broadcast);
+    rebuild_udp_reply(core, out, link, buf, peer, ours, payload, (broadcast, tos));
 }
 
 /// The general case of [`reply_udp_in_place`]: headers rebuilt from scratch.
@@ -343,7 +346,7 @@ fn rebuild_udp_reply<P: Port>(
     peer: SocketAddrV4,
     ours: SocketAddrV4,
     payload: core::ops::Range<usize>,
-    broadcast: bool,
+    (broadcast, tos): (bool, u8),
 ) {
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let padding = buf.len().saturating_sub(payload.end);
@@ -372,21 +375,22 @@ fn rebuild_udp_reply<P: Port>(
         return core.counters.count_drop(DropReason::TxNoBuffer);
     };
     let src = SocketAddrV4::new(source, ours.port());
-    write_udp_headers(core, frame, src, peer, mac, mtu);
+    write_udp_headers(core, frame, (src, peer), mac, mtu, tos);
     EthernetFrame::new_unchecked(frame).set_dst(eth_src);
     transmit_ipv4(core, out, link, buf);
 }
 
 /// Writes Ethernet (source MAC and type; the caller sets the destination),
 /// IPv4 and UDP headers in front of the payload that fills the rest of
-/// `frame`, with the UDP checksum over that payload, and counts the datagram.
+/// `frame`, with the UDP checksum over that payload and `tos` as the IPv4
+/// type of service, and counts the datagram.
 fn write_udp_headers<B: Buf>(
     core: &mut Core<B>,
     frame: &mut [u8],
-    src: SocketAddrV4,
-    dst: SocketAddrV4,
+    (src, dst): (SocketAddrV4, SocketAddrV4),
     our_mac: MacAddr,
     mtu: usize,
+    tos: u8,
 ) {
     let ident = core.ident();
     let payload_len = frame.len() - (ETH_LEN + IP_LEN + UDP_LEN);
@@ -407,6 +411,7 @@ fn write_udp_headers<B: Buf>(
         ttl: DEFAULT_TTL,
         ident,
         dont_fragment: IP_LEN + udp_len <= mtu,
+        tos,
     });
     core.counters.count(Stat::UdpOutDatagrams);
 }
@@ -417,11 +422,12 @@ const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 /// Turns the headers of a plain UDP/IPv4 frame around in place, on one
 /// fixed-size array: MACs (the reply goes to the previous hop), addresses and
 /// ports swapped (which leaves both checksums valid: the ones' complement
-/// sum does not depend on word order), TTL reset and DF set. Those two words
+/// sum does not depend on word order), TTL reset and DF set, and the TOS
+/// byte set to the socket's `tos` (only touched when it differs). Those words
 /// change, so the IPv4 checksum is updated incrementally (RFC 1624), which
 /// is exact because the receive path verified the request's checksum.
 #[inline]
-fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
+fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr, tos: u8) {
     h.copy_within(6..12, 0);
     h[6..12].copy_from_slice(&our_mac.0);
     // Source and destination address swap as the halves of one word, and
@@ -440,9 +446,15 @@ fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr) {
     let new = [0x40, 0x00, DEFAULT_TTL, h[23]]; // DF, offset 0
     h[20..24].copy_from_slice(&new);
     let check = u16::from_ne_bytes([h[24], h[25]]);
-    let sum = u64::from(!check)
+    let mut sum = u64::from(!check)
         + u64::from(!u32::from_ne_bytes(old))
         + u64::from(u32::from_ne_bytes(new));
+    if h[15] != tos {
+        // Version/IHL and TOS as one 16-bit word, in the same byte order.
+        let old = u16::from_ne_bytes([h[14], h[15]]);
+        h[15] = tos;
+        sum += u64::from(!old) + u64::from(u16::from_ne_bytes([h[14], tos]));
+    }
     h[24..26].copy_from_slice(&(!checksum::fold_small(sum)).to_ne_bytes());
 }
 
@@ -490,6 +502,7 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
         ttl: DEFAULT_TTL,
         ident,
         dont_fragment: false,
+        tos: 0,
     });
     let mut icmp = Icmpv4Packet::new_unchecked(&mut data[ETH_LEN + IP_LEN..]);
     icmp.set_type_code(msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE);
@@ -586,6 +599,122 @@ pub(crate) fn send_udp_buffer<P: Port>(
     send_on_path(core, out, now, socket, local, dst, buf, path)
 }
 
+/// Forwards a received IPv4 datagram's payload from socket `from` to `dst`
+/// in the datagram's own buffer (zero-copy): new headers go right before
+/// the payload (IPv4 options and Ethernet padding are dropped), with
+/// `from`'s address and port as the source (its route's address if it is
+/// bound to ANY) and `from`'s TOS byte. A plain datagram (checksums
+/// verified, payload untouched) gets its UDP checksum updated for the new
+/// addresses and ports (RFC 1624); any other is summed afresh. Routed and
+/// resolved as [`send_udp`]. Per packet; owning lcore.
+pub(crate) fn forward_udp<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    datagram: Datagram<P::Buf>,
+    from: SocketId,
+    dst: SocketAddrV4,
+) -> Result<(), SendError> {
+    let Datagram {
+        mut buf,
+        payload_start,
+        payload_end,
+        plain,
+        ..
+    } = datagram;
+    let local = core.udp.local_addr(from).ok_or(SendError::NoSocket)?;
+    let path = path_to(core, from, dst)?;
+    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let (start, end) = (payload_start as usize, payload_end as usize);
+    let udp_len = UDP_LEN + end.saturating_sub(start);
+    if udp_len > usize::from(u16::MAX) - IP_LEN {
+        return Err(SendError::TooLarge);
+    }
+    let Some(header_start) = start.checked_sub(FAST_HEADERS) else {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    };
+    let padding = buf.len().saturating_sub(end);
+    if padding > 0 {
+        buf.trim(padding);
+    }
+    if header_start > 0 {
+        buf.adjust(header_start);
+    }
+    let src_ip = if local.ip().is_unspecified() {
+        path.source
+    } else {
+        *local.ip()
+    };
+    let src = SocketAddrV4::new(src_ip, local.port());
+    let tos = core.udp.tos(from);
+    let frame = buf.data_mut();
+    if frame.len() != FAST_HEADERS + udp_len - UDP_LEN {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    }
+    match frame.first_chunk_mut::<FAST_HEADERS>() {
+        Some(h) if plain && header_start == 0 => {
+            readdress_plain_udp(h, src, dst);
+            let ident = core.ident();
+            Ipv4Packet::new_unchecked(&mut h[ETH_LEN..]).emit_header(&Ipv4Header {
+                src: src_ip,
+                dst: *dst.ip(),
+                protocol: protocol::UDP,
+                payload_len: udp_len as u16,
+                ttl: DEFAULT_TTL,
+                ident,
+                dont_fragment: IP_LEN + udp_len <= mtu,
+                tos,
+            });
+            let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
+            eth.set_src(mac);
+            eth.set_ethertype(EtherType::Ipv4);
+            core.counters.count(Stat::UdpOutDatagrams);
+        }
+        _ => write_udp_headers(core, frame, (src, dst), mac, mtu, tos),
+    }
+    core.counters.count(Stat::UdpForwardedInPlace);
+    send_framed(core, out, now, from, dst, buf, path)
+}
+
+/// Rewrites the UDP source and destination (addresses and ports) of a
+/// plain frame whose UDP checksum is valid, updating that checksum
+/// incrementally over the changed words (a zero checksum, "none", stays
+/// zero). The IPv4 header is left to the caller (its addresses are only
+/// read here).
+#[inline]
+fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: SocketAddrV4) {
+    let word = |h: &[u8; FAST_HEADERS], at: usize| {
+        u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
+    };
+    let ports = u32::from(src.port()) << 16 | u32::from(dst.port());
+    let old = [word(h, 26), word(h, 30), word(h, 34)];
+    let new = [
+        u64::from(src.ip().to_bits()),
+        u64::from(dst.ip().to_bits()),
+        u64::from(ports),
+    ];
+    h[34..38].copy_from_slice(&ports.to_be_bytes());
+    let check = u16::from_be_bytes([h[40], h[41]]);
+    if check == 0 {
+        return;
+    }
+    // Subtracting a 32-bit word in ones' complement adds its complement,
+    // which folds like the complements of its two halves.
+    let sum = u64::from(!check)
+        + old.iter().map(|&w| w ^ 0xffff_ffff).sum::<u64>()
+        + new.iter().sum::<u64>();
+    let mut check = !checksum::fold_small(sum);
+    if check == 0 {
+        check = 0xffff; // zero would mean "no checksum"
+    }
+    h[40..42].copy_from_slice(&check.to_be_bytes());
+}
+
 #[allow(clippy::too_many_arguments)]
 fn send_on_path<P: Port>(
     core: &mut Core<P::Buf>,
@@ -615,7 +744,24 @@ fn send_on_path<P: Port>(
         return Err(SendError::TooLarge);
     }
     let src = SocketAddrV4::new(src_ip, local.port());
-    write_udp_headers(core, buf.data_mut(), src, dst, mac, mtu);
+    let tos = core.udp.tos(socket);
+    write_udp_headers(core, buf.data_mut(), (src, dst), mac, mtu, tos);
+    send_framed(core, out, now, socket, dst, buf, path)
+}
+
+/// Sends a finished frame along `path`: the socket's cached next hop, the
+/// broadcast address, or the neighbour cache (remembering the route for a
+/// connected socket once it resolves).
+#[allow(clippy::too_many_arguments)]
+fn send_framed<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    socket: SocketId,
+    dst: SocketAddrV4,
+    mut buf: P::Buf,
+    path: Path,
+) -> Result<(), SendError> {
     let link = path.link;
     if let Some(next_hop) = path.cached_mac {
         set_destination_mac(&mut buf, next_hop);
@@ -688,6 +834,7 @@ fn fragment<P: Port>(
         ttl: ip.ttl(),
         ident: ip.ident(),
         dont_fragment: false,
+        tos: ip.tos(),
     };
     let start = ETH_LEN + ip.header_len();
     let end = (ETH_LEN + usize::from(ip.total_len())).min(data.len());

@@ -158,6 +158,7 @@ pub(crate) fn reply_udp6<P: Port>(
     mut buf: P::Buf,
     payload: Range<usize>,
     to_group: bool,
+    class: u8,
 ) {
     let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
@@ -189,7 +190,12 @@ pub(crate) fn reply_udp6<P: Port>(
         return core.counters.count_drop(DropReason::UdpMalformed);
     }
     write_headers(
-        frame, our_mac, eth_src, source, peer, our_port, peer_port, udp_len,
+        frame,
+        (our_mac, eth_src),
+        (source, peer),
+        (our_port, peer_port),
+        udp_len,
+        class,
     );
     core.counters.count(Stat::UdpOutDatagrams);
     let _ = transmit6(core, out, link, buf); // failures are counted inside
@@ -198,12 +204,21 @@ pub(crate) fn reply_udp6<P: Port>(
 /// Turns the headers of a plain UDP/IPv6 frame around in place: MACs (the
 /// reply goes to the previous hop), addresses and ports swapped (which
 /// leaves the UDP checksum valid: the pseudo-header sums both addresses
-/// alike), hop limit reset. IPv6 has no header checksum, so that is all.
+/// alike), hop limit reset, traffic class set to the socket's `class`
+/// (only touched when it differs). IPv6 has no header checksum, so that is
+/// all.
 #[inline]
-pub(crate) fn turn_around_plain_udp6(h: &mut [u8; super::fast6::HEADERS6], our_mac: MacAddr) {
+pub(crate) fn turn_around_plain_udp6(
+    h: &mut [u8; super::fast6::HEADERS6],
+    our_mac: MacAddr,
+    class: u8,
+) {
     h.copy_within(6..12, 0);
     h[6..12].copy_from_slice(&our_mac.0);
     h[21] = HOP_LIMIT;
+    if h[14] << 4 | h[15] >> 4 != class {
+        Ipv6Packet::new_unchecked(&mut h[ETH_LEN..]).set_traffic_class(class);
+    }
     let mut src = [0u8; 16];
     src.copy_from_slice(&h[22..38]);
     h.copy_within(38..54, 22);
@@ -228,18 +243,15 @@ fn source_for<B: Buf>(core: &Core<B>, link: usize, peer: Ipv6Addr) -> Option<Ipv
         .or_else(|| here.link_local6())
 }
 
-/// Writes Ethernet, IPv6 and UDP headers in front of the payload that fills
-/// the rest of `frame`, with the UDP checksum.
-#[allow(clippy::too_many_arguments)]
+/// Writes Ethernet, IPv6 (traffic class `class`) and UDP headers in front
+/// of the payload that fills the rest of `frame`, with the UDP checksum.
 fn write_headers(
     frame: &mut [u8],
-    our_mac: MacAddr,
-    peer_mac: MacAddr,
-    src: Ipv6Addr,
-    dst: Ipv6Addr,
-    src_port: u16,
-    dst_port: u16,
+    (our_mac, peer_mac): (MacAddr, MacAddr),
+    (src, dst): (Ipv6Addr, Ipv6Addr),
+    (src_port, dst_port): (u16, u16),
     udp_len: usize,
+    class: u8,
 ) {
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_dst(peer_mac);
@@ -252,6 +264,9 @@ fn write_headers(
         payload_len: udp_len as u16,
         hop_limit: HOP_LIMIT,
     });
+    if class != 0 {
+        Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).set_traffic_class(class);
+    }
     let udp = &mut frame[ETH_LEN + IP6_LEN..];
     udp[0..2].copy_from_slice(&src_port.to_be_bytes());
     udp[2..4].copy_from_slice(&dst_port.to_be_bytes());
@@ -355,7 +370,8 @@ pub(crate) fn send_udp6<P: Port>(
     buf.append(payload.len())
         .ok_or(SendError::TooLarge)?
         .copy_from_slice(payload);
-    send_on_path6(core, out, now, local_port, path, dst, buf)
+    let class = core.udp.tos(socket);
+    send_on_path6(core, out, now, (local_port, class), path, dst, buf)
 }
 
 /// Sends the payload already in `buf` as a UDP/IPv6 datagram from `socket`
@@ -369,7 +385,8 @@ pub(crate) fn send_udp6_buffer<P: Port>(
     buf: P::Buf,
 ) -> Result<(), SendError> {
     let (local_port, path) = route_for(core, socket, &dst)?;
-    send_on_path6(core, out, now, local_port, path, dst, buf)
+    let class = core.udp.tos(socket);
+    send_on_path6(core, out, now, (local_port, class), path, dst, buf)
 }
 
 /// The socket's port and the way to `dst`.
@@ -399,7 +416,7 @@ fn send_on_path6<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,
-    local_port: u16,
+    (local_port, class): (u16, u8),
     path: Path6,
     dst: SocketAddrV6,
     mut buf: P::Buf,
@@ -416,15 +433,115 @@ fn send_on_path6<P: Port>(
     }
     write_headers(
         buf.data_mut(),
-        our_mac,
-        MacAddr::default(),
-        path.source,
-        *dst.ip(),
-        local_port,
-        dst.port(),
+        (our_mac, MacAddr::default()),
+        (path.source, *dst.ip()),
+        (local_port, dst.port()),
         udp_len,
+        class,
     );
     core.counters.count(Stat::UdpOutDatagrams);
+    send_framed6(core, out, now, path, buf)
+}
+
+/// Forwards a received IPv6 datagram's payload from socket `from` to `dst`
+/// in the datagram's own buffer (zero-copy), as [`super::tx::forward_udp`]
+/// does for IPv4: new headers right before the payload (extension headers
+/// and padding dropped), `from`'s port, the route's source address and
+/// `from`'s traffic class; the UDP checksum updated incrementally for a
+/// plain datagram, summed afresh otherwise. Per packet; owning lcore.
+pub(crate) fn forward_udp6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    datagram: crate::udp::Datagram<P::Buf>,
+    from: SocketId,
+    dst: SocketAddrV6,
+) -> Result<(), SendError> {
+    let crate::udp::Datagram {
+        mut buf,
+        payload_start,
+        payload_end,
+        plain,
+        ..
+    } = datagram;
+    let (local_port, path) = route_for(core, from, &dst)?;
+    let Some(our_mac) = core.links.get(path.link).map(|l| l.mac) else {
+        return Err(SendError::NoRoute);
+    };
+    let (start, end) = (payload_start as usize, payload_end as usize);
+    let udp_len = UDP_LEN + end.saturating_sub(start);
+    if udp_len > usize::from(u16::MAX) {
+        return Err(SendError::TooLarge);
+    }
+    let headers = ETH_LEN + IP6_LEN + UDP_LEN;
+    let Some(header_start) = start.checked_sub(headers) else {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    };
+    let padding = buf.len().saturating_sub(end);
+    if padding > 0 {
+        buf.trim(padding);
+    }
+    if header_start > 0 {
+        buf.adjust(header_start);
+    }
+    let class = core.udp.tos(from);
+    let frame = buf.data_mut();
+    if frame.len() != headers + udp_len - UDP_LEN {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    }
+    match frame.first_chunk_mut::<{ super::fast6::HEADERS6 }>() {
+        Some(h) if plain && header_start == 0 => {
+            // The checksum covers the addresses (pseudo-header) and the
+            // ports: take their old sum out and put the new one in.
+            let old = checksum::fold(checksum::accumulate(0, &h[22..58]));
+            let check = u16::from_be_bytes([h[60], h[61]]);
+            let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
+            eth.set_src(our_mac);
+            eth.set_ethertype(EtherType::Ipv6);
+            let mut ip = Ipv6Packet::new_unchecked(&mut h[ETH_LEN..]);
+            ip.emit_header(&Ipv6Header {
+                src: path.source,
+                dst: *dst.ip(),
+                next_header: next_header::UDP,
+                payload_len: udp_len as u16,
+                hop_limit: HOP_LIMIT,
+            });
+            ip.set_traffic_class(class);
+            h[54..56].copy_from_slice(&local_port.to_be_bytes());
+            h[56..58].copy_from_slice(&dst.port().to_be_bytes());
+            let new = checksum::accumulate(0, &h[22..58]);
+            let mut check = !checksum::fold(u64::from(!check) + u64::from(!old) + new);
+            if check == 0 {
+                check = 0xffff; // zero means "no checksum", which IPv6 forbids
+            }
+            h[60..62].copy_from_slice(&check.to_be_bytes());
+        }
+        _ => write_headers(
+            frame,
+            (our_mac, MacAddr::default()),
+            (path.source, *dst.ip()),
+            (local_port, dst.port()),
+            udp_len,
+            class,
+        ),
+    }
+    core.counters.count(Stat::UdpOutDatagrams);
+    core.counters.count(Stat::UdpForwardedInPlace);
+    send_framed6(core, out, now, path, buf)
+}
+
+/// Sends a finished frame along `path`: to a group's MAC, or to the next
+/// hop once Neighbor Discovery knows it (the frame waits in the
+/// neighbour's bounded queue until then).
+fn send_framed6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    path: Path6,
+    mut buf: P::Buf,
+) -> Result<(), SendError> {
     if path.via.is_multicast() {
         super::tx::set_destination_mac(&mut buf, multicast_mac(path.via));
         return transmit6(core, out, path.link, buf);

@@ -40,6 +40,7 @@ fn frame_to(port: u16, payload: &[u8]) -> Vec<u8> {
         ttl: 64,
         ident: 1,
         dont_fragment: true,
+        tos: 0,
     });
     let mut frame = vec![0u8; 14 + ip.len()];
     let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
@@ -301,6 +302,7 @@ fn icmp_error_frame(kind: u8, code: u8, ours: u16, theirs: u16) -> Vec<u8> {
             ttl: 64,
             ident: 7,
             dont_fragment: true,
+            tos: 0,
         });
         ip
     };
@@ -317,6 +319,7 @@ fn icmp_error_frame(kind: u8, code: u8, ours: u16, theirs: u16) -> Vec<u8> {
         ttl: 64,
         ident: 2,
         dont_fragment: false,
+        tos: 0,
     });
     let mut frame = vec![0u8; 14 + ip.len()];
     let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);

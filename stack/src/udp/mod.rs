@@ -13,7 +13,7 @@ use core::ops::Range;
 /// its payload lies in it. Addresses and ports are read from the frame when
 /// asked for ([`Datagram::src`], [`Datagram::dst`]): the frame always holds
 /// an Ethernet header, an IPv4 or IPv6 header at byte 14 and the UDP header
-/// right before the payload. 24 bytes, moved by value per packet.
+/// right before the payload. 32 bytes, moved by value per packet.
 #[derive(Debug)]
 pub struct Datagram<B: Buf> {
     pub(crate) buf: B,
@@ -32,6 +32,9 @@ pub struct Datagram<B: Buf> {
     pub(crate) link: u16,
     /// It came over IPv6.
     pub(crate) v6: bool,
+    /// The socket it was delivered to (set on delivery): a reply or a
+    /// forward reads that socket's TOS byte.
+    pub(crate) socket: SocketId,
 }
 
 /// The (source, destination) addresses and ports of a validated frame whose
@@ -80,7 +83,13 @@ impl<B: Buf> Datagram<B> {
             to_broadcast,
             link,
             v6: false,
+            socket: SocketId::UNSET,
         }
+    }
+
+    /// The socket it was delivered to.
+    pub fn socket(&self) -> SocketId {
+        self.socket
     }
 
     /// The sender.

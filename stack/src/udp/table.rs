@@ -27,6 +27,9 @@ use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 pub struct SocketId(u32);
 
 impl SocketId {
+    /// No socket: what a datagram carries before delivery names one.
+    pub(crate) const UNSET: SocketId = SocketId(NONE);
+
     /// The raw index (stable while the socket is bound).
     pub fn index(self) -> u32 {
         self.0
@@ -43,6 +46,11 @@ pub struct BindOptions {
     /// IPV6_V6ONLY: an IPv6 socket bound to `::` does not also receive
     /// IPv4 (as IPv4-mapped addresses). Ignored for IPv4 sockets.
     pub v6_only: bool,
+    /// IP_TOS / IPV6_TCLASS: the DSCP/ECN byte of every datagram the
+    /// socket sends (IPv4 type of service, IPv6 traffic class), replies
+    /// and forwards included. 0 (the default) leaves it clear; 0xb8 is
+    /// DSCP EF (46), what media traffic usually asks for.
+    pub tos: u8,
 }
 
 /// Why a bind failed.
@@ -307,6 +315,9 @@ pub struct UdpTable {
     sockets: Vec<Option<Socket>>,
     /// Lookup's view of each socket (same index as `sockets`).
     hot: Vec<Hot>,
+    /// Each socket's TOS byte (same index; one byte each, so the send and
+    /// reply paths read it from a dense array even with many sockets).
+    tos: Vec<u8>,
     free: Vec<u32>,
     /// First socket bound to each port.
     ports: Box<[u32; 1 << 16]>,
@@ -325,6 +336,7 @@ impl UdpTable {
         UdpTable {
             sockets: Vec::new(),
             hot: Vec::new(),
+            tos: Vec::new(),
             free: Vec::new(),
             addresses: Vec::new(),
             ports: vec![NONE; 1 << 16]
@@ -389,11 +401,13 @@ impl UdpTable {
             Some(slot) => {
                 self.sockets[slot as usize] = Some(socket);
                 self.hot[slot as usize] = hot;
+                self.tos[slot as usize] = options.tos;
                 SocketId(slot)
             }
             None => {
                 self.sockets.push(Some(socket));
                 self.hot.push(hot);
+                self.tos.push(options.tos);
                 SocketId((self.sockets.len() - 1) as u32)
             }
         };
@@ -608,6 +622,7 @@ impl UdpTable {
         let Some(socket) = self.sockets[id.0 as usize].take() else {
             return false;
         };
+        self.tos[id.0 as usize] = 0;
         self.bound -= 1;
         if let Some(g) = socket.group {
             let group = &mut self.groups[g];
@@ -623,6 +638,13 @@ impl UdpTable {
     /// The address a socket is bound to, of its own family.
     pub fn local_socket_addr(&self, id: SocketId) -> Option<SocketAddr> {
         self.socket(id).map(|s| s.local)
+    }
+
+    /// The TOS byte a socket sends with ([`BindOptions::tos`]; 0 for no
+    /// such socket). Per packet: one byte load.
+    #[inline]
+    pub fn tos(&self, id: SocketId) -> u8 {
+        self.tos.get(id.0 as usize).copied().unwrap_or(0)
     }
 
     /// The peer a socket is connected to, if it is.

@@ -95,6 +95,12 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         self.bytes()[field::VER_TC_FLOW] >> 4
     }
 
+    /// The traffic class (DSCP/ECN).
+    pub fn traffic_class(&self) -> u8 {
+        let b = self.bytes();
+        b[field::VER_TC_FLOW] << 4 | b[field::VER_TC_FLOW + 1] >> 4
+    }
+
     /// Payload length (everything after the fixed header).
     pub fn payload_len(&self) -> u16 {
         read_u16(self.bytes(), field::PAYLOAD_LEN)
@@ -142,6 +148,15 @@ pub struct Ipv6Header {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
+    /// Sets the traffic class (DSCP/ECN, the IPv4 TOS byte's twin), which
+    /// straddles the first two bytes; version and flow label are kept.
+    #[inline]
+    pub fn set_traffic_class(&mut self, class: u8) {
+        let b = self.buffer.as_mut();
+        b[field::VER_TC_FLOW] = b[field::VER_TC_FLOW] & 0xf0 | class >> 4;
+        b[field::VER_TC_FLOW + 1] = b[field::VER_TC_FLOW + 1] & 0x0f | class << 4;
+    }
+
     /// Writes the fixed header (traffic class and flow label zero).
     pub fn emit_header(&mut self, header: &Ipv6Header) {
         let b = self.buffer.as_mut();
@@ -355,6 +370,17 @@ mod tests {
             hop_limit: 64,
         });
         assert_eq!(bytes, HEADER);
+    }
+
+    #[test]
+    fn traffic_class_keeps_version_and_flow_label() {
+        let mut bytes = HEADER;
+        bytes[1] = 0x0a; // flow label 0xa1234
+        bytes[2..4].copy_from_slice(&[0x12, 0x34]);
+        Ipv6Packet::new_unchecked(&mut bytes[..]).set_traffic_class(0xb8);
+        assert_eq!(bytes[..4], [0x6b, 0x8a, 0x12, 0x34]);
+        let p = Ipv6Packet::new_unchecked(&bytes[..]);
+        assert_eq!((p.version(), p.traffic_class()), (6, 0xb8));
     }
 
     #[test]

@@ -31,6 +31,7 @@ const REUSE: BindOptions = BindOptions {
     reuse_port: true,
     device: None,
     v6_only: false,
+    tos: 0,
 };
 
 #[test]
@@ -176,6 +177,7 @@ fn bound_device_must_match() {
         reuse_port: false,
         device: Some(1),
         v6_only: false,
+        tos: 0,
     };
     let s = t.bind(addr(HOST, 700), on_port_1, local).unwrap();
     let mut k = key(addr(PEER, 1), addr(HOST, 700));
@@ -222,6 +224,7 @@ fn reuseport_groups_are_per_device() {
         reuse_port: true,
         device: Some(device),
         v6_only: false,
+        tos: 0,
     };
     let a = t
         .bind(addr(Ipv4Addr::UNSPECIFIED, 53), on(0), local)
@@ -273,6 +276,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                     reuse_port: rng.next(3) == 0,
                     device: (rng.next(4) == 0).then_some(rng.next(2) as u16),
                     v6_only: rng.next(2) == 0,
+                    tos: 0,
                 };
                 let port = 5000 + rng.next(3) as u16;
                 // A third of the sockets are IPv6: dual-stack or v6-only
@@ -392,6 +396,7 @@ const V6_ONLY: BindOptions = BindOptions {
     reuse_port: false,
     device: None,
     v6_only: true,
+    tos: 0,
 };
 
 #[test]
