@@ -132,7 +132,7 @@ Port MAC Address       Name         Driver         Status   Link
         &out.stdout,
         &[
             &to_be_read,
-            "Configuring Port 0\n",
+            "Configuring Port 0 (socket 0)\n",
             "Checking link statuses...\nDone\n",
             "Set rxonly packet forwarding mode
 Number of packets per burst set to 64
@@ -145,7 +145,7 @@ Logical Core 1 (socket 0) forwards packets on 2 streams:
 ",
             &info,
             "nb pkt per burst: 513 > 512 (maximum packet per burst)  ignored
-nb fwd cores 2: dpstack-console forwards on exactly 1 lcore  ignored
+nb fwd cores 2 > 1 (max. number of configured lcores) - ignored
 Invalid port 9
 The valid ports array is [ 0 1 ]
 Command not found

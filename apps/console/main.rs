@@ -128,8 +128,10 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
     };
     let mut ports = Vec::new();
     for id in ids {
-        println!("Configuring Port {id}");
         let port = EthPort::open(id, &config, pool).map_err(|e| e.to_string())?;
+        // testpmd's lines (it prints the first before configuring).
+        let socket = port.info().ok().and_then(|i| i.socket).unwrap_or(0);
+        println!("Configuring Port {id} (socket {socket})");
         println!("Port {id}: {}", port.mac());
         ports.push(port);
     }

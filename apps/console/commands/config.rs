@@ -67,7 +67,7 @@ fn set_nbcore(_: &mut Session, values: &[Value]) -> Result<Reply, String> {
     match values {
         [Value::Number(1)] => Ok(Reply::Print("Number of forwarding cores set to 1\n".into())),
         [Value::Number(n)] => Err(format!(
-            "nb fwd cores {n}: dpstack-console forwards on exactly 1 lcore  ignored"
+            "nb fwd cores {n} > 1 (max. number of configured lcores) - ignored"
         )),
         _ => Err(ParseError::BadArguments.to_string()),
     }
