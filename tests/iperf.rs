@@ -288,6 +288,9 @@ fn our_client_tests_a_stock_iperf3_server() {
         assert!(ours.get(key).is_some(), "no {key}");
     }
     assert!(ours["start"]["test_start"]["protocol"] == "TCP");
+    // The control connection's MSS on the tap (MTU 1500, timestamps on).
+    let mss = num(&ours, &["start", "tcp_mss_default"]);
+    assert!((1400.0..=1460.0).contains(&mss), "tcp_mss_default {mss}");
     assert!(ours["intervals"].as_array().is_some_and(|i| i.len() >= 2));
 }
 
@@ -387,6 +390,7 @@ fn dpstack_iperf_tests_itself_over_memif_through_injected_loss() {
     assert!(packets > 5000.0, "{sum}");
     assert!(
         (1.0..3.0).contains(&percent),
-        "{lost} of {packets} lost ({percent:.2}%)"
+        "{lost} of {packets} lost ({percent:.2}%): {}",
+        doc["end"]
     );
 }

@@ -54,6 +54,10 @@ pub struct Client {
     pub server_results: Option<Results>,
     local_results: Option<Results>,
     connected: Vec<serde_json::Value>,
+    /// The control connection's MSS, once connected.
+    control_mss: u16,
+    /// Each connection's send and receive buffer sizes (for `-J`).
+    buffers: (usize, usize),
 }
 
 impl Client {
@@ -86,6 +90,8 @@ impl Client {
             server_results: None,
             local_results: None,
             connected: Vec::new(),
+            control_mss: 0,
+            buffers: (0, 0),
         }
     }
 
@@ -265,6 +271,22 @@ impl Client {
         self.outcome = Some(Ok(()));
     }
 
+    /// Records each connection's send and receive buffer sizes (for `-J`).
+    pub fn with_buffers(mut self, send: usize, recv: usize) -> Client {
+        self.buffers = (send, recv);
+        self
+    }
+
+    /// The control connection's MSS (0 before it connected).
+    pub fn control_mss(&self) -> u16 {
+        self.control_mss
+    }
+
+    /// Each connection's send and receive buffer sizes.
+    pub fn buffers(&self) -> (usize, usize) {
+        self.buffers
+    }
+
     /// The `start.connected` entries, for `-J`.
     pub fn connected(&self) -> &[serde_json::Value] {
         &self.connected
@@ -306,7 +328,6 @@ impl<B: Buf> UdpHandler<B> for Client {
             if let Some((Transport::Udp { socket: s, peer }, _, _)) = self.creating {
                 if s == socket && payload.len() == 4 {
                     let transport = Transport::Udp { socket, peer };
-                    let _ = peer;
                     self.heard = Some(now);
                     self.stream_ready(ctx, transport);
                     continue;
@@ -326,6 +347,7 @@ impl<B: Buf> UdpHandler<B> for Client {
         match event {
             TcpEvent::Connected if Some(conn) == self.control => {
                 self.heard = Some(now);
+                self.control_mss = ctx.tcp_info(conn).map_or(0, |i| i.mss);
                 let cookie = self.cookie;
                 self.send(ctx, &cookie);
                 self.phase = Phase::Setup;

@@ -22,11 +22,11 @@ pub fn document(client: &Client, ours: &Results, theirs: &Results) -> Value {
         "timestamp": {"timesecs": now},
         "connecting_to": {"host": client.server().ip().to_string(), "port": client.server().port()},
         "cookie": client.cookie(),
-        "tcp_mss_default": 0,
+        "tcp_mss_default": client.control_mss(),
         "target_bitrate": p.bandwidth,
         "sock_bufsize": 0,
-        "sndbuf_actual": 0,
-        "rcvbuf_actual": 0,
+        "sndbuf_actual": client.buffers().0,
+        "rcvbuf_actual": client.buffers().1,
         "test_start": {
             "protocol": if p.udp { "UDP" } else { "TCP" },
             "num_streams": p.parallel, "blksize": p.block_len(), "omit": p.omit,
@@ -49,7 +49,16 @@ pub fn document(client: &Client, ours: &Results, theirs: &Results) -> Value {
             // of loss and jitter with the sender's byte count.
             let r = received.or(sent).cloned().unwrap_or_default();
             let s = sent.cloned().unwrap_or_default();
-            streams.push(json!({"udp": udp_figures(stream.id, &s, &r, stream.sender)}));
+            // Out-of-order datagrams are counted where they arrive and not
+            // exchanged: ours when we receive, 0 when we send (as iperf3).
+            let late = if stream.sender {
+                0
+            } else {
+                stream.total().out_of_order
+            };
+            let mut udp = udp_figures(stream.id, &s, &r, stream.sender);
+            udp["out_of_order"] = json!(late);
+            streams.push(json!({ "udp": udp }));
         } else {
             let entry = |r: Option<&StreamResults>, sender: bool| {
                 r.map(|r| {
@@ -104,7 +113,7 @@ fn udp_figures(id: u32, sent: &StreamResults, received: &StreamResults, sender: 
         "jitter_ms": received.jitter * 1000.0, "lost_packets": received.errors,
         "packets": received.packets.max(sent.packets),
         "lost_percent": percent(received.errors, received.packets.max(sent.packets)),
-        "out_of_order": 0, "sender": sender,
+        "sender": sender,
     })
 }
 

@@ -222,6 +222,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // Room for iperf3's default 128 KiB blocks in flight.
     config.tcp.send_buffer = config.tcp.send_buffer.max(512 * 1024);
     config.tcp.recv_buffer = config.tcp.recv_buffer.max(512 * 1024);
+    let buffers = (config.tcp.send_buffer, config.tcp.recv_buffer);
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
     let seed = TscClock::cycles();
     let stop = Arc::new(AtomicBool::new(false));
@@ -281,7 +282,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 println!("Reverse mode, remote host {host} is sending");
             }
         }
-        let handler = client::Client::new(server, params, sockets, cli.json, seed);
+        let handler = client::Client::new(server, params, sockets, cli.json, seed)
+            .with_buffers(buffers.0, buffers.1);
         let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
         let faults = cli.faults;
         Box::new(move || {

@@ -217,16 +217,14 @@ impl Reporter {
             let role = self.role(params, stream.sender);
             if self.side == Side::Client || stream.sender {
                 if let Some(r) = send {
-                    let line = self.result_line(params, &units::id(stream.id), role, r, true, r);
+                    let line = self.result_line(params, &units::id(stream.id), role, r, true);
                     self.say(line);
                     add(&mut sums[0], r);
                 }
             }
             if self.side == Side::Client || !stream.sender {
                 if let Some(r) = recv {
-                    let sent = send.unwrap_or(r);
-                    let line =
-                        self.result_line(params, &units::id(stream.id), role, r, false, sent);
+                    let line = self.result_line(params, &units::id(stream.id), role, r, false);
                     self.say(line);
                     add(&mut sums[1], r);
                 }
@@ -247,7 +245,7 @@ impl Reporter {
                     jitter,
                     ..StreamResults::default()
                 };
-                let line = self.result_line(params, "SUM", "", &r, label, &r);
+                let line = self.result_line(params, "SUM", "", &r, label);
                 self.say(line);
             }
         }
@@ -260,7 +258,6 @@ impl Reporter {
         role: &str,
         r: &StreamResults,
         sender: bool,
-        sent: &StreamResults,
     ) -> String {
         let label = if sender { "sender" } else { "receiver" };
         let start_of = units::line_start(id, role, 0.0, r.end_time, r.bytes);
@@ -270,7 +267,6 @@ impl Reporter {
             } else {
                 (r.jitter, r.errors, r.packets)
             };
-            let _ = sent;
             format!(
                 "{start_of}  {:5.3} ms  {}  {label}",
                 jitter * 1000.0,

@@ -217,7 +217,12 @@ impl Server {
 
     /// Adds the next stream, in creation order; starts the test once all
     /// are there.
-    fn add_stream<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, transport: Transport) {
+    fn add_stream<P: Port>(
+        &mut self,
+        ctx: &mut UdpContext<'_, P>,
+        transport: Transport,
+        udp_local: Option<std::net::SocketAddr>,
+    ) {
         let Some(test) = &mut self.test else {
             return;
         };
@@ -229,19 +234,19 @@ impl Server {
             0
         };
         let stream = Stream::new(index, index >= receivers, transport);
-        let (local, remote) = match transport {
-            Transport::Tcp(conn) => match ctx.tcp_addresses(conn) {
+        let (local, remote) = match (transport, udp_local) {
+            (Transport::Tcp(conn), _) => match ctx.tcp_addresses(conn) {
                 Some(pair) => pair,
                 None => return,
             },
-            Transport::Udp { peer, .. } => (std::net::SocketAddr::new(peer.ip(), self.port), peer),
+            (Transport::Udp { peer, .. }, Some(local)) => (local, peer),
+            (Transport::Udp { .. }, None) => return,
         };
-        let _ = local;
         test.reporter.say(format!(
             "[{:3}] local {} port {} connected to {} port {}",
             stream.id,
             local.ip(),
-            self.port,
+            local.port(),
             remote.ip(),
             remote.port()
         ));
@@ -275,7 +280,7 @@ impl Server {
             println!("iperf3: a data connection with a wrong cookie was refused");
             return;
         }
-        self.add_stream(ctx, Transport::Tcp(conn));
+        self.add_stream(ctx, Transport::Tcp(conn), None);
     }
 }
 
@@ -291,7 +296,7 @@ impl<B: Buf> UdpHandler<B> for Server {
         }
         let now = ctx.now();
         for datagram in batch.iter() {
-            let src = datagram.src();
+            let (src, dst) = (datagram.src(), datagram.dst());
             let payload = datagram.payload();
             let Some(test) = &mut self.test else {
                 continue;
@@ -303,7 +308,7 @@ impl<B: Buf> UdpHandler<B> for Server {
             if self.phase == Phase::Streams && test.params.udp && payload.len() == 4 {
                 let _ = ctx.send_to(socket, src, &proto::UDP_CONNECT_REPLY);
                 self.heard = Some(now);
-                self.add_stream(ctx, Transport::Udp { socket, peer: src });
+                self.add_stream(ctx, Transport::Udp { socket, peer: src }, Some(dst));
             }
         }
     }
