@@ -2,155 +2,49 @@
 //! drops, duplicates, reorders and delays packets on receive and/or
 //! transmit, like a netem qdisc (which this machine's kernel lacks) or
 //! smoltcp's `FaultInjector`. Apps take it from the command line
-//! (`--faults drop=0.02,dup=0.01,reorder=0.02,delay=1ms,seed=7`), so a
-//! kernel peer's traffic meets loss and reordering on its way through.
+//! (`--faults drop=0.02,dup=0.01,reorder=0.02,delay=1ms,seed=7,dir=rx`), so
+//! a peer's traffic meets loss and reordering on its way through.
 //!
-//! Held packets (reordered: until the next burst; delayed: until their
-//! time) live in a bounded queue per direction; past its bound they are
-//! dropped and counted. A transmit burst is always taken whole: what the
-//! device refuses waits in the queue too. Reads the clock once per burst
-//! (only when a delay is set). No `unsafe`.
+//! Invariants:
+//! - Every packet is accounted for: what enters a faulty direction comes
+//!   out exactly once, or twice if duplicated, or is dropped and counted
+//!   (`in + duplicated = out + dropped + held`).
+//! - A reordered packet is held until a later packet of its direction has
+//!   been let through ahead of it, then follows that packet; if traffic
+//!   stops it is released after [`REORDER_IDLE_POLLS`] polls that let
+//!   nothing through, so nothing is stranded at the end of a stream.
+//! - A delayed packet leaves on the first poll at or after its due time.
+//! - `rx_burst` appends at most `max` packets (capped by the caller's spare
+//!   capacity) and returns how many it appended; ready packets that do not
+//!   fit wait in order and go first next time.
+//! - A transmit burst is always taken whole: what the device refuses waits
+//!   in order and is offered again on the next `tx_burst` or `rx_burst`.
+//!   Transmit-side held packets are released by `rx_burst` too (the stack
+//!   polls receive every loop, but transmits only when it has something).
+//! - At most [`MAX_HELD`] packets are held per direction; past that bound
+//!   they are dropped and counted.
+//!
+//! Owning lcore only. Per burst: no heap allocation (queue capacity is
+//! reserved when the port is made), no `dyn` calls, and the clock is read
+//! at most once, only when a delay is set. No `unsafe`.
 
-use crate::stack::port::{Buf, MacAddr, Port};
+mod held;
+mod spec;
+#[cfg(test)]
+mod tests;
+
+pub use held::MAX_HELD;
+pub use spec::{Direction, FaultCounts, FaultSpec};
+
+use crate::stack::port::{Buf, MacAddr, Port, DEFAULT_BURST};
 use arrayvec::ArrayVec;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use held::Held;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Packets held per direction at most.
-const MAX_HELD: usize = 4096;
-
-/// Which way faults apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Received packets only.
-    Rx,
-    /// Transmitted packets only.
-    Tx,
-    /// Both ways.
-    Both,
-}
-
-/// What to inject. Probabilities are per packet, in `0.0..=1.0`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FaultSpec {
-    /// Chance a packet is dropped.
-    pub drop: f64,
-    /// Chance a packet is sent (or received) twice.
-    pub duplicate: f64,
-    /// Chance a packet is held back behind the next burst.
-    pub reorder: f64,
-    /// Every packet waits this long (zero: no delay).
-    pub delay: Duration,
-    /// The generator's seed (same seed, same faults for the same traffic).
-    pub seed: u64,
-    /// Where faults apply.
-    pub direction: Direction,
-}
-
-impl Default for FaultSpec {
-    fn default() -> FaultSpec {
-        FaultSpec {
-            drop: 0.0,
-            duplicate: 0.0,
-            reorder: 0.0,
-            delay: Duration::ZERO,
-            seed: 1,
-            direction: Direction::Both,
-        }
-    }
-}
-
-impl core::str::FromStr for FaultSpec {
-    type Err = String;
-
-    /// `drop=P,dup=P,reorder=P,delay=Nms|Nus,seed=N,dir=rx|tx|both`, any
-    /// subset, in any order.
-    fn from_str(text: &str) -> Result<FaultSpec, String> {
-        let mut spec = FaultSpec::default();
-        for item in text.split(',').filter(|i| !i.is_empty()) {
-            let (key, value) = item
-                .split_once('=')
-                .ok_or_else(|| format!("'{item}' is not KEY=VALUE (e.g. drop=0.01)"))?;
-            let chance = || -> Result<f64, String> {
-                match value.parse::<f64>() {
-                    Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-                    _ => Err(format!("{key}={value}: give a probability from 0 to 1")),
-                }
-            };
-            match key {
-                "drop" => spec.drop = chance()?,
-                "dup" | "duplicate" => spec.duplicate = chance()?,
-                "reorder" => spec.reorder = chance()?,
-                "delay" => spec.delay = parse_duration(value)?,
-                "seed" => {
-                    spec.seed = value
-                        .parse()
-                        .map_err(|_| format!("seed={value}: give a number"))?;
-                }
-                "dir" => {
-                    spec.direction = match value {
-                        "rx" => Direction::Rx,
-                        "tx" => Direction::Tx,
-                        "both" => Direction::Both,
-                        _ => return Err(format!("dir={value}: give rx, tx or both")),
-                    };
-                }
-                _ => {
-                    return Err(format!(
-                        "unknown fault '{key}': use drop, dup, reorder, delay, seed, dir"
-                    ))
-                }
-            }
-        }
-        if spec.drop + spec.duplicate + spec.reorder > 1.0 {
-            return Err("drop + dup + reorder must not exceed 1".into());
-        }
-        Ok(spec)
-    }
-}
-
-fn parse_duration(value: &str) -> Result<Duration, String> {
-    let bad = || format!("delay={value}: give a time like 500us or 2ms");
-    if let Some(n) = value.strip_suffix("us") {
-        return n.parse().map(Duration::from_micros).map_err(|_| bad());
-    }
-    if let Some(n) = value.strip_suffix("ms") {
-        return n.parse().map(Duration::from_millis).map_err(|_| bad());
-    }
-    Err(bad())
-}
-
-/// What was injected so far (readable from any thread).
-#[derive(Debug, Default)]
-pub struct FaultCounts {
-    /// Packets dropped (including past the held bound).
-    pub dropped: AtomicU64,
-    /// Extra copies made.
-    pub duplicated: AtomicU64,
-    /// Packets held behind later ones.
-    pub reordered: AtomicU64,
-    /// Packets delayed.
-    pub delayed: AtomicU64,
-}
-
-impl FaultCounts {
-    fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// "dropped N duplicated N reordered N delayed N".
-    pub fn summary(&self) -> String {
-        format!(
-            "dropped {} duplicated {} reordered {} delayed {}",
-            self.dropped.load(Ordering::Relaxed),
-            self.duplicated.load(Ordering::Relaxed),
-            self.reordered.load(Ordering::Relaxed),
-            self.delayed.load(Ordering::Relaxed)
-        )
-    }
-}
+/// Polls in a row that let nothing through after which reordered packets
+/// are released anyway (busy polling: well under a millisecond).
+pub const REORDER_IDLE_POLLS: u32 = 1024;
 
 /// What the dice said for one packet.
 enum Fate {
@@ -165,20 +59,21 @@ pub struct FaultPort<P: Port> {
     inner: P,
     spec: FaultSpec,
     rng: u64,
-    rx_held: VecDeque<(Instant, P::Buf)>,
-    tx_held: VecDeque<(Instant, P::Buf)>,
+    rx: Held<P::Buf>,
+    tx: Held<P::Buf>,
     counts: Arc<FaultCounts>,
 }
 
 impl<P: Port> FaultPort<P> {
     /// Wraps `inner`.
     pub fn new(inner: P, spec: FaultSpec) -> FaultPort<P> {
+        let (delay, reorder) = (!spec.delay.is_zero(), spec.reorder > 0.0);
         FaultPort {
             inner,
             rng: spec.seed.max(1),
+            rx: Held::new(spec.applies_to_rx(), delay, reorder),
+            tx: Held::new(spec.applies_to_tx(), delay, reorder),
             spec,
-            rx_held: VecDeque::new(),
-            tx_held: VecDeque::new(),
             counts: Arc::new(FaultCounts::default()),
         }
     }
@@ -186,6 +81,12 @@ impl<P: Port> FaultPort<P> {
     /// The counts (clone the `Arc` to read them from another thread).
     pub fn counts(&self) -> &Arc<FaultCounts> {
         &self.counts
+    }
+
+    /// Packets held right now (reordered, delayed or waiting for room),
+    /// both directions.
+    pub fn held_packets(&self) -> usize {
+        self.rx.len() + self.tx.len()
     }
 
     fn uniform(&mut self) -> f64 {
@@ -210,75 +111,168 @@ impl<P: Port> FaultPort<P> {
         }
     }
 
+    /// The time, read once per burst, only if packets are delayed.
+    fn clock(&self) -> Option<Instant> {
+        (!self.spec.delay.is_zero()).then(Instant::now)
+    }
+
+    fn held(&mut self, rx: bool) -> &mut Held<P::Buf> {
+        if rx {
+            &mut self.rx
+        } else {
+            &mut self.tx
+        }
+    }
+
+    /// Drops a packet the held queues had no room for, counted.
+    fn drop_held(&self, refused: Result<(), P::Buf>) {
+        if refused.is_err() {
+            FaultCounts::bump(&self.counts.dropped);
+        }
+    }
+
+    /// Moves what waits and is ready (backlog first, then delayed packets
+    /// due by `now`) into `out`, up to `limit` packets.
+    fn take_ready<const N: usize>(
+        &mut self,
+        rx: bool,
+        now: Option<Instant>,
+        out: &mut ArrayVec<P::Buf, N>,
+        limit: usize,
+    ) {
+        let held = self.held(rx);
+        while out.len() < limit {
+            let next = match held.pop_backlog() {
+                Some(buf) => Some(buf),
+                None => now.and_then(|now| held.pop_due(now)),
+            };
+            match next {
+                Some(buf) => out.push(buf),
+                None => break,
+            }
+        }
+    }
+
+    /// Lets `buf` through: into `out` while it is under `limit`, else to
+    /// the backlog; with a delay, into the delayed queue instead.
+    fn emit<const N: usize>(
+        &mut self,
+        rx: bool,
+        buf: P::Buf,
+        now: Option<Instant>,
+        out: &mut ArrayVec<P::Buf, N>,
+        limit: usize,
+    ) {
+        let delay = self.spec.delay;
+        let held = if rx { &mut self.rx } else { &mut self.tx };
+        let refused = match now {
+            Some(now) => {
+                FaultCounts::bump(&self.counts.delayed);
+                held.push_delayed(now + delay, buf)
+            }
+            None if out.len() < limit => {
+                out.push(buf);
+                Ok(())
+            }
+            None => held.push_backlog(buf),
+        };
+        self.drop_held(refused);
+    }
+
+    /// Applies the dice to a newly arrived `buf`. Returns true if it (or
+    /// its copy) was let through.
+    fn judge<const N: usize>(
+        &mut self,
+        rx: bool,
+        buf: P::Buf,
+        now: Option<Instant>,
+        out: &mut ArrayVec<P::Buf, N>,
+        limit: usize,
+    ) -> bool {
+        match self.fate() {
+            Fate::Drop => {
+                FaultCounts::bump(&self.counts.dropped);
+                false
+            }
+            Fate::Reorder => {
+                FaultCounts::bump(&self.counts.reordered);
+                let refused = self.held(rx).push_reordered(buf);
+                self.drop_held(refused);
+                false
+            }
+            Fate::Pass => {
+                self.emit(rx, buf, now, out, limit);
+                true
+            }
+            Fate::Duplicate => {
+                let twin = self.copy(&buf);
+                self.emit(rx, buf, now, out, limit);
+                if let Some(twin) = twin {
+                    FaultCounts::bump(&self.counts.duplicated);
+                    self.emit(rx, twin, now, out, limit);
+                }
+                true
+            }
+        }
+    }
+
     fn copy(&mut self, buf: &P::Buf) -> Option<P::Buf> {
         let mut copy = self.inner.alloc()?;
         copy.append(buf.len())?.copy_from_slice(buf.data());
         Some(copy)
     }
 
-    /// Applies the dice to `buf`: what passes now goes to `ready`, the rest
-    /// to `held` (at `release`).
-    fn judge(&mut self, buf: P::Buf, now: Instant, ready: &mut Vec<P::Buf>, rx: bool) {
-        let delay = self.spec.delay;
-        let fate = self.fate();
-        let counts = Arc::clone(&self.counts);
-        let hold = |this: &mut Self, buf: P::Buf, at: Instant| {
-            let held = if rx {
-                &mut this.rx_held
-            } else {
-                &mut this.tx_held
-            };
-            if held.len() >= MAX_HELD {
-                FaultCounts::bump(&counts.dropped);
+    /// After a poll: lets the `earlier` reordered packets (held before this
+    /// poll) follow if a newer packet was let `through`, or if the poll
+    /// was one too many of those that let nothing through.
+    fn release_reordered<const N: usize>(
+        &mut self,
+        rx: bool,
+        earlier: usize,
+        through: bool,
+        now: Option<Instant>,
+        out: &mut ArrayVec<P::Buf, N>,
+        limit: usize,
+    ) {
+        let held = self.held(rx);
+        if earlier == 0 {
+            held.idle_polls = 0;
+            return;
+        }
+        held.idle_polls += 1;
+        if !through && held.idle_polls < REORDER_IDLE_POLLS {
+            return;
+        }
+        held.idle_polls = 0;
+        for _ in 0..earlier {
+            if let Some(buf) = self.held(rx).pop_reordered() {
+                self.emit(rx, buf, now, out, limit);
+            }
+        }
+    }
+
+    /// The faulty transmit path: judges `bufs` (taking them all), then
+    /// offers the device what is ready, in order, until it refuses.
+    fn transmit<const N: usize>(&mut self, bufs: &mut ArrayVec<P::Buf, N>, now: Option<Instant>) {
+        let mut out: ArrayVec<P::Buf, N> = ArrayVec::new();
+        self.take_ready(false, now, &mut out, N);
+        let earlier = self.tx.reordered();
+        let mut through = false;
+        for buf in bufs.drain(..) {
+            through |= self.judge(false, buf, now, &mut out, N);
+        }
+        self.release_reordered(false, earlier, through, now, &mut out, N);
+        while !out.is_empty() {
+            self.inner.tx_burst(&mut out);
+            if !out.is_empty() {
+                // The device is full: the rest waits, in order.
+                while let Some(buf) = out.pop() {
+                    let refused = self.tx.unpop_backlog(buf);
+                    self.drop_held(refused);
+                }
                 return;
             }
-            held.push_back((at, buf));
-        };
-        match fate {
-            Fate::Drop => FaultCounts::bump(&self.counts.dropped),
-            Fate::Reorder => {
-                FaultCounts::bump(&self.counts.reordered);
-                // Released after this burst's others.
-                hold(self, buf, now + delay);
-            }
-            Fate::Duplicate | Fate::Pass => {
-                let twin = match fate {
-                    Fate::Duplicate => self.copy(&buf),
-                    _ => None,
-                };
-                if twin.is_some() {
-                    FaultCounts::bump(&self.counts.duplicated);
-                }
-                for b in core::iter::once(buf).chain(twin) {
-                    if delay.is_zero() {
-                        ready.push(b);
-                    } else {
-                        FaultCounts::bump(&self.counts.delayed);
-                        hold(self, b, now + delay);
-                    }
-                }
-            }
-        }
-    }
-
-    fn applies(&self, rx: bool) -> bool {
-        match self.spec.direction {
-            Direction::Both => true,
-            Direction::Rx => rx,
-            Direction::Tx => !rx,
-        }
-    }
-
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-}
-
-/// Moves held packets due by `now` to the back of `ready`.
-fn release<B>(held: &mut VecDeque<(Instant, B)>, now: Instant, ready: &mut Vec<B>) {
-    while held.front().is_some_and(|(at, _)| *at <= now) {
-        if let Some((_, buf)) = held.pop_front() {
-            ready.push(buf);
+            self.take_ready(false, now, &mut out, N);
         }
     }
 }
@@ -287,63 +281,37 @@ impl<P: Port> Port for FaultPort<P> {
     type Buf = P::Buf;
 
     fn rx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<P::Buf, N>, max: usize) -> usize {
-        if !self.applies(true) {
+        let now = self.clock();
+        if !self.tx.is_empty() {
+            // The stack calls tx_burst only when it has something to send.
+            self.transmit::<DEFAULT_BURST>(&mut ArrayVec::new(), now);
+        }
+        if !self.spec.applies_to_rx() {
             return self.inner.rx_burst(bufs, max);
         }
-        let now = self.now();
-        let mut ready = Vec::new();
-        release(&mut self.rx_held, now, &mut ready);
+        let start = bufs.len();
+        let limit = start + max.min(bufs.remaining_capacity());
+        self.take_ready(true, now, bufs, limit);
+        let earlier = self.rx.reordered();
         let mut fresh: ArrayVec<P::Buf, N> = ArrayVec::new();
-        self.inner.rx_burst(&mut fresh, max);
+        if bufs.len() < limit {
+            self.inner.rx_burst(&mut fresh, limit - bufs.len());
+        }
+        let mut through = false;
         for buf in fresh {
-            self.judge(buf, now, &mut ready, true);
+            through |= self.judge(true, buf, now, bufs, limit);
         }
-        let room = max.min(bufs.remaining_capacity());
-        let mut given = 0;
-        let mut rest = ready.into_iter();
-        for buf in rest.by_ref().take(room) {
-            bufs.push(buf);
-            given += 1;
-        }
-        // What does not fit waits for the next burst, in order.
-        for (i, buf) in rest.enumerate() {
-            self.rx_held.insert(i, (now, buf));
-        }
-        given
+        self.release_reordered(true, earlier, through, now, bufs, limit);
+        bufs.len() - start
     }
 
     fn tx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<P::Buf, N>) -> usize {
-        if !self.applies(false) {
+        if !self.spec.applies_to_tx() {
             return self.inner.tx_burst(bufs);
         }
         let taken = bufs.len();
-        let now = self.now();
-        let mut ready = Vec::new();
-        release(&mut self.tx_held, now, &mut ready);
-        for buf in bufs.drain(..) {
-            self.judge(buf, now, &mut ready, false);
-        }
-        let mut out: ArrayVec<P::Buf, N> = ArrayVec::new();
-        let mut pending = ready.into_iter();
-        loop {
-            while !out.is_full() {
-                match pending.next() {
-                    Some(buf) => out.push(buf),
-                    None => break,
-                }
-            }
-            if out.is_empty() {
-                break;
-            }
-            self.inner.tx_burst(&mut out);
-            if !out.is_empty() {
-                // The device is full: the rest waits for the next burst.
-                for (i, buf) in out.drain(..).chain(pending.by_ref()).enumerate() {
-                    self.tx_held.insert(i, (now, buf));
-                }
-                break;
-            }
-        }
+        let now = self.clock();
+        self.transmit(bufs, now);
         taken
     }
 
@@ -365,82 +333,5 @@ impl<P: Port> Port for FaultPort<P> {
 
     fn alloc_large(&mut self) -> Option<P::Buf> {
         self.inner.alloc_large()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::stack::port::memory::{MemPort, MemPortConfig};
-
-    fn spec(text: &str) -> FaultSpec {
-        text.parse().unwrap()
-    }
-
-    #[test]
-    fn specs_parse_with_clear_errors() {
-        let s = spec("drop=0.1,dup=0.05,reorder=0.2,delay=3ms,seed=9,dir=rx");
-        assert_eq!(
-            (s.drop, s.duplicate, s.reorder, s.delay, s.seed, s.direction),
-            (0.1, 0.05, 0.2, Duration::from_millis(3), 9, Direction::Rx)
-        );
-        for (bad, says) in [
-            ("drop=2", "probability"),
-            ("loss=0.1", "unknown fault"),
-            ("delay=5", "500us or 2ms"),
-            ("drop", "KEY=VALUE"),
-            ("drop=0.6,dup=0.6", "must not exceed"),
-        ] {
-            let error = bad.parse::<FaultSpec>().unwrap_err();
-            assert!(error.contains(says), "{bad}: {error}");
-        }
-    }
-
-    /// Sends `count` numbered frames through a faulty transmit side and
-    /// returns the numbers that came out, in order.
-    fn through(spec: FaultSpec, count: u16) -> (Vec<u16>, Arc<FaultCounts>) {
-        let inner = MemPort::new(MemPortConfig::default());
-        let mut port = FaultPort::new(inner, spec);
-        let counts = Arc::clone(port.counts());
-        let mut seen = Vec::new();
-        for chunk in (0..count).collect::<Vec<_>>().chunks(8) {
-            let mut burst: ArrayVec<_, 32> = ArrayVec::new();
-            for &n in chunk {
-                let mut buf = port.alloc().unwrap();
-                buf.append(2).unwrap().copy_from_slice(&n.to_be_bytes());
-                burst.push(buf);
-            }
-            assert_eq!(port.tx_burst(&mut burst), chunk.len());
-            assert!(burst.is_empty(), "always taken whole");
-            for frame in port.inner.take_tx() {
-                seen.push(u16::from_be_bytes([frame[0], frame[1]]));
-            }
-        }
-        (seen, counts)
-    }
-
-    #[test]
-    fn the_same_seed_gives_the_same_faults() {
-        let s = spec("drop=0.1,dup=0.1,reorder=0.1,seed=42");
-        let (first, counts) = through(s, 400);
-        let (second, _) = through(s, 400);
-        assert_eq!(first, second);
-        let dropped = counts.dropped.load(Ordering::Relaxed);
-        let duplicated = counts.duplicated.load(Ordering::Relaxed);
-        assert!((20..=60).contains(&dropped), "about 10% of 400: {dropped}");
-        assert!((20..=60).contains(&duplicated), "{duplicated}");
-        assert!(counts.reordered.load(Ordering::Relaxed) > 10);
-        // Reordering shows: some number comes after a larger one.
-        assert!(first.windows(2).any(|w| w[0] > w[1]));
-    }
-
-    #[test]
-    fn no_faults_change_nothing() {
-        let (seen, counts) = through(FaultSpec::default(), 100);
-        assert_eq!(seen, (0..100).collect::<Vec<_>>());
-        assert_eq!(
-            counts.summary(),
-            "dropped 0 duplicated 0 reordered 0 delayed 0"
-        );
     }
 }

@@ -3,7 +3,8 @@
 //! stock clients against our server and our client against a stock server,
 //! TCP and UDP, `-R`, `-P 4`, `--bidir`, both sides' figures compared; a
 //! busy server, malformed parameters, a wrong data-stream cookie, a client
-//! that vanishes; and dpstack-iperf against itself over `net_memif` (`-J`).
+//! that vanishes; and dpstack-iperf against itself over `net_memif` (`-J`),
+//! with loss injected on the client's transmit and on the server's receive side.
 
 mod common;
 
@@ -339,39 +340,56 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-#[test]
-fn dpstack_iperf_tests_itself_over_memif_through_injected_loss() {
+/// Runs dpstack-iperf against itself over `net_memif`: a 2 s UDP test at
+/// 50 Mbit/s from client to server, with `--faults SPEC` on the server's
+/// port and/or the client's (`reverse`: `-R`, from server to client).
+/// Returns the datagrams the receiver counted as received and lost, from
+/// the client's `-J` report.
+fn udp_over_memif(
+    server_faults: Option<&str>,
+    client_faults: Option<&str>,
+    reverse: bool,
+) -> (f64, f64) {
     let socket = format!("/tmp/{}.sock", unique_name("dpstack-iperf-"));
     let _ = std::fs::remove_file(&socket);
     let _cleanup = RemoveOnDrop(socket.clone());
     let vdev = |role: &str| format!("net_memif0,role={role},socket={socket},socket-abstract=no");
+    let faults = |spec: Option<&str>| match spec {
+        Some(spec) => vec!["--faults".to_string(), spec.to_string()],
+        None => Vec::new(),
+    };
+    let mut server_args = vec!["--ip", "10.211.0.1/24", "--no-dad", "-s"];
+    let server_faults = faults(server_faults);
+    server_args.extend(server_faults.iter().map(String::as_str));
     let server = AppProcess::spawn(
         iperf_binary(),
         &child_eal_args(&[&vdev("server")]),
-        &["--ip", "10.211.0.1/24", "--no-dad", "-s"],
+        &server_args,
     );
     server.wait_for_output("Server listening");
-    // 2% of the client's outgoing datagrams dropped: the server must see
-    // them as lost, and the client's report must say so.
+    let mut client_args = vec![
+        "--ip",
+        "10.211.0.2/24",
+        "--no-dad",
+        "-c",
+        "10.211.0.1",
+        "-u",
+        "-b",
+        "50M",
+        "-t",
+        "2",
+        "-J",
+        "--hold",
+    ];
+    let client_faults = faults(client_faults);
+    client_args.extend(client_faults.iter().map(String::as_str));
+    if reverse {
+        client_args.push("-R");
+    }
     let client = AppProcess::spawn(
         iperf_binary(),
         &child_eal_args(&[&vdev("client")]),
-        &[
-            "--ip",
-            "10.211.0.2/24",
-            "--no-dad",
-            "-c",
-            "10.211.0.1",
-            "-u",
-            "-b",
-            "50M",
-            "-t",
-            "2",
-            "-J",
-            "--hold",
-            "--faults",
-            "drop=0.02,seed=5,dir=tx",
-        ],
+        &client_args,
     );
     // The client holds its port after the test: the server stops first, so
     // neither polls while its memif peer disconnects (DPDK 22.11's memif).
@@ -386,11 +404,48 @@ fn dpstack_iperf_tests_itself_over_memif_through_injected_loss() {
         .unwrap_or_else(|e| panic!("{e}: {}", client.stdout));
     let sum = &doc["end"]["sum_received"];
     let (packets, lost) = (num(sum, &["packets"]), num(sum, &["lost_packets"]));
-    let percent = 100.0 * lost / packets;
     assert!(packets > 5000.0, "{sum}");
+    (packets, lost)
+}
+
+#[test]
+fn dpstack_iperf_tests_itself_over_memif_through_injected_loss() {
+    // 2% of the client's outgoing datagrams dropped: the server must see
+    // them as lost, and the client's report must say so.
+    let (packets, lost) = udp_over_memif(None, Some("drop=0.02,seed=5,dir=tx"), false);
+    let percent = 100.0 * lost / packets;
     assert!(
         (1.0..3.0).contains(&percent),
-        "{lost} of {packets} lost ({percent:.2}%): {}",
-        doc["end"]
+        "{lost} of {packets} lost ({percent:.2}%)"
+    );
+}
+
+#[test]
+fn dpstack_iperf_over_memif_counts_loss_injected_on_receive() {
+    // The same 2%, dropped as the server receives them: no more, no less
+    // (a fault port that lost or stranded frames of its own would show).
+    let (packets, lost) = udp_over_memif(Some("drop=0.02,seed=5,dir=rx"), None, false);
+    let percent = 100.0 * lost / packets;
+    assert!(
+        (1.0..3.0).contains(&percent),
+        "{lost} of {packets} lost ({percent:.2}%)"
+    );
+    // And reordering on receive loses nothing.
+    let (packets, lost) = udp_over_memif(Some("reorder=0.02,seed=5,dir=rx"), None, false);
+    assert!(lost <= packets * 0.001, "{lost} of {packets} lost");
+}
+
+#[test]
+fn a_reverse_test_over_memif_counts_from_the_first_datagram() {
+    // With -R the server starts sending as it sends TEST_START: datagrams
+    // that overtake that state byte are the test's, not lost.
+    let (packets, lost) = udp_over_memif(None, None, true);
+    assert!(lost <= packets * 0.001, "{lost} of {packets} lost");
+    // 2% dropped as the client receives: about 2% lost.
+    let (packets, lost) = udp_over_memif(None, Some("drop=0.02,seed=5,dir=rx"), true);
+    let percent = 100.0 * lost / packets;
+    assert!(
+        (1.0..3.0).contains(&percent),
+        "{lost} of {packets} lost ({percent:.2}%)"
     );
 }

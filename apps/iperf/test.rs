@@ -128,13 +128,16 @@ impl Test {
         now: Instant,
     ) -> bool {
         let wide = self.params.udp_counters_64bit != 0;
-        let running = self.running();
         let Some(stream) = self.streams.iter_mut().find(|s| {
             matches!(s.transport, Transport::Udp { socket: so, peer } if so == socket && peer == src)
         }) else {
             return false;
         };
-        if running && !stream.sender {
+        // Counted even before TEST_START reaches us: with -R the server
+        // sends right after it, and the state byte can trail the first
+        // datagrams (iperf3's kernel socket buffers them for it the same
+        // way). The stream's set-up datagram is too short to count.
+        if !stream.sender {
             if let Some(header) = UdpHeader::read(wide, payload) {
                 stream.udp_received(header, now.as_nanos(), payload.len());
             }
