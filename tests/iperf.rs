@@ -59,11 +59,18 @@ fn num(v: &Value, path: &[&str]) -> f64 {
 /// TCP: what the receiver counted is what the sender wrote, less what was
 /// still in flight at the end (at most a few windows).
 fn assert_tcp_agrees(doc: &Value, what: &str) {
+    assert_tcp_agrees_within(doc, what, 0.9);
+}
+
+/// [`assert_tcp_agrees`] with at least `share` of the bytes received: with
+/// several streams, each has its window and send buffer in flight when a
+/// one-second test ends (88% was seen with -P 4 on a loaded machine).
+fn assert_tcp_agrees_within(doc: &Value, what: &str, share: f64) {
     let sent = num(doc, &["end", "sum_sent", "bytes"]);
     let received = num(doc, &["end", "sum_received", "bytes"]);
     assert!(sent > 1e6, "{what}: only {sent} bytes sent");
     assert!(
-        received <= sent && received >= sent * 0.9,
+        received <= sent && received >= sent * share,
         "{what}: sent {sent}, received {received}"
     );
 }
@@ -87,7 +94,7 @@ fn stock_iperf3_clients_test_our_server() {
         doc["end"]
     );
     let doc = stock_client(&ns, &["-t", "1", "-P", "4"]);
-    assert_tcp_agrees(&doc, "TCP -P 4");
+    assert_tcp_agrees_within(&doc, "TCP -P 4", 0.75);
     assert_eq!(doc["end"]["streams"].as_array().map(Vec::len), Some(4));
     let doc = stock_client(&ns, &["-t", "1", "--bidir"]);
     assert_eq!(doc["end"]["streams"].as_array().map(Vec::len), Some(2));
@@ -300,7 +307,7 @@ fn our_client_runs_reverse_parallel_bidirectional_and_udp_tests() {
     let (ours, _) = our_client(&["-t", "1", "-R"]);
     assert_tcp_agrees(&ours, "-R");
     let (ours, theirs) = our_client(&["-t", "1", "-P", "4"]);
-    assert_tcp_agrees(&ours, "-P 4");
+    assert_tcp_agrees_within(&ours, "-P 4", 0.75);
     assert_eq!(theirs["end"]["streams"].as_array().map(Vec::len), Some(4));
     let (ours, _) = our_client(&["-t", "1", "--bidir"]);
     assert_eq!(ours["end"]["streams"].as_array().map(Vec::len), Some(2));

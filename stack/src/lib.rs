@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod counters;
+mod hash;
 pub mod iface;
 pub mod media;
 pub mod neighbor;

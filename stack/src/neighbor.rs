@@ -20,6 +20,7 @@
 //! Every change bumps [`NeighborCache::generation`], which route caches stamp
 //! their entries with. Owned by one lcore; `now` is passed in.
 
+use crate::hash::AddressHash;
 use crate::port::MacAddr;
 use crate::time::{Duration, Instant};
 use arrayvec::ArrayVec;
@@ -128,56 +129,6 @@ pub struct NeighborCache<B, A = Ipv4Addr> {
     config: NeighborConfig,
     entries: HashMap<A, Entry<B>, AddressHash>,
     generation: u64,
-}
-
-/// The cache's hasher: a keyed multiply-xorshift over the address bytes
-/// (4 or 16), a few cycles where SipHash took about 4% of a relay's packet.
-/// The key is random per cache; the cache is bounded (`capacity`) and fed
-/// only with on-link addresses, so a weaker hash cannot grow it.
-#[derive(Debug, Clone, Copy)]
-struct AddressHash {
-    key: u64,
-}
-
-impl AddressHash {
-    fn random() -> AddressHash {
-        use core::hash::BuildHasher;
-        AddressHash {
-            key: std::collections::hash_map::RandomState::new().hash_one(0x006e_6569_6768_u64) | 1,
-        }
-    }
-}
-
-impl core::hash::BuildHasher for AddressHash {
-    type Hasher = AddressHasher;
-
-    fn build_hasher(&self) -> AddressHasher {
-        AddressHasher { state: self.key }
-    }
-}
-
-/// See [`AddressHash`].
-#[derive(Debug)]
-struct AddressHasher {
-    state: u64,
-}
-
-impl core::hash::Hasher for AddressHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            let x = (self.state ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            self.state = x ^ (x >> 29);
-        }
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        let x = self.state.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x ^ (x >> 31)
-    }
 }
 
 impl<B, A: NeighborAddr> NeighborCache<B, A> {

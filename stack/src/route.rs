@@ -237,6 +237,12 @@ impl RouteTable {
             source: r.source,
         })
     }
+
+    /// Every route, longest prefixes first (in no set order within a
+    /// length). Control path: for listings, not per packet.
+    pub fn iter(&self) -> impl Iterator<Item = &Route> + '_ {
+        (self.lengths.iter()).flat_map(|&len| self.by_len[usize::from(len)].values())
+    }
 }
 
 /// A route table a [`RouteCache`] can sit in front of.
@@ -262,7 +268,7 @@ impl NextHopTable for RouteTable {
 /// stamped with the generation it was computed in.
 #[derive(Debug)]
 pub struct RouteCache<T: NextHopTable = RouteTable> {
-    entries: HashMap<T::Addr, (u64, T::Hop)>,
+    entries: HashMap<T::Addr, (u64, T::Hop), crate::hash::AddressHash>,
     capacity: usize,
 }
 
@@ -270,7 +276,7 @@ impl<T: NextHopTable> RouteCache<T> {
     /// A cache of at most `capacity` destinations.
     pub fn new(capacity: usize) -> RouteCache<T> {
         RouteCache {
-            entries: HashMap::new(),
+            entries: HashMap::with_hasher(crate::hash::AddressHash::random()),
             capacity,
         }
     }
@@ -306,6 +312,32 @@ mod tests {
 
     fn ip(s: &str) -> Ipv4Addr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn iter_lists_every_route_once_longest_first_and_forgets_removed_ones() {
+        let mut t = table();
+        let listed = |t: &RouteTable| -> Vec<String> {
+            t.iter()
+                .map(|r| format!("{} {:?}", r.prefix, r.gateway))
+                .collect()
+        };
+        let mut all = listed(&t);
+        assert_eq!(all.len(), 4, "{all:?}");
+        assert_eq!(all[3], "0.0.0.0/0 Some(10.0.0.1)", "the default is last");
+        all.sort();
+        assert_eq!(
+            all,
+            [
+                "0.0.0.0/0 Some(10.0.0.1)",
+                "10.0.0.0/24 None",
+                "10.1.0.0/16 Some(10.0.0.254)",
+                "10.1.2.0/24 Some(10.0.0.253)",
+            ]
+        );
+        assert!(t.remove(cidr("10.1.0.0/16")));
+        assert_eq!(listed(&t).len(), 3);
+        assert!(!listed(&t).iter().any(|r| r.starts_with("10.1.0.0/16")));
     }
 
     fn table() -> RouteTable {

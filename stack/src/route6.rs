@@ -107,6 +107,12 @@ impl RouteTable6 {
             source: r.source,
         })
     }
+
+    /// Every route, longest prefixes first (in no set order within a
+    /// length). Control path: for listings, not per packet.
+    pub fn iter(&self) -> impl Iterator<Item = &Route6> + '_ {
+        (self.lengths.iter()).flat_map(|&len| self.by_len[usize::from(len)].values())
+    }
 }
 
 impl NextHopTable for RouteTable6 {
@@ -155,10 +161,23 @@ mod tests {
         assert_eq!(hop("2001:db8::7"), Some((ip("2001:db8::7"), 0)));
         assert_eq!(hop("2001:db8::8000:0:0:7"), Some((ip("2001:db8::fe"), 0)));
         assert_eq!(hop("2001:db9::1"), Some((ip("fe80::1"), 1)));
+        let mut listed: Vec<(String, u16)> =
+            t.iter().map(|r| (r.prefix.to_string(), r.port)).collect();
+        assert_eq!(listed[0].0, "2001:db8:0:0:8000::/65", "longest first");
+        listed.sort();
+        assert_eq!(
+            listed,
+            [
+                ("2001:db8:0:0:8000::/65".to_owned(), 0),
+                ("2001:db8::/64".to_owned(), 0),
+                ("::/0".to_owned(), 1),
+            ]
+        );
         let before = t.generation();
         assert!(t.remove(cidr("::/0")));
         assert!(!t.remove(cidr("::/0")));
         assert!(t.generation() > before);
         assert_eq!(t.next_hop(ip("2001:db9::1")), None);
+        assert_eq!(t.iter().count(), 2, "the removed route is not listed");
     }
 }

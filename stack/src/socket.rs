@@ -16,7 +16,10 @@
 //! The lcore side takes no lock in the common case; the only lock is the
 //! condition variable's, taken by the lcore only when a receiver sleeps.
 
+mod group;
 pub mod tcp;
+
+pub use group::UdpGroup;
 
 pub use tcp::{TcpListener, TcpReadHalf, TcpStream, TcpWriteHalf};
 
@@ -27,7 +30,7 @@ use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId};
 use core::net::SocketAddr;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -64,6 +67,11 @@ pub enum SocketError {
     /// The peer (or a router) answered an earlier datagram of this
     /// connected socket with an error.
     Peer(PeerError),
+    /// A peer (or a router) answered an earlier datagram of this connected
+    /// member of a [`UdpGroup`] with an error.
+    PeerOn(SocketId, PeerError),
+    /// The socket is not a member of this [`UdpGroup`].
+    NotMember,
     /// A TCP connection failed (refused, reset, timed out, no port).
     Tcp(TcpError),
     /// A TCP listen failed.
@@ -80,6 +88,8 @@ impl core::fmt::Display for SocketError {
             SocketError::TooLarge => f.write_str("payload too large for one buffer"),
             SocketError::TimedOut => f.write_str("timed out"),
             SocketError::Peer(e) => e.fmt(f),
+            SocketError::PeerOn(socket, e) => write!(f, "socket {}: {e}", socket.index()),
+            SocketError::NotMember => f.write_str("not a socket of this group"),
             SocketError::Tcp(e) => e.fmt(f),
             SocketError::Listen(e) => write!(f, "listen: {e}"),
         }
@@ -171,6 +181,8 @@ pub struct SocketQueue<B: Buf> {
     wakeups: AtomicU64,
     /// A pending [`PeerError`] ([`PeerError::to_bits`]), 0 for none.
     error: AtomicU64,
+    /// The socket the pending error concerns (a group's queue serves many).
+    error_socket: AtomicU32,
 }
 
 impl<B: Buf> SocketQueue<B> {
@@ -183,6 +195,7 @@ impl<B: Buf> SocketQueue<B> {
             dropped: AtomicU64::new(0),
             wakeups: AtomicU64::new(0),
             error: AtomicU64::new(0),
+            error_socket: AtomicU32::new(0),
         }
     }
 
@@ -208,16 +221,59 @@ impl<B: Buf> SocketQueue<B> {
 
     /// Lcore side: records an error for the next receive (the latest one
     /// wins, as the kernel's `sk_err`); the caller wakes the receivers.
-    pub(crate) fn set_error(&self, error: PeerError) {
+    pub(crate) fn set_error(&self, socket: SocketId, error: PeerError) {
+        self.error_socket.store(socket.index(), Ordering::Relaxed);
         self.error.store(error.to_bits(), Ordering::Release);
     }
 
-    /// Takes the pending error, if any.
-    fn take_error(&self) -> Option<PeerError> {
+    /// Takes the pending error, if any, with the index of its socket.
+    fn take_error(&self) -> Option<(u32, PeerError)> {
         if self.error.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        PeerError::from_bits(self.error.swap(0, Ordering::Acquire))
+        let error = PeerError::from_bits(self.error.swap(0, Ordering::Acquire))?;
+        Some((self.error_socket.load(Ordering::Relaxed), error))
+    }
+
+    /// Datagrams waiting to be read.
+    pub fn len(&self) -> usize {
+        self.datagrams.len()
+    }
+
+    /// True if no datagram waits.
+    pub fn is_empty(&self) -> bool {
+        self.datagrams.is_empty()
+    }
+
+    /// Moves up to `max` queued datagrams into `out`, waiting up to
+    /// `timeout` (`None`: forever) for the first; queued data comes before
+    /// a pending error, as in the kernel. Returns how many, or the error
+    /// with its socket's index.
+    fn recv_into(
+        &self,
+        out: &mut Vec<Datagram<B>>,
+        max: usize,
+        timeout: Option<Duration>,
+    ) -> Result<usize, RecvError> {
+        loop {
+            let mut got = 0;
+            while got < max {
+                let Some(datagram) = self.datagrams.pop() else {
+                    break;
+                };
+                out.push(datagram);
+                got += 1;
+            }
+            if got > 0 || max == 0 {
+                return Ok(got);
+            }
+            if let Some((socket, error)) = self.take_error() {
+                return Err(RecvError::Peer(socket, error));
+            }
+            if !self.wait(timeout) {
+                return Err(RecvError::TimedOut);
+            }
+        }
     }
 
     /// Lcore side: wakes the receivers if any sleeps (once per burst).
@@ -255,6 +311,134 @@ impl<B: Buf> SocketQueue<B> {
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         ready
     }
+}
+
+/// Why [`SocketQueue::recv_into`] returned nothing.
+enum RecvError {
+    /// An ICMP error for the socket with this index.
+    Peer(u32, PeerError),
+    TimedOut,
+}
+
+/// Copies `payload` into a pool buffer and queues it for the lcore to send
+/// from `socket` to `dst` (the send path of queue-mode sockets and groups).
+fn queue_send<P: BufPool>(
+    shared: &Shared<P::Buf>,
+    pool: &P,
+    socket: SocketId,
+    payload: &[u8],
+    dst: SocketAddr,
+) -> Result<usize, SocketError> {
+    let mut buf = pool.alloc().ok_or(SocketError::NoBuffer)?;
+    if buf.tailroom() < payload.len() {
+        buf = pool.alloc_large().ok_or(SocketError::TooLarge)?;
+    }
+    if buf.headroom() < HEADERS {
+        return Err(SocketError::TooLarge);
+    }
+    buf.append(payload.len())
+        .ok_or(SocketError::TooLarge)?
+        .copy_from_slice(payload);
+    queue_buffer(shared, socket, buf, dst)?;
+    Ok(payload.len())
+}
+
+/// Queues a buffer holding a payload (with room for headers in front) for
+/// the lcore to send.
+fn queue_buffer<B: Buf>(
+    shared: &Shared<B>,
+    socket: SocketId,
+    buf: B,
+    dst: SocketAddr,
+) -> Result<(), SocketError> {
+    shared
+        .sends
+        .push(SendRequest { socket, dst, buf })
+        .map_err(|_| SocketError::Busy)
+}
+
+/// Sends a received datagram's payload from `socket` to `dst` in its own
+/// buffer (the headers in front of the payload are dropped and rebuilt by
+/// the lcore: no copy), or copied if the buffer lacks room in front.
+fn queue_forward<P: BufPool>(
+    shared: &Shared<P::Buf>,
+    pool: &P,
+    socket: SocketId,
+    datagram: Datagram<P::Buf>,
+    dst: SocketAddr,
+) -> Result<usize, SocketError> {
+    let range = datagram.payload_range();
+    if datagram.buf.headroom() + range.start < HEADERS {
+        // Not with the stack's own buffers (an mbuf keeps 128 bytes in
+        // front of the frame); kept for foreign ones.
+        return queue_send(shared, pool, socket, datagram.payload(), dst);
+    }
+    let mut buf = datagram.into_buf();
+    let len = buf.len();
+    // The payload lies in the first segment, so the front always comes off.
+    if !buf.adjust(range.start) {
+        let payload = buf.data().get(range.clone()).unwrap_or_default();
+        return queue_send(shared, pool, socket, payload, dst);
+    }
+    if !buf.trim(len - range.end) {
+        let payload = buf.data().get(..range.len()).unwrap_or_default();
+        return queue_send(shared, pool, socket, payload, dst);
+    }
+    queue_buffer(shared, socket, buf, dst)?;
+    Ok(range.len())
+}
+
+/// Asks the lcore to bind a socket delivering into `queue`; waits for the
+/// answer.
+fn bind_queue<B: Buf>(
+    shared: &Shared<B>,
+    local: SocketAddr,
+    options: BindOptions,
+    queue: &Arc<SocketQueue<B>>,
+) -> Result<(SocketId, SocketAddr), SocketError> {
+    let (reply, answer) = crossbeam_channel::bounded(1);
+    let command = Command::Bind {
+        local,
+        options,
+        queue: Arc::clone(queue),
+        reply,
+    };
+    shared
+        .commands
+        .push(command)
+        .map_err(|_| SocketError::Busy)?;
+    answer
+        .recv_timeout(Duration::from_secs(5))
+        .map_err(|_| SocketError::Closed)?
+        .map_err(SocketError::Bind)
+}
+
+/// Queues a close for the lcore, waiting (yielding the CPU) for room: the
+/// lcore drains commands on every poll; if it is gone, gives up after a
+/// bounded number of tries.
+fn queue_close<B: Buf>(shared: &Shared<B>, socket: SocketId) {
+    let mut close = Command::Close { socket };
+    for _ in 0..1_000_000 {
+        match shared.commands.push(close) {
+            Ok(()) => return,
+            Err(back) => close = back,
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Runs sends until one fails: how many succeeded, or the first error if
+/// none did.
+fn send_all(sends: impl Iterator<Item = Result<usize, SocketError>>) -> Result<usize, SocketError> {
+    let mut sent = 0;
+    for result in sends {
+        match result {
+            Ok(_) => sent += 1,
+            Err(error) if sent == 0 => return Err(error),
+            Err(_) => break,
+        }
+    }
+    Ok(sent)
 }
 
 /// A UDP socket used from application threads. Dropping it closes it.
@@ -308,23 +492,8 @@ impl<P: BufPool> StackHandle<P> {
         local: impl Into<SocketAddr>,
         options: BindOptions,
     ) -> Result<UdpSocket<P>, SocketError> {
-        let local = local.into();
         let queue = Arc::new(SocketQueue::new(self.queue_len));
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        let command = Command::Bind {
-            local,
-            options,
-            queue: Arc::clone(&queue),
-            reply,
-        };
-        self.shared
-            .commands
-            .push(command)
-            .map_err(|_| SocketError::Busy)?;
-        let (id, local) = answer
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| SocketError::Closed)?
-            .map_err(SocketError::Bind)?;
+        let (id, local) = bind_queue(&self.shared, local.into(), options, &queue)?;
         Ok(UdpSocket {
             id,
             local,
@@ -436,26 +605,12 @@ impl<P: BufPool> UdpSocket<P> {
         max: usize,
         timeout: Option<Duration>,
     ) -> Result<usize, SocketError> {
-        loop {
-            let mut got = 0;
-            while got < max {
-                let Some(datagram) = self.queue.datagrams.pop() else {
-                    break;
-                };
-                out.push(datagram);
-                got += 1;
-            }
-            if got > 0 {
-                return Ok(got);
-            }
-            // Like the kernel: queued data first, then a pending error.
-            if let Some(error) = self.queue.take_error() {
-                return Err(SocketError::Peer(error));
-            }
-            if !self.queue.wait(timeout) {
-                return Err(SocketError::TimedOut);
-            }
-        }
+        self.queue
+            .recv_into(out, max, timeout)
+            .map_err(|e| match e {
+                RecvError::Peer(_, error) => SocketError::Peer(error),
+                RecvError::TimedOut => SocketError::TimedOut,
+            })
     }
 
     /// Receives one datagram into `buf` (copying), as `UdpSocket::recv_from`.
@@ -481,26 +636,38 @@ impl<P: BufPool> UdpSocket<P> {
         payload: &[u8],
         dst: impl Into<SocketAddr>,
     ) -> Result<usize, SocketError> {
-        let dst = dst.into();
-        let mut buf = self.pool.alloc().ok_or(SocketError::NoBuffer)?;
-        if buf.tailroom() < payload.len() {
-            buf = self.pool.alloc_large().ok_or(SocketError::TooLarge)?;
-        }
-        if buf.headroom() < HEADERS {
-            return Err(SocketError::TooLarge);
-        }
-        buf.append(payload.len())
-            .ok_or(SocketError::TooLarge)?
-            .copy_from_slice(payload);
-        self.shared
-            .sends
-            .push(SendRequest {
-                socket: self.id,
-                dst,
-                buf,
-            })
-            .map_err(|_| SocketError::Busy)?;
-        Ok(payload.len())
+        queue_send(&self.shared, &*self.pool, self.id, payload, dst.into())
+    }
+
+    /// Sends each `(dst, payload)` (batch send: one call for many
+    /// datagrams, each copied into a pool buffer and queued for the lcore).
+    /// Returns how many were queued; stops at the first that cannot be
+    /// (no buffer, queue full), which is the error if it is the first.
+    pub fn send_batch<'d>(
+        &self,
+        datagrams: impl IntoIterator<Item = (SocketAddr, &'d [u8])>,
+    ) -> Result<usize, SocketError> {
+        send_all(
+            datagrams
+                .into_iter()
+                .map(|(dst, payload)| queue_send(&self.shared, &*self.pool, self.id, payload, dst)),
+        )
+    }
+
+    /// Sends a received datagram's payload on from this socket to `dst`
+    /// without copying it (its buffer is reused; the lcore rebuilds the
+    /// headers): a relay's forward in queue mode.
+    pub fn forward(
+        &self,
+        datagram: Datagram<P::Buf>,
+        dst: impl Into<SocketAddr>,
+    ) -> Result<usize, SocketError> {
+        queue_forward(&self.shared, &*self.pool, self.id, datagram, dst.into())
+    }
+
+    /// Datagrams waiting to be read.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
     }
 
     /// Datagrams dropped because this socket's queue was full.
@@ -516,17 +683,7 @@ impl<P: BufPool> UdpSocket<P> {
 
 impl<P: BufPool> Drop for UdpSocket<P> {
     fn drop(&mut self) {
-        // The lcore drains commands on every poll: wait (yielding the CPU)
-        // for room rather than leave the socket bound; if the lcore is gone,
-        // give up after a bounded number of tries.
-        let mut close = Command::Close { socket: self.id };
-        for _ in 0..1_000_000 {
-            match self.shared.commands.push(close) {
-                Ok(()) => return,
-                Err(back) => close = back,
-            }
-            std::thread::yield_now();
-        }
+        queue_close(&self.shared, self.id);
     }
 }
 

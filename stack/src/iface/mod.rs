@@ -18,7 +18,9 @@
 //! weak host model: a packet for any of our addresses is accepted on any
 //! link, as Linux does.
 
+mod app;
 mod config;
+mod deliver;
 mod fast;
 mod fast6;
 mod inspect;
@@ -30,10 +32,11 @@ pub mod tcp;
 mod tx;
 mod tx6;
 
+pub use app::{Batch, DropDatagrams, UdpContext, UdpHandler, RX_BURST};
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use inspect::{
     parse_echo_reply, AddressInfo, AddressState, CounterSnapshot, EchoReply, NeighborInfo, Prefix,
-    RouteInfo, TcpConnInfo, TcpTableEntry, UdpSocketInfo,
+    RouteInfo, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
 };
 pub use limit::TokenBucket;
 pub use tcp::{ConnId, ListenError, ListenerId, TcpEvent};
@@ -41,88 +44,24 @@ pub use tx::{SendError, TxBatch};
 
 use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborState, Probe};
-use crate::port::{Buf, MacAddr, Port, DEFAULT_BURST};
+use crate::port::{Buf, MacAddr, Port};
 use crate::reassembly::{Key6, Reassembler};
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
 use crate::route6::{Route6, RouteTable6};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::tcp::TcpError;
 use crate::time::{Duration, Instant};
-use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId, UdpTable};
+use crate::udp::{BindError, BindOptions, PeerError, SocketId, UdpTable};
 use crate::wire::ipv6::{multicast_mac, solicited_node};
 use arrayvec::ArrayVec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 /// ff02::1, the all-nodes group every IPv6 link joins.
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+use deliver::{receive_burst, report_tcp, Delivery};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tx::Out;
-
-/// Packets received per port per poll.
-pub const RX_BURST: usize = DEFAULT_BURST;
-
-/// Datagrams handed to a handler at once (consecutive datagrams of a burst
-/// for one socket).
-pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
-
-/// Receives datagrams in inline mode, on the lcore.
-pub trait UdpHandler<B: Buf> {
-    /// Called with consecutive datagrams of a burst for one socket, in
-    /// arrival order. Datagrams left in `batch` are freed afterwards.
-    fn on_datagrams<P: Port<Buf = B>>(
-        &mut self,
-        socket: SocketId,
-        batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
-    );
-
-    /// Called when an ICMP(v6) error concerns a connected socket (port
-    /// unreachable, packet too big, ...). Ignored unless overridden.
-    fn on_error<P: Port<Buf = B>>(
-        &mut self,
-        socket: SocketId,
-        error: PeerError,
-        ctx: &mut UdpContext<'_, P>,
-    ) {
-        let _ = (socket, error, ctx);
-    }
-
-    /// Called when something happened to a TCP connection (inline mode):
-    /// accepted, connected, readable, closed. Ignored unless overridden
-    /// (data then waits in the connection's buffer; its window closes).
-    fn on_tcp<P: Port<Buf = B>>(
-        &mut self,
-        conn: ConnId,
-        event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
-    ) {
-        let _ = (conn, event, ctx);
-    }
-
-    /// Called once per poll, after the burst and the timers, before the
-    /// poll's transmit flush: where an application sends on its own clock
-    /// (paced datagrams, filling TCP send buffers, its timeouts), with
-    /// `ctx.now()` as the time. Nothing unless overridden.
-    #[inline]
-    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
-        let _ = ctx;
-    }
-}
-
-/// A handler that drops everything (for stacks that only answer ARP/ICMP).
-#[derive(Debug, Default)]
-pub struct DropDatagrams;
-
-impl<B: Buf> UdpHandler<B> for DropDatagrams {
-    fn on_datagrams<P: Port<Buf = B>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<B>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-}
 
 /// One port's link-layer state: its MAC, addresses, MTU and neighbours.
 #[derive(Debug)]
@@ -385,151 +324,6 @@ impl<B: Buf> Core<B> {
     }
 }
 
-/// What a handler may do while it runs on the lcore.
-pub struct UdpContext<'a, P: Port> {
-    pub(crate) core: &'a mut Core<P::Buf>,
-    pub(crate) out: Out<'a, P>,
-    pub(crate) now: Instant,
-}
-
-impl<P: Port> UdpContext<'_, P> {
-    /// Sends `datagram`'s payload back to its sender, from the address it
-    /// was sent to, through the port it came in on, reusing its buffer
-    /// (zero-copy).
-    #[inline]
-    pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
-        tx::reply_udp_in_place(self.core, &mut self.out, datagram);
-    }
-
-    /// Sends `payload` from `socket` to `dst` (a new buffer; headers added;
-    /// the route picks the port).
-    pub fn send_to(
-        &mut self,
-        socket: SocketId,
-        dst: impl Into<SocketAddr>,
-        payload: &[u8],
-    ) -> Result<(), SendError> {
-        tx6::send_any(
-            self.core,
-            &mut self.out,
-            self.now,
-            socket,
-            dst.into(),
-            payload,
-        )
-    }
-
-    /// Forwards `datagram`'s payload from socket `from` to `dst`, as
-    /// [`UdpContext::send_to`] would send it (the route picks the link;
-    /// source: `from`'s address and port; `from`'s TOS byte), but in the
-    /// datagram's own buffer: the headers are rewritten in place and the
-    /// payload stays where it is (counted as `UdpForwardedInPlace`). Only
-    /// a change of family (an IPv4 datagram to an IPv6 peer, or back)
-    /// copies the payload into a new buffer (counted as
-    /// `UdpForwardCopies`). Per packet: no allocation.
-    pub fn forward(
-        &mut self,
-        datagram: Datagram<P::Buf>,
-        from: SocketId,
-        dst: impl Into<SocketAddr>,
-    ) -> Result<(), SendError> {
-        match (datagram.v6, canonical_dst(dst.into())) {
-            (false, SocketAddr::V4(dst)) => {
-                tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
-            }
-            (true, SocketAddr::V6(dst)) => {
-                tx6::forward_udp6(self.core, &mut self.out, self.now, datagram, from, dst)
-            }
-            (_, dst) => {
-                self.core
-                    .counters
-                    .count(crate::counters::Stat::UdpForwardCopies);
-                let payload = datagram.payload();
-                tx6::send_any(self.core, &mut self.out, self.now, from, dst, payload)
-            }
-        }
-    }
-
-    /// Connects a UDP socket to `remote` from the lcore (as
-    /// [`Interface::udp_connect`]): it then only receives from `remote`
-    /// and its sends there keep their route. False if the socket does not
-    /// exist or `remote` is of the wrong family.
-    pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
-        self.core.udp.connect(socket, remote)
-    }
-
-    /// The interface's counters.
-    pub fn counters(&self) -> &Counters {
-        &self.core.counters
-    }
-
-    /// Reads from a TCP connection into `buf` (`Ok(0)`: nothing yet, or
-    /// the end of the stream once [`UdpContext::tcp_at_eof`]).
-    pub fn tcp_recv(&mut self, conn: ConnId, buf: &mut [u8]) -> Result<usize, TcpError> {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.recv(buf))
-            .unwrap_or(Err(TcpError::NotConnected))
-    }
-
-    /// Queues what fits of `data` on a TCP connection (0 when its send
-    /// buffer is full).
-    pub fn tcp_send(&mut self, conn: ConnId, data: &[u8]) -> Result<usize, TcpError> {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.send(data))
-            .unwrap_or(Err(TcpError::NotConnected))
-    }
-
-    /// Room in a connection's send buffer, and bytes ready to read.
-    pub fn tcp_room(&mut self, conn: ConnId) -> (usize, usize) {
-        self.core
-            .tcp
-            .conn(conn)
-            .map_or((0, 0), |c| (c.send_room(), c.recv_ready()))
-    }
-
-    /// A connection's local and remote address, while it exists.
-    pub fn tcp_addresses(&self, conn: ConnId) -> Option<(SocketAddr, SocketAddr)> {
-        self.core.tcp.tuple(conn).map(|t| (t.local, t.remote))
-    }
-
-    /// A connection's figures (retransmissions, congestion window, RTT).
-    pub fn tcp_info(&self, conn: ConnId) -> Option<crate::tcp::ConnStats> {
-        self.core.tcp.peek(conn).map(|c| c.stats())
-    }
-
-    /// True once the peer closed its side and everything was read.
-    pub fn tcp_at_eof(&mut self, conn: ConnId) -> bool {
-        self.core.tcp.conn(conn).is_some_and(|c| c.at_eof())
-    }
-
-    /// Closes our side of a connection (a FIN after the queued data).
-    pub fn tcp_close(&mut self, conn: ConnId) {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.close());
-    }
-
-    /// Turns keepalive on (probe after `idle` without hearing from the
-    /// peer) or off for a connection.
-    pub fn tcp_set_keepalive(&mut self, conn: ConnId, idle: Option<Duration>) {
-        let now = self.now;
-        tcp::with_conn(self.core, &mut self.out, now, conn, |c| {
-            c.set_keepalive(idle, now)
-        });
-    }
-
-    /// Aborts a connection with a reset.
-    pub fn tcp_abort(&mut self, conn: ConnId) {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.abort());
-    }
-
-    /// Opens a TCP connection to `remote`.
-    pub fn tcp_connect(&mut self, remote: SocketAddr) -> Result<ConnId, TcpError> {
-        tcp::connect(self.core, &mut self.out, self.now, remote)
-    }
-
-    /// The time of this poll.
-    pub fn now(&self) -> Instant {
-        self.now
-    }
-}
-
 /// The IPv4/UDP stack of one lcore over one or more ports. See the module
 /// documentation.
 #[derive(Debug)]
@@ -555,13 +349,6 @@ const SEND_QUEUE: usize = 4096;
 
 /// How often neighbour timers run.
 const TIMER_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Datagrams of a burst waiting to be handed over, and the queues to wake.
-struct Delivery<B: Buf> {
-    batch: Batch<B>,
-    socket: Option<SocketId>,
-    to_wake: ArrayVec<u32, RX_BURST>,
-}
 
 impl<B: Buf> Interface<B> {
     /// An interface with connected routes for its links' addresses and a
@@ -1019,20 +806,12 @@ impl<B: Buf> Interface<B> {
                 }
             }
         }
-        let mut delivery = Delivery {
-            batch: ArrayVec::new(),
-            socket: None,
-            to_wake: ArrayVec::new(),
-        };
+        let mut delivery = Delivery::new();
         let mut received = 0;
         for link in 0..links {
             received += receive_burst(core, queues, &mut out, link, now, handler, &mut delivery);
         }
-        for index in delivery.to_wake {
-            if let Some(Some(queue)) = queues.get(index as usize) {
-                queue.wake();
-            }
-        }
+        delivery.wake_queues(queues);
         if now >= *next_timers {
             *next_timers = now + TIMER_INTERVAL;
             run_timers(core, probes, &mut out, now);
@@ -1129,176 +908,6 @@ pub(crate) fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> 
             .iter()
             .any(|l| l.has_address6(v6) || l.is_tentative6(v6)),
     }
-}
-
-/// Receives one burst from `link` and hands its datagrams over as they
-/// come, in arrival order; consecutive ones for the same socket travel
-/// together. Returns the number of frames received.
-fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
-    core: &mut Core<B>,
-    queues: &[Option<Arc<SocketQueue<B>>>],
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    handler: &mut H,
-    delivery: &mut Delivery<B>,
-) -> usize {
-    let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
-    let Some(port) = out.port(link) else {
-        return 0;
-    };
-    let received = port.rx_burst(&mut burst, RX_BURST);
-    for buf in burst.drain(..) {
-        match fast::try_udp(core, link, buf) {
-            // Straight into the batch: no intermediate copy of the datagram.
-            fast::Fast::Deliver(socket, datagram) => {
-                deliver(core, queues, out, now, handler, delivery, socket, datagram)
-            }
-            fast::Fast::General(buf) => {
-                let mut delivered = None;
-                rx::receive_frame(core, out, link, now, buf, &mut delivered);
-                if let Some((socket, datagram)) = delivered {
-                    deliver(core, queues, out, now, handler, delivery, socket, datagram);
-                }
-            }
-        }
-    }
-    if let Some(socket) = delivery.socket.take() {
-        hand_over(core, queues, socket, out, now, handler, delivery);
-    }
-    if !core.socket_errors.is_empty() {
-        report_errors(core, queues, out, now, handler, delivery);
-    }
-    if !core.tcp.events.is_empty() {
-        report_tcp(core, out, now, handler);
-    }
-    received
-}
-
-/// Hands the TCP events of a burst (or of the timers) to the handler, once
-/// each; events the handler's own calls cause wait for the next poll.
-#[inline(never)]
-fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
-    core: &mut Core<B>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    handler: &mut H,
-) {
-    // The list is taken for the calls (they may add events for the next
-    // poll) and its allocation handed back after.
-    let mut events = core::mem::take(&mut core.tcp.events);
-    for &(conn, event) in &events {
-        let mut ctx = UdpContext {
-            core,
-            out: out.reborrow(),
-            now,
-        };
-        handler.on_tcp(conn, event, &mut ctx);
-    }
-    events.clear();
-    if core.tcp.events.is_empty() {
-        core.tcp.events = events;
-    }
-}
-
-/// Hands the burst's ICMP errors to their sockets: recorded in the queue
-/// (queue mode; its receivers are woken after the poll) or passed to the
-/// handler (inline mode).
-#[inline(never)]
-fn report_errors<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
-    core: &mut Core<B>,
-    queues: &[Option<Arc<SocketQueue<B>>>],
-    out: &mut Out<'_, P>,
-    now: Instant,
-    handler: &mut H,
-    delivery: &mut Delivery<B>,
-) {
-    let errors = core::mem::take(&mut core.socket_errors);
-    for (socket, error) in errors {
-        core.counters
-            .count(crate::counters::Stat::IcmpErrorsToSockets);
-        let index = socket.index();
-        match queues.get(index as usize) {
-            Some(Some(queue)) => {
-                queue.set_error(error);
-                if !delivery.to_wake.contains(&index) {
-                    let _ = delivery.to_wake.try_push(index);
-                }
-            }
-            _ => {
-                let mut ctx = UdpContext {
-                    core,
-                    out: out.reborrow(),
-                    now,
-                };
-                handler.on_error(socket, error, &mut ctx);
-            }
-        }
-    }
-}
-
-/// Adds a datagram to the batch of consecutive datagrams for one socket,
-/// handing the previous socket's batch over first if this one differs.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn deliver<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
-    core: &mut Core<B>,
-    queues: &[Option<Arc<SocketQueue<B>>>],
-    out: &mut Out<'_, P>,
-    now: Instant,
-    handler: &mut H,
-    delivery: &mut Delivery<B>,
-    socket: SocketId,
-    mut datagram: Datagram<B>,
-) {
-    datagram.socket = socket;
-    if delivery.socket != Some(socket) {
-        if let Some(previous) = delivery.socket {
-            hand_over(core, queues, previous, out, now, handler, delivery);
-        }
-        delivery.socket = Some(socket);
-    }
-    // A batch holds a whole burst, so there is always room.
-    if delivery.batch.try_push(datagram).is_err() {
-        core.counters.count_drop(DropReason::UdpQueueFull);
-    }
-}
-
-/// Hands one socket's consecutive datagrams over: to its queue (queue mode;
-/// the queue is noted in `to_wake`, woken once after the poll) or to one
-/// handler call (inline mode). Leaves the batch empty. Inlined at both call
-/// sites: with traffic spread over many sockets it runs once per packet.
-#[inline(always)]
-fn hand_over<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
-    core: &mut Core<B>,
-    queues: &[Option<Arc<SocketQueue<B>>>],
-    socket: SocketId,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    handler: &mut H,
-    delivery: &mut Delivery<B>,
-) {
-    let index = socket.index();
-    match queues.get(index as usize) {
-        Some(Some(queue)) => {
-            let (pushed, dropped) = queue.push_all(delivery.batch.drain(..));
-            for _ in 0..dropped {
-                core.counters.count_drop(DropReason::UdpQueueFull);
-            }
-            if pushed > 0 && !delivery.to_wake.contains(&index) {
-                let _ = delivery.to_wake.try_push(index);
-            }
-        }
-        _ => {
-            let mut ctx = UdpContext {
-                core,
-                out: out.reborrow(),
-                now,
-            };
-            handler.on_datagrams(socket, &mut delivery.batch, &mut ctx);
-        }
-    }
-    delivery.batch.clear();
 }
 
 /// Applies binds, connects and closes from application threads.

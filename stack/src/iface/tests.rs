@@ -28,6 +28,19 @@ fn stack() -> (Interface<MemBuf>, MemPort) {
     (iface, port)
 }
 
+/// [`stack`] with the peer's MAC learned (from its ARP request).
+fn stack_knowing_peer() -> (Interface<MemBuf>, MemPort) {
+    let (mut iface, mut port) = stack();
+    port.push_rx(&arp(
+        ArpOperation::Request,
+        (PEER_MAC, PEER_IP),
+        (MacAddr::default(), OUR_IP),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    port.take_tx();
+    (iface, port)
+}
+
 fn ethernet(dst: MacAddr, src: MacAddr, ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
     let mut frame = vec![0u8; 14 + payload.len()];
     let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
@@ -821,14 +834,7 @@ fn a_fragmented_datagram_is_reassembled_and_echoed() {
 
 #[test]
 fn a_connected_socket_keeps_its_route_until_something_changes() {
-    let (mut iface, mut port) = stack();
-    port.push_rx(&arp(
-        ArpOperation::Request,
-        (PEER_MAC, PEER_IP),
-        (MacAddr::default(), OUR_IP),
-    ));
-    poll(&mut iface, &mut port, &mut DropDatagrams);
-    port.take_tx();
+    let (mut iface, mut port) = stack_knowing_peer();
     let socket = iface
         .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
         .unwrap();
@@ -856,6 +862,48 @@ fn a_connected_socket_keeps_its_route_until_something_changes() {
     assert_eq!(iface_lookups(&iface), 2, "a route change invalidates it");
     let out = port.take_tx();
     assert_eq!(out.len(), 4);
+    assert!(out
+        .iter()
+        .all(|f| EthernetFrame::new_checked(&f[..]).unwrap().dst() == PEER_MAC));
+}
+
+#[test]
+fn an_unconnected_socket_keeps_the_route_to_its_latest_destination() {
+    let (mut iface, mut port) = stack_knowing_peer();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
+    let send = |iface: &mut Interface<MemBuf>, port: &mut MemPort, dst| {
+        iface
+            .send_to(port, Instant::ZERO, socket, dst, b"rtp")
+            .unwrap()
+    };
+    let peer = SocketAddrV4::new(PEER_IP, 40000);
+    for _ in 0..3 {
+        send(&mut iface, &mut port, peer);
+    }
+    assert_eq!(iface_lookups(&iface), 1, "one peer: one lookup");
+    send(&mut iface, &mut port, SocketAddrV4::new(PEER_IP, 40002));
+    assert_eq!(iface_lookups(&iface), 1, "another port of the same host");
+    let other = Ipv4Addr::new(10, 0, 0, 3);
+    iface
+        .send_to(
+            &mut port,
+            Instant::ZERO,
+            socket,
+            SocketAddrV4::new(other, 9),
+            b"x",
+        )
+        .unwrap();
+    assert_eq!(iface_lookups(&iface), 2, "another host: looked up");
+    port.take_tx();
+    // Its pending neighbour entry changed the neighbour generation: the
+    // next send looks up again, then the route is kept once more.
+    send(&mut iface, &mut port, peer);
+    send(&mut iface, &mut port, peer);
+    assert_eq!(iface_lookups(&iface), 3);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 2);
     assert!(out
         .iter()
         .all(|f| EthernetFrame::new_checked(&f[..]).unwrap().dst() == PEER_MAC));
@@ -1014,3 +1062,5 @@ mod routes6;
 mod tcp;
 
 mod tos;
+
+mod batch;

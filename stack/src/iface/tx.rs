@@ -298,6 +298,7 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         link,
         v6,
         socket,
+        received_at: _,
     } = datagram;
     let link = usize::from(link);
     let tos = core.udp.tos(socket);
@@ -750,8 +751,8 @@ fn send_on_path<P: Port>(
 }
 
 /// Sends a finished frame along `path`: the socket's cached next hop, the
-/// broadcast address, or the neighbour cache (remembering the route for a
-/// connected socket once it resolves).
+/// broadcast address, or the neighbour cache (the socket remembers the
+/// route to this destination once it resolves).
 #[allow(clippy::too_many_arguments)]
 fn send_framed<P: Port>(
     core: &mut Core<P::Buf>,
@@ -776,12 +777,13 @@ fn send_framed<P: Port>(
     match core.links[link].neighbors.resolve(path.via, buf, now) {
         Resolution::Ready(mut buf, next_hop) => {
             let route = CachedRoute {
+                dst: *dst.ip(),
                 generation: path.generation,
                 source: path.source,
                 mac: next_hop,
                 link: link as u16,
             };
-            core.udp.remember_route(socket, dst, route);
+            core.udp.remember_route(socket, route);
             set_destination_mac(&mut buf, next_hop);
             transmit_ipv4(core, out, link, buf);
             Ok(())

@@ -119,6 +119,30 @@ impl Lcore {
     }
 }
 
+impl Lcore {
+    /// Teaches the interface the peer's MAC (an ARP request from it) and
+    /// waits for the reply.
+    fn learn_peer(&self) {
+        let mut arp = [0u8; 28];
+        ArpRepr {
+            operation: ArpOperation::Request,
+            sender_mac: PEER_MAC,
+            sender_ip: PEER_IP,
+            target_mac: MacAddr::default(),
+            target_ip: OUR_IP,
+        }
+        .emit(&mut arp);
+        let mut frame = vec![0u8; 42];
+        let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+        eth.set_dst(MacAddr::BROADCAST);
+        eth.set_src(PEER_MAC);
+        eth.set_ethertype(EtherType::Arp);
+        eth.payload_mut().copy_from_slice(&arp);
+        self.inject(&[frame]);
+        self.wait_for_tx(2);
+    }
+}
+
 impl Drop for Lcore {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -210,24 +234,7 @@ fn send_to_from_an_app_thread_leaves_through_the_lcore() {
         .handle
         .udp_bind(SocketAddrV4::new(OUR_IP, 6000))
         .unwrap();
-    // Teach the interface the peer's MAC first.
-    let mut arp = [0u8; 28];
-    ArpRepr {
-        operation: ArpOperation::Request,
-        sender_mac: PEER_MAC,
-        sender_ip: PEER_IP,
-        target_mac: MacAddr::default(),
-        target_ip: OUR_IP,
-    }
-    .emit(&mut arp);
-    let mut frame = vec![0u8; 42];
-    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
-    eth.set_dst(MacAddr::BROADCAST);
-    eth.set_src(PEER_MAC);
-    eth.set_ethertype(EtherType::Arp);
-    eth.payload_mut().copy_from_slice(&arp);
-    lcore.inject(&[frame]);
-    lcore.wait_for_tx(2);
+    lcore.learn_peer();
     let sender = thread::spawn(move || {
         socket
             .send_to(b"from a thread", SocketAddrV4::new(PEER_IP, 7777))
@@ -388,3 +395,5 @@ fn a_connected_socket_hears_icmp_errors_on_its_next_receive() {
     );
     assert_eq!(lcore.counters.get(Stat::IcmpErrorsToSockets), 2);
 }
+
+mod group;

@@ -6,6 +6,7 @@ pub mod table;
 pub use table::{BindError, BindOptions, SocketId, UdpTable};
 
 use crate::port::Buf;
+use crate::time::Instant;
 use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use core::ops::Range;
 
@@ -13,7 +14,7 @@ use core::ops::Range;
 /// its payload lies in it. Addresses and ports are read from the frame when
 /// asked for ([`Datagram::src`], [`Datagram::dst`]): the frame always holds
 /// an Ethernet header, an IPv4 or IPv6 header at byte 14 and the UDP header
-/// right before the payload. 32 bytes, moved by value per packet.
+/// right before the payload. 40 bytes, moved by value per packet.
 #[derive(Debug)]
 pub struct Datagram<B: Buf> {
     pub(crate) buf: B,
@@ -35,6 +36,9 @@ pub struct Datagram<B: Buf> {
     /// The socket it was delivered to (set on delivery): a reply or a
     /// forward reads that socket's TOS byte.
     pub(crate) socket: SocketId,
+    /// When it was received: the poll's time, read once before the rx
+    /// burst (set on delivery).
+    pub(crate) received_at: Instant,
 }
 
 /// The (source, destination) addresses and ports of a validated frame whose
@@ -84,12 +88,22 @@ impl<B: Buf> Datagram<B> {
             link,
             v6: false,
             socket: SocketId::UNSET,
+            received_at: Instant::ZERO,
         }
     }
 
     /// The socket it was delivered to.
     pub fn socket(&self) -> SocketId {
         self.socket
+    }
+
+    /// When it was received: the time the lcore passed to the poll whose rx
+    /// burst brought it (the TSC read once per poll, just before the burst,
+    /// on DPDK lcores), so the datagrams of one burst share it. The
+    /// equivalent of `SO_TIMESTAMP`, kept in queue mode too (RTP jitter
+    /// measures arrival, not the application's read).
+    pub fn received_at(&self) -> Instant {
+        self.received_at
     }
 
     /// The sender.

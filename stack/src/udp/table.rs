@@ -104,6 +104,8 @@ pub struct FlowKey {
 /// The route a connected socket keeps, valid while `generation` is current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CachedRoute {
+    /// The destination it leads to.
+    pub dst: Ipv4Addr,
     /// The route table and neighbour cache generation it was computed under.
     pub generation: u64,
     /// Our source address for it.
@@ -219,8 +221,48 @@ struct Socket {
     remote: Option<SocketAddr>,
     options: BindOptions,
     group: Option<usize>,
-    /// Connected sockets: the route to their peer (early demux on send).
-    route: Option<CachedRoute>,
+}
+
+/// What the send path reads of a socket, in one 32-byte slot of a dense
+/// array (indexed like `sockets`): with tens of thousands of sockets a
+/// forward or send touches one line of the table, not the three of the
+/// socket's [`Socket`] and [`Hot`] entries.
+#[derive(Debug, Clone, Copy)]
+struct SendSlot {
+    /// The route to the last destination sent to (valid with [`ROUTED`]).
+    route: CachedRoute,
+    /// The IPv4 address it speaks from (0: any), with [`SPEAKS_V4`].
+    local4: u32,
+    port: u16,
+    tos: u8,
+    /// [`LIVE`], [`SPEAKS_V4`], [`ROUTED`].
+    flags: u8,
+}
+
+// Two slots per cache line.
+const _: () = assert!(core::mem::size_of::<SendSlot>() == 32);
+
+/// A bound socket's slot.
+const LIVE: u8 = 1;
+/// The socket speaks IPv4 (an IPv4 socket, or an IPv6 one that hears IPv4).
+const SPEAKS_V4: u8 = 2;
+/// `route` holds a route.
+const ROUTED: u8 = 4;
+
+impl SendSlot {
+    const EMPTY: SendSlot = SendSlot {
+        route: CachedRoute {
+            dst: Ipv4Addr::UNSPECIFIED,
+            generation: 0,
+            source: Ipv4Addr::UNSPECIFIED,
+            mac: crate::port::MacAddr([0; 6]),
+            link: 0,
+        },
+        local4: 0,
+        port: 0,
+        tos: 0,
+        flags: 0,
+    };
 }
 
 /// What lookup reads of a socket (its whole match state and its chain
@@ -315,9 +357,8 @@ pub struct UdpTable {
     sockets: Vec<Option<Socket>>,
     /// Lookup's view of each socket (same index as `sockets`).
     hot: Vec<Hot>,
-    /// Each socket's TOS byte (same index; one byte each, so the send and
-    /// reply paths read it from a dense array even with many sockets).
-    tos: Vec<u8>,
+    /// What sending reads of each socket (same index).
+    send: Vec<SendSlot>,
     free: Vec<u32>,
     /// First socket bound to each port.
     ports: Box<[u32; 1 << 16]>,
@@ -336,7 +377,7 @@ impl UdpTable {
         UdpTable {
             sockets: Vec::new(),
             hot: Vec::new(),
-            tos: Vec::new(),
+            send: Vec::new(),
             free: Vec::new(),
             addresses: Vec::new(),
             ports: vec![NONE; 1 << 16]
@@ -383,7 +424,6 @@ impl UdpTable {
             remote: None,
             options,
             group,
-            route: None,
         };
         let hot = Hot {
             local: key,
@@ -397,17 +437,25 @@ impl UdpTable {
             group: group.map_or(NONE, |g| g as u32),
             next_on_port: NONE,
         };
+        let v4 = socket_views.v4;
+        let send = SendSlot {
+            local4: v4.unwrap_or(0) as u32,
+            port: local.port(),
+            tos: options.tos,
+            flags: LIVE | if v4.is_some() { SPEAKS_V4 } else { 0 },
+            ..SendSlot::EMPTY
+        };
         let id = match self.free.pop() {
             Some(slot) => {
                 self.sockets[slot as usize] = Some(socket);
                 self.hot[slot as usize] = hot;
-                self.tos[slot as usize] = options.tos;
+                self.send[slot as usize] = send;
                 SocketId(slot)
             }
             None => {
                 self.sockets.push(Some(socket));
                 self.hot.push(hot);
-                self.tos.push(options.tos);
+                self.send.push(send);
                 SocketId((self.sockets.len() - 1) as u32)
             }
         };
@@ -599,7 +647,7 @@ impl UdpTable {
             return false;
         }
         let was_connected = socket.remote.replace(remote).is_some();
-        socket.route = None;
+        self.send[id.0 as usize].flags &= !ROUTED;
         hot.remote = key_of(peer.ip());
         hot.remote_port = remote.port();
         hot.connected = true;
@@ -622,7 +670,7 @@ impl UdpTable {
         let Some(socket) = self.sockets[id.0 as usize].take() else {
             return false;
         };
-        self.tos[id.0 as usize] = 0;
+        self.send[id.0 as usize] = SendSlot::EMPTY;
         self.bound -= 1;
         if let Some(g) = socket.group {
             let group = &mut self.groups[g];
@@ -644,7 +692,7 @@ impl UdpTable {
     /// such socket). Per packet: one byte load.
     #[inline]
     pub fn tos(&self, id: SocketId) -> u8 {
-        self.tos.get(id.0 as usize).copied().unwrap_or(0)
+        self.send.get(id.0 as usize).map_or(0, |s| s.tos)
     }
 
     /// The peer a socket is connected to, if it is.
@@ -655,13 +703,11 @@ impl UdpTable {
     /// The IPv4 address a socket speaks from to IPv4 peers: its own for an
     /// IPv4 socket, the mapped one or ANY for an IPv6 socket that hears
     /// IPv4; `None` for a socket that does not (or does not exist).
+    #[inline]
     pub fn local_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
-        let socket = self.socket(id)?;
-        let key = self.hot[id.0 as usize].views().v4?;
-        Some(SocketAddrV4::new(
-            Ipv4Addr::from(key as u32),
-            socket.local.port(),
-        ))
+        let slot = self.send.get(id.0 as usize)?;
+        (slot.flags & (LIVE | SPEAKS_V4) == LIVE | SPEAKS_V4)
+            .then(|| SocketAddrV4::new(Ipv4Addr::from(slot.local4), slot.port))
     }
 
     /// The IPv4 peer of a connected socket (IPv4-mapped peers of IPv6
@@ -673,8 +719,10 @@ impl UdpTable {
         }
     }
 
-    /// The route a connected socket keeps to `dst`, if it is still valid
-    /// under `generation`.
+    /// The route a socket keeps to the last destination it sent to (its
+    /// peer, if connected), if that is `dst` and the route is still valid
+    /// under `generation`: a socket that talks to one peer, connected or
+    /// not (an RTP leg), skips the route and neighbour lookups.
     #[inline]
     pub fn cached_route(
         &self,
@@ -682,17 +730,19 @@ impl UdpTable {
         dst: SocketAddrV4,
         generation: u64,
     ) -> Option<CachedRoute> {
-        let socket = self.socket(id)?;
-        let route = socket.route?;
-        let connected_to_dst = socket.remote.map(canonical) == Some(SocketAddr::V4(dst));
-        (connected_to_dst && route.generation == generation).then_some(route)
+        let slot = self.send.get(id.0 as usize)?;
+        let route = slot.route;
+        let valid = slot.flags & ROUTED != 0 && route.generation == generation;
+        (valid && route.dst == *dst.ip()).then_some(route)
     }
 
-    /// Lets a socket connected to `dst` keep `route` (others ignore it).
-    pub fn remember_route(&mut self, id: SocketId, dst: SocketAddrV4, route: CachedRoute) {
-        if let Some(Some(socket)) = self.sockets.get_mut(id.0 as usize) {
-            if socket.remote.map(canonical) == Some(SocketAddr::V4(dst)) {
-                socket.route = Some(route);
+    /// Lets a socket keep `route` to its latest destination.
+    #[inline]
+    pub fn remember_route(&mut self, id: SocketId, route: CachedRoute) {
+        if let Some(slot) = self.send.get_mut(id.0 as usize) {
+            if slot.flags & LIVE != 0 {
+                slot.route = route;
+                slot.flags |= ROUTED;
             }
         }
     }
@@ -705,6 +755,15 @@ impl UdpTable {
     /// True if no socket is bound.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every bound socket: its id, its address and its peer if it is
+    /// connected, in id order. Control path: for listings, not per packet.
+    pub fn sockets(&self) -> impl Iterator<Item = (SocketId, SocketAddr, Option<SocketAddr>)> + '_ {
+        (self.sockets.iter().enumerate()).filter_map(|(index, socket)| {
+            let socket = socket.as_ref()?;
+            Some((SocketId(index as u32), socket.local, socket.remote))
+        })
     }
 
     fn socket(&self, id: SocketId) -> Option<&Socket> {

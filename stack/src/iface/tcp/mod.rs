@@ -398,6 +398,36 @@ impl<B: Buf> TcpCore<B> {
         tuple.hash(&mut hasher);
         hasher.finish()
     }
+
+    /// Every connection (handshakes and TIME-WAIT included): its id,
+    /// addresses and state machine. Control path only (consoles).
+    pub(crate) fn each_connection(
+        &self,
+    ) -> impl Iterator<Item = (ConnId, FourTuple, &Connection)> + '_ {
+        let generations = &self.generations;
+        (self.slots.iter().enumerate()).filter_map(move |(index, slot)| {
+            let slot = slot.as_ref()?;
+            let id = ConnId {
+                index: index as u32,
+                generation: *generations.get(index)?,
+            };
+            Some((id, slot.tuple, &slot.conn))
+        })
+    }
+
+    /// Every open listener with its queue depths. Control path only.
+    pub(crate) fn each_listener(
+        &self,
+    ) -> impl Iterator<Item = super::inspect::TcpListenerInfo> + '_ {
+        use super::inspect::TcpListenerInfo;
+        let open = self.listeners.iter().filter(|l| l.backlog > 0);
+        open.map(|l| TcpListenerInfo {
+            local: l.local,
+            backlog: l.backlog,
+            handshakes: l.pending,
+            accept_queued: l.accept.as_ref().map_or(0, |q| q.streams.len()),
+        })
+    }
 }
 
 /// After a segment, a timer or an application call touched connection

@@ -203,6 +203,30 @@ fn close_frees_the_address_and_the_slot() {
 }
 
 #[test]
+fn sockets_lists_the_bound_ones_with_their_peers() {
+    let mut t = UdpTable::new(1);
+    let a = t
+        .bind(addr(HOST, 53), BindOptions::default(), local)
+        .unwrap();
+    let b = t
+        .bind(addr(HOST2, 5000), BindOptions::default(), local)
+        .unwrap();
+    let c = t
+        .bind(addr(HOST, 6000), BindOptions::default(), local)
+        .unwrap();
+    assert!(t.connect(b, addr(PEER, 7000)));
+    assert!(t.close(a));
+    let listed: Vec<_> = t.sockets().collect();
+    assert_eq!(
+        listed,
+        [
+            (b, addr(HOST2, 5000).into(), Some(addr(PEER, 7000).into())),
+            (c, addr(HOST, 6000).into(), None),
+        ]
+    );
+}
+
+#[test]
 fn lookup_does_not_depend_on_how_many_sockets_exist() {
     let mut t = UdpTable::new(1);
     for port in 10_000..20_000 {

@@ -1,0 +1,277 @@
+//! What applications see of the lcore in inline mode: the [`UdpHandler`]
+//! an interface calls with received datagrams (and TCP events and a
+//! per-poll tick), and the [`UdpContext`] through which a handler sends,
+//! replies, forwards and works its TCP connections while it runs.
+//!
+//! Invariants: a context lives only for one handler call and borrows the
+//! interface's state and the poll's transmit batches, so whatever a
+//! handler sends leaves in the poll's bursts; the context's time is the
+//! poll's (`now`), never a clock read.
+
+use super::tx::Out;
+use super::{canonical_dst, tcp, tx, tx6, ConnId, Core, SendError, TcpEvent};
+use crate::counters::Counters;
+use crate::port::{Buf, Port, DEFAULT_BURST};
+use crate::tcp::TcpError;
+use crate::time::{Duration, Instant};
+use crate::udp::{Datagram, PeerError, SocketId};
+use arrayvec::ArrayVec;
+use core::net::SocketAddr;
+
+/// Packets received per port per poll.
+pub const RX_BURST: usize = DEFAULT_BURST;
+
+/// Datagrams handed to a handler at once (consecutive datagrams of a burst
+/// for one socket).
+pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
+
+/// Receives datagrams in inline mode, on the lcore.
+pub trait UdpHandler<B: Buf> {
+    /// Called with consecutive datagrams of a burst for one socket, in
+    /// arrival order. Datagrams left in `batch` are freed afterwards.
+    fn on_datagrams<P: Port<Buf = B>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<B>,
+        ctx: &mut UdpContext<'_, P>,
+    );
+
+    /// `true` to take each rx burst's datagrams for inline sockets in one
+    /// [`UdpHandler::on_burst`] call across sockets (batch receive, as a
+    /// media server with thousands of sockets wants: one call per burst,
+    /// each datagram naming its socket, source and receive time), instead
+    /// of one [`UdpHandler::on_datagrams`] call per run of one socket's
+    /// datagrams. A compile-time choice: the per-packet path tests a
+    /// constant.
+    const WHOLE_BURSTS: bool = false;
+
+    /// With [`UdpHandler::WHOLE_BURSTS`]: the datagrams of one rx burst for
+    /// inline sockets, across sockets, in arrival order; each names its
+    /// socket ([`Datagram::socket`]), source ([`Datagram::src`]) and
+    /// receive time ([`Datagram::received_at`]). Datagrams left in `batch`
+    /// are freed afterwards. Unless overridden, each run of one socket's
+    /// datagrams goes to [`UdpHandler::on_datagrams`].
+    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut UdpContext<'_, P>) {
+        let mut run = Batch::new();
+        let mut datagrams = batch.drain(..).peekable();
+        while let Some(first) = datagrams.next() {
+            let socket = first.socket();
+            run.push(first);
+            while let Some(next) = datagrams.next_if(|d| d.socket() == socket) {
+                run.push(next);
+            }
+            self.on_datagrams(socket, &mut run, ctx);
+            run.clear();
+        }
+    }
+
+    /// Called when an ICMP(v6) error concerns a connected socket (port
+    /// unreachable, packet too big, ...). Ignored unless overridden.
+    fn on_error<P: Port<Buf = B>>(
+        &mut self,
+        socket: SocketId,
+        error: PeerError,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        let _ = (socket, error, ctx);
+    }
+
+    /// Called when something happened to a TCP connection (inline mode):
+    /// accepted, connected, readable, closed. Ignored unless overridden
+    /// (data then waits in the connection's buffer; its window closes).
+    fn on_tcp<P: Port<Buf = B>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        let _ = (conn, event, ctx);
+    }
+
+    /// Called once per poll, after the burst and the timers, before the
+    /// poll's transmit flush: where an application sends on its own clock
+    /// (paced datagrams, filling TCP send buffers, its timeouts), with
+    /// `ctx.now()` as the time. Nothing unless overridden.
+    #[inline]
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+        let _ = ctx;
+    }
+}
+
+/// A handler that drops everything (for stacks that only answer ARP/ICMP).
+#[derive(Debug, Default)]
+pub struct DropDatagrams;
+
+impl<B: Buf> UdpHandler<B> for DropDatagrams {
+    fn on_datagrams<P: Port<Buf = B>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<B>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+}
+
+/// What a handler may do while it runs on the lcore.
+pub struct UdpContext<'a, P: Port> {
+    pub(crate) core: &'a mut Core<P::Buf>,
+    pub(crate) out: Out<'a, P>,
+    pub(crate) now: Instant,
+}
+
+impl<P: Port> UdpContext<'_, P> {
+    /// Sends `datagram`'s payload back to its sender, from the address it
+    /// was sent to, through the port it came in on, reusing its buffer
+    /// (zero-copy).
+    #[inline]
+    pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
+        tx::reply_udp_in_place(self.core, &mut self.out, datagram);
+    }
+
+    /// Sends `payload` from `socket` to `dst` (a new buffer; headers added;
+    /// the route picks the port).
+    pub fn send_to(
+        &mut self,
+        socket: SocketId,
+        dst: impl Into<SocketAddr>,
+        payload: &[u8],
+    ) -> Result<(), SendError> {
+        tx6::send_any(
+            self.core,
+            &mut self.out,
+            self.now,
+            socket,
+            dst.into(),
+            payload,
+        )
+    }
+
+    /// Sends each `(dst, payload)` from `socket` (batch send: one call for
+    /// many datagrams; they leave in this poll's transmit bursts). Returns
+    /// how many were sent; a datagram that cannot be sent (no route, no
+    /// buffer, unresolved neighbour) is skipped and counted by reason in
+    /// the interface's counters, as [`UdpContext::send_to`] counts it.
+    pub fn send_batch<'d>(
+        &mut self,
+        socket: SocketId,
+        datagrams: impl IntoIterator<Item = (SocketAddr, &'d [u8])>,
+    ) -> usize {
+        let mut sent = 0;
+        for (dst, payload) in datagrams {
+            if self.send_to(socket, dst, payload).is_ok() {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    /// Forwards `datagram`'s payload from socket `from` to `dst`, as
+    /// [`UdpContext::send_to`] would send it (the route picks the link;
+    /// source: `from`'s address and port; `from`'s TOS byte), but in the
+    /// datagram's own buffer: the headers are rewritten in place and the
+    /// payload stays where it is (counted as `UdpForwardedInPlace`). Only
+    /// a change of family (an IPv4 datagram to an IPv6 peer, or back)
+    /// copies the payload into a new buffer (counted as
+    /// `UdpForwardCopies`). Per packet: no allocation.
+    pub fn forward(
+        &mut self,
+        datagram: Datagram<P::Buf>,
+        from: SocketId,
+        dst: impl Into<SocketAddr>,
+    ) -> Result<(), SendError> {
+        match (datagram.v6, canonical_dst(dst.into())) {
+            (false, SocketAddr::V4(dst)) => {
+                tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
+            }
+            (true, SocketAddr::V6(dst)) => {
+                tx6::forward_udp6(self.core, &mut self.out, self.now, datagram, from, dst)
+            }
+            (_, dst) => {
+                self.core
+                    .counters
+                    .count(crate::counters::Stat::UdpForwardCopies);
+                let payload = datagram.payload();
+                tx6::send_any(self.core, &mut self.out, self.now, from, dst, payload)
+            }
+        }
+    }
+
+    /// Connects a UDP socket to `remote` from the lcore (as
+    /// [`Interface::udp_connect`]): it then only receives from `remote`
+    /// and its sends there keep their route. False if the socket does not
+    /// exist or `remote` is of the wrong family.
+    pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
+        self.core.udp.connect(socket, remote)
+    }
+
+    /// The interface's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.core.counters
+    }
+
+    /// Reads from a TCP connection into `buf` (`Ok(0)`: nothing yet, or
+    /// the end of the stream once [`UdpContext::tcp_at_eof`]).
+    pub fn tcp_recv(&mut self, conn: ConnId, buf: &mut [u8]) -> Result<usize, TcpError> {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.recv(buf))
+            .unwrap_or(Err(TcpError::NotConnected))
+    }
+
+    /// Queues what fits of `data` on a TCP connection (0 when its send
+    /// buffer is full).
+    pub fn tcp_send(&mut self, conn: ConnId, data: &[u8]) -> Result<usize, TcpError> {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.send(data))
+            .unwrap_or(Err(TcpError::NotConnected))
+    }
+
+    /// Room in a connection's send buffer, and bytes ready to read.
+    pub fn tcp_room(&mut self, conn: ConnId) -> (usize, usize) {
+        self.core
+            .tcp
+            .conn(conn)
+            .map_or((0, 0), |c| (c.send_room(), c.recv_ready()))
+    }
+
+    /// A connection's local and remote address, while it exists.
+    pub fn tcp_addresses(&self, conn: ConnId) -> Option<(SocketAddr, SocketAddr)> {
+        self.core.tcp.tuple(conn).map(|t| (t.local, t.remote))
+    }
+
+    /// A connection's figures (retransmissions, congestion window, RTT).
+    pub fn tcp_info(&self, conn: ConnId) -> Option<crate::tcp::ConnStats> {
+        self.core.tcp.peek(conn).map(|c| c.stats())
+    }
+
+    /// True once the peer closed its side and everything was read.
+    pub fn tcp_at_eof(&mut self, conn: ConnId) -> bool {
+        self.core.tcp.conn(conn).is_some_and(|c| c.at_eof())
+    }
+
+    /// Closes our side of a connection (a FIN after the queued data).
+    pub fn tcp_close(&mut self, conn: ConnId) {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.close());
+    }
+
+    /// Turns keepalive on (probe after `idle` without hearing from the
+    /// peer) or off for a connection.
+    pub fn tcp_set_keepalive(&mut self, conn: ConnId, idle: Option<Duration>) {
+        let now = self.now;
+        tcp::with_conn(self.core, &mut self.out, now, conn, |c| {
+            c.set_keepalive(idle, now)
+        });
+    }
+
+    /// Aborts a connection with a reset.
+    pub fn tcp_abort(&mut self, conn: ConnId) {
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.abort());
+    }
+
+    /// Opens a TCP connection to `remote`.
+    pub fn tcp_connect(&mut self, remote: SocketAddr) -> Result<ConnId, TcpError> {
+        tcp::connect(self.core, &mut self.out, self.now, remote)
+    }
+
+    /// The time of this poll.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+}

@@ -1,0 +1,237 @@
+//! Handing received datagrams over: a burst's datagrams go, in arrival
+//! order, to socket queues (queue mode) or to the handler (inline mode),
+//! consecutive datagrams of one socket in one call; ICMP errors and TCP
+//! events of the burst follow.
+//!
+//! Invariants: every datagram is handed over or dropped and counted; each
+//! datagram carries its socket and the poll's time when handed over; a
+//! queue is woken at most once per poll (its receivers, if any sleep).
+
+use super::tx::Out;
+use super::{fast, rx, Batch, Core, UdpContext, UdpHandler, RX_BURST};
+use crate::counters::DropReason;
+use crate::port::{Buf, Port};
+use crate::socket::SocketQueue;
+use crate::time::Instant;
+use crate::udp::{Datagram, SocketId};
+use arrayvec::ArrayVec;
+use std::sync::Arc;
+
+/// Datagrams of a burst waiting to be handed over, and the queues to wake.
+pub(super) struct Delivery<B: Buf> {
+    /// Consecutive datagrams for `socket`.
+    batch: Batch<B>,
+    /// A whole burst's datagrams for inline sockets, across sockets (for
+    /// handlers with [`UdpHandler::WHOLE_BURSTS`]).
+    burst: Batch<B>,
+    socket: Option<SocketId>,
+    to_wake: ArrayVec<u32, RX_BURST>,
+}
+
+impl<B: Buf> Delivery<B> {
+    pub(super) fn new() -> Delivery<B> {
+        Delivery {
+            batch: ArrayVec::new(),
+            burst: ArrayVec::new(),
+            socket: None,
+            to_wake: ArrayVec::new(),
+        }
+    }
+
+    /// Wakes the receivers of every queue that got datagrams or an error
+    /// this poll (once each).
+    pub(super) fn wake_queues(self, queues: &[Option<Arc<SocketQueue<B>>>]) {
+        for index in self.to_wake {
+            if let Some(Some(queue)) = queues.get(index as usize) {
+                queue.wake();
+            }
+        }
+    }
+}
+
+/// Receives one burst from `link` and hands its datagrams over as they
+/// come, in arrival order; consecutive ones for the same socket travel
+/// together. Returns the number of frames received.
+pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+) -> usize {
+    let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
+    let Some(port) = out.port(link) else {
+        return 0;
+    };
+    let received = port.rx_burst(&mut burst, RX_BURST);
+    for buf in burst.drain(..) {
+        match fast::try_udp(core, link, buf) {
+            // Straight into the batch: no intermediate copy of the datagram.
+            fast::Fast::Deliver(socket, datagram) => {
+                deliver(core, queues, out, now, handler, delivery, socket, datagram)
+            }
+            fast::Fast::General(buf) => {
+                let mut delivered = None;
+                rx::receive_frame(core, out, link, now, buf, &mut delivered);
+                if let Some((socket, datagram)) = delivered {
+                    deliver(core, queues, out, now, handler, delivery, socket, datagram);
+                }
+            }
+        }
+    }
+    if let Some(socket) = delivery.socket.take() {
+        hand_over(core, queues, socket, out, now, handler, delivery);
+    }
+    if H::WHOLE_BURSTS && !delivery.burst.is_empty() {
+        let mut ctx = UdpContext {
+            core: &mut *core,
+            out: out.reborrow(),
+            now,
+        };
+        handler.on_burst(&mut delivery.burst, &mut ctx);
+        delivery.burst.clear();
+    }
+    if !core.socket_errors.is_empty() {
+        report_errors(core, queues, out, now, handler, delivery);
+    }
+    if !core.tcp.events.is_empty() {
+        report_tcp(core, out, now, handler);
+    }
+    received
+}
+
+/// Hands the TCP events of a burst (or of the timers) to the handler, once
+/// each; events the handler's own calls cause wait for the next poll.
+#[inline(never)]
+pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+) {
+    // The list is taken for the calls (they may add events for the next
+    // poll) and its allocation handed back after.
+    let mut events = core::mem::take(&mut core.tcp.events);
+    for &(conn, event) in &events {
+        let mut ctx = UdpContext {
+            core,
+            out: out.reborrow(),
+            now,
+        };
+        handler.on_tcp(conn, event, &mut ctx);
+    }
+    events.clear();
+    if core.tcp.events.is_empty() {
+        core.tcp.events = events;
+    }
+}
+
+/// Hands the burst's ICMP errors to their sockets: recorded in the queue
+/// (queue mode; its receivers are woken after the poll) or passed to the
+/// handler (inline mode).
+#[inline(never)]
+fn report_errors<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+) {
+    let errors = core::mem::take(&mut core.socket_errors);
+    for (socket, error) in errors {
+        core.counters
+            .count(crate::counters::Stat::IcmpErrorsToSockets);
+        let index = socket.index();
+        match queues.get(index as usize) {
+            Some(Some(queue)) => {
+                queue.set_error(socket, error);
+                if !delivery.to_wake.contains(&index) {
+                    let _ = delivery.to_wake.try_push(index);
+                }
+            }
+            _ => {
+                let mut ctx = UdpContext {
+                    core,
+                    out: out.reborrow(),
+                    now,
+                };
+                handler.on_error(socket, error, &mut ctx);
+            }
+        }
+    }
+}
+
+/// Adds a datagram to the batch of consecutive datagrams for one socket,
+/// handing the previous socket's batch over first if this one differs.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn deliver<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+    socket: SocketId,
+    mut datagram: Datagram<B>,
+) {
+    datagram.socket = socket;
+    datagram.received_at = now;
+    if H::WHOLE_BURSTS && !matches!(queues.get(socket.index() as usize), Some(Some(_))) {
+        // A burst holds at most RX_BURST frames, so there is always room.
+        if delivery.burst.try_push(datagram).is_err() {
+            core.counters.count_drop(DropReason::UdpQueueFull);
+        }
+        return;
+    }
+    if delivery.socket != Some(socket) {
+        if let Some(previous) = delivery.socket {
+            hand_over(core, queues, previous, out, now, handler, delivery);
+        }
+        delivery.socket = Some(socket);
+    }
+    // A batch holds a whole burst, so there is always room.
+    if delivery.batch.try_push(datagram).is_err() {
+        core.counters.count_drop(DropReason::UdpQueueFull);
+    }
+}
+
+/// Hands one socket's consecutive datagrams over: to its queue (queue mode;
+/// the queue is noted in `to_wake`, woken once after the poll) or to one
+/// handler call (inline mode). Leaves the batch empty. Inlined at both call
+/// sites: with traffic spread over many sockets it runs once per packet.
+#[inline(always)]
+fn hand_over<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+    core: &mut Core<B>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    socket: SocketId,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+) {
+    let index = socket.index();
+    match queues.get(index as usize) {
+        Some(Some(queue)) => {
+            let (pushed, dropped) = queue.push_all(delivery.batch.drain(..));
+            for _ in 0..dropped {
+                core.counters.count_drop(DropReason::UdpQueueFull);
+            }
+            if pushed > 0 && !delivery.to_wake.contains(&index) {
+                let _ = delivery.to_wake.try_push(index);
+            }
+        }
+        _ => {
+            let mut ctx = UdpContext {
+                core,
+                out: out.reborrow(),
+                now,
+            };
+            handler.on_datagrams(socket, &mut delivery.batch, &mut ctx);
+        }
+    }
+    delivery.batch.clear();
+}
