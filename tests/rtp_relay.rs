@@ -11,7 +11,10 @@
 //! media reaches leg A's peer; SIGUSR1 prints the statistics while it
 //! runs; and with `--faults drop=0.05,dir=rx` on the relay's port, the
 //! relay's statistics show about 5 % loss, matching the packets the
-//! receiver never got.
+//! receiver never got. In echo mode, the relay sends GStreamer's RTCP port
+//! receiver reports of its own (checked by a Python listener there). With
+//! `--ip6`, a Python peer sends over IPv6 to leg A and receives over IPv4
+//! as leg B's peer, and back.
 
 mod common;
 
@@ -48,12 +51,19 @@ impl Drop for TempDir {
 }
 
 fn start(extra: &[&str]) -> Setup {
+    start_with(CONFIG, &[&format!("{PEER_IP}/24")], extra)
+}
+
+/// The relay with sessions `config` and `extra` flags; the namespace's
+/// kernel has `addresses`.
+fn start_with(config: &str, addresses: &[&str], extra: &[&str]) -> Setup {
     let iface = unique_name("dpsr");
     let vdev = format!("net_tap0,iface={iface}");
     let dir = std::env::temp_dir().join(unique_name("dpstack-rtp-relay-"));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = config;
     let config = dir.join("sessions.conf");
-    std::fs::write(&config, CONFIG).expect("config file");
+    std::fs::write(&config, text).expect("config file");
     let ip = format!("{RELAY_IP}/24");
     let config = config.to_string_lossy().into_owned();
     let mut args = vec!["--ip", &ip, "--config", &config];
@@ -63,13 +73,8 @@ fn start(extra: &[&str]) -> Setup {
         &common::child_eal_args(&[&vdev]),
         &args,
     );
-    app.wait_for_output("relaying 1 session(s)");
-    let ns = kernel_side(
-        "dpstack-rtp-",
-        &iface,
-        PEER_MAC,
-        &[&format!("{PEER_IP}/24")],
-    );
+    app.wait_for_output(" 1 session(s); pid");
+    let ns = kernel_side("dpstack-rtp-", &iface, PEER_MAC, addresses);
     // ARP both ways before the media: a burst queued behind an ARP
     // resolution can leave the kernel out of order (the queue races the
     // packets sent after it), and the relay would queue its first
@@ -146,6 +151,34 @@ fn send_and_receive(ns: &Netns, packets: u32, live: bool) -> (u64, Received) {
     let mut lines = BufReader::new(receiver.stdout.take().expect("piped")).lines();
     assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
     let before = udp_out_datagrams(ns);
+    run_gstreamer(ns, packets, live);
+    let sent = udp_out_datagrams(ns) - before;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut stdin = receiver.stdin.take().expect("piped");
+    stdin.write_all(b"go\n").expect("receiver stdin");
+    let line = lines
+        .next()
+        .and_then(Result::ok)
+        .expect("the receiver's report");
+    let _ = receiver.wait();
+    let word = |name: &str| -> String {
+        let mut words = line.split_whitespace();
+        words.find(|w| *w == name);
+        words.next().unwrap_or_default().to_owned()
+    };
+    let received = Received {
+        packets: word("received").parse().expect("count"),
+        ssrc: word("ssrc").parse().expect("ssrc"),
+        first: word("first").parse().ok(),
+        gaps: word("gaps").parse().expect("gaps"),
+        from: word("from"),
+    };
+    (sent, received)
+}
+
+/// Runs GStreamer in `ns`: `packets` G.711 packets of 20 ms (live or as
+/// fast as it can) from 5004 to the relay's port 30000.
+fn run_gstreamer(ns: &Netns, packets: u32, live: bool) {
     let num_buffers = format!("num-buffers={packets}");
     let (is_live, sync) = if live {
         ("is-live=true", "sync=true")
@@ -192,28 +225,6 @@ fn send_and_receive(ns: &Netns, packets: u32, live: bool) -> (u64, Received) {
         String::from_utf8_lossy(&gst.stdout),
         String::from_utf8_lossy(&gst.stderr)
     );
-    let sent = udp_out_datagrams(ns) - before;
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let mut stdin = receiver.stdin.take().expect("piped");
-    stdin.write_all(b"go\n").expect("receiver stdin");
-    let line = lines
-        .next()
-        .and_then(Result::ok)
-        .expect("the receiver's report");
-    let _ = receiver.wait();
-    let word = |name: &str| -> String {
-        let mut words = line.split_whitespace();
-        words.find(|w| *w == name);
-        words.next().unwrap_or_default().to_owned()
-    };
-    let received = Received {
-        packets: word("received").parse().expect("count"),
-        ssrc: word("ssrc").parse().expect("ssrc"),
-        first: word("first").parse().ok(),
-        gaps: word("gaps").parse().expect("gaps"),
-        from: word("from"),
-    };
-    (sent, received)
 }
 
 /// The namespace kernel's `Udp: OutDatagrams`.
@@ -351,4 +362,166 @@ fn app_pid(app: &AppProcess) -> i32 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|pid| pid.parse().ok())
         .unwrap_or_else(|| panic!("no pid on the start line:\n{output}"))
+}
+
+/// Listens on GStreamer's RTCP port (RTP port + 1) for `SECS` seconds
+/// and prints each receiver report's first block: `rr reporter R ssrc S
+/// fraction F lost L highest H jitter J cname C`.
+const RTCP_LISTENER: &str = r#"
+import socket, struct, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('PEER_IP', 5005))
+print('ready', flush=True)
+end = time.time() + SECS
+while time.time() < end:
+    s.settimeout(max(0.05, end - time.time()))
+    try:
+        d, a = s.recvfrom(2048)
+    except socket.timeout:
+        break
+    if len(d) < 32 or d[0] >> 6 != 2 or d[1] != 201 or d[0] & 31 < 1:
+        print('other', len(d), d[:2].hex(), flush=True)
+        continue
+    reporter, ssrc, lost, highest, jitter = struct.unpack('!I I I I I', d[4:24])
+    rr_len = (struct.unpack('!H', d[2:4])[0] + 1) * 4
+    sdes = d[rr_len:]
+    cname = sdes[10:10 + sdes[9]].decode() if len(sdes) > 10 and sdes[1] == 202 else '-'
+    print('rr reporter %d ssrc %d fraction %d lost %d highest %d jitter %d cname %s from %s:%d'
+          % (reporter, ssrc, lost >> 24, lost & 0xffffff, highest, jitter, cname, a[0], a[1]),
+          flush=True)
+"#;
+
+#[test]
+fn echo_mode_sends_receiver_reports_to_the_senders_rtcp_port() {
+    const PACKETS: u32 = 150;
+    // The first report comes 1.0-3.1 s after the first packet, the next
+    // 2.1-6.2 s later: 10 s hear at least two.
+    const SECS: u32 = 10;
+    let s = start(&["--echo"]);
+    let script = RTCP_LISTENER
+        .replace("PEER_IP", PEER_IP)
+        .replace("SECS", &SECS.to_string());
+    let mut listener = Command::new("ip")
+        .args(["netns", "exec", &s.ns.name, "timeout", "-k", "5", "60"])
+        .args(["python3", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3");
+    let mut lines = BufReader::new(listener.stdout.take().expect("piped")).lines();
+    assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
+    run_gstreamer(&s.ns, PACKETS, true);
+    let heard: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = listener.wait();
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let reports: Vec<&String> = heard.iter().filter(|l| l.starts_with("rr ")).collect();
+    assert!(reports.len() >= 2, "receiver reports: {heard:?}");
+    assert!(
+        heard.iter().all(|l| l.starts_with("rr ")),
+        "only RRs reach the RTCP port: {heard:?}"
+    );
+    let value = |line: &str, name: &str| -> i64 {
+        let mut words = line.split_whitespace();
+        words.find(|w| *w == name);
+        words.next().and_then(|w| w.parse().ok()).expect(name)
+    };
+    let reporter = value(reports[0], "reporter");
+    // The highest sequence number GStreamer sent, extended past the wrap.
+    let last = i64::from(FIRST_SEQ) + i64::from(PACKETS) - 1;
+    for line in &reports {
+        assert_eq!(value(line, "ssrc"), i64::from(SSRC), "{line}");
+        assert_ne!(value(line, "reporter"), i64::from(SSRC), "{line}");
+        assert_eq!(value(line, "reporter"), reporter, "one SSRC: {line}");
+        assert_eq!(value(line, "fraction"), 0, "{line}");
+        assert_eq!(value(line, "lost"), 0, "{line}");
+        let highest = value(line, "highest");
+        assert!((i64::from(FIRST_SEQ)..=last).contains(&highest), "{line}");
+        assert!(value(line, "jitter") < 160, "{line}");
+        assert!(line.ends_with(&format!("from {RELAY_IP}:30001")), "{line}");
+    }
+    // After GStreamer stopped, the report has it all.
+    assert_eq!(value(reports[reports.len() - 1], "highest"), last);
+    let out = &done.stdout;
+    assert_eq!(figure(out, LEG_A, "forwarded"), i64::from(PACKETS), "{out}");
+    assert_eq!(figure(out, LEG_A, "reports"), reports.len() as i64, "{out}");
+}
+
+/// Over IPv6 to leg A (`a-ip6`) and IPv4 from leg B: sends `N` RTP
+/// packets from [PEER6]:5004 to the relay's leg A, takes what leg B's
+/// peer (IPv4, 6000) gets, answers with `BACK` packets and takes what
+/// comes back over IPv6. Prints `v6to4 N from A v4to6 M from B`.
+const FAMILIES: &str = r#"
+import socket, struct, time
+v6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+v6.bind(('PEER6', 5004))
+v4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+v4.bind(('PEER_IP', 6000))
+def rtp(seq, ssrc):
+    return struct.pack('!BBHII', 0x80, 0, seq, 160 * seq, ssrc) + bytes(160)
+def take(sock):
+    sock.settimeout(1.0)
+    n, frm = 0, None
+    try:
+        while True:
+            d, a = sock.recvfrom(2048)
+            n, frm = n + 1, a
+    except socket.timeout:
+        pass
+    return n, ('[%s]:%d' % (frm[0], frm[1]) if ':' in frm[0] else '%s:%d' % frm[:2]) if frm else '-'
+for i in range(N):
+    v6.sendto(rtp(i, 0xa6), ('RELAY6', 30000))
+    time.sleep(0.005)
+got4 = take(v4)
+for i in range(BACK):
+    v4.sendto(rtp(i, 0xb4), ('RELAY_IP', 30002))
+    time.sleep(0.005)
+got6 = take(v6)
+print('v6to4 %d from %s v4to6 %d from %s' % (got4 + got6), flush=True)
+"#;
+
+#[test]
+fn ipv6_and_ipv4_legs_are_bridged() {
+    const N: u32 = 50;
+    const PEER6: &str = "fd00:203::2";
+    const RELAY6: &str = "fd00:203::1";
+    let config = format!("session call 30000 30002 a-ip6 b-peer={PEER_IP}:6000\n");
+    let s = start_with(
+        &config,
+        &[&format!("{PEER_IP}/24"), &format!("{PEER6}/64")],
+        &["--ip6", &format!("{RELAY6}/64")],
+    );
+    let script = FAMILIES
+        .replace("PEER6", PEER6)
+        .replace("RELAY6", RELAY6)
+        .replace("PEER_IP", PEER_IP)
+        .replace("RELAY_IP", RELAY_IP)
+        .replace("BACK", &BACK.to_string())
+        .replace("(N)", &format!("({N})"));
+    let out =
+        s.ns.exec("timeout", &["-k", "5", "60", "python3", "-c", &script]);
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{line}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        line.trim(),
+        format!("v6to4 {N} from {RELAY_IP}:30002 v4to6 {BACK} from [{RELAY6}]:30000")
+    );
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let out = &done.stdout;
+    assert!(
+        out.contains(&format!("{LEG_A} [{PEER6}]:5004 latched yes")),
+        "{out}"
+    );
+    assert_eq!(
+        figure(out, "session call leg A ssrc 0x000000a6", "packets"),
+        i64::from(N)
+    );
+    assert_eq!(figure(out, LEG_A, "forwarded"), i64::from(N));
+    assert_eq!(figure(out, LEG_B, "forwarded"), i64::from(BACK));
+    assert!(out.contains("relay drops: none"), "{out}");
 }

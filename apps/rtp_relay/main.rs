@@ -16,15 +16,7 @@
 #[path = "../common.rs"]
 mod common;
 
-mod config;
-mod leg;
-mod relay;
-mod report;
-#[cfg(test)]
-mod tests;
-
 use clap::{ArgGroup, Parser};
-use config::SessionSpec;
 use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
@@ -34,11 +26,13 @@ use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{Interface, InterfaceConfig};
+use dpstack::stack::media::relay::{
+    self as config, report, LocalAddrs, Relay, RelayOptions, ReportConfig, SessionSpec, Snapshot,
+    StatsLink,
+};
 use dpstack::stack::media::LatchConfig;
 use dpstack::stack::port::Port;
-use dpstack::stack::route::Ipv4Cidr;
-use relay::{Relay, RelayOptions};
-use report::{Snapshot, StatsLink};
+use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,6 +60,10 @@ struct Cli {
     /// Our IPv4 address and prefix length.
     #[arg(long, default_value = "192.0.2.1/24")]
     ip: Ipv4Cidr,
+    /// Our IPv6 address and prefix length, for legs whose peers are IPv6
+    /// (used at once: no duplicate address detection).
+    #[arg(long, value_name = "ADDR/PREFIX")]
+    ip6: Option<Ipv6Cidr>,
     /// Default gateway (on the --ip network).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -90,9 +88,19 @@ struct Cli {
     /// Where `auto` ports of --config come from.
     #[arg(long, value_name = "LOW-HIGH", default_value = "30000-39999", value_parser = parse_range)]
     port_range: PortRange,
-    /// Reflect media (RTP and RTCP) back to its sender instead of relaying.
+    /// Reflect media (RTP and RTCP) back to its sender instead of relaying
+    /// (and send it RTCP receiver reports of our own).
     #[arg(long)]
     echo: bool,
+    /// Relay mode: also send each leg's peer RTCP receiver reports of our
+    /// own (our SSRC) about what it sent.
+    #[arg(long)]
+    rtcp_reports: bool,
+    /// Session bandwidth in kbit/s, for the RTCP report interval (5 % of
+    /// it is RTCP's).
+    #[arg(long, default_value_t = 64, value_name = "KBPS",
+          value_parser = clap::value_parser!(u32).range(1..=4_000_000))]
+    session_bandwidth: u32,
     /// Packets in a row (in sequence) from one source that latch a leg
     /// onto it.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -225,6 +233,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let mut config = InterfaceConfig::new(port.mac(), cli.ip);
     config.gateway = cli.gateway;
     config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    if let Some(ip6) = cli.ip6 {
+        config.links[0].addresses6.push(ip6);
+        config.dad_transmits = 0;
+    }
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
     let options = RelayOptions {
         echo: cli.echo,
@@ -235,9 +247,19 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         clock_rate: cli.clock_rate,
         dscp: cli.dscp,
         connect_on_latch: cli.connect_on_latch,
+        rtcp_reports: cli.rtcp_reports,
+        reports: ReportConfig {
+            session_bandwidth: cli.session_bandwidth.saturating_mul(1000),
+            seed: TscClock::cycles() ^ u64::from(std::process::id()) << 32,
+            ..ReportConfig::default()
+        },
     };
-    let (mut relay, ports) =
-        Relay::build(&mut iface, cli.ip.addr, &specs, range.0..=range.1, options)?;
+    let local = LocalAddrs {
+        v4: Some(cli.ip.addr),
+        v6: cli.ip6.map(|c| c.addr),
+    };
+    let mut relay = Relay::new(options);
+    let ports = relay.start(&mut iface, local, &specs, range.0..=range.1)?;
     let (link, client) = stats_link(relay.sessions());
     relay.set_stats_link(link);
     let counters = Arc::clone(iface.counters());
@@ -268,8 +290,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         .ok_or("no worker lcore: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0)")?;
     let handle = launch(lcore, poller).map_err(|e| e.to_string())?;
     let info = port.info().map_err(|e| e.to_string())?;
+    let ip6 = cli.ip6.map_or(String::new(), |c| format!(" and {c}"));
     println!(
-        "{PROGRAM}: port {} ({}, {}) is {}",
+        "{PROGRAM}: port {} ({}, {}) is {}{ip6}",
         port.id(),
         info.name,
         port.mac(),

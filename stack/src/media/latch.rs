@@ -147,6 +147,11 @@ impl Latch {
         }
     }
 
+    /// How the latch learns.
+    pub fn config(&self) -> LatchConfig {
+        self.config
+    }
+
     /// True once a peer is latched (or fixed).
     pub fn is_latched(&self) -> bool {
         !matches!(self.state, State::Learning)
@@ -170,7 +175,9 @@ impl Latch {
                 ref mut heard,
             } if peer == source => {
                 *heard = now;
-                self.candidate = None;
+                if self.candidate.is_some() {
+                    self.candidate = None;
+                }
                 Verdict::Peer
             }
             State::Latched { heard, .. } => match self.config.relatch_after {

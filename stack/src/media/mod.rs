@@ -9,7 +9,9 @@
 //!   optional re-latching after a quiet period;
 //! - [`sessions`]: sessions of two legs with O(1) lookup from the
 //!   receiving socket to its session, leg and channel (a dense array by
-//!   socket index: no hashing per packet).
+//!   socket index: no hashing per packet);
+//! - [`relay`]: a complete RTP/RTCP relay and echo over those pieces
+//!   (what `dpstack-rtp-relay` runs), usable inside any app's handler.
 //!
 //! With [`crate::rtp`] (header checks, per-SSRC statistics, RTCP) these
 //! make a relay's receive path: look the batch's socket up in the
@@ -92,6 +94,7 @@
 
 pub mod latch;
 pub mod ports;
+pub mod relay;
 pub mod sessions;
 
 pub use latch::{Latch, LatchConfig, Verdict};

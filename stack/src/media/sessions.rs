@@ -11,6 +11,12 @@
 //! carries its slot's generation, so an id of a removed session never
 //! reaches the session that took its slot.
 //!
+//! Layout: each slot's bookkeeping (generation, whether it is in use, the
+//! legs' sockets: 32 bytes, two to a cache line) lives in one dense array
+//! and the sessions' states in another, so a lookup reads the map entry,
+//! the slot's 32 bytes and then only the lines of the state the caller
+//! touches (no `Option` tag hidden somewhere inside the state).
+//!
 //! Invariants: a socket maps to at most one (session, leg, channel); every
 //! socket of a live session maps back to it, and removing the session
 //! unmaps them all. Inserting never leaves a half-mapped session behind: a
@@ -154,11 +160,12 @@ fn unpack(entry: u32) -> (u32, Leg, Channel) {
     (entry >> 2, leg, channel)
 }
 
-#[derive(Debug)]
-struct Slot<T> {
+/// A slot's bookkeeping.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
     generation: u32,
-    /// The session and its legs' sockets, while it exists.
-    session: Option<([LegSockets; 2], T)>,
+    /// The session's legs' sockets, while it exists.
+    legs: Option<[LegSockets; 2]>,
 }
 
 /// A looked-up socket: where it belongs, the session's sockets and its
@@ -177,7 +184,10 @@ pub struct Entry<'a, T> {
 #[derive(Debug)]
 pub struct SessionTable<T> {
     map: Vec<u32>,
-    slots: Vec<Slot<T>>,
+    slots: Vec<Slot>,
+    /// By slot: the state of the session in it (a free slot keeps a
+    /// default one until it is reused).
+    values: Vec<T>,
     free: Vec<u32>,
     len: usize,
 }
@@ -194,6 +204,7 @@ impl<T> SessionTable<T> {
         SessionTable {
             map: Vec::new(),
             slots: Vec::new(),
+            values: Vec::new(),
             free: Vec::new(),
             len: 0,
         }
@@ -205,9 +216,35 @@ impl<T> SessionTable<T> {
         SessionTable {
             map: vec![UNMAPPED; sockets.min(MAX_SOCKETS as usize)],
             slots: Vec::with_capacity(sessions),
+            values: Vec::with_capacity(sessions),
             free: Vec::new(),
             len: 0,
         }
+    }
+
+    /// Makes room for `sessions` more sessions and socket indices below
+    /// `sockets` (control path).
+    pub fn reserve(&mut self, sessions: usize, sockets: usize) {
+        let more = sessions.saturating_sub(self.free.len());
+        self.slots.reserve(more);
+        self.values.reserve(more);
+        let sockets = sockets.min(MAX_SOCKETS as usize);
+        if self.map.len() < sockets {
+            self.map.resize(sockets, UNMAPPED);
+        }
+    }
+
+    /// Slots in use or free: [`SessionId::index`] is below this.
+    pub fn slot_count(&self) -> u32 {
+        // At most MAX_SESSIONS (2^30) slots.
+        self.slots.len() as u32
+    }
+
+    /// The session in `slot`, if there is one: its sockets and state (for
+    /// walking the sessions a few at a time, e.g. timers).
+    pub fn slot_mut(&mut self, slot: u32) -> Option<([LegSockets; 2], &mut T)> {
+        let legs = self.slots.get(slot as usize)?.legs?;
+        Some((legs, self.values.get_mut(slot as usize)?))
     }
 
     /// Sessions in the table.
@@ -242,13 +279,20 @@ impl<T> SessionTable<T> {
             }
         }
         let slot = match self.free.pop() {
-            Some(slot) => slot,
+            Some(slot) => {
+                // The slot's previous state goes now.
+                if let Some(old) = self.values.get_mut(slot as usize) {
+                    *old = value;
+                }
+                slot
+            }
             None if self.slots.len() >= MAX_SESSIONS => return Err(TableError::Full),
             None => {
                 self.slots.push(Slot {
                     generation: 0,
-                    session: None,
+                    legs: None,
                 });
+                self.values.push(value);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -260,7 +304,7 @@ impl<T> SessionTable<T> {
             self.map[index] = pack(slot, leg, channel);
         }
         let entry = &mut self.slots[slot as usize];
-        entry.session = Some((legs, value));
+        entry.legs = Some(legs);
         self.len += 1;
         Ok(SessionId {
             slot,
@@ -269,14 +313,19 @@ impl<T> SessionTable<T> {
     }
 
     /// Removes a session: its sockets are unmapped (closing them is the
-    /// caller's business) and its state and sockets handed back.
-    pub fn remove(&mut self, id: SessionId) -> Option<([LegSockets; 2], T)> {
+    /// caller's business) and its state and sockets handed back (a default
+    /// state stays in the slot until it is reused).
+    pub fn remove(&mut self, id: SessionId) -> Option<([LegSockets; 2], T)>
+    where
+        T: Default,
+    {
         let slot = self.slots.get_mut(id.slot as usize)?;
         if slot.generation != id.generation {
             return None;
         }
-        let (legs, value) = slot.session.take()?;
+        let legs = slot.legs.take()?;
         slot.generation = slot.generation.wrapping_add(1);
+        let value = core::mem::take(self.values.get_mut(id.slot as usize)?);
         for (socket, _, _) in Self::sockets_of(&legs) {
             if let Some(entry) = self.map.get_mut(socket.index() as usize) {
                 *entry = UNMAPPED;
@@ -312,66 +361,71 @@ impl<T> SessionTable<T> {
             return None;
         }
         let (slot, leg, channel) = unpack(entry);
-        let s = self.slots.get_mut(slot as usize)?;
+        let s = self.slots.get(slot as usize)?;
         let generation = s.generation;
-        let (legs, value) = s.session.as_mut()?;
+        let legs = s.legs?;
         Some(Entry {
             endpoint: Endpoint {
                 session: SessionId { slot, generation },
                 leg,
                 channel,
             },
-            legs: *legs,
-            value,
+            legs,
+            value: self.values.get_mut(slot as usize)?,
         })
     }
 
     /// A session's state.
     pub fn get(&self, id: SessionId) -> Option<&T> {
-        let slot = self.slots.get(id.slot as usize)?;
-        let (_, value) = slot.session.as_ref()?;
-        (slot.generation == id.generation).then_some(value)
+        self.legs(id)?;
+        self.values.get(id.slot as usize)
     }
 
     /// A session's state, writable.
     pub fn get_mut(&mut self, id: SessionId) -> Option<&mut T> {
-        let slot = self.slots.get_mut(id.slot as usize)?;
-        if slot.generation != id.generation {
-            return None;
-        }
-        slot.session.as_mut().map(|(_, value)| value)
+        self.legs(id)?;
+        self.values.get_mut(id.slot as usize)
     }
 
     /// A session's sockets (by [`Leg::index`]).
     pub fn legs(&self, id: SessionId) -> Option<[LegSockets; 2]> {
         let slot = self.slots.get(id.slot as usize)?;
-        let (legs, _) = slot.session.as_ref()?;
-        (slot.generation == id.generation).then_some(*legs)
+        let legs = slot.legs?;
+        (slot.generation == id.generation).then_some(legs)
     }
 
     /// The sessions, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (SessionId, &[LegSockets; 2], &T)> + '_ {
-        self.slots.iter().enumerate().filter_map(|(slot, s)| {
-            let (legs, value) = s.session.as_ref()?;
-            let id = SessionId {
-                slot: slot as u32,
-                generation: s.generation,
-            };
-            Some((id, legs, value))
-        })
+        let values = self.values.iter();
+        self.slots
+            .iter()
+            .zip(values)
+            .enumerate()
+            .filter_map(|(slot, (s, value))| {
+                let legs = s.legs.as_ref()?;
+                let id = SessionId {
+                    slot: slot as u32,
+                    generation: s.generation,
+                };
+                Some((id, legs, value))
+            })
     }
 
     /// The sessions' states, writable, in slot order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (SessionId, &mut T)> + '_ {
-        self.slots.iter_mut().enumerate().filter_map(|(slot, s)| {
-            let generation = s.generation;
-            let (_, value) = s.session.as_mut()?;
-            let id = SessionId {
-                slot: slot as u32,
-                generation,
-            };
-            Some((id, value))
-        })
+        let values = self.values.iter_mut();
+        self.slots
+            .iter()
+            .zip(values)
+            .enumerate()
+            .filter_map(|(slot, (s, value))| {
+                s.legs?;
+                let id = SessionId {
+                    slot: slot as u32,
+                    generation: s.generation,
+                };
+                Some((id, value))
+            })
     }
 }
 

@@ -25,6 +25,7 @@ pub fn rtp_units(arrival: Instant, clock_rate: u32) -> u32 {
 
 /// Appendix A.8's jitter estimator for one source.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Jitter {
     /// The previous packet's transit time, once there is one.
     transit: Option<u32>,

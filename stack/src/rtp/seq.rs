@@ -74,22 +74,31 @@ pub struct IntervalLoss {
     pub fraction: u8,
 }
 
+/// The bytes at the start of a [`SeqState`] that every packet touches.
+pub const HOT_BYTES: usize = 37;
+
 /// Appendix A.1's per-source sequence state.
+///
+/// Laid out (`repr(C)`) with what every packet touches first
+/// ([`HOT_BYTES`]); what only a restart, a jump or a report reads
+/// follows. The window is two `u64` words (low, high) rather than a
+/// `u128`, so the state is 8-byte aligned and packs with its neighbours.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct SeqState {
+    window: [u64; 2],
+    /// Wraps seen, times 2^16 (A.1 keeps it shifted).
+    cycles: u64,
+    received: u64,
+    max_seq: u16,
     started: bool,
     min_sequential: u8,
     probation: u8,
-    max_seq: u16,
-    /// Wraps seen, times 2^16 (A.1 keeps it shifted).
-    cycles: u64,
     base_seq: u16,
     /// The successor of the last jump, or `RTP_SEQ_MOD + 1` (none).
     bad_seq: u32,
-    received: u64,
     expected_prior: u64,
     received_prior: u64,
-    window: u128,
 }
 
 impl Default for SeqState {
@@ -118,7 +127,7 @@ impl SeqState {
             received: 0,
             expected_prior: 0,
             received_prior: 0,
-            window: 0,
+            window: [0; 2],
         }
     }
 
@@ -131,7 +140,7 @@ impl SeqState {
         self.received = 0;
         self.received_prior = 0;
         self.expected_prior = 0;
-        self.window = 1;
+        self.set_window(1);
     }
 
     /// A.1's `update_seq` for one packet, plus the duplicate window.
@@ -166,7 +175,8 @@ impl SeqState {
             if udelta == 0 {
                 SeqOutcome::Duplicate
             } else {
-                self.window = self.window.checked_shl(u32::from(udelta)).unwrap_or(0) | 1;
+                let window = self.window().checked_shl(u32::from(udelta)).unwrap_or(0);
+                self.set_window(window | 1);
                 SeqOutcome::InOrder
             }
         } else if u32::from(udelta) <= RTP_SEQ_MOD - u32::from(MAX_MISORDER) {
@@ -180,15 +190,28 @@ impl SeqState {
         } else {
             // Behind max_seq by 1..MAX_MISORDER-1, inside the window.
             let bit = 1u128 << u32::from(self.max_seq.wrapping_sub(seq));
-            if self.window & bit != 0 {
+            let window = self.window();
+            if window & bit != 0 {
                 SeqOutcome::Duplicate
             } else {
-                self.window |= bit;
+                self.set_window(window | bit);
                 SeqOutcome::Reordered
             }
         };
         self.received += 1;
         outcome
+    }
+
+    /// The duplicate window: bit `i` is `max_seq - i`.
+    #[inline]
+    fn window(&self) -> u128 {
+        u128::from(self.window[0]) | u128::from(self.window[1]) << 64
+    }
+
+    #[inline]
+    fn set_window(&mut self, window: u128) {
+        // The low and high halves.
+        self.window = [window as u64, (window >> 64) as u64];
     }
 
     /// True once probation is over.
@@ -257,6 +280,15 @@ impl SeqState {
             fraction,
         }
     }
+}
+
+#[cfg(test)]
+#[test]
+fn the_hot_fields_come_first() {
+    use core::mem::offset_of;
+    assert_eq!(offset_of!(SeqState, probation) + 1, HOT_BYTES);
+    assert!(offset_of!(SeqState, base_seq) >= HOT_BYTES);
+    assert_eq!(core::mem::align_of::<SeqState>(), 8);
 }
 
 fn clamp_i64(value: u64) -> i64 {

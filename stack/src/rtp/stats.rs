@@ -55,15 +55,25 @@ struct LastSr {
     arrival: Instant,
 }
 
+/// The bytes at the start of a [`ReceiveStats`] that every packet
+/// touches.
+pub const HOT_BYTES: usize = 40 + super::seq::HOT_BYTES;
+
 /// Receive statistics for one SSRC.
+///
+/// Laid out (`repr(C)`) with what every packet touches first: the SSRC,
+/// clock rate, packet and byte counts, the jitter state and the sequence
+/// state's hot part ([`HOT_BYTES`], 77); the rest of the sequence state,
+/// the rarely moving counts and the last SR follow.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct ReceiveStats {
     ssrc: u32,
     clock_rate: u32,
-    seq: SeqState,
-    jitter: Jitter,
     packets: u64,
     bytes: u64,
+    jitter: Jitter,
+    seq: SeqState,
     duplicates: u64,
     out_of_order: u64,
     discarded: u64,
@@ -84,10 +94,10 @@ impl ReceiveStats {
         ReceiveStats {
             ssrc,
             clock_rate,
-            seq,
-            jitter: Jitter::new(),
             packets: 0,
             bytes: 0,
+            jitter: Jitter::new(),
+            seq,
             duplicates: 0,
             out_of_order: 0,
             discarded: 0,
@@ -237,6 +247,19 @@ impl ReceiveStats {
             delay_since_last_sr,
         })
     }
+}
+
+#[cfg(test)]
+#[test]
+fn the_hot_fields_come_first() {
+    use core::mem::offset_of;
+    // Up to the sequence state's flags; its interval counts come after.
+    assert_eq!(
+        offset_of!(ReceiveStats, seq) + super::seq::HOT_BYTES,
+        HOT_BYTES
+    );
+    assert!(offset_of!(ReceiveStats, duplicates) >= HOT_BYTES);
+    assert_eq!(core::mem::align_of::<ReceiveStats>(), 8);
 }
 
 /// A delay in units of 1/65536 s, saturating at `u32::MAX` (18 hours).

@@ -6,7 +6,7 @@
 //! lines are skipped):
 //!
 //! ```text
-//! session NAME A_PORT B_PORT [a-peer=IP:PORT] [b-peer=IP:PORT] [mux]
+//! session NAME A_PORT B_PORT [a-peer=IP:PORT] [b-peer=IP:PORT] [mux] [a-ip6] [b-ip6]
 //! ```
 //!
 //! `A_PORT` and `B_PORT` are the legs' even RTP ports (RTCP on the next
@@ -15,6 +15,8 @@
 //! (its RTCP on the next port, or the same port with `mux`): media for
 //! the leg goes there until the leg latches onto where packets really
 //! come from. `mux` runs RTP and RTCP on one port per leg (rtcp-mux).
+//! A leg is IPv6 (bound to the relay's IPv6 address) if its peer is an
+//! IPv6 address (`[2001:db8::2]:5004`), or if `a-ip6` / `b-ip6` says so.
 //!
 //! Generated sessions: session `i` (named `s<i>`) has leg A on ports
 //! `P+4i` (RTP) and `P+4i+1` (RTCP), leg B on `P+4i+2` and `P+4i+3`;
@@ -25,7 +27,7 @@
 //! in the range's [`PortAllocator`] when inside it, so `auto` never takes
 //! them), then `auto` ones in order.
 
-use dpstack::stack::media::PortAllocator;
+use crate::media::PortAllocator;
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 
@@ -45,6 +47,21 @@ pub struct LegSpec {
     pub port: LocalPort,
     /// Where signalling said its endpoint is (RTP).
     pub peer: Option<SocketAddr>,
+    /// The leg is IPv6 (bound to the IPv6 address): set for an IPv6 peer,
+    /// or by `a-ip6` / `b-ip6` in a file.
+    pub ipv6: bool,
+}
+
+impl LegSpec {
+    /// A leg on `port` whose endpoint signalling put at `peer` (IPv6 if
+    /// the peer is).
+    pub fn new(port: LocalPort, peer: Option<SocketAddr>) -> LegSpec {
+        LegSpec {
+            port,
+            peer,
+            ipv6: peer.is_some_and(|p| p.is_ipv6()),
+        }
+    }
 }
 
 /// A session as configured.
@@ -92,14 +109,8 @@ pub fn generate(
             Ok(SessionSpec {
                 name: format!("s{i}"),
                 legs: [
-                    LegSpec {
-                        port: LocalPort::Fixed(rtp),
-                        peer: peer(peer_bases[0], i)?,
-                    },
-                    LegSpec {
-                        port: LocalPort::Fixed(rtp + 2),
-                        peer: peer(peer_bases[1], i)?,
-                    },
+                    LegSpec::new(LocalPort::Fixed(rtp), peer(peer_bases[0], i)?),
+                    LegSpec::new(LocalPort::Fixed(rtp + 2), peer(peer_bases[1], i)?),
                 ],
                 mux,
             })
@@ -143,16 +154,7 @@ fn parse_line(line: &str) -> Result<SessionSpec, String> {
     let b = parse_port(words.next().ok_or("leg B's port is missing")?)?;
     let mut session = SessionSpec {
         name,
-        legs: [
-            LegSpec {
-                port: a,
-                peer: None,
-            },
-            LegSpec {
-                port: b,
-                peer: None,
-            },
-        ],
+        legs: [LegSpec::new(a, None), LegSpec::new(b, None)],
         mux: false,
     };
     for word in words {
@@ -160,12 +162,18 @@ fn parse_line(line: &str) -> Result<SessionSpec, String> {
             Some(("a-peer", addr)) => session.legs[0].peer = Some(parse_addr(addr)?),
             Some(("b-peer", addr)) => session.legs[1].peer = Some(parse_addr(addr)?),
             None if word == "mux" => session.mux = true,
+            None if word == "a-ip6" => session.legs[0].ipv6 = true,
+            None if word == "b-ip6" => session.legs[1].ipv6 = true,
             _ => {
                 return Err(format!(
-                    "unknown option '{word}' (use a-peer=IP:PORT, b-peer=IP:PORT, mux)"
+                    "unknown option '{word}' (use a-peer=IP:PORT, b-peer=IP:PORT, mux, \
+                     a-ip6, b-ip6)"
                 ))
             }
         }
+    }
+    for leg in &mut session.legs {
+        leg.ipv6 |= leg.peer.is_some_and(|p| p.is_ipv6());
     }
     if let [LegSpec {
         port: LocalPort::Fixed(a),

@@ -12,10 +12,12 @@
 //! ```
 //!
 //! Sessions that neither received nor dropped anything are summed up in
-//! one `idle sessions N` line instead of listed.
+//! one `idle sessions N` line instead of listed. A leg that sends receiver
+//! reports of its own (echo mode, `--rtcp-reports`) ends its line with
+//! `reports N reports-failed M`.
 
-use crate::leg::{LegCounters, StreamReport, SSRCS_PER_LEG};
-use crate::relay::{Drops, RelayDrop};
+use super::leg::{LegCounters, StreamReport, SSRCS_PER_LEG};
+use super::{Drops, RelayDrop};
 use arrayvec::ArrayVec;
 use crossbeam_channel::{Receiver, Sender};
 use std::fmt::Write;
@@ -118,12 +120,17 @@ pub fn render(snapshot: &Snapshot, names: &[String]) -> String {
     out
 }
 
-fn is_active(leg: &LegReport) -> bool {
+/// True if a leg saw anything (a stream, RTCP or a drop): idle legs are
+/// left out of the per-session lines.
+pub fn is_active(leg: &LegReport) -> bool {
     let c = &leg.counters;
     !leg.streams.is_empty() || c.rtcp > 0 || c.dropped > 0 || c.untracked > 0
 }
 
-fn leg_lines(out: &mut String, name: &str, leg: &str, report: &LegReport) {
+/// Appends a leg's line and one line per stream (session `name`, leg
+/// `leg`), in the relay's report format (also used by
+/// `dpstack-kernel-rtp`, so both reports read alike).
+pub fn leg_lines(out: &mut String, name: &str, leg: &str, report: &LegReport) {
     let c = &report.counters;
     let peer = report.peer.map_or("-".to_owned(), |p| p.to_string());
     let _ = writeln!(
@@ -139,6 +146,15 @@ fn leg_lines(out: &mut String, name: &str, leg: &str, report: &LegReport) {
         c.untracked,
         c.dropped
     );
+    if c.reports_sent > 0 || c.reports_failed > 0 {
+        // Only a leg that sends RTCP of its own has these.
+        out.pop();
+        let _ = writeln!(
+            out,
+            " reports {} reports-failed {}",
+            c.reports_sent, c.reports_failed
+        );
+    }
     for stream in &report.streams {
         let s = &stream.counters;
         let loss = if s.expected == 0 {
@@ -191,8 +207,7 @@ impl Totals {
 }
 
 /// The value after `name ` in the first line that starts with `prefix`
-/// (an integer figure; for tests reading a report).
-#[cfg(test)]
+/// (an integer figure; for tests and tools reading a report).
 pub fn field(report: &str, prefix: &str, name: &str) -> Option<i64> {
     let line = report.lines().find(|l| l.starts_with(prefix))?;
     let mut words = line.split_whitespace();

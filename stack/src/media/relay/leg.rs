@@ -1,0 +1,463 @@
+//! One leg's state on the lcore: where its peer is (an RTP and an RTCP
+//! [`Latch`]), the receive statistics of each SSRC it sends
+//! ([`ReceiveStats`], RFC 3550 A.1/A.3/A.8), its counters, and the state
+//! of the receiver reports it sends ([`ReportState`]).
+//!
+//! Layout: a leg is cache-line aligned and starts with what the
+//! per-packet path touches. Line 0 holds the forwarded count, the RTP
+//! peer (the RTP latch's, kept in step with it) and where packets go (the
+//! other leg's peer, copied here when it changes) as [`Compact`]
+//! addresses, and whether the latch is settled (latched for good, so a
+//! packet from the peer needs no look at the latch); the
+//! first SSRC's statistics follow from byte 48 with their hot fields first
+//! (77 bytes: they end in line 1). So a packet touches two lines of its
+//! own leg and none of the other (an IPv6 peer with a scope id or flow
+//! label, which a `Compact` cannot hold, is read from the other leg).
+//! Latches, other counters and report state come after, touched only by
+//! learning, drops, RTCP and the report timer.
+//!
+//! Invariants: `dst == rtp.peer()`, `own` is `dst` compacted, and
+//! `settled` is true only while the RTP latch is latched or fixed and
+//! never re-latches, after every change made through this type (the
+//! latches are only changed here); the session keeps each leg's `fwd` equal
+//! to the other leg's `dst` ([`super::Session::new`] and the receive path
+//! after each change). At most
+//! [`SSRCS_PER_LEG`] SSRCs get statistics (fixed storage, nothing
+//! allocated per packet); packets of further SSRCs are relayed but only
+//! counted in `untracked`. Each SSRC's clock rate is fixed by the payload
+//! type of its first packet: RFC 3551's static types have theirs, every
+//! other type gets the configured default (`--clock-rate`). Counters only
+//! grow (saturating).
+
+use super::addr::{Compact, Family, Stored};
+use super::reports::ReportState;
+use super::LegReport;
+use crate::media::{Latch, LatchConfig, Verdict};
+use crate::rtp::{Counters, ReceiveStats};
+use crate::time::Instant;
+use std::net::SocketAddr;
+
+/// SSRCs per leg with statistics (one, plus one change of source, e.g.
+/// after a re-INVITE or a transfer).
+pub const SSRCS_PER_LEG: usize = 2;
+
+/// `streams_used`: the last stream's index.
+const LAST: u8 = 0x07;
+/// `streams_used`: `dst` changed.
+const DST_CHANGED: u8 = 0x08;
+
+/// The RTP clock rate of static payload type `pt` (RFC 3551 tables 4 and
+/// 5), or `default` for dynamic and unassigned types.
+pub fn clock_rate(pt: u8, default: u32) -> u32 {
+    match pt {
+        0 | 3 | 4 | 5 | 7 | 8 | 9 | 12 | 13 | 15 | 18 => 8000,
+        6 => 16000,
+        10 | 11 => 44100,
+        16 => 11025,
+        17 => 22050,
+        14 | 25 | 26 | 28 | 31 | 32 | 33 | 34 => 90000,
+        _ => default,
+    }
+}
+
+/// A leg's counters besides the per-SSRC statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LegCounters {
+    /// RTP packets sent on to the other leg (or back, in echo mode).
+    pub forwarded: u64,
+    /// RTCP packets accepted from the peer.
+    pub rtcp: u64,
+    /// Their bytes.
+    pub rtcp_bytes: u64,
+    /// RTCP packets sent on.
+    pub rtcp_forwarded: u64,
+    /// Packets from another source than the latched peer (dropped).
+    pub foreign: u64,
+    /// Packets of SSRCs beyond [`SSRCS_PER_LEG`] (relayed, no statistics).
+    pub untracked: u64,
+    /// Packets that reached this leg and were dropped, for any reason.
+    pub dropped: u64,
+    /// RTCP receiver reports of our own sent to the peer.
+    pub reports_sent: u64,
+    /// Receiver reports that could not be sent (no peer, no route...).
+    pub reports_failed: u64,
+}
+
+/// One leg. See the module documentation.
+#[derive(Debug, Clone)]
+#[repr(C, align(64))]
+pub struct LegState {
+    // Line 0.
+    /// RTP packets sent on.
+    forwarded: u64,
+    /// This leg's RTP peer (`dst`), compact, to compare sources with.
+    own: Compact,
+    /// Where this leg's packets go: the other leg's `dst`, compact (kept
+    /// in step by [`LegState::set_forward`]).
+    fwd: Compact,
+    own_family: Family,
+    fwd_family: Family,
+    /// The RTP latch holds its peer for good: packets from `dst` are the
+    /// peer's without asking the latch.
+    settled: bool,
+    /// Bits 0-2: the stream the last packet belonged to (checked first);
+    /// bit 3: `dst` changed since [`LegState::take_dst_change`] last
+    /// asked; bits 4-7: streams in use (the first ones of `streams`).
+    streams_used: u8,
+    /// Per SSRC, filled in order (from byte 48: the first stream's hot
+    /// fields end in line 1). No `Option` around them: its tag would sit
+    /// in a cold field.
+    streams: [ReceiveStats; SSRCS_PER_LEG],
+    // Cold.
+    /// Where RTP for this leg's peer goes: `rtp.peer()`.
+    dst: Option<SocketAddr>,
+    rtp: Latch,
+    rtcp: Latch,
+    /// The counters (`forwarded` is kept above and filled in on reads).
+    counters: LegCounters,
+    /// Our receiver reports to this leg's peer.
+    pub(crate) reports: ReportState,
+}
+
+impl LegState {
+    /// A leg that learns its peer by `latch`; `peer` is where signalling
+    /// said it is (RTCP on the next port, or the same one under `mux`).
+    /// `ssrc` is ours, in the receiver reports we send this leg's peer.
+    pub fn new(latch: LatchConfig, peer: Option<SocketAddr>, mux: bool, ssrc: u32) -> LegState {
+        let mut rtp = Latch::new(latch);
+        let mut rtcp = Latch::new(latch);
+        if let Some(peer) = peer {
+            rtp.expect(peer);
+            if let Some(rtcp_peer) = rtcp_of(peer, mux) {
+                rtcp.expect(rtcp_peer);
+            }
+        }
+        let mut leg = LegState {
+            forwarded: 0,
+            own: Compact::NONE,
+            fwd: Compact::NONE,
+            own_family: Family::None,
+            fwd_family: Family::None,
+            settled: false,
+            streams_used: 0,
+            streams: [ReceiveStats::new(0, 0), ReceiveStats::new(0, 0)],
+            dst: None,
+            rtp,
+            rtcp,
+            counters: LegCounters::default(),
+            reports: ReportState::new(ssrc),
+        };
+        leg.sync();
+        leg
+    }
+
+    /// Brings `dst` and `settled` in step with the RTP latch.
+    fn sync(&mut self) {
+        let dst = self.rtp.peer();
+        if dst != self.dst {
+            self.dst = dst;
+            (self.own, self.own_family) = Compact::new(dst);
+            self.streams_used |= DST_CHANGED;
+        }
+        self.settled = self.rtp.is_latched() && self.rtp.config().relatch_after.is_none();
+    }
+
+    /// True (once) if `dst` changed since the last call: the other leg's
+    /// [`LegState::set_forward`] is then due.
+    #[inline]
+    pub fn take_dst_change(&mut self) -> bool {
+        let changed = self.streams_used & DST_CHANGED != 0;
+        self.streams_used &= !DST_CHANGED;
+        changed
+    }
+
+    /// Sets where this leg's packets go (the other leg's `dst`).
+    pub fn set_forward(&mut self, to: Option<SocketAddr>) {
+        (self.fwd, self.fwd_family) = Compact::new(to);
+    }
+
+    /// Where this leg's packets go, if the line holds it (else the other
+    /// leg's [`LegState::dst`] has it). Per packet.
+    #[inline]
+    pub fn forward_to(&self) -> Stored {
+        self.fwd.get(self.fwd_family)
+    }
+
+    /// Where this leg's RTP goes (the latched peer, else the signalled
+    /// one). Per packet.
+    #[inline]
+    pub fn dst(&self) -> Option<SocketAddr> {
+        self.dst
+    }
+
+    /// Judges an RTP packet from `source` (sequence number `seq`) by the
+    /// RTP latch. Per packet: a compare once settled.
+    #[inline]
+    pub fn observe_rtp(&mut self, source: SocketAddr, seq: u16, now: Instant) -> Verdict {
+        if self.settled && self.own.is(self.own_family, source) {
+            return Verdict::Peer;
+        }
+        let verdict = self.rtp.observe(source, Some(seq), now);
+        if verdict == Verdict::Latched || !self.settled {
+            self.sync();
+        }
+        verdict
+    }
+
+    /// Judges an RTCP packet from `source` by the RTCP latch.
+    #[inline]
+    pub fn observe_rtcp(&mut self, source: SocketAddr, now: Instant) -> Verdict {
+        self.rtcp.observe(source, None, now)
+    }
+
+    /// The RTP latch.
+    pub fn rtp_latch(&self) -> &Latch {
+        &self.rtp
+    }
+
+    /// The RTCP latch.
+    pub fn rtcp_latch(&self) -> &Latch {
+        &self.rtcp
+    }
+
+    /// Counts one forwarded RTP packet.
+    #[inline]
+    pub fn count_forwarded(&mut self) {
+        self.forwarded = self.forwarded.saturating_add(1);
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> LegCounters {
+        LegCounters {
+            forwarded: self.forwarded,
+            ..self.counters
+        }
+    }
+
+    /// The counters other than `forwarded`, writable (off the hot path).
+    pub fn counters_mut(&mut self) -> &mut LegCounters {
+        &mut self.counters
+    }
+
+    /// Where RTCP for this leg goes: the peer heard on RTCP, else next to
+    /// the RTP peer once that is latched, else the signalled address.
+    pub fn rtcp_destination(&self, mux: bool) -> Option<SocketAddr> {
+        if self.rtcp.is_latched() {
+            return self.rtcp.peer();
+        }
+        if self.rtp.is_latched() {
+            return self.rtp.peer().and_then(|p| rtcp_of(p, mux));
+        }
+        self.rtcp.peer()
+    }
+
+    /// Records an accepted RTP packet in its SSRC's statistics (a new SSRC
+    /// gets a slot while there is one). Per packet.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        ssrc: u32,
+        pt: u8,
+        seq: u16,
+        timestamp: u32,
+        payload_len: usize,
+        arrival: Instant,
+        default_rate: u32,
+    ) {
+        let last = usize::from(self.streams_used & LAST);
+        let used = usize::from(self.streams_used >> 4);
+        let index = match self.used().get(last) {
+            Some(s) if s.ssrc() == ssrc => last,
+            _ => match self.used().iter().position(|s| s.ssrc() == ssrc) {
+                Some(i) => i,
+                None if used < SSRCS_PER_LEG => {
+                    let rate = clock_rate(pt, default_rate);
+                    self.streams[used] = ReceiveStats::new(ssrc, rate);
+                    used
+                }
+                None => {
+                    self.counters.untracked = self.counters.untracked.saturating_add(1);
+                    return;
+                }
+            },
+        };
+        // index < SSRCS_PER_LEG (2), used <= 2: each fits its nibble.
+        let used = used.max(index + 1);
+        self.streams_used = (used << 4) as u8 | (self.streams_used & DST_CHANGED) | index as u8;
+        if let Some(stream) = self.streams.get_mut(index) {
+            stream.record(seq, timestamp, payload_len, arrival);
+        }
+    }
+
+    /// The streams in use.
+    #[inline]
+    fn used(&self) -> &[ReceiveStats] {
+        let used = usize::from(self.streams_used >> 4);
+        self.streams.get(..used).unwrap_or_default()
+    }
+
+    /// The statistics of `ssrc`, if it has them.
+    pub fn stream_mut(&mut self, ssrc: u32) -> Option<&mut ReceiveStats> {
+        self.streams_mut().find(|s| s.ssrc() == ssrc)
+    }
+
+    /// Every tracked SSRC's statistics, writable (for report blocks).
+    pub fn streams_mut(&mut self) -> impl Iterator<Item = &mut ReceiveStats> + '_ {
+        let used = usize::from(self.streams_used >> 4);
+        self.streams.iter_mut().take(used)
+    }
+
+    /// True if any SSRC is tracked.
+    pub fn has_streams(&self) -> bool {
+        self.streams_used >> 4 > 0
+    }
+
+    /// Each tracked SSRC with its counters and jitter in nanoseconds.
+    pub fn streams(&self) -> impl Iterator<Item = StreamReport> + '_ {
+        self.used().iter().map(|s| StreamReport {
+            ssrc: s.ssrc(),
+            counters: s.counters(),
+            jitter_ns: u64::try_from(s.jitter_duration().as_nanos()).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// The leg's figures, as reported.
+    pub fn report(&self) -> LegReport {
+        LegReport {
+            peer: self.rtp.peer(),
+            latched: self.rtp.is_latched(),
+            relatches: self.rtp.relatches(),
+            streams: self.streams().collect(),
+            counters: self.counters(),
+        }
+    }
+}
+
+impl Default for LegState {
+    /// A leg with the default latching, no peer and SSRC 0 (what a
+    /// removed session leaves in its slot).
+    fn default() -> LegState {
+        LegState::new(LatchConfig::default(), None, false, 0)
+    }
+}
+
+/// One SSRC's figures, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamReport {
+    /// The source.
+    pub ssrc: u32,
+    /// Packets, bytes, loss, jitter (RTP units), reordering, duplicates.
+    pub counters: Counters,
+    /// The jitter in nanoseconds.
+    pub jitter_ns: u64,
+}
+
+/// The RTCP address that goes with RTP address `rtp`: the next port, or
+/// the same one under rtcp-mux (`None` past port 65535).
+pub fn rtcp_of(rtp: SocketAddr, mux: bool) -> Option<SocketAddr> {
+    if mux {
+        return Some(rtp);
+    }
+    let port = rtp.port().checked_add(1)?;
+    let mut rtcp = rtp;
+    rtcp.set_port(port);
+    Some(rtcp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leg(peer: Option<SocketAddr>, mux: bool) -> LegState {
+        LegState::new(LatchConfig::default(), peer, mux, 1)
+    }
+
+    #[test]
+    fn static_payload_types_have_their_clock_rates() {
+        assert_eq!(clock_rate(0, 48000), 8000);
+        assert_eq!(clock_rate(8, 48000), 8000);
+        assert_eq!(clock_rate(9, 48000), 8000, "G.722's RTP clock is 8000");
+        assert_eq!(clock_rate(31, 48000), 90000);
+        assert_eq!(clock_rate(111, 48000), 48000);
+    }
+
+    #[test]
+    fn ssrcs_beyond_the_limit_are_counted_not_tracked() {
+        let mut leg = leg(None, false);
+        let t = Instant::ZERO;
+        for ssrc in 1..=3u32 {
+            for seq in 0..4u16 {
+                leg.record(ssrc, 0, seq, u32::from(seq) * 160, 160, t, 8000);
+            }
+        }
+        let streams: Vec<_> = leg.streams().collect();
+        assert_eq!(streams.len(), SSRCS_PER_LEG);
+        assert_eq!(streams[0].counters.packets, 4);
+        assert_eq!(streams[1].ssrc, 2);
+        assert_eq!(leg.counters().untracked, 4);
+        assert!(leg.stream_mut(3).is_none());
+    }
+
+    #[test]
+    fn rtcp_goes_next_to_the_rtp_peer_until_heard() {
+        let signalled: SocketAddr = "10.0.0.2:5004".parse().unwrap();
+        let mut leg = leg(Some(signalled), false);
+        assert_eq!(leg.rtcp_destination(false), "10.0.0.2:5005".parse().ok());
+        let nat: SocketAddr = "192.0.2.9:40000".parse().unwrap();
+        leg.observe_rtp(nat, 1, Instant::ZERO);
+        assert_eq!(leg.rtcp_destination(false), "192.0.2.9:40001".parse().ok());
+        let rtcp_nat: SocketAddr = "192.0.2.9:40555".parse().unwrap();
+        leg.observe_rtcp(rtcp_nat, Instant::ZERO);
+        assert_eq!(leg.rtcp_destination(false), Some(rtcp_nat));
+        let muxed = LegState::new(LatchConfig::default(), Some(signalled), true, 1);
+        assert_eq!(muxed.rtcp_destination(true), Some(signalled));
+        let top: SocketAddr = "10.0.0.2:65535".parse().unwrap();
+        assert_eq!(rtcp_of(top, false), None);
+    }
+
+    #[test]
+    fn the_hot_fields_share_few_cache_lines() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(align_of::<LegState>(), 64);
+        assert_eq!(size_of::<LegState>() % 64, 0);
+        // Line 0: forwarded, both addresses, flags, then the first
+        // stream, whose hot part (checked in rtp::stats) ends in line 1.
+        assert!(offset_of!(LegState, streams_used) < 64);
+        assert!(offset_of!(LegState, fwd) < 64);
+        let first = offset_of!(LegState, streams);
+        let hot = crate::rtp::stats::HOT_BYTES;
+        assert!(first < 64 && first + hot <= 128, "{first} + {hot}");
+    }
+
+    #[test]
+    fn the_destination_follows_the_latch() {
+        let signalled: SocketAddr = "10.0.0.2:5004".parse().unwrap();
+        let nat: SocketAddr = "192.0.2.9:40000".parse().unwrap();
+        let other: SocketAddr = "192.0.2.9:40002".parse().unwrap();
+        let mut leg = leg(Some(signalled), false);
+        assert_eq!((leg.dst(), leg.settled), (Some(signalled), false));
+        assert!(leg.take_dst_change() && !leg.take_dst_change());
+        assert_eq!(leg.observe_rtp(nat, 1, Instant::ZERO), Verdict::Latched);
+        assert_eq!((leg.dst(), leg.settled), (Some(nat), true));
+        assert!(leg.take_dst_change());
+        leg.set_forward(Some(other));
+        assert_eq!(leg.forward_to(), Stored::Here(Some(other)));
+        assert_eq!(leg.observe_rtp(nat, 2, Instant::ZERO), Verdict::Peer);
+        assert_eq!(leg.observe_rtp(other, 1, Instant::ZERO), Verdict::Foreign);
+        // With re-latching, the latch keeps being asked (it notes when the
+        // peer was last heard) and the destination follows a re-latch.
+        let config = LatchConfig {
+            probation: 1,
+            relatch_after: Some(crate::time::Duration::from_millis(100)),
+        };
+        let mut leg = LegState::new(config, None, false, 1);
+        let ms = |n: u64| Instant::from_nanos(n * 1_000_000);
+        assert_eq!(leg.observe_rtp(nat, 1, ms(0)), Verdict::Latched);
+        assert!(!leg.settled);
+        assert_eq!(leg.observe_rtp(nat, 2, ms(50)), Verdict::Peer);
+        assert_eq!(leg.observe_rtp(other, 1, ms(120)), Verdict::Foreign);
+        assert_eq!(leg.observe_rtp(other, 2, ms(151)), Verdict::Latched);
+        assert_eq!(leg.dst(), Some(other));
+    }
+}

@@ -1,0 +1,231 @@
+//! The relay's per-packet path: for each batch of datagrams of one socket,
+//! one [`SessionTable`](crate::media::SessionTable) lookup finds the
+//! session, leg and channel; each datagram is classified (RTP or RTCP,
+//! RFC 5761 on RTP ports), checked (RFC 3550 A.1 header checks, A.2 for
+//! RTCP), judged by the leg's latch, recorded in its SSRC's statistics and
+//! sent from the other leg's socket to that leg's peer, or, in echo mode,
+//! reflected to its sender from its own buffer.
+//!
+//! The arrival time of each packet is its receive timestamp
+//! ([`Datagram::received_at`]): the time the lcore read just before the rx
+//! burst.
+//!
+//! Invariants: no allocation, lock, clock read, log line or `dyn` call;
+//! no panic on any input; every datagram that is not sent on is counted
+//! once, by [`RelayDrop`] reason and on its leg.
+
+use super::addr::Stored;
+use super::{Drops, LegState, Relay, RelayDrop, RelayOptions, Session};
+use crate::iface::{Batch, UdpContext};
+use crate::media::{Channel, Endpoint, Entry, Leg, LegSockets, Verdict};
+use crate::port::{Buf, Port};
+use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
+use crate::time::Instant;
+use crate::udp::{Datagram, SocketId};
+use std::net::SocketAddr;
+
+impl Relay {
+    /// Takes a batch of datagrams that reached `socket` (one of the
+    /// relay's, see [`Relay::owns`]; others are counted as
+    /// `unknown_socket` and left in the batch to be freed). Per packet.
+    #[inline]
+    pub fn on_datagrams<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<B>,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        let Relay {
+            table,
+            options,
+            drops,
+            ..
+        } = self;
+        let Some(Entry {
+            endpoint,
+            legs,
+            value,
+        }) = table.lookup_mut(socket)
+        else {
+            count(drops, RelayDrop::UnknownSocket, batch.len() as u64);
+            return;
+        };
+        for datagram in batch.drain(..) {
+            if let Err(reason) = value.receive(endpoint, &legs, datagram, options, ctx) {
+                count(drops, reason, 1);
+                let leg = value.legs[endpoint.leg.index()].counters_mut();
+                leg.dropped = leg.dropped.saturating_add(1);
+            }
+        }
+    }
+}
+
+fn count(drops: &mut Drops, reason: RelayDrop, n: u64) {
+    let slot = &mut drops[reason as usize];
+    *slot = slot.saturating_add(n);
+}
+
+fn bump(counter: &mut u64) {
+    *counter = counter.saturating_add(1);
+}
+
+/// Connects `socket` to `peer` when this packet latched its leg (and
+/// connecting is asked for and latching is final: a connected socket hears
+/// nobody else, so it could never re-latch). Once per latch.
+#[inline]
+fn latched<P: Port>(
+    verdict: Verdict,
+    options: &RelayOptions,
+    socket: SocketId,
+    peer: SocketAddr,
+    ctx: &mut UdpContext<'_, P>,
+) {
+    if verdict == Verdict::Latched
+        && options.connect_on_latch
+        && options.latch.relatch_after.is_none()
+    {
+        ctx.udp_connect(socket, peer);
+    }
+}
+
+/// Turns a latch verdict into accept or a drop reason.
+#[inline]
+fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
+    match verdict {
+        Verdict::Peer | Verdict::Latched => Ok(()),
+        Verdict::Learning => Err(RelayDrop::Learning),
+        Verdict::Foreign => {
+            bump(&mut leg.counters_mut().foreign);
+            Err(RelayDrop::Foreign)
+        }
+    }
+}
+
+impl Session {
+    /// This leg's state and the other's.
+    #[inline]
+    fn pair(&mut self, leg: Leg) -> (&mut LegState, &mut LegState) {
+        let [a, b] = &mut self.legs;
+        match leg {
+            Leg::A => (a, b),
+            Leg::B => (b, a),
+        }
+    }
+
+    /// One datagram that reached `at`.
+    #[inline]
+    fn receive<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        at: Endpoint,
+        legs: &[LegSockets; 2],
+        datagram: Datagram<B>,
+        options: &RelayOptions,
+        ctx: &mut UdpContext<'_, P>,
+    ) -> Result<(), RelayDrop> {
+        let kind = match at.channel {
+            Channel::Rtp => classify(datagram.payload()),
+            Channel::Rtcp => Kind::Rtcp,
+        };
+        match kind {
+            Kind::Rtp => self.rtp(at.leg, legs, datagram, options, ctx),
+            Kind::Rtcp => self.rtcp(at.leg, legs, datagram, options, ctx),
+            Kind::Other => Err(RelayDrop::NotRtp),
+        }
+    }
+
+    /// An RTP packet: check, latch, record, send on.
+    #[inline]
+    fn rtp<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        leg: Leg,
+        legs: &[LegSockets; 2],
+        datagram: Datagram<B>,
+        options: &RelayOptions,
+        ctx: &mut UdpContext<'_, P>,
+    ) -> Result<(), RelayDrop> {
+        let (ssrc, pt, seq, timestamp, len) = {
+            let p = RtpPacket::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtp)?;
+            (
+                p.ssrc(),
+                p.payload_type(),
+                p.seq(),
+                p.timestamp(),
+                p.payload().len(),
+            )
+        };
+        let now = datagram.received_at();
+        let (this, other) = self.pair(leg);
+        let source = datagram.src();
+        let verdict = this.observe_rtp(source, seq, now);
+        if this.take_dst_change() {
+            other.set_forward(this.dst());
+        }
+        admit(verdict, this)?;
+        latched(verdict, options, legs[leg.index()].rtp, source, ctx);
+        this.record(ssrc, pt, seq, timestamp, len, now, options.clock_rate);
+        if options.echo {
+            ctx.reply(datagram);
+        } else {
+            let dst = match this.forward_to() {
+                Stored::Here(dst) => dst,
+                Stored::Elsewhere => other.dst(),
+            };
+            let dst = dst.ok_or(RelayDrop::NoPeer)?;
+            let from = legs[leg.other().index()].rtp;
+            // In the received buffer: headers rewritten, payload untouched
+            // (copied only for a change of IP version).
+            ctx.forward(datagram, from, dst)
+                .map_err(|_| RelayDrop::SendFailed)?;
+        }
+        this.count_forwarded();
+        Ok(())
+    }
+
+    /// A compound RTCP packet: check, latch, note sender reports, send on.
+    #[inline]
+    fn rtcp<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        leg: Leg,
+        legs: &[LegSockets; 2],
+        datagram: Datagram<B>,
+        options: &RelayOptions,
+        ctx: &mut UdpContext<'_, P>,
+    ) -> Result<(), RelayDrop> {
+        let now: Instant = datagram.received_at();
+        let (this, other) = self.pair(leg);
+        {
+            let compound =
+                Compound::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtcp)?;
+            let source = datagram.src();
+            let verdict = this.observe_rtcp(source, now);
+            admit(verdict, this)?;
+            if let Some(socket) = legs[leg.index()].rtcp {
+                latched(verdict, options, socket, source, ctx);
+            }
+            for packet in compound.packets() {
+                if let RtcpPacket::SenderReport(sr) = packet {
+                    if let Some(stats) = this.stream_mut(sr.ssrc()) {
+                        stats.record_sender_report(sr.sender_info().ntp_timestamp, now);
+                    }
+                }
+            }
+        }
+        let size = datagram.payload().len();
+        this.reports.heard_rtcp(size, datagram.src().is_ipv6());
+        let counters = this.counters_mut();
+        bump(&mut counters.rtcp);
+        counters.rtcp_bytes = counters.rtcp_bytes.saturating_add(size as u64);
+        if options.echo {
+            ctx.reply(datagram);
+        } else {
+            let out = legs[leg.other().index()];
+            let dst = other
+                .rtcp_destination(out.is_mux())
+                .ok_or(RelayDrop::NoPeer)?;
+            ctx.forward(datagram, out.sender(Channel::Rtcp), dst)
+                .map_err(|_| RelayDrop::SendFailed)?;
+        }
+        bump(&mut this.counters_mut().rtcp_forwarded);
+        Ok(())
+    }
+}

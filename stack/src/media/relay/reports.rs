@@ -1,0 +1,239 @@
+//! The relay's own RTCP: receiver reports (RFC 3550 6.4.2) that a leg
+//! sends its peer about what that peer sent, at the interval of 6.2/6.3
+//! ([`rtcp_interval`]: the 5 s minimum, halved before the first report,
+//! times a random factor in [0.5, 1.5], over `e - 3/2`), computed from the
+//! session bandwidth (64 kbit/s, G.711, unless configured).
+//!
+//! In echo mode the relay is its senders' media endpoint, so it always
+//! reports; in relay mode it does so when asked
+//! ([`super::RelayOptions::rtcp_reports`]), as an RTP translator with an
+//! SSRC of its own may (RFC 3550 7.1/7.2, RFC 7667 3.2.1). Each leg has
+//! its own SSRC; a report is an RR with one block per SSRC the leg tracks
+//! (fraction lost since the last report, cumulative loss, extended highest
+//! sequence number, jitter, LSR/DLSR from that source's last SR), then an
+//! SDES CNAME (`relay-<ssrc in hex>`), as 6.1 asks of every compound. It
+//! goes from the leg's RTCP socket (its RTP socket under rtcp-mux) to
+//! where the leg's RTCP goes.
+//!
+//! Timing: a leg is scheduled once it has a tracked SSRC (its first report
+//! an initial interval later); the timers are checked from the relay's poll
+//! by a round-robin cursor over the session slots, at most
+//! [`ReportConfig::sessions_per_poll`] sessions per poll, so the cost per
+//! poll does not grow with the number of sessions (a report is late by at
+//! most one sweep: `sessions / sessions_per_poll` polls). Time is
+//! `ctx.now()`; randomness comes from the relay's seeded generator.
+//!
+//! Invariants: no allocation and no panic; a report that cannot be sent is
+//! counted (`reports_failed`) and the leg rescheduled like after a sent one.
+
+use super::{LegState, Relay};
+use crate::iface::UdpContext;
+use crate::media::{Channel, LegSockets};
+use crate::port::Port;
+use crate::rtp::{
+    rtcp_interval, update_avg_rtcp_size, write_receiver_report, write_sdes_cname, IntervalParams,
+    ReportBlock,
+};
+use crate::time::{Duration, Instant};
+use arrayvec::ArrayVec;
+
+/// The RTCP senders' share of the session bandwidth (RFC 3550 6.2).
+pub const RTCP_FRACTION: f64 = 0.05;
+/// IPv4 and UDP headers, counted in RTCP packet sizes (6.3.3).
+const HEADERS_V4: usize = 20 + 8;
+/// IPv6 and UDP headers.
+const HEADERS_V6: usize = 40 + 8;
+/// Longest CNAME we write: `relay-` and 8 hex digits.
+const CNAME_LEN: usize = 14;
+
+/// What the report interval depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportConfig {
+    /// The session bandwidth in bits per second (RTCP gets 5 % of it).
+    pub session_bandwidth: u32,
+    /// Seed of the random factors and of the legs' SSRCs.
+    pub seed: u64,
+    /// Sessions whose timers one poll examines.
+    pub sessions_per_poll: u32,
+}
+
+impl Default for ReportConfig {
+    fn default() -> ReportConfig {
+        ReportConfig {
+            // G.711: 64 kbit/s of payload.
+            session_bandwidth: 64_000,
+            seed: 0x005e_ed0f_7e1a_4a11,
+            sessions_per_poll: 32,
+        }
+    }
+}
+
+/// One leg's report state.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportState {
+    /// Our SSRC toward this leg's peer.
+    ssrc: u32,
+    /// No report sent yet (6.2's halved minimum).
+    initial: bool,
+    /// When the next report is due (`None`: not scheduled).
+    next: Option<Instant>,
+    /// 6.3.3's average compound RTCP size, headers included.
+    avg_size: f64,
+}
+
+impl ReportState {
+    /// A leg that reports as `ssrc`.
+    pub fn new(ssrc: u32) -> ReportState {
+        ReportState {
+            ssrc,
+            initial: true,
+            next: None,
+            // Our own compound with one block: RR 32 + SDES 24, plus headers.
+            avg_size: (32 + 24 + HEADERS_V4) as f64,
+        }
+    }
+
+    /// Our SSRC toward this leg's peer.
+    pub fn ssrc(&self) -> u32 {
+        self.ssrc
+    }
+
+    /// When the next report is due, once scheduled.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.next
+    }
+
+    /// Notes an RTCP packet of `size` bytes received on the leg (6.3.3).
+    pub(crate) fn heard_rtcp(&mut self, size: usize, v6: bool) {
+        let headers = if v6 { HEADERS_V6 } else { HEADERS_V4 };
+        self.avg_size = update_avg_rtcp_size(self.avg_size, size + headers);
+    }
+}
+
+/// The interval's inputs for a leg that hears `sources` senders.
+fn params(config: &ReportConfig, state: &ReportState, sources: usize) -> IntervalParams {
+    let senders = u32::try_from(sources).unwrap_or(u32::MAX);
+    IntervalParams {
+        members: senders.saturating_add(1),
+        senders,
+        rtcp_bandwidth: f64::from(config.session_bandwidth) * RTCP_FRACTION / 8.0,
+        we_sent: false,
+        avg_rtcp_size: state.avg_size,
+        initial: state.initial,
+    }
+}
+
+/// A uniform factor in [0.5, 1.5] from 64 random bits.
+fn factor(random: u64) -> f64 {
+    // The top 53 bits: exactly representable.
+    0.5 + (random >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Relay {
+    /// Examines the next few sessions' report timers: schedules legs that
+    /// started hearing a source, sends the reports that are due.
+    pub(crate) fn run_reports<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+        let slots = self.table.slot_count();
+        if slots == 0 {
+            return;
+        }
+        let now = ctx.now();
+        let config = self.options.reports;
+        let visits = config.sessions_per_poll.clamp(1, slots);
+        for _ in 0..visits {
+            let slot = self.cursor % slots;
+            self.cursor = (slot + 1) % slots;
+            let random = [self.next_random(), self.next_random()];
+            let Some((legs, session)) = self.table.slot_mut(slot) else {
+                continue;
+            };
+            for (i, leg) in session.legs.iter_mut().enumerate() {
+                if !leg.has_streams() {
+                    continue;
+                }
+                let due = match leg.reports.next {
+                    None => false,
+                    Some(at) => at <= now,
+                };
+                if due {
+                    send_report(leg, &legs[i], now, ctx);
+                    leg.reports.initial = false;
+                }
+                if due || leg.reports.next.is_none() {
+                    let sources = leg.streams_mut().count();
+                    let p = params(&config, &leg.reports, sources);
+                    let interval: Duration = rtcp_interval(&p, factor(random[i]));
+                    leg.reports.next = Some(now + interval);
+                }
+            }
+        }
+    }
+}
+
+/// Writes and sends one leg's receiver report (RR + SDES CNAME).
+fn send_report<P: Port>(
+    leg: &mut LegState,
+    sockets: &LegSockets,
+    now: Instant,
+    ctx: &mut UdpContext<'_, P>,
+) {
+    let ssrc = leg.reports.ssrc;
+    let mut blocks: ArrayVec<ReportBlock, { super::SSRCS_PER_LEG }> = ArrayVec::new();
+    for stream in leg.streams_mut() {
+        if let Some(block) = stream.report_block(now) {
+            blocks.push(block);
+        }
+    }
+    let mut buf = [0u8; 8 + 24 * super::SSRCS_PER_LEG + 12 + CNAME_LEN + 4];
+    let mut cname = [0u8; CNAME_LEN];
+    cname[..6].copy_from_slice(b"relay-");
+    for (i, digit) in cname[6..].iter_mut().enumerate() {
+        let nibble = (ssrc >> (28 - 4 * i)) & 0xf;
+        *digit = b"0123456789abcdef"[nibble as usize];
+    }
+    let written = write_receiver_report(&mut buf, ssrc, &blocks).and_then(|rr| {
+        let sdes = write_sdes_cname(&mut buf[rr..], ssrc, &cname)?;
+        Ok(rr + sdes)
+    });
+    let dst = leg.rtcp_destination(sockets.is_mux());
+    let counters = leg.counters_mut();
+    let (Ok(len), Some(dst)) = (written, dst) else {
+        counters.reports_failed = counters.reports_failed.saturating_add(1);
+        return;
+    };
+    let sent = ctx.send_to(sockets.sender(Channel::Rtcp), dst, &buf[..len]);
+    if sent.is_ok() {
+        counters.reports_sent = counters.reports_sent.saturating_add(1);
+    } else {
+        counters.reports_failed = counters.reports_failed.saturating_add(1);
+    }
+    let headers = if dst.is_ipv6() {
+        HEADERS_V6
+    } else {
+        HEADERS_V4
+    };
+    leg.reports.avg_size = update_avg_rtcp_size(leg.reports.avg_size, len + headers);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factors_are_uniform_in_range() {
+        assert_eq!(factor(0), 0.5);
+        assert!(factor(u64::MAX) <= 1.5 && factor(u64::MAX) > 1.499);
+        assert_eq!(factor(1 << 63), 1.0);
+    }
+
+    #[test]
+    fn a_g711_leg_gets_the_minimum_interval() {
+        let state = ReportState::new(1);
+        let p = params(&ReportConfig::default(), &state, 1);
+        // 400 B/s of RTCP, two members: 2 * 84 / 400 = 0.42 s, under the
+        // 2.5 s initial minimum: 2.5 / (e - 1.5) = 2.052 s at factor 1.
+        assert_eq!((p.members, p.senders), (2, 1));
+        assert_eq!(p.rtcp_bandwidth, 400.0);
+        assert_eq!(rtcp_interval(&p, 1.0).as_millis(), 2052);
+    }
+}
