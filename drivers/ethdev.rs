@@ -12,9 +12,14 @@
 //! `EthPort` or any `EthQueue`) is dropped, so a queue never outlives its
 //! port's configuration; the burst calls allocate nothing and take no lock.
 
+mod details;
 mod info;
 
-pub use info::{LinkStatus, PortInfo, PortStats, RssHashConf, Xstat};
+pub use details::{PortSettings, VlanOffload};
+pub use info::{
+    device_capability_name, DescLimits, ErrorHandling, LinkStatus, PortInfo, PortStats,
+    RssHashConf, SwitchInfo, Xstat,
+};
 
 use crate::error::{DpdkError, Result};
 use crate::mbuf::Mbuf;
@@ -318,6 +323,12 @@ impl EthPort {
         PortInfo::query(self.id())
     }
 
+    /// Firmware version, device arguments, all-multicast mode and VLAN
+    /// offloads.
+    pub fn settings(&self) -> Result<PortSettings> {
+        PortSettings::query(self.id())
+    }
+
     /// Link state right now, without waiting.
     pub fn link(&self) -> Result<LinkStatus> {
         LinkStatus::query(self.id())
@@ -327,7 +338,7 @@ impl EthPort {
     /// operation fail with "Operation not supported".
     pub fn set_link_up(&self) -> Result<()> {
         // SAFETY: the port is configured; the call only changes link state.
-        let ret = unsafe { sys::dps_eth_dev_set_link_up(self.id()) };
+        let ret = unsafe { sys::rte_eth_dev_set_link_up(self.id()) };
         check(self.id(), || "set link up".into(), ret)
     }
 
@@ -335,7 +346,7 @@ impl EthPort {
     /// started, but the driver stops carrying frames.
     pub fn set_link_down(&self) -> Result<()> {
         // SAFETY: the port is configured; the call only changes link state.
-        let ret = unsafe { sys::dps_eth_dev_set_link_down(self.id()) };
+        let ret = unsafe { sys::rte_eth_dev_set_link_down(self.id()) };
         check(self.id(), || "set link down".into(), ret)
     }
 

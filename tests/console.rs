@@ -50,7 +50,10 @@ fn macswap_forwards_between_null_ports_and_records_cycles() {
         &child_eal_args(&NULL_PAIR),
         &[mode_arg, "--record-core-cycles", "--stats-period", "1"],
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    // The first period's display, however slow the start-up (a fixed
+    // sleep failed under a loaded test run), then enough forwarding.
+    console.wait_for_output("Port statistics ====");
+    std::thread::sleep(Duration::from_millis(300));
     let out = console.stop_with(libc::SIGTERM);
     assert_eq!(out.code, Some(0));
     let (rx, tx, dropped) = out.accumulated();

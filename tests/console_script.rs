@@ -68,7 +68,7 @@ fn assert_in_order(text: &str, blocks: &[&str]) {
 }
 
 #[test]
-fn cmdline_file_runs_its_commands_with_testpmds_output_then_quits() {
+fn cmdline_file_runs_its_commands_with_testpmds_output_and_quit_ends_only_the_file() {
     let script = Script::new(
         "formats",
         &[
@@ -89,6 +89,7 @@ fn cmdline_file_runs_its_commands_with_testpmds_output_then_quits() {
             "show port summary all",
             "show port 1 rss-hash",
             "set link-down port 1",
+            "show fwd stats all",
             "quit",
             "show port summary all",
         ],
@@ -97,7 +98,9 @@ fn cmdline_file_runs_its_commands_with_testpmds_output_then_quits() {
         &child_eal_args(&NULL_PAIR),
         &["-i", "--cmdline-file", script.path()],
     );
-    drop(console.stdin());
+    let mut stdin = console.stdin();
+    writeln!(stdin, "set burst 16").expect("write a command");
+    drop(stdin);
     let out = console.wait();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let (mac0, mac1) = (mac_of(&out, 0), mac_of(&out, 1));
@@ -107,17 +110,44 @@ fn cmdline_file_runs_its_commands_with_testpmds_output_then_quits() {
 MAC address: {mac0}
 Device name: net_null0
 Driver name: net_null
+Firmware-version: not available
+Devargs: 
 Connect to socket: 0
+memory allocation on the socket: 0
 Link status: up
 Link speed: 10 Gbps
 Link duplex: full-duplex
+Autoneg status: Off
 MTU: 1500
 Promiscuous mode: enabled
+Allmulticast mode: enabled
+Maximum number of MAC addresses: 1
+Maximum number of MAC addresses of hash filtering: 0
+VLAN offload: 
+  strip off, filter off, extend off, qinq strip off
+Redirection table size: 128
+Supported RSS offload flow types:
+  ipv4  ipv4-frag  ipv4-tcp  ipv4-udp  ipv4-sctp  ipv4-other
+  ipv6  ipv6-frag  ipv6-tcp  ipv6-udp  ipv6-sctp  ipv6-other
+  l2-payload  ipv6-ex  ipv6-tcp-ex  ipv6-udp-ex  port  vxlan
+  geneve  nvgre  mpls
+Minimum size of RX buffer: 0
 Maximum configurable length of RX packet: 4294967295
+Maximum configurable size of LRO aggregated packet: 0
 Current number of RX queues: 1
 Max possible RX queues: 1024
+Max possible number of RXDs per queue: 65535
+Min possible number of RXDs per queue: 0
+RXDs number alignment: 1
 Current number of TX queues: 1
 Max possible TX queues: 1024
+Max possible number of TXDs per queue: 65535
+Min possible number of TXDs per queue: 0
+TXDs number alignment: 1
+Max segment number per packet: 65535
+Max segment number per MTU/TSO: 65535
+Device capabilities: 0x0( )
+Device error handling mode: none
 "
     );
     let summary = format!(
@@ -160,19 +190,28 @@ Done
 ",
             &summary,
             "dev_info did not provide a valid hash key size\n\nSet link down fail.\n",
+            // Before any start: zeros, as testpmd 22.11 shows them.
+            "
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-packets: 0              RX-dropped: 0             RX-total: 0
+  TX-packets: 0              TX-dropped: 0             TX-total: 0
+  ----------------------------------------------------------------------------
+
+  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++
+  RX-packets: 0              RX-dropped: 0             RX-total: 0
+  TX-packets: 0              TX-dropped: 0             TX-total: 0
+  ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
+",
+            // `quit` ended the file; the prompt then ran the piped line.
             &read,
+            "dpstack> Number of packets per burst set to 16\ndpstack> \n",
             "Stopping port 1...\nDone\n\nPort 1 is closed\nDone\n\nBye...\n",
         ],
-    );
-    assert!(
-        !out.stdout.contains("dpstack> "),
-        "quit in the file ends the console before the prompt:\n{}",
-        out.stdout
     );
     assert_eq!(
         out.stdout.matches("Number of available ports").count(),
         1,
-        "nothing after quit runs"
+        "nothing after quit in the file runs"
     );
     assert!(out.stdout.ends_with("Bye...\n"));
 }
@@ -231,7 +270,11 @@ Waiting for lcores to finish...
 
 #[test]
 fn cmdline_file_without_the_prompt_then_forwards_until_enter() {
-    let script = Script::new("non-interactive", &["set fwd txonly", "set burst 16"]);
+    // As testpmd: `quit` ends the file, then forwarding starts.
+    let script = Script::new(
+        "non-interactive",
+        &["set fwd txonly", "set burst 16", "quit", "set burst 8"],
+    );
     let mut console = AppProcess::console(
         &child_eal_args(&NULL_PAIR),
         &["--cmdline-file", script.path()],
@@ -254,6 +297,7 @@ fn cmdline_file_without_the_prompt_then_forwards_until_enter() {
             "Bye...\n",
         ],
     );
+    assert!(!out.stdout.contains("set to 8"), "{}", out.stdout);
     let (rx, tx, _) = out.accumulated();
     assert_eq!(rx, 0);
     assert!(tx > 1000, "tx {tx}");

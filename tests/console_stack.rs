@@ -132,9 +132,22 @@ fn stack_mode_pings_the_kernel_both_ways_and_echoes_its_datagrams() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert_eq!(
+        console.say("tcp-echo start 7"),
+        "TCP echo started on [::]:7\n"
+    );
+    let out = ns.socat(&format!("TCP:{STACK_IP}:7"), b"over tcp\n");
+    assert_eq!(out.stdout, b"over tcp\n");
+    // Every socket of the stack, with its queues: the listener shows its
+    // backlog as Send-Q, as `ss` does.
+    let sockets = console.say("show sockets");
     assert_has(
-        &console.say("show sockets"),
+        &sockets,
         "\nudp   UNCONN          0      0 [::]:7                     *:*\n",
+    );
+    assert_has(
+        &sockets,
+        "\ntcp   LISTEN          0    128 [::]:7                     *:*\n",
     );
     let counters = console.say("show counters");
     assert_has(&counters, "ICMP:\n    IcmpInEchos                     6\n");

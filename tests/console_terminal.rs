@@ -168,7 +168,7 @@ fn question_mark_lists_with_help_history_recalls_and_ctrl_c_clears() {
     screen.keys("\x03");
     screen.expect(PROMPT);
     screen.keys("show fwd stats all\r");
-    screen.expect("Packet forwarding not started\r\n");
+    screen.expect("Accumulated forward statistics for all ports");
     screen.expect(PROMPT);
     screen.keys("quit\r");
     screen.expect("Bye...\r\n");

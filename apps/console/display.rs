@@ -1,11 +1,14 @@
 //! Text output in testpmd's formats, so people's muscle memory and parsing
 //! scripts carry over: `show port stats`, forward statistics on `stop`,
-//! `show port info`, the forwarding configuration; `show port N rss-hash`
-//! in [`rss`].
+//! the forwarding configuration; `show port info` in [`port_info`] and
+//! `show port N rss-hash` in [`rss`].
 
+pub mod port_info;
 pub mod rss;
 
-use dpstack::ethdev::{LinkStatus, PortInfo, PortStats};
+pub use port_info::port_info;
+
+use dpstack::ethdev::PortStats;
 use dpstack::stack::port::MacAddr;
 use std::fmt::Write;
 use std::time::Instant;
@@ -224,52 +227,6 @@ pub fn forward_config(
         }
     }
     out.push('\n');
-    out
-}
-
-/// `show port info` of one port: testpmd's lines for the facts the driver
-/// layer reports (the console opens one rx and one tx queue per port).
-pub fn port_info(
-    port: u16,
-    mac: MacAddr,
-    info: &PortInfo,
-    link: &LinkStatus,
-    promiscuous: bool,
-) -> String {
-    let border = "*".repeat(21);
-    let on_off = |on: bool| if on { "enabled" } else { "disabled" };
-    let mut out = String::new();
-    let _ = writeln!(out, "\n{border} Infos for port {port:<2} {border}");
-    let _ = writeln!(out, "MAC address: {mac}");
-    let _ = writeln!(out, "Device name: {}", info.name);
-    let _ = writeln!(out, "Driver name: {}", info.driver);
-    let _ = writeln!(
-        out,
-        "Connect to socket: {}",
-        info.socket.map_or(0, |s| s.max(0))
-    );
-    let _ = writeln!(out, "Link status: {}", if link.up { "up" } else { "down" });
-    let _ = writeln!(out, "Link speed: {}", link.speed_text());
-    let _ = writeln!(
-        out,
-        "Link duplex: {}",
-        if link.full_duplex {
-            "full-duplex"
-        } else {
-            "half-duplex"
-        }
-    );
-    let _ = writeln!(out, "MTU: {}", info.mtu);
-    let _ = writeln!(out, "Promiscuous mode: {}", on_off(promiscuous));
-    let _ = writeln!(
-        out,
-        "Maximum configurable length of RX packet: {}",
-        info.max_rx_pktlen
-    );
-    let _ = writeln!(out, "Current number of RX queues: 1");
-    let _ = writeln!(out, "Max possible RX queues: {}", info.max_rx_queues);
-    let _ = writeln!(out, "Current number of TX queues: 1");
-    let _ = writeln!(out, "Max possible TX queues: {}", info.max_tx_queues);
     out
 }
 

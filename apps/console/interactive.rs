@@ -8,8 +8,10 @@
 //! input (Ctrl-D) quits like `quit`.
 //!
 //! `--cmdline-file` runs its lines as testpmd does: no echo, each command's
-//! output, then `Read CLI commands from FILE`. A `quit` in the file quits
-//! the console.
+//! output, then `Read CLI commands from FILE`. A `quit` in the file ends
+//! the file, not the console (testpmd 22.11 runs the file on a command
+//! line of its own, which `quit` closes): what follows is the prompt with
+//! `-i`, else forwarding until Enter. Only a signal ends the console there.
 
 use crate::commands::{self, Reply};
 use crate::session::Session;
@@ -116,20 +118,19 @@ fn run_line(session: &mut Session, line: &str) -> Flow {
 }
 
 /// `--cmdline-file`: runs the lines of `script` (read from `path`) until
-/// its end, a `quit`, or a signal.
+/// its end or a `quit` (both go on with the console: [`Flow::Continue`]),
+/// or a signal ([`Flow::Quit`]).
 pub fn run_script(session: &mut Session, path: &Path, script: &str, signal: &AtomicUsize) -> Flow {
-    let mut flow = Flow::Continue;
     for line in script.lines() {
         if signal.load(Ordering::SeqCst) != 0 {
             return Flow::Quit;
         }
-        flow = run_line(session, line);
-        if flow == Flow::Quit {
+        if run_line(session, line) == Flow::Quit {
             break;
         }
     }
     println!("Read CLI commands from {}", path.display());
-    flow
+    Flow::Continue
 }
 
 /// Standard input, a line at a time, from a helper thread; the channel

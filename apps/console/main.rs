@@ -62,7 +62,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         None => Flow::Continue,
     };
 
-    // After a `quit` in the file (or a signal), straight to the shutdown.
+    // A `quit` in the file ends only the file (as in testpmd); a signal
+    // goes straight to the shutdown.
     if flow == Flow::Continue && cli.interactive {
         let mut prompt = Prompt::open();
         if cli.auto_start {

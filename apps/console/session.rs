@@ -282,12 +282,19 @@ impl Session {
         display::forward_stats(&totals, cycles)
     }
 
-    /// `show fwd stats all`: live while forwarding, else the last run's.
+    /// `show fwd stats all`: live while forwarding, else the last run's;
+    /// before any run, zeros for every port (as testpmd, whose stream
+    /// counters start at zero).
     pub fn show_forward_stats(&self) -> String {
         match (&self.running, &self.finished) {
             (Some(running), _) => self.forward_report(&running.record),
             (None, Some(finished)) => finished.text.clone(),
-            (None, None) => "Packet forwarding not started\n".into(),
+            (None, None) => {
+                let zeros: Vec<(u16, PortForwardTotals)> = (self.ports.iter())
+                    .map(|p| (p.id(), PortForwardTotals::default()))
+                    .collect();
+                display::forward_stats(&zeros, None)
+            }
         }
     }
 

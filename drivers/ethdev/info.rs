@@ -6,7 +6,11 @@ use crate::error::{DpdkError, Result};
 use crate::sys;
 use std::ffi::{c_char, CStr};
 
-fn check(port: u16, operation: &str, ret: i32) -> Result<()> {
+/// `RTE_ETH_DEV_SWITCH_DOMAIN_ID_INVALID` (`UINT16_MAX`, which bindgen
+/// cannot expand): the port is in no switch domain.
+const SWITCH_DOMAIN_ID_INVALID: u16 = u16::MAX;
+
+pub(super) fn check(port: u16, operation: &str, ret: i32) -> Result<()> {
     if ret < 0 {
         Err(DpdkError::port(port, operation, ret))
     } else {
@@ -14,7 +18,7 @@ fn check(port: u16, operation: &str, ret: i32) -> Result<()> {
     }
 }
 
-fn c_text(ptr: *const c_char) -> String {
+pub(super) fn c_text(ptr: *const c_char) -> String {
     if ptr.is_null() {
         return String::new();
     }
@@ -54,6 +58,108 @@ pub struct PortInfo {
     pub hash_key_size: u8,
     /// `RTE_ETH_RSS_*` bits (flow types) the device can hash on.
     pub flow_type_rss_offloads: u64,
+    /// Receive queues configured now.
+    pub rx_queues: u16,
+    /// Transmit queues configured now.
+    pub tx_queues: u16,
+    /// Entries of the RSS redirection table (0: none).
+    pub reta_size: u16,
+    /// MAC addresses the device can filter on.
+    pub max_mac_addrs: u32,
+    /// MAC addresses of its hash filter.
+    pub max_hash_mac_addrs: u32,
+    /// Smallest receive buffer the device accepts.
+    pub min_rx_bufsize: u32,
+    /// Largest packet LRO may aggregate.
+    pub max_lro_pkt_size: u32,
+    /// Virtual functions (0 for none).
+    pub max_vfs: u16,
+    /// VMDq pools (0 for none).
+    pub max_vmdq_pools: u16,
+    /// Receive descriptor limits per queue.
+    pub rx_desc_lim: DescLimits,
+    /// Transmit descriptor limits per queue.
+    pub tx_desc_lim: DescLimits,
+    /// `RTE_ETH_DEV_CAPA_*` bits.
+    pub dev_capa: u64,
+    /// The embedded switch the port belongs to, if the driver names one.
+    pub switch: Option<SwitchInfo>,
+    /// How the device recovers from errors.
+    pub error_handling: ErrorHandling,
+}
+
+/// Descriptor ring limits of a queue (`rte_eth_desc_lim`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DescLimits {
+    /// Most descriptors per queue.
+    pub max: u16,
+    /// Fewest descriptors per queue.
+    pub min: u16,
+    /// The count must be a multiple of this.
+    pub align: u16,
+    /// Most segments per packet (transmit).
+    pub seg_max: u16,
+    /// Most segments per MTU-sized or TSO packet (transmit).
+    pub mtu_seg_max: u16,
+}
+
+impl DescLimits {
+    fn from_sys(lim: &sys::rte_eth_desc_lim) -> DescLimits {
+        DescLimits {
+            max: lim.nb_max,
+            min: lim.nb_min,
+            align: lim.nb_align,
+            seg_max: lim.nb_seg_max,
+            mtu_seg_max: lim.nb_mtu_seg_max,
+        }
+    }
+}
+
+/// The embedded switch a port is part of (`rte_eth_switch_info`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchInfo {
+    /// Its name, if the driver gives one.
+    pub name: Option<String>,
+    /// The switch domain.
+    pub domain_id: u16,
+    /// The port's id in the switch.
+    pub port_id: u16,
+    /// The shared receive queue domain.
+    pub rx_domain: u16,
+}
+
+/// A device's error recovery (`rte_eth_err_handle_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorHandling {
+    /// It has none.
+    None,
+    /// The application resets the port after a reset event.
+    Passive,
+    /// The driver recovers by itself and reports the outcome.
+    Proactive,
+    /// A value this build does not know.
+    Unknown(u32),
+}
+
+impl ErrorHandling {
+    fn from_sys(mode: sys::rte_eth_err_handle_mode) -> ErrorHandling {
+        match mode {
+            sys::rte_eth_err_handle_mode_RTE_ETH_ERROR_HANDLE_MODE_NONE => ErrorHandling::None,
+            sys::rte_eth_err_handle_mode_RTE_ETH_ERROR_HANDLE_MODE_PASSIVE => {
+                ErrorHandling::Passive
+            }
+            sys::rte_eth_err_handle_mode_RTE_ETH_ERROR_HANDLE_MODE_PROACTIVE => {
+                ErrorHandling::Proactive
+            }
+            other => ErrorHandling::Unknown(other),
+        }
+    }
+}
+
+/// DPDK's name of one `RTE_ETH_DEV_CAPA_*` bit (`UNKNOWN` for others).
+pub fn device_capability_name(capability: u64) -> String {
+    // SAFETY: returns a pointer to a static string for any value.
+    c_text(unsafe { sys::rte_eth_dev_capability_name(capability) })
 }
 
 impl PortInfo {
@@ -86,6 +192,25 @@ impl PortInfo {
             socket: (socket >= 0).then_some(socket),
             hash_key_size: info.hash_key_size,
             flow_type_rss_offloads: info.flow_type_rss_offloads,
+            rx_queues: info.nb_rx_queues,
+            tx_queues: info.nb_tx_queues,
+            reta_size: info.reta_size,
+            max_mac_addrs: info.max_mac_addrs,
+            max_hash_mac_addrs: info.max_hash_mac_addrs,
+            min_rx_bufsize: info.min_rx_bufsize,
+            max_lro_pkt_size: info.max_lro_pkt_size,
+            max_vfs: info.max_vfs,
+            max_vmdq_pools: info.max_vmdq_pools,
+            rx_desc_lim: DescLimits::from_sys(&info.rx_desc_lim),
+            tx_desc_lim: DescLimits::from_sys(&info.tx_desc_lim),
+            dev_capa: info.dev_capa,
+            switch: (info.switch_info.domain_id != SWITCH_DOMAIN_ID_INVALID).then(|| SwitchInfo {
+                name: (!info.switch_info.name.is_null()).then(|| c_text(info.switch_info.name)),
+                domain_id: info.switch_info.domain_id,
+                port_id: info.switch_info.port_id,
+                rx_domain: info.switch_info.rx_domain,
+            }),
+            error_handling: ErrorHandling::from_sys(info.err_handle_mode),
         })
     }
 }
@@ -116,7 +241,7 @@ impl RssHashConf {
         // SAFETY: `conf` is valid for writes for the call; its key pointer is
         // NULL (no key asked) or `key`, which holds `rss_key_len` bytes, the
         // size the device itself gave.
-        let ret = unsafe { sys::dps_eth_dev_rss_hash_conf_get(id, &mut conf) };
+        let ret = unsafe { sys::rte_eth_dev_rss_hash_conf_get(id, &mut conf) };
         check(id, "read the RSS hash configuration", ret)?;
         Ok(RssHashConf {
             rss_hf: conf.rss_hf,
@@ -134,6 +259,8 @@ pub struct LinkStatus {
     pub speed_mbps: u32,
     /// True for full duplex.
     pub full_duplex: bool,
+    /// True if the speed was autonegotiated.
+    pub autoneg: bool,
 }
 
 impl LinkStatus {
@@ -146,6 +273,7 @@ impl LinkStatus {
             up: link.link_status() != 0,
             speed_mbps: link.link_speed,
             full_duplex: link.link_duplex() != 0,
+            autoneg: link.link_autoneg() != 0,
         })
     }
 

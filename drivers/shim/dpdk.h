@@ -42,10 +42,4 @@ unsigned dps_mempool_avail_count(const struct rte_mempool *mp);
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp);
 uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp);
 
-/* Port control calls that build.rs's bindgen allowlist does not name (they
- * are ordinary exported functions; the forward gives them a dps_ symbol). */
-int dps_eth_dev_set_link_up(uint16_t port);
-int dps_eth_dev_set_link_down(uint16_t port);
-int dps_eth_dev_rss_hash_conf_get(uint16_t port, struct rte_eth_rss_conf *conf);
-
 #endif

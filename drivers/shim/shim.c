@@ -2,9 +2,9 @@
  * Out-of-line copies of DPDK's `static inline` fast-path functions and the
  * macros over thread-local state, so Rust can call them. Each is a one-line
  * forward: the cost is one direct call (~1 ns), per burst for the burst
- * functions. See docs/ARCHITECTURE.md ("Bindings"). The port control
- * forwards at the end exist only because bindgen's allowlist in build.rs
- * does not name those (exported, not inline) functions.
+ * functions. See docs/ARCHITECTURE.md ("Bindings"). Exported (not inline)
+ * DPDK functions need no forward here: build.rs's bindgen allowlist names
+ * them.
  */
 #include "dpdk.h"
 
@@ -38,11 +38,3 @@ uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m) { return rte_pktmbuf_tai
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp) { return rte_mempool_avail_count(mp); }
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp) { return rte_mempool_in_use_count(mp); }
 uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp) { return rte_pktmbuf_data_room_size(mp); }
-
-int dps_eth_dev_set_link_up(uint16_t port) { return rte_eth_dev_set_link_up(port); }
-int dps_eth_dev_set_link_down(uint16_t port) { return rte_eth_dev_set_link_down(port); }
-
-int dps_eth_dev_rss_hash_conf_get(uint16_t port, struct rte_eth_rss_conf *conf)
-{
-	return rte_eth_dev_rss_hash_conf_get(port, conf);
-}

@@ -189,6 +189,7 @@ const GROUPS: &[&[Command]] = &[
     config::COMMANDS,
     ports::COMMANDS,
     stack::COMMANDS,
+    crate::stack::rtp::COMMANDS,
 ];
 
 /// Every command, in table order.

@@ -123,7 +123,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         tokens: &[Token::Word("show"), Token::Word("sockets")],
-        help: "Display UDP sockets and TCP listeners and connections, with queue depths.",
+        help: "Display every UDP socket, TCP listener and connection, with queue depths.",
         section: Section::Stack,
         run: show_sockets,
     },

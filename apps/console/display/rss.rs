@@ -1,7 +1,8 @@
 //! `show port N rss-hash [key]` in testpmd 22.11's format
 //! (`port_rss_hash_conf_show()` in `app/test-pmd/config.c`): the names of
 //! the hash types whose bits are all set, in testpmd's table order, each
-//! followed by a blank; then, if asked, the key in upper-case hex.
+//! followed by a blank; then, if asked, the key in upper-case hex. Also
+//! the "Supported RSS offload flow types" list of `show port info`.
 
 use dpstack::sys;
 use std::fmt::Write;
@@ -109,6 +110,48 @@ pub fn rss_hash(rss_hf: u64, key: Option<&[u8]>) -> String {
     out
 }
 
+/// Width testpmd fills before it wraps the flow type list
+/// (`RSS_TYPES_CHAR_NUM_PER_LINE`).
+const FLOW_TYPES_PER_LINE: usize = 64;
+
+/// testpmd's name of a single `RTE_ETH_RSS_*` bit (`rsstypes_to_str()`:
+/// the first table entry that is exactly that bit).
+fn single_type_name(bit: u64) -> Option<&'static str> {
+    RSS_TYPES
+        .iter()
+        .find(|(_, bits)| *bits == bit)
+        .map(|(name, _)| *name)
+}
+
+/// The flow types `show port info` lists under "Supported RSS offload flow
+/// types:" (`rss_offload_types_display()`): each set bit's name (or
+/// `user-defined-N`) after two blanks, wrapped before a line would reach
+/// 64 characters; one newline at the end.
+pub fn flow_types(offloads: u64) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for bit in (0..64).filter(|b| offloads & (1u64 << b) != 0) {
+        let name = match single_type_name(1u64 << bit) {
+            Some(name) => name.to_owned(),
+            None => format!("user-defined-{bit}"),
+        };
+        // testpmd counts a user-defined name as if its number had
+        // `bit / 10 + 1` digits.
+        let width = 2 + match single_type_name(1u64 << bit) {
+            Some(name) => name.len(),
+            None => "user-defined-".len() + bit / 10 + 1,
+        };
+        if line + width >= FLOW_TYPES_PER_LINE {
+            out.push('\n');
+            line = 0;
+        }
+        let _ = write!(out, "  {name}");
+        line += width;
+    }
+    out.push('\n');
+    out
+}
+
 /// testpmd's message for a failed `rte_eth_dev_rss_hash_conf_get` on
 /// `port` (`errno` positive).
 pub fn rss_error(port: u16, errno: i32) -> String {
@@ -133,6 +176,29 @@ mod tests {
             "RSS functions:\n ipv4 ipv4-frag ipv4-other ipv6 ipv6-frag ipv6-other ipv6-ex ip \n"
         );
         assert!(!text.contains("all"), "'all' needs every one of its bits");
+    }
+
+    #[test]
+    fn flow_types_wrap_as_testpmd_does() {
+        // net_tap's set, as dpdk-testpmd 22.11.11 printed it.
+        let tap = sys::RTE_ETH_RSS_IP
+            | sys::RTE_ETH_RSS_NONFRAG_IPV4_TCP
+            | sys::RTE_ETH_RSS_NONFRAG_IPV4_UDP
+            | sys::RTE_ETH_RSS_NONFRAG_IPV6_TCP
+            | sys::RTE_ETH_RSS_NONFRAG_IPV6_UDP
+            | sys::RTE_ETH_RSS_IPV6_TCP_EX
+            | sys::RTE_ETH_RSS_IPV6_UDP_EX;
+        assert_eq!(
+            flow_types(tap),
+            "  ipv4  ipv4-frag  ipv4-tcp  ipv4-udp  ipv4-other  ipv6
+  ipv6-frag  ipv6-tcp  ipv6-udp  ipv6-other  ipv6-ex
+  ipv6-tcp-ex  ipv6-udp-ex
+"
+        );
+        assert_eq!(
+            flow_types(sys::RTE_ETH_RSS_IPV4 | 1 << 40),
+            "  ipv4  user-defined-40\n"
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 
 use super::Session;
 use crate::display;
+use crate::display::port_info::PortFacts;
 use crate::display::rss;
-use dpstack::ethdev::EthPort;
+use dpstack::ethdev::{device_capability_name, EthPort};
 use dpstack::DpdkError;
 use std::fmt::Write;
 use std::time::Instant;
@@ -96,13 +97,16 @@ impl Session {
             let p = &self.ports[i];
             let info = p.info().map_err(|e| e.to_string())?;
             let link = p.link().map_err(|e| e.to_string())?;
-            out.push_str(&display::port_info(
-                p.id(),
-                p.mac(),
-                &info,
-                &link,
-                p.promiscuous(),
-            ));
+            let settings = p.settings().map_err(|e| e.to_string())?;
+            let facts = PortFacts {
+                port: p.id(),
+                mac: p.mac(),
+                info: &info,
+                settings: &settings,
+                link: &link,
+                promiscuous: p.promiscuous(),
+            };
+            out.push_str(&display::port_info(&facts, device_capability_name));
         }
         Ok(out)
     }

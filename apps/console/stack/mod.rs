@@ -18,6 +18,7 @@
 
 mod ping;
 pub mod port;
+pub mod rtp;
 mod serve;
 mod services;
 mod text;
@@ -99,6 +100,8 @@ pub enum Request {
         /// Requests to send.
         count: u16,
     },
+    /// `rtp-relay start|stop`, `show rtp`.
+    Rtp(rtp::RtpRequest),
     /// `udp-echo|tcp-echo start|stop PORT`.
     Echo {
         /// The protocol.
@@ -136,8 +139,6 @@ pub struct StackState<B: Buf> {
     iface: Interface<B>,
     services: Services,
     links: Vec<LinkLine>,
-    /// Prefixes of the routes `route add` installed (for `show route`).
-    routes: Vec<Prefix>,
     ping: Option<(PingRun, Sender<String>)>,
     next_ident: u16,
 }
@@ -192,7 +193,6 @@ impl<B: Buf> StackState<B> {
             iface,
             services: Services::new(),
             links,
-            routes: Vec::new(),
             ping: None,
             next_ident: (hash_key >> 16) as u16,
         })

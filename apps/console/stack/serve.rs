@@ -6,10 +6,9 @@
 use super::services::Service;
 use super::text::{self, SocketLine};
 use super::{Proto, Request, StackState};
-use dpstack::stack::iface::{Interface, Prefix, TcpConnInfo};
+use dpstack::stack::iface::{Interface, Prefix};
 use dpstack::stack::port::Buf;
 use dpstack::stack::route::Ipv6Cidr;
-use dpstack::stack::tcp::{ConnStats, State};
 use dpstack::stack::udp::BindOptions;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
@@ -29,15 +28,9 @@ impl<B: Buf> StackState<B> {
                 Some(_) => String::new(),
                 None => format!("Error: {addr} is not an address of the port\n"),
             },
-            Request::ShowRoute => text::routes(&iface.route_list(&self.routes), &ids),
+            Request::ShowRoute => text::routes(&iface.route_list(), &ids),
             Request::RouteAdd { prefix, via, link } => {
-                let added = add_route(iface, prefix, via, link, &ids);
-                if let Ok(prefix) = added {
-                    if !self.routes.contains(&prefix) {
-                        self.routes.push(prefix);
-                    }
-                }
-                done(added.map(|_| ()))
+                done(add_route(iface, prefix, via, link, &ids).map(|_| ()))
             }
             Request::RouteDel { prefix } => {
                 let network = prefix.network();
@@ -45,7 +38,6 @@ impl<B: Buf> StackState<B> {
                     Prefix::V4(c) => iface.remove_route(c),
                     Prefix::V6(c) => iface.remove_route6(c),
                 };
-                self.routes.retain(|&p| p != network);
                 done(
                     removed
                         .then_some(())
@@ -57,6 +49,7 @@ impl<B: Buf> StackState<B> {
             Request::ShowTcp => self.tcp_text(),
             Request::ShowCounters => text::counters(&self.iface.counter_snapshot()),
             Request::Echo { proto, port, start } => self.echo(proto, port, start),
+            Request::Rtp(request) => self.rtp(request),
             Request::Ping { .. } => String::new(),
         }
     }
@@ -105,98 +98,51 @@ impl<B: Buf> StackState<B> {
         }
     }
 
-    /// The lines of `show sockets`: services, then connections.
+    /// The lines of `show sockets`: every UDP socket of the stack (Recv-Q:
+    /// datagrams waiting in a queue-mode socket's queue), every TCP
+    /// listener (Recv-Q: handshakes in progress and accepted connections
+    /// not yet taken; Send-Q: the backlog, as `ss` shows listeners), then
+    /// every TCP connection (Recv-Q and Send-Q: bytes in its buffers).
     fn socket_lines(&self) -> Vec<SocketLine> {
-        let mut lines = Vec::new();
-        for service in &self.services.started {
-            let line = match *service {
-                Service::Udp(id, local) => {
-                    let info = self.iface.udp_socket_info(id);
-                    SocketLine {
-                        netid: "udp",
-                        state: if info.and_then(|i| i.remote).is_some() {
-                            "ESTAB"
-                        } else {
-                            "UNCONN"
-                        },
-                        recv_q: 0,
-                        send_q: 0,
-                        local: info.map_or(local, |i| i.local),
-                        peer: info.and_then(|i| i.remote),
-                    }
-                }
-                Service::Tcp(_, local) => SocketLine {
-                    netid: "tcp",
-                    state: "LISTEN",
-                    recv_q: 0,
-                    send_q: 0,
-                    local,
-                    peer: None,
-                },
-            };
-            lines.push(line);
-        }
-        for (state, info) in self.connections() {
-            lines.push(SocketLine {
-                netid: "tcp",
-                state: text::ss_state(state),
-                recv_q: info.map_or(0, |i| i.recv_queued),
-                send_q: info.map_or(0, |i| i.send_queued),
-                local: info.map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |i| i.local),
-                peer: info.map(|i| i.remote),
-            });
-        }
-        lines
-    }
-
-    /// Every TCP connection with its state: those the services hold
-    /// (with their figures), then the table's others, which are handshakes
-    /// a listener has not completed yet or connections in TIME-WAIT.
-    fn connections(&self) -> Vec<(State, Option<TcpConnInfo>)> {
-        let held: Vec<_> = (self.services.connections.iter())
-            .filter_map(|&c| self.iface.tcp_conn_info(c))
-            .collect();
-        let mut all: Vec<_> = held.iter().map(|i| (i.state, Some(*i))).collect();
-        for entry in self.iface.tcp_table() {
-            if held
-                .iter()
-                .any(|i| i.local == entry.local && i.remote == entry.remote)
-            {
-                continue;
-            }
-            let state = if entry.time_wait {
-                State::TimeWait
+        let udp = self.iface.udp_sockets().into_iter().map(|s| SocketLine {
+            netid: "udp",
+            state: if s.remote.is_some() {
+                "ESTAB"
             } else {
-                State::SynReceived
-            };
-            all.push((
-                state,
-                Some(TcpConnInfo {
-                    local: entry.local,
-                    remote: entry.remote,
-                    state,
-                    send_queued: 0,
-                    recv_queued: 0,
-                    stats: ConnStats {
-                        retransmits: 0,
-                        cwnd: 0,
-                        srtt: None,
-                        mss: 0,
-                    },
-                }),
-            ));
-        }
-        all
+                "UNCONN"
+            },
+            recv_q: s.queued,
+            send_q: 0,
+            local: s.local,
+            peer: s.remote,
+        });
+        let listeners = self.iface.tcp_listeners().into_iter().map(|l| SocketLine {
+            netid: "tcp",
+            state: "LISTEN",
+            recv_q: l.handshakes + l.accept_queued,
+            send_q: l.backlog,
+            local: l.local,
+            peer: None,
+        });
+        let connections = self
+            .iface
+            .tcp_connections()
+            .into_iter()
+            .map(|c| SocketLine {
+                netid: "tcp",
+                state: text::ss_state(c.state),
+                recv_q: c.recv_queued,
+                send_q: c.send_queued,
+                local: c.local,
+                peer: Some(c.remote),
+            });
+        udp.chain(listeners).chain(connections).collect()
     }
 
     fn tcp_text(&self) -> String {
-        let connections = self.connections();
-        let listeners = (self.services.started.iter())
-            .filter(|s| matches!(s, Service::Tcp(..)))
-            .count();
-        let states: Vec<State> = connections.iter().map(|(s, _)| *s).collect();
-        let infos: Vec<_> = connections.iter().filter_map(|(_, i)| *i).collect();
-        text::tcp(listeners, &infos, &states, &self.iface.counter_snapshot())
+        let listeners = self.iface.tcp_listeners().len();
+        let connections = self.iface.tcp_connections();
+        text::tcp(listeners, &connections, &self.iface.counter_snapshot())
     }
 }
 

@@ -3,10 +3,8 @@
 //! socket the console binds is an echo socket, so each datagram goes back
 //! from its own buffer; every listener is an echo listener, so each
 //! connection's bytes go back until the peer closes, then we close.
-//!
-//! It also keeps the ids of the open TCP connections (from their
-//! `Accepted` to their `Closed` event) for `show sockets` and `show tcp`:
-//! that list changes once per connection, never per packet.
+//! (`show sockets` and `show tcp` read the stack's own tables, so the
+//! handler keeps no list of connections.)
 
 use dpstack::stack::iface::{Batch, ConnId, ListenerId, TcpEvent, UdpContext, UdpHandler};
 use dpstack::stack::port::{Buf, Port};
@@ -35,8 +33,8 @@ impl Service {
 pub struct Services {
     /// The services started, in order.
     pub started: Vec<Service>,
-    /// Open TCP connections (accepted, not yet closed).
-    pub connections: Vec<ConnId>,
+    /// The RTP relay (`rtp-relay start`), handed its sockets' batches.
+    pub rtp: Option<super::rtp::RtpService>,
     scratch: Box<[u8; 16384]>,
 }
 
@@ -45,7 +43,7 @@ impl Services {
     pub fn new() -> Services {
         Services {
             started: Vec::new(),
-            connections: Vec::new(),
+            rtp: None,
             scratch: Box::new([0; 16384]),
         }
     }
@@ -55,12 +53,22 @@ impl<B: Buf> UdpHandler<B> for Services {
     #[inline]
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,
-        _socket: SocketId,
+        socket: SocketId,
         batch: &mut Batch<B>,
         ctx: &mut UdpContext<'_, P>,
     ) {
+        if let Some(rtp) = self.rtp.as_mut().filter(|r| r.relay.owns(socket)) {
+            return rtp.relay.on_datagrams(socket, batch, ctx);
+        }
         for datagram in batch.drain(..) {
             ctx.reply(datagram);
+        }
+    }
+
+    #[inline]
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+        if let Some(rtp) = &mut self.rtp {
+            rtp.relay.on_poll(ctx);
         }
     }
 
@@ -70,13 +78,8 @@ impl<B: Buf> UdpHandler<B> for Services {
         event: TcpEvent,
         ctx: &mut UdpContext<'_, P>,
     ) {
-        match event {
-            TcpEvent::Accepted(_) => self.connections.push(conn),
-            TcpEvent::Closed(_) => {
-                self.connections.retain(|&c| c != conn);
-                return;
-            }
-            TcpEvent::Connected | TcpEvent::Readable => {}
+        if let TcpEvent::Closed(_) = event {
+            return;
         }
         // Echo what the send buffer takes; the rest waits (the receive
         // window closes: backpressure, not unbounded buffering).

@@ -263,3 +263,57 @@ fn tcp_echo_accepts_and_shows_its_connection() {
         "{sockets}"
     );
 }
+
+#[test]
+fn routes_and_sockets_the_console_did_not_make_are_listed_with_queue_depths() {
+    let mut w = world();
+    // An application on the same stack: a route, an inline UDP socket, a
+    // listener, and a queue-mode socket an application thread binds.
+    let iface = &mut w.state.iface;
+    let cidr = "203.0.113.0/24".parse().expect("cidr");
+    iface
+        .add_route(cidr, "10.7.0.2".parse().expect("ip"))
+        .expect("route");
+    let inline: SocketAddr = "10.7.0.1:9000".parse().expect("addr");
+    iface
+        .udp_bind(inline, BindOptions::default())
+        .expect("bound");
+    let listening: SocketAddr = "10.7.0.1:8080".parse().expect("addr");
+    iface.tcp_listen(listening, 16).expect("listening");
+    let handle = iface.handle(w.ports[0].inner_mut().pool(), 8);
+    let queued: SocketAddr = "10.7.0.1:9100".parse().expect("addr");
+    let app = std::thread::spawn(move || handle.udp_bind(queued));
+    while !app.is_finished() {
+        w.tick();
+    }
+    let _app_socket = app.join().expect("no panic").expect("bound");
+    let from: SocketAddr = "10.7.0.2:5000".parse().expect("addr");
+    let socket = (w.peer)
+        .udp_bind(from, BindOptions::default())
+        .expect("bound");
+    for payload in [&b"one"[..], b"two"] {
+        (w.peer)
+            .send_to(&mut w.peer_port, w.now, socket, queued, payload)
+            .expect("sent");
+        w.tick();
+    }
+    for _ in 0..3 {
+        w.tick();
+    }
+    assert!(
+        w.ask(Request::ShowRoute)
+            .contains("\n203.0.113.0/24 via 10.7.0.2 port 4 src 10.7.0.1\n"),
+        "a route added without `route add` is listed"
+    );
+    let sockets = w.ask(Request::ShowSockets);
+    for line in [
+        "\nudp   UNCONN          0      0 10.7.0.1:9000              *:*\n",
+        "\nudp   UNCONN          2      0 10.7.0.1:9100              *:*\n",
+        "\ntcp   LISTEN          0     16 10.7.0.1:8080              *:*\n",
+    ] {
+        assert!(sockets.contains(line), "no {line:?} in:\n{sockets}");
+    }
+    assert!(w
+        .ask(Request::ShowTcp)
+        .starts_with("TCP: 1 listening, 0 connections\n"));
+}

@@ -106,9 +106,10 @@ pub struct SocketLine {
     pub netid: &'static str,
     /// `ss`'s state name.
     pub state: &'static str,
-    /// Bytes (TCP) received and not read.
+    /// TCP: bytes received and not read; a listener: handshakes and
+    /// accepted connections waiting; UDP: datagrams waiting in its queue.
     pub recv_q: usize,
-    /// Bytes (TCP) not yet sent or acknowledged.
+    /// TCP: bytes not yet sent or acknowledged; a listener: its backlog.
     pub send_q: usize,
     /// Our address.
     pub local: SocketAddr,
@@ -172,14 +173,10 @@ pub fn rfc_state(state: State) -> &'static str {
 
 /// `show tcp`: the count per state, the TCP counters, then each
 /// connection with its queues and figures.
-pub fn tcp(
-    listeners: usize,
-    connections: &[TcpConnInfo],
-    states: &[State],
-    counters: &CounterSnapshot,
-) -> String {
+pub fn tcp(listeners: usize, connections: &[TcpConnInfo], counters: &CounterSnapshot) -> String {
+    let states: Vec<State> = connections.iter().map(|c| c.state).collect();
     let mut order: Vec<State> = Vec::new();
-    for s in states {
+    for s in &states {
         if !order.contains(s) {
             order.push(*s);
         }
