@@ -1,6 +1,7 @@
-//! Kernel UDP sockets with batched system calls (`recvmmsg`/`sendmmsg`) and
-//! CPU pinning: the Linux reference that `scripts/bench udp-vs-kernel`
-//! measures dpstack against. Not part of the stack's data path.
+//! Kernel UDP sockets with batched system calls (`recvmmsg`/`sendmmsg`),
+//! socket options (TOS, receive buffer) and CPU pinning: the Linux
+//! reference that `scripts/bench udp-vs-kernel` and `rtp-vs-kernel`
+//! measure dpstack against. Not part of the stack's data path.
 //!
 //! Invariant: every call passes the kernel arrays it owns for the duration
 //! of the call only; nothing the kernel writes outlives the borrow.
@@ -34,6 +35,7 @@ pub struct Batch {
     buffers: Box<[[u8; DATAGRAM_SIZE]; MAX_BATCH]>,
     lengths: [usize; MAX_BATCH],
     peers: [SocketAddrV4; MAX_BATCH],
+    truncated: [bool; MAX_BATCH],
     count: usize,
 }
 
@@ -43,6 +45,7 @@ impl Default for Batch {
             buffers: Box::new([[0; DATAGRAM_SIZE]; MAX_BATCH]),
             lengths: [0; MAX_BATCH],
             peers: [SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0); MAX_BATCH],
+            truncated: [false; MAX_BATCH],
             count: 0,
         }
     }
@@ -62,6 +65,11 @@ impl Batch {
     /// Datagram `i`: its payload and its sender.
     pub fn get(&self, i: usize) -> (&[u8], SocketAddrV4) {
         (&self.buffers[i][..self.lengths[i]], self.peers[i])
+    }
+
+    /// True if datagram `i` was longer than [`DATAGRAM_SIZE`] (cut there).
+    pub fn is_truncated(&self, i: usize) -> bool {
+        self.truncated[i]
     }
 }
 
@@ -86,13 +94,38 @@ fn from_sockaddr(sa: &libc::sockaddr_in) -> SocketAddrV4 {
 /// Receives up to [`MAX_BATCH`] datagrams with one `recvmmsg`, waiting for
 /// the first. Returns how many arrived.
 pub fn recv_batch(socket: &UdpSocket, batch: &mut Batch) -> io::Result<usize> {
+    recv_up_to::<MAX_BATCH>(socket, batch, libc::MSG_WAITFORONE)
+}
+
+/// Receives up to `N` (at most [`MAX_BATCH`]) datagrams with one
+/// `recvmmsg` without waiting: 0 when none is queued (`EAGAIN`). A
+/// datagram longer than [`DATAGRAM_SIZE`] is cut there and marked
+/// ([`Batch::is_truncated`]). For a nonblocking socket polled by epoll:
+/// only `N` headers are set up per call, so a small `N` keeps the call
+/// cheap when most calls find one or two datagrams.
+pub fn recv_nowait<const N: usize>(socket: &UdpSocket, batch: &mut Batch) -> io::Result<usize> {
+    match recv_up_to::<N>(socket, batch, libc::MSG_DONTWAIT) {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            batch.count = 0;
+            Ok(0)
+        }
+        other => other,
+    }
+}
+
+fn recv_up_to<const N: usize>(
+    socket: &UdpSocket,
+    batch: &mut Batch,
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    const { assert!(N > 0 && N <= MAX_BATCH) };
     // SAFETY: zeroed sockaddr_in/iovec/mmsghdr are valid plain data.
-    let mut addrs: [libc::sockaddr_in; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    let mut addrs: [libc::sockaddr_in; N] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
-    let mut iovecs: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    let mut iovecs: [libc::iovec; N] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
-    let mut headers: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    for i in 0..MAX_BATCH {
+    let mut headers: [libc::mmsghdr; N] = unsafe { std::mem::zeroed() };
+    for i in 0..N {
         iovecs[i].iov_base = batch.buffers[i].as_mut_ptr().cast();
         iovecs[i].iov_len = DATAGRAM_SIZE;
         headers[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
@@ -106,8 +139,8 @@ pub fn recv_batch(socket: &UdpSocket, batch: &mut Batch) -> io::Result<usize> {
         libc::recvmmsg(
             socket.as_raw_fd(),
             headers.as_mut_ptr(),
-            MAX_BATCH as u32,
-            libc::MSG_WAITFORONE,
+            N as u32,
+            flags,
             std::ptr::null_mut(),
         )
     };
@@ -118,9 +151,51 @@ pub fn recv_batch(socket: &UdpSocket, batch: &mut Batch) -> io::Result<usize> {
     for i in 0..n {
         batch.lengths[i] = (headers[i].msg_len as usize).min(DATAGRAM_SIZE);
         batch.peers[i] = from_sockaddr(&addrs[i]);
+        batch.truncated[i] = headers[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
     }
     batch.count = n;
     Ok(n)
+}
+
+/// Sets the IPv4 TOS byte of what `socket` sends (DSCP << 2).
+pub fn set_tos(socket: &UdpSocket, tos: u8) -> io::Result<()> {
+    set_int_option(
+        socket,
+        libc::IPPROTO_IP,
+        libc::IP_TOS,
+        libc::c_int::from(tos),
+    )
+}
+
+/// Asks for a receive buffer of `bytes` (the kernel doubles it for its
+/// bookkeeping; as root, `SO_RCVBUFFORCE` passes `net.core.rmem_max`).
+pub fn set_recv_buffer(socket: &UdpSocket, bytes: usize) -> io::Result<()> {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes)
+        .or_else(|_| set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes))
+}
+
+fn set_int_option(
+    socket: &UdpSocket,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: the option value is a c_int that lives for the call; the
+    // kernel reads exactly the length passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Sends `payloads[i]` to `peers[i]` with one `sendmmsg`. Returns how many
