@@ -179,7 +179,12 @@ impl<P: Port> UdpContext<'_, P> {
         from: SocketId,
         dst: impl Into<SocketAddr>,
     ) -> Result<(), SendError> {
-        match (datagram.v6, canonical_dst(dst.into())) {
+        let dst = dst.into();
+        // IPv4 to IPv4, the common case, first: no canonical copy.
+        if let (false, SocketAddr::V4(dst)) = (datagram.v6, dst) {
+            return tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst);
+        }
+        match (datagram.v6, canonical_dst(dst)) {
             (false, SocketAddr::V4(dst)) => {
                 tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
             }

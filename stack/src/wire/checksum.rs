@@ -24,14 +24,21 @@ pub fn accumulate(sum: u64, data: &[u8]) -> u64 {
     if data.len() >= WIDE_FROM {
         return add_with_carry(sum, u64::from(wide_sum(data)));
     }
-    let mut acc = 0u64;
-    let mut chunks = data.chunks_exact(8);
-    for chunk in &mut chunks {
-        if let Ok(bytes) = <[u8; 8]>::try_from(chunk) {
-            acc = add_with_carry(acc, u64::from_ne_bytes(bytes));
+    // Two carry chains, so consecutive words do not wait on each other.
+    let (mut even, mut odd) = (0u64, 0u64);
+    let mut pairs = data.chunks_exact(16);
+    for pair in &mut pairs {
+        if let (Some(a), Some(b)) = (pair.first_chunk::<8>(), pair.last_chunk::<8>()) {
+            even = add_with_carry(even, u64::from_ne_bytes(*a));
+            odd = add_with_carry(odd, u64::from_ne_bytes(*b));
         }
     }
-    let mut rest = chunks.remainder();
+    let mut acc = add_with_carry(even, odd);
+    let mut rest = pairs.remainder();
+    if let Some((eight, tail)) = rest.split_first_chunk::<8>() {
+        acc = add_with_carry(acc, u64::from_ne_bytes(*eight));
+        rest = tail;
+    }
     if let Some((four, tail)) = rest.split_first_chunk::<4>() {
         acc = add_with_carry(acc, u64::from(u32::from_ne_bytes(*four)));
         rest = tail;
@@ -97,11 +104,18 @@ pub fn accumulate_span(data: &[u8], start: usize, end: usize) -> u64 {
         return accumulate(0, body);
     }
     let whole = body.len() & !7;
-    let mut acc = 0u64;
-    for chunk in body[..whole].chunks_exact(8) {
-        if let Ok(bytes) = <[u8; 8]>::try_from(chunk) {
-            acc = add_with_carry(acc, u64::from_le_bytes(bytes));
+    // Two carry chains, so consecutive words do not wait on each other.
+    let (mut even, mut odd) = (0u64, 0u64);
+    let mut pairs = body[..whole].chunks_exact(16);
+    for pair in &mut pairs {
+        if let (Some(a), Some(b)) = (pair.first_chunk::<8>(), pair.last_chunk::<8>()) {
+            even = add_with_carry(even, u64::from_le_bytes(*a));
+            odd = add_with_carry(odd, u64::from_le_bytes(*b));
         }
+    }
+    let mut acc = add_with_carry(even, odd);
+    if let Some(eight) = pairs.remainder().first_chunk::<8>() {
+        acc = add_with_carry(acc, u64::from_le_bytes(*eight));
     }
     let left = body.len() - whole;
     if left > 0 {

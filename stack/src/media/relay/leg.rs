@@ -194,7 +194,7 @@ impl LegState {
     /// RTP latch. Per packet: a compare once settled.
     #[inline]
     pub fn observe_rtp(&mut self, source: SocketAddr, seq: u16, now: Instant) -> Verdict {
-        if self.settled && self.own.is(self.own_family, source) {
+        if self.settled && self.own.is(self.own_family, &source) {
             return Verdict::Peer;
         }
         let verdict = self.rtp.observe(source, Some(seq), now);

@@ -458,6 +458,13 @@ fn leg_ip(local: LocalAddrs, leg: &LegSpec) -> Result<IpAddr, String> {
 }
 
 impl<B: Buf> UdpHandler<B> for Relay {
+    const WHOLE_BURSTS: bool = true;
+
+    #[inline]
+    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut UdpContext<'_, P>) {
+        Relay::on_burst(self, batch, ctx);
+    }
+
     #[inline]
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,

@@ -60,6 +60,44 @@ impl Relay {
     }
 }
 
+impl Relay {
+    /// A whole burst across sockets (`UdpHandler::WHOLE_BURSTS`): each
+    /// datagram goes through the same path as [`Relay::on_datagrams`],
+    /// with one session lookup per datagram (with thousands of sessions
+    /// consecutive datagrams rarely share a socket). Reading every
+    /// session's state in a first pass, to overlap the cache misses, was
+    /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
+    #[inline]
+    pub fn on_burst<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        batch: &mut Batch<B>,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        let Relay {
+            table,
+            options,
+            drops,
+            ..
+        } = self;
+        for datagram in batch.drain(..) {
+            let Some(Entry {
+                endpoint,
+                legs,
+                value,
+            }) = table.lookup_mut(datagram.socket())
+            else {
+                count(drops, RelayDrop::UnknownSocket, 1);
+                continue;
+            };
+            if let Err(reason) = value.receive(endpoint, &legs, datagram, options, ctx) {
+                count(drops, reason, 1);
+                let leg = value.legs[endpoint.leg.index()].counters_mut();
+                leg.dropped = leg.dropped.saturating_add(1);
+            }
+        }
+    }
+}
+
 fn count(drops: &mut Drops, reason: RelayDrop, n: u64) {
     let slot = &mut drops[reason as usize];
     *slot = slot.saturating_add(n);
