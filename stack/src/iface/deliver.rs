@@ -8,7 +8,7 @@
 //! queue is woken at most once per poll (its receivers, if any sleep).
 
 use super::tx::Out;
-use super::{fast, rx, Batch, Core, UdpContext, UdpHandler, RX_BURST};
+use super::{fast, fast6, rx, Batch, Core, UdpContext, UdpHandler, RX_BURST};
 use crate::counters::DropReason;
 use crate::port::{Buf, Port};
 use crate::socket::SocketQueue;
@@ -67,18 +67,26 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     };
     let received = port.rx_burst(&mut burst, RX_BURST);
     for buf in burst.drain(..) {
-        match fast::try_udp(core, link, buf) {
-            // Straight into the batch: no intermediate copy of the datagram.
+        // Each fast path hands over in its own arm: straight into the
+        // batch, the datagram kept in registers.
+        let general = match fast::try_udp(core, link, buf) {
             fast::Fast::Deliver(socket, datagram) => {
-                deliver(core, queues, out, now, handler, delivery, socket, datagram)
+                deliver(core, queues, out, now, handler, delivery, socket, datagram);
+                continue;
             }
-            fast::Fast::General(buf) => {
-                let mut delivered = None;
-                rx::receive_frame(core, out, link, now, buf, &mut delivered);
-                if let Some((socket, datagram)) = delivered {
+            fast::Fast::NotIpv4(buf) => match fast6::try_udp6(core, link, buf) {
+                fast::Fast::Deliver(socket, datagram) => {
                     deliver(core, queues, out, now, handler, delivery, socket, datagram);
+                    continue;
                 }
-            }
+                fast::Fast::General(buf) | fast::Fast::NotIpv4(buf) => buf,
+            },
+            fast::Fast::General(buf) => buf,
+        };
+        let mut delivered = None;
+        rx::receive_frame(core, out, link, now, general, &mut delivered);
+        if let Some((socket, datagram)) = delivered {
+            deliver(core, queues, out, now, handler, delivery, socket, datagram);
         }
     }
     if let Some(socket) = delivery.socket.take() {

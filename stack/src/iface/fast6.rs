@@ -11,7 +11,7 @@
 use super::fast::Fast;
 use super::{ChecksumPolicy, Core};
 use crate::counters::Stat;
-use crate::port::{Buf, ChecksumStatus, MacAddr};
+use crate::port::{Buf, ChecksumStatus};
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::wire::checksum;
@@ -34,7 +34,10 @@ fn address(h: &[u8; HEADERS6], at: usize) -> Ipv6Addr {
 
 /// Tries the IPv6 fast path on a frame the IPv4 one did not take.
 #[inline(never)]
-pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, our_mac: MacAddr, buf: B) -> Fast<B> {
+pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return Fast::General(buf);
+    };
     let data = buf.data();
     let frame_len = data.len();
     let Some(h) = data.first_chunk::<HEADERS6>() else {
