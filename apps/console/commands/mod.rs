@@ -31,7 +31,7 @@ use crate::session::Session;
 use dpstack::stack::iface::Prefix;
 use dpstack::stack::route::Ipv4Cidr;
 use std::fmt::Write;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// A `help` section: a group of commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +129,8 @@ pub enum Token {
     /// `ADDR/LEN` of either family, a bare address (a host prefix), or
     /// `default` (0.0.0.0/0) ([`Value::Prefix`]).
     Prefix,
+    /// `IPV4:PORT` or `[IPV6]:PORT` ([`Value::Endpoint`]).
+    Endpoint,
 }
 
 /// The value of one argument token.
@@ -146,6 +148,8 @@ pub enum Value {
     Addr(IpAddr),
     /// A prefix.
     Prefix(Prefix),
+    /// An address and port.
+    Endpoint(SocketAddr),
 }
 
 /// Which ports a command applies to.
@@ -214,6 +218,7 @@ impl Token {
             Token::Number(_) => parse_u16(word).map(|n| Some(Value::Number(n))),
             Token::Addr => word.parse().ok().map(|ip| Some(Value::Addr(ip))),
             Token::Prefix => parse_prefix(word).map(|p| Some(Value::Prefix(p))),
+            Token::Endpoint => word.parse().ok().map(|a| Some(Value::Endpoint(a))),
         }
     }
 
@@ -228,6 +233,7 @@ impl Token {
             Token::Number(name) => format!("({name})"),
             Token::Addr => "(ip_addr)".to_owned(),
             Token::Prefix => "(ip_addr/len|default)".to_owned(),
+            Token::Endpoint => "(ip_addr:port)".to_owned(),
         }
     }
 }
@@ -376,6 +382,7 @@ mod tests {
                 Token::Number(_) => "1".to_owned(),
                 Token::Addr => "10.0.0.2".to_owned(),
                 Token::Prefix => "10.0.0.1/24".to_owned(),
+                Token::Endpoint => "10.0.0.2:6000".to_owned(),
             })
             .collect();
         words.join(" ")

@@ -1,5 +1,5 @@
 //! The RTP relay as a console service in stack mode: `rtp-relay start
-//! --sessions N --port-base P [--b-peer-base IP Q] [--echo]`, `rtp-relay
+//! --sessions N --port-base P [--b-peer-base IP:Q] [--echo]`, `rtp-relay
 //! stop` and `show rtp`. It is `dpstack::stack::media::relay`, the relay
 //! `dpstack-rtp-relay` runs, composed into the console's handler
 //! ([`super::services::Services`] hands it the batches of its sockets and
@@ -8,7 +8,7 @@
 //!
 //! Sessions are the relay app's `--sessions` ones: session `i` (named
 //! `s<i>`) has leg A on ports `P+4i`/`P+4i+1`, leg B on `P+4i+2`/`P+4i+3`;
-//! `--b-peer-base IP Q` signals leg B's peer at `IP:Q+2i`. `show rtp`
+//! `--b-peer-base IP:Q` signals leg B's peer at `IP:Q+2i`. `show rtp`
 //! prints the relay app's statistics lines.
 //!
 //! Runs on the stack lcore between two polls (control path): starting
@@ -90,10 +90,9 @@ pub const COMMANDS: &[Command] = &[
             START[4],
             START[5],
             Token::Word("--b-peer-base"),
-            Token::Addr,
-            Token::Number("q"),
+            Token::Endpoint,
         ],
-        help: "Relay n sessions; leg B of session i expects its peer at ip_addr port q+2i.",
+        help: "Relay n sessions; leg B of session i expects its peer at ip_addr, port+2i.",
         section: Section::Stack,
         run: start,
     },
@@ -106,11 +105,10 @@ pub const COMMANDS: &[Command] = &[
             START[4],
             START[5],
             Token::Word("--b-peer-base"),
-            Token::Addr,
-            Token::Number("q"),
+            Token::Endpoint,
             Token::Word("--echo"),
         ],
-        help: "Echo n sessions; leg B of session i expects its peer at ip_addr port q+2i.",
+        help: "Echo n sessions; leg B of session i expects its peer at ip_addr, port+2i.",
         section: Section::Stack,
         run: start_echo,
     },
@@ -144,8 +142,8 @@ fn start_echo(session: &mut Session, values: &[Value]) -> Result<Reply, String> 
     start_request(values, true).and_then(|r| ask(session, r))
 }
 
-/// The request of a start line: its numbers in order (n, p[, q]) and its
-/// address.
+/// The request of a start line: its numbers in order (n, p) and the
+/// signalled base of leg B's peers, if given.
 fn start_request(values: &[Value], echo: bool) -> Result<RtpRequest, String> {
     let numbers: Vec<u16> = values
         .iter()
@@ -154,16 +152,12 @@ fn start_request(values: &[Value], echo: bool) -> Result<RtpRequest, String> {
             _ => None,
         })
         .collect();
-    let addr = values.iter().find_map(|v| match v {
-        Value::Addr(a) => Some(*a),
+    let b_peer_base = values.iter().find_map(|v| match v {
+        Value::Endpoint(a) => Some(*a),
         _ => None,
     });
     let (Some(&sessions), Some(&port_base)) = (numbers.first(), numbers.get(1)) else {
         return Err("rtp-relay start: --sessions N --port-base P".into());
-    };
-    let b_peer_base = match (addr, numbers.get(2)) {
-        (Some(ip), Some(&q)) => Some(SocketAddr::new(ip, q)),
-        _ => None,
     };
     Ok(RtpRequest::Start {
         sessions,
@@ -375,7 +369,7 @@ mod tests {
                 (2, 40000, None, true),
             ),
             (
-                "rtp-relay start --sessions 1 --port-base 30000 --b-peer-base 10.8.0.9 6000 --echo",
+                "rtp-relay start --sessions 1 --port-base 30000 --b-peer-base 10.8.0.9:6000 --echo",
                 (1, 30000, Some("10.8.0.9:6000"), true),
             ),
         ] {
