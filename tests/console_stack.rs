@@ -246,3 +246,81 @@ fn link_up_down_and_rss_hash_use_the_driver_with_testpmds_messages() {
     );
     console.quit();
 }
+
+/// A G.711-like RTP sender and receiver in one: sends `count` packets from
+/// one socket to `target:port` 5 ms apart and prints how many came back.
+const RTP_ECHO_PEER: &str = r#"
+import socket, struct, sys, time
+target, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 0))
+s.settimeout(0.05)
+got = 0
+for i in range(count):
+    header = struct.pack("!BBHII", 0x80, 0, i, 160 * i, 0x5eed)
+    s.sendto(header + bytes(160), (target, port))
+    time.sleep(0.005)
+    try:
+        while True:
+            s.recv(2048)
+            got += 1
+    except socket.timeout:
+        pass
+end = time.time() + 1
+s.settimeout(0.2)
+while got < count and time.time() < end:
+    try:
+        s.recv(2048)
+        got += 1
+    except socket.timeout:
+        pass
+print(got)
+"#;
+
+#[test]
+fn stack_mode_runs_the_rtp_relay_and_shows_its_statistics() {
+    let iface = unique_name("dpsr");
+    let vdev = format!("net_tap0,iface={iface}");
+    let mut console = Console::start(
+        &[&vdev],
+        &[
+            "--forward-mode=stack",
+            "--stack-ip",
+            &format!("0,{STACK_IP}/24"),
+        ],
+    );
+    let ns = kernel_side(
+        "dpstack-cr-",
+        &iface,
+        KERNEL_MAC,
+        &[&format!("{KERNEL_IP}/24")],
+    );
+    assert_eq!(console.say("show rtp"), NOT_RUNNING);
+    assert_has(&console.say("start"), "stack packet forwarding - ports=1");
+    assert_has(
+        &console.say("rtp-relay start --sessions 2 --port-base 30000 --echo"),
+        "2 session(s)",
+    );
+    let out = ns.exec("python3", &["-c", RTP_ECHO_PEER, STACK_IP, "30000", "40"]);
+    let echoed = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert_eq!(
+        echoed,
+        "40",
+        "echoes received; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = console.say("show rtp");
+    assert_has(&stats, "session s0 leg A peer ");
+    assert_has(&stats, "latched yes relatches 0 forwarded 40 ");
+    assert_has(&stats, "ssrc 0x00005eed packets 40 ");
+    assert_has(&stats, "lost 0 ");
+    assert_has(&console.say("rtp-relay stop"), "2 session(s) ended");
+    // Its ports are closed: the same start works again.
+    assert_has(
+        &console.say("rtp-relay start --sessions 2 --port-base 30000 --echo"),
+        "2 session(s)",
+    );
+    console.say("stop");
+    console.quit();
+    drop(ns);
+}
