@@ -41,6 +41,22 @@ pub struct Datagram<B: Buf> {
     pub(crate) received_at: Instant,
 }
 
+/// The source address and port of a validated IPv4 frame whose UDP payload
+/// starts at `payload_start` (unspecified if it is too short). Per packet
+/// for a relay: two loads, not the four of [`addresses`].
+#[inline]
+fn source_v4(frame: &[u8], payload_start: usize) -> SocketAddrV4 {
+    let ip = frame
+        .get(26..)
+        .and_then(|f| f.first_chunk::<4>())
+        .map_or(Ipv4Addr::UNSPECIFIED, |b| Ipv4Addr::from(*b));
+    let port = frame
+        .get(payload_start.saturating_sub(8)..)
+        .and_then(|f| f.first_chunk::<2>())
+        .map_or(0, |b| u16::from_be_bytes(*b));
+    SocketAddrV4::new(ip, port)
+}
+
 /// The (source, destination) addresses and ports of a validated frame whose
 /// UDP payload starts at `payload_start` (unspecified if it is too short,
 /// which the receive path never lets through).
@@ -112,8 +128,7 @@ impl<B: Buf> Datagram<B> {
             let (ip, port) = addresses6(self.buf.data(), self.payload_start as usize);
             return SocketAddr::V6(SocketAddrV6::new(ip.0, port.0, 0, 0));
         }
-        let (ip, port) = addresses(self.buf.data(), self.payload_start as usize);
-        SocketAddr::V4(SocketAddrV4::new(ip.0, port.0))
+        SocketAddr::V4(source_v4(self.buf.data(), self.payload_start as usize))
     }
 
     /// The address it was sent to (one of ours, or a broadcast or multicast

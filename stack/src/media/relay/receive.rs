@@ -249,7 +249,7 @@ impl Session {
             }
         }
         let size = datagram.payload().len();
-        this.reports.heard_rtcp(size, datagram.src().is_ipv6());
+        this.reports.heard_rtcp(size, datagram.is_ipv6());
         let counters = this.counters_mut();
         bump(&mut counters.rtcp);
         counters.rtcp_bytes = counters.rtcp_bytes.saturating_add(size as u64);
