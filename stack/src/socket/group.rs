@@ -43,10 +43,8 @@
 //! when the group is dropped; a full queue drops and counts, it never
 //! blocks the lcore.
 
-use super::{
-    bind_queue, queue_close, queue_forward, queue_send, send_all, BufPool, RecvError, Shared,
-    SocketError, SocketQueue, StackHandle,
-};
+use super::queue::{bind_queue, queue_close, queue_forward, queue_send, send_all, RecvError};
+use super::{BufPool, Shared, SocketError, SocketQueue, StackHandle};
 use crate::udp::{BindOptions, Datagram, SocketId};
 use core::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -195,9 +193,7 @@ impl<P: BufPool> UdpGroup<P> {
 
     /// Datagrams dropped because the shared queue was full.
     pub fn dropped(&self) -> u64 {
-        self.queue
-            .dropped
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.queue.dropped()
     }
 
     fn check_member(&self, socket: SocketId) -> Result<(), SocketError> {

@@ -15,6 +15,7 @@ use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
 use crate::wire::udp::UdpPacket;
 use core::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::thread;
 
 const OUR_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
