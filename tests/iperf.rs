@@ -357,6 +357,17 @@ fn udp_over_memif(
     client_faults: Option<&str>,
     reverse: bool,
 ) -> (f64, f64) {
+    let (packets, lost, _) = udp_over_memif_with_faults(server_faults, client_faults, reverse);
+    (packets, lost)
+}
+
+/// [`udp_over_memif`], also returning how many frames the client's fault
+/// port dropped (from its `faults:` line; 0 without one).
+fn udp_over_memif_with_faults(
+    server_faults: Option<&str>,
+    client_faults: Option<&str>,
+    reverse: bool,
+) -> (f64, f64, u64) {
     let socket = format!("/tmp/{}.sock", unique_name("dpstack-iperf-"));
     let _ = std::fs::remove_file(&socket);
     let _cleanup = RemoveOnDrop(socket.clone());
@@ -412,7 +423,13 @@ fn udp_over_memif(
     let sum = &doc["end"]["sum_received"];
     let (packets, lost) = (num(sum, &["packets"]), num(sum, &["lost_packets"]));
     assert!(packets > 5000.0, "{sum}");
-    (packets, lost)
+    let dropped = client
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("faults: dropped "))
+        .and_then(|rest| rest.split(' ').next())
+        .map_or(0, |n| n.parse().expect("a count"));
+    (packets, lost, dropped)
 }
 
 #[test]
@@ -449,7 +466,13 @@ fn a_reverse_test_over_memif_counts_from_the_first_datagram() {
     let (packets, lost) = udp_over_memif(None, None, true);
     assert!(lost <= packets * 0.001, "{lost} of {packets} lost");
     // 2% dropped as the client receives: about 2% lost.
-    let (packets, lost) = udp_over_memif(None, Some("drop=0.02,seed=5,dir=rx"), true);
+    let (packets, lost, dropped) =
+        udp_over_memif_with_faults(None, Some("drop=0.02,seed=5,dir=rx"), true);
+    // The client says what its fault port dropped: that is the loss.
+    assert!(
+        (lost - dropped as f64).abs() <= packets * 0.002,
+        "lost {lost}, fault port dropped {dropped}"
+    );
     let percent = 100.0 * lost / packets;
     assert!(
         (1.0..3.0).contains(&percent),

@@ -250,7 +250,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         let faults = cli.faults;
         Box::new(move || {
             let result = match faults {
-                Some(spec) => serve(iface, FaultPort::new(queue, spec), handler, &stop),
+                Some(spec) => {
+                    let port = FaultPort::new(queue, spec);
+                    let counts = Arc::clone(port.counts());
+                    let result = serve(iface, port, handler, &stop);
+                    // On stderr: -J keeps stdout to the JSON document.
+                    eprintln!("faults: {}", counts.summary());
+                    result
+                }
                 None => serve(iface, queue, handler, &stop),
             };
             done.store(true, Ordering::SeqCst);
@@ -288,7 +295,13 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         let faults = cli.faults;
         Box::new(move || {
             let result = match faults {
-                Some(spec) => run_client(iface, FaultPort::new(queue, spec), handler, &stop),
+                Some(spec) => {
+                    let port = FaultPort::new(queue, spec);
+                    let counts = Arc::clone(port.counts());
+                    let result = run_client(iface, port, handler, &stop);
+                    eprintln!("faults: {}", counts.summary());
+                    result
+                }
                 None => run_client(iface, queue, handler, &stop),
             };
             done.store(true, Ordering::SeqCst);
