@@ -389,14 +389,20 @@ while time.time() < end:
     print('rr reporter %d ssrc %d fraction %d lost %d highest %d jitter %d cname %s from %s:%d'
           % (reporter, ssrc, lost >> 24, lost & 0xffffff, highest, jitter, cname, a[0], a[1]),
           flush=True)
+    off = 0
+    while off + 8 <= len(d):
+        if d[off + 1] == 203:
+            print('bye %d' % struct.unpack('!I', d[off + 4:off + 8])[0], flush=True)
+        off += (struct.unpack('!H', d[off + 2:off + 4])[0] + 1) * 4
 "#;
 
 #[test]
 fn echo_mode_sends_receiver_reports_to_the_senders_rtcp_port() {
     const PACKETS: u32 = 150;
     // The first report comes 1.0-3.1 s after the first packet, the next
-    // 2.1-6.2 s later: 10 s hear at least two.
-    const SECS: u32 = 10;
+    // 2.1-6.2 s later: 10 s hear at least two; the relay is stopped then,
+    // and its BYE comes within the listener's last 2 s.
+    const SECS: u32 = 12;
     let s = start(&["--echo"]);
     let script = RTCP_LISTENER
         .replace("PEER_IP", PEER_IP)
@@ -410,16 +416,23 @@ fn echo_mode_sends_receiver_reports_to_the_senders_rtcp_port() {
         .expect("python3");
     let mut lines = BufReader::new(listener.stdout.take().expect("piped")).lines();
     assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
+    let ready = std::time::Instant::now();
     run_gstreamer(&s.ns, PACKETS, true);
-    let heard: Vec<String> = lines.map_while(Result::ok).collect();
-    let _ = listener.wait();
+    std::thread::sleep(std::time::Duration::from_secs(10).saturating_sub(ready.elapsed()));
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let heard: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = listener.wait();
     let reports: Vec<&String> = heard.iter().filter(|l| l.starts_with("rr ")).collect();
-    assert!(reports.len() >= 2, "receiver reports: {heard:?}");
     assert!(
-        heard.iter().all(|l| l.starts_with("rr ")),
-        "only RRs reach the RTCP port: {heard:?}"
+        reports.len() >= 3,
+        "receiver reports and the BYE's: {heard:?}"
+    );
+    assert!(
+        heard
+            .iter()
+            .all(|l| l.starts_with("rr ") || l.starts_with("bye ")),
+        "only RRs and a BYE reach the RTCP port: {heard:?}"
     );
     let value = |line: &str, name: &str| -> i64 {
         let mut words = line.split_whitespace();
@@ -442,6 +455,13 @@ fn echo_mode_sends_receiver_reports_to_the_senders_rtcp_port() {
     }
     // After GStreamer stopped, the report has it all.
     assert_eq!(value(reports[reports.len() - 1], "highest"), last);
+    // Stopping said goodbye (RFC 3550 6.6), last, as the leg's SSRC.
+    let byes: Vec<&String> = heard.iter().filter(|l| l.starts_with("bye ")).collect();
+    assert_eq!(byes, [&format!("bye {reporter}")], "{heard:?}");
+    assert!(
+        heard.last().is_some_and(|l| l.starts_with("bye ")),
+        "{heard:?}"
+    );
     let out = &done.stdout;
     assert_eq!(figure(out, LEG_A, "forwarded"), i64::from(PACKETS), "{out}");
     assert_eq!(figure(out, LEG_A, "reports"), reports.len() as i64, "{out}");

@@ -367,6 +367,8 @@ fn poll_until_stopped<P: Port<Buf = Mbuf>>(
     while !stop.load(Ordering::Relaxed) {
         iface.poll(&mut port, clock.now(), &mut relay);
     }
+    // RTCP BYE (RFC 3550 6.6) from every leg that sent reports.
+    relay.say_bye(&mut iface, core::slice::from_mut(&mut port), clock.now());
     relay
 }
 

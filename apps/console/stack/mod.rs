@@ -218,6 +218,13 @@ impl<B: Buf> StackState<B> {
                 }
                 Err(text) => text,
             },
+            Request::Rtp(rtp::RtpRequest::Stop) => {
+                // RTCP BYE from the legs that report, before their ports close.
+                if let Some(service) = &mut self.services.rtp {
+                    service.relay.say_bye(&mut self.iface, ports, now);
+                }
+                self.answer(envelope.request)
+            }
             request => self.answer(request),
         };
         let _ = envelope.reply.send(text);

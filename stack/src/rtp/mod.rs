@@ -40,7 +40,7 @@ pub use header::{Extension, RtpError, RtpHeader, RtpPacket};
 pub use interval::{rtcp_interval, update_avg_rtcp_size, IntervalParams};
 pub use mux::{classify, Kind};
 pub use rtcp::{Compound, ReportBlock, RtcpError, RtcpPacket, SenderInfo};
-pub use rtcp_write::{write_receiver_report, write_sdes_cname, write_sender_report};
+pub use rtcp_write::{write_bye, write_receiver_report, write_sdes_cname, write_sender_report};
 pub use seq::{SeqOutcome, SeqState};
 pub use stats::{Counters, ReceiveStats};
 

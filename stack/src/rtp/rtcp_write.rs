@@ -74,6 +74,18 @@ pub fn write_sender_report(
     Ok(len)
 }
 
+/// Writes a BYE packet for `sources` (RFC 3550 6.6, no reason text) at the
+/// start of `buf`; returns its length (4 + 4 per source). It belongs last in
+/// a compound that starts with an SR or RR.
+pub fn write_bye(buf: &mut [u8], sources: &[u32]) -> Result<usize, WriteError> {
+    let len = HEADER_LEN + 4 * sources.len();
+    let out = header(buf, sources.len(), packet_type::BYE, len)?;
+    for (i, &ssrc) in sources.iter().enumerate() {
+        put32(out, HEADER_LEN + 4 * i, ssrc);
+    }
+    Ok(len)
+}
+
 /// Writes an SDES packet with one chunk, `ssrc`'s CNAME (at most 255
 /// bytes), at the start of `buf`; returns its length. The item list ends
 /// with a null item and zeros up to the next word.

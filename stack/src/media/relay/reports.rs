@@ -23,19 +23,24 @@
 //! most one sweep: `sessions / sessions_per_poll` polls). Time is
 //! `ctx.now()`; randomness comes from the relay's seeded generator.
 //!
+//! When sessions end, [`Relay::say_bye`] sends each reporting leg's last
+//! compound with a BYE (6.6).
+//!
 //! Invariants: no allocation and no panic; a report that cannot be sent is
 //! counted (`reports_failed`) and the leg rescheduled like after a sent one.
 
 use super::{LegState, Relay};
-use crate::iface::UdpContext;
+use crate::iface::{Interface, UdpContext};
 use crate::media::{Channel, LegSockets};
-use crate::port::Port;
+use crate::port::{Buf, Port};
 use crate::rtp::{
-    rtcp_interval, update_avg_rtcp_size, write_receiver_report, write_sdes_cname, IntervalParams,
-    ReportBlock,
+    rtcp_interval, update_avg_rtcp_size, write_bye, write_receiver_report, write_sdes_cname,
+    IntervalParams, ReportBlock,
 };
 use crate::time::{Duration, Instant};
+use crate::udp::SocketId;
 use arrayvec::ArrayVec;
+use core::net::SocketAddr;
 
 /// The RTCP senders' share of the session bandwidth (RFC 3550 6.2).
 pub const RTCP_FRACTION: f64 = 0.05;
@@ -79,6 +84,8 @@ pub struct ReportState {
     next: Option<Instant>,
     /// 6.3.3's average compound RTCP size, headers included.
     avg_size: f64,
+    /// A BYE went out: the leg reports no more.
+    said_bye: bool,
 }
 
 impl ReportState {
@@ -90,6 +97,7 @@ impl ReportState {
             next: None,
             // Our own compound with one block: RR 32 + SDES 24, plus headers.
             avg_size: (32 + 24 + HEADERS_V4) as f64,
+            said_bye: false,
         }
     }
 
@@ -148,7 +156,7 @@ impl Relay {
                 continue;
             };
             for (i, leg) in session.legs.iter_mut().enumerate() {
-                if !leg.has_streams() {
+                if !leg.has_streams() || leg.reports.said_bye {
                     continue;
                 }
                 let due = match leg.reports.next {
@@ -170,13 +178,19 @@ impl Relay {
     }
 }
 
-/// Writes and sends one leg's receiver report (RR + SDES CNAME).
-fn send_report<P: Port>(
+/// The longest compound a leg writes: RR with a block per tracked SSRC,
+/// SDES CNAME, BYE.
+const COMPOUND_LEN: usize = 8 + 24 * super::SSRCS_PER_LEG + 12 + CNAME_LEN + 4 + 8;
+
+/// Writes one leg's compound into `buf`: an RR (a block per tracked SSRC
+/// with news), its SDES CNAME, and with `bye` a BYE for its SSRC (RFC 3550
+/// 6.6: last, after a report). Returns its length.
+fn write_compound(
     leg: &mut LegState,
-    sockets: &LegSockets,
     now: Instant,
-    ctx: &mut UdpContext<'_, P>,
-) {
+    bye: bool,
+    buf: &mut [u8; COMPOUND_LEN],
+) -> Option<usize> {
     let ssrc = leg.reports.ssrc;
     let mut blocks: ArrayVec<ReportBlock, { super::SSRCS_PER_LEG }> = ArrayVec::new();
     for stream in leg.streams_mut() {
@@ -184,25 +198,41 @@ fn send_report<P: Port>(
             blocks.push(block);
         }
     }
-    let mut buf = [0u8; 8 + 24 * super::SSRCS_PER_LEG + 12 + CNAME_LEN + 4];
     let mut cname = [0u8; CNAME_LEN];
     cname[..6].copy_from_slice(b"relay-");
     for (i, digit) in cname[6..].iter_mut().enumerate() {
         let nibble = (ssrc >> (28 - 4 * i)) & 0xf;
         *digit = b"0123456789abcdef"[nibble as usize];
     }
-    let written = write_receiver_report(&mut buf, ssrc, &blocks).and_then(|rr| {
-        let sdes = write_sdes_cname(&mut buf[rr..], ssrc, &cname)?;
-        Ok(rr + sdes)
-    });
+    let rr = write_receiver_report(buf, ssrc, &blocks).ok()?;
+    let sdes = write_sdes_cname(&mut buf[rr..], ssrc, &cname).ok()?;
+    let end = if bye {
+        rr + sdes + write_bye(&mut buf[rr + sdes..], &[ssrc]).ok()?
+    } else {
+        rr + sdes
+    };
+    Some(end)
+}
+
+/// Writes and sends one leg's receiver report (RR + SDES CNAME, and a BYE
+/// with `bye`) through `send(from, to, payload)`, counting it.
+fn send_compound(
+    leg: &mut LegState,
+    sockets: &LegSockets,
+    now: Instant,
+    bye: bool,
+    send: &mut impl FnMut(SocketId, SocketAddr, &[u8]) -> bool,
+) -> bool {
+    let mut buf = [0u8; COMPOUND_LEN];
+    let written = write_compound(leg, now, bye, &mut buf);
     let dst = leg.rtcp_destination(sockets.is_mux());
     let counters = leg.counters_mut();
-    let (Ok(len), Some(dst)) = (written, dst) else {
+    let (Some(len), Some(dst)) = (written, dst) else {
         counters.reports_failed = counters.reports_failed.saturating_add(1);
-        return;
+        return false;
     };
-    let sent = ctx.send_to(sockets.sender(Channel::Rtcp), dst, &buf[..len]);
-    if sent.is_ok() {
+    let sent = send(sockets.sender(Channel::Rtcp), dst, &buf[..len]);
+    if sent {
         counters.reports_sent = counters.reports_sent.saturating_add(1);
     } else {
         counters.reports_failed = counters.reports_failed.saturating_add(1);
@@ -213,6 +243,50 @@ fn send_report<P: Port>(
         HEADERS_V4
     };
     leg.reports.avg_size = update_avg_rtcp_size(leg.reports.avg_size, len + headers);
+    sent
+}
+
+/// Writes and sends one leg's receiver report (RR + SDES CNAME).
+fn send_report<P: Port>(
+    leg: &mut LegState,
+    sockets: &LegSockets,
+    now: Instant,
+    ctx: &mut UdpContext<'_, P>,
+) {
+    let mut send = |from, to, payload: &[u8]| ctx.send_to(from, to, payload).is_ok();
+    send_compound(leg, sockets, now, false, &mut send);
+}
+
+impl Relay {
+    /// Says goodbye (RFC 3550 6.6) on every leg that reports: a last RR +
+    /// SDES + BYE for its SSRC to where its RTCP goes, so the peer drops
+    /// the relay from its session at once instead of timing it out. Call
+    /// before [`Relay::stop`] (control path; `ports` in link order). Returns
+    /// how many BYEs left.
+    pub fn say_bye<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        iface: &mut Interface<B>,
+        ports: &mut [P],
+        now: Instant,
+    ) -> usize {
+        let mut send =
+            |from, to, payload: &[u8]| iface.send_to_ports(ports, now, from, to, payload).is_ok();
+        let mut sent = 0;
+        for slot in 0..self.table.slot_count() {
+            let Some((legs, session)) = self.table.slot_mut(slot) else {
+                continue;
+            };
+            for (leg, sockets) in session.legs.iter_mut().zip(legs.iter()) {
+                // A leg reports once it is scheduled (it heard a source).
+                if leg.reports.next.is_some() && send_compound(leg, sockets, now, true, &mut send) {
+                    leg.reports.next = None;
+                    leg.reports.said_bye = true;
+                    sent += 1;
+                }
+            }
+        }
+        sent
+    }
 }
 
 #[cfg(test)]

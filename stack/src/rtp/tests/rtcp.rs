@@ -195,3 +195,26 @@ fn writer_errors_and_sdes_sizes() {
     assert_eq!(out[4..8], [0, 0x80, 0, 0]);
     assert_eq!(ReportBlock::parse(&out).cumulative_lost, -0x80_0000);
 }
+
+#[test]
+fn a_bye_ends_a_compound_and_reads_back() {
+    let mut buf = [0u8; 64];
+    let rr = write_receiver_report(&mut buf, 0x0a0b_0c0d, &[]).expect("fits");
+    let bye = write_bye(&mut buf[rr..], &[0x0a0b_0c0d, 0x0102_0304]).expect("fits");
+    assert_eq!(bye, 12);
+    assert_eq!(
+        buf[rr..rr + bye],
+        [0x82, 203, 0, 2, 0x0a, 0x0b, 0x0c, 0x0d, 1, 2, 3, 4]
+    );
+    let compound = Compound::new_checked(&buf[..rr + bye]).expect("a valid compound");
+    let packets: Vec<_> = compound.packets().collect();
+    assert_eq!(packets.len(), 2);
+    match &packets[1] {
+        RtcpPacket::Bye(raw) => assert_eq!(raw.count(), 2),
+        other => panic!("not a BYE: {other:?}"),
+    }
+    assert_eq!(
+        write_bye(&mut buf[..8], &[1, 2]),
+        Err(WriteError::BufferTooSmall { needed: 12 })
+    );
+}

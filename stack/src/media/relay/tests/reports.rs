@@ -258,3 +258,52 @@ fn a_poll_examines_a_bounded_number_of_sessions() {
         "{per_session:?}"
     );
 }
+
+#[test]
+fn ending_the_sessions_says_bye_on_every_reporting_leg() {
+    let mut net = Net::new(&one_call(false), echo(), 4096);
+    let a = at(A_IP, 5004);
+    for seq in 1..=3 {
+        net.send(a, 30000, &rtp(0xa1, seq));
+        net.run();
+        net.advance(20);
+    }
+    let start = net.now;
+    let rrs = net.run_until(start + Duration::from_secs(10), 10);
+    assert!(!rrs.is_empty(), "leg A reports");
+    let now = net.now;
+    let Net {
+        iface, port, relay, ..
+    } = &mut net;
+    assert_eq!(
+        relay.say_bye(iface, core::slice::from_mut(port), now),
+        1,
+        "only leg A heard a source"
+    );
+    let frames = net.port.take_tx();
+    assert_eq!(frames.len(), 1, "one BYE compound");
+    let sent = parse(&frames[0]).expect("a UDP datagram");
+    assert_eq!((sent.src, sent.dst), (at(RELAY_IP, 30001), at(A_IP, 5005)));
+    let compound = Compound::new_checked(&sent.payload).expect("a valid compound");
+    let packets: Vec<_> = compound.packets().collect();
+    assert!(
+        matches!(packets[0], RtcpPacket::ReceiverReport(_)),
+        "a report first"
+    );
+    match packets.last() {
+        Some(RtcpPacket::Bye(bye)) => {
+            assert_eq!(bye.count(), 1);
+            assert_eq!(
+                bye.body().get(..4),
+                Some(&rrs[0].reporter.to_be_bytes()[..]),
+                "the leg's own SSRC"
+            );
+        }
+        other => panic!("not a BYE last: {other:?}"),
+    }
+    // Goodbye said: no more reports from that leg, and the sessions end.
+    let later = net.run_until(now + Duration::from_secs(20), 10);
+    assert!(later.is_empty(), "{later:?}");
+    let Net { iface, relay, .. } = &mut net;
+    assert_eq!(relay.stop(iface), 1);
+}
