@@ -13,12 +13,22 @@
 
 use crate::time::Instant;
 
-const NANOS_PER_SEC: u128 = 1_000_000_000;
+const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 /// `arrival` on a `clock_rate` Hz clock, truncated to 32 bits like an RTP
-/// timestamp (only differences matter).
+/// timestamp (only differences matter). Per packet: whole seconds and the
+/// remainder converted apart, `floor(ns * rate / 1e9) = s * rate +
+/// floor(r * rate / 1e9)` exactly, each in 64 bits (`r * rate < 2^62`) with
+/// divisions by a constant, which compile to multiplies (a 128-bit
+/// division was a library call).
+#[inline]
 pub fn rtp_units(arrival: Instant, clock_rate: u32) -> u32 {
-    let ticks = u128::from(arrival.as_nanos()) * u128::from(clock_rate) / NANOS_PER_SEC;
+    let nanos = arrival.as_nanos();
+    let rate = u64::from(clock_rate);
+    let (secs, rest) = (nanos / NANOS_PER_SEC, nanos % NANOS_PER_SEC);
+    let ticks = secs
+        .wrapping_mul(rate)
+        .wrapping_add(rest * rate / NANOS_PER_SEC);
     // Keep the low 32 bits: RTP time wraps the same way.
     ticks as u32
 }
@@ -77,6 +87,25 @@ mod tests {
 
     fn ms(n: u64) -> Instant {
         Instant::from_nanos(n * 1_000_000)
+    }
+
+    #[test]
+    fn conversion_matches_the_exact_128_bit_formula() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let rates = [0, 1, 8000, 16_000, 48_000, 90_000, u32::MAX];
+        for i in 0..100_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let nanos = if i % 2 == 0 { x } else { x >> (i % 64) };
+            let rate = rates[(i % rates.len() as u64) as usize];
+            let exact = (u128::from(nanos) * u128::from(rate) / 1_000_000_000) as u32;
+            assert_eq!(
+                rtp_units(Instant::from_nanos(nanos), rate),
+                exact,
+                "{nanos} {rate}"
+            );
+        }
     }
 
     #[test]
