@@ -289,3 +289,75 @@ fn connect_on_latch_lets_the_stack_refuse_other_sources() {
     net.send(a, 30000, &rtp(1, 2));
     assert_eq!(net.run().len(), 1, "the peer still is");
 }
+
+/// Random datagrams (half of them with an RTP/RTCP-looking first byte and a
+/// plausible second one) from each leg's peer and from a stranger, to every
+/// port of a call, in relay and echo mode: nothing panics, and every
+/// datagram is either sent on or dropped, counted once on its leg and once
+/// by reason.
+#[test]
+fn random_datagrams_are_each_sent_on_or_counted_as_a_drop() {
+    for (echo, mux) in [(false, false), (true, false), (false, true)] {
+        let relay_options = RelayOptions { echo, ..options() };
+        let mut net = Net::new(&one_call(mux), relay_options, 4096);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let sources = [
+            at(A_IP, 5004),
+            at(A_IP, 5005),
+            at(B_IP, 6000),
+            at(B_IP, 6001),
+        ];
+        let ports: &[u16] = if mux {
+            &[30000, 30002]
+        } else {
+            &[30000, 30001, 30002, 30003]
+        };
+        let mut sent_to = [0u64; 2];
+        for i in 0..3000 {
+            let r = next();
+            let len = (r % 300) as usize;
+            let mut payload: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if i % 2 == 0 && len >= 2 {
+                payload[0] = 0x80 | (payload[0] & 0x3f);
+                payload[1] = [0, 8, 96, 200, 201, 202, 203, 204][(r >> 32) as usize % 8];
+            }
+            let port = ports[(r >> 40) as usize % ports.len()];
+            let from = if r >> 60 == 0 {
+                at(A_IP, 7777) // a stranger
+            } else {
+                sources[(r >> 48) as usize % sources.len()]
+            };
+            net.send(from, port, &payload);
+            sent_to[usize::from(port >= 30002)] += 1;
+            if i % 16 == 15 {
+                net.run();
+                net.advance(20);
+            }
+        }
+        net.run();
+        let snapshot = net.relay.snapshot();
+        let legs = &snapshot.sessions[0].legs;
+        for (leg, sent) in legs.iter().zip(sent_to) {
+            let c = &leg.counters;
+            assert_eq!(
+                c.forwarded + c.rtcp_forwarded + c.dropped,
+                sent,
+                "echo {echo} mux {mux}: {c:?}"
+            );
+        }
+        let by_reason: u64 = snapshot.drops.iter().sum();
+        assert_eq!(
+            by_reason,
+            legs[0].counters.dropped + legs[1].counters.dropped,
+            "echo {echo} mux {mux}: {:?}",
+            snapshot.drops
+        );
+        assert!(legs[0].counters.dropped > 0 && legs[0].counters.forwarded > 0);
+    }
+}
