@@ -2,6 +2,7 @@
 //! learner, ICMPv6 echo to link-local and global addresses, and hostile or
 //! malformed packets dropped by reason with the stack still answering.
 
+use super::sending::requests_until_given_up;
 use super::*;
 use crate::wire::icmpv6::{msg_type as icmp6, Icmpv6Packet, NdpRepr};
 use crate::wire::ipv6::{

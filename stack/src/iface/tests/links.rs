@@ -2,6 +2,7 @@
 //! transmit batch per link, replies through the arrival port, sends through
 //! the routed port.
 
+use super::sending::iface_lookups;
 use super::*;
 
 const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 1, 1]);
