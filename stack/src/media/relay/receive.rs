@@ -27,12 +27,43 @@ use std::net::SocketAddr;
 impl Relay {
     /// Takes a batch of datagrams that reached `socket` (one of the
     /// relay's, see [`Relay::owns`]; others are counted as
-    /// `unknown_socket` and left in the batch to be freed). Per packet.
+    /// `unknown_socket` and freed). Per packet.
     #[inline]
     pub fn on_datagrams<B: Buf, P: Port<Buf = B>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        debug_assert!(batch.iter().all(|d| d.socket() == socket));
+        for datagram in batch.drain(..) {
+            self.take(datagram, ctx);
+        }
+    }
+
+    /// A whole burst across sockets (`UdpHandler::WHOLE_BURSTS`), each
+    /// datagram as [`Relay::on_datagrams`] takes it. Reading every
+    /// session's state in a first pass, to overlap the cache misses, was
+    /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
+    #[inline]
+    pub fn on_burst<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        batch: &mut Batch<B>,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        for datagram in batch.drain(..) {
+            self.take(datagram, ctx);
+        }
+    }
+
+    /// One datagram: its session found by its socket (one O(1) lookup; with
+    /// thousands of sessions consecutive datagrams rarely share a socket),
+    /// then relayed, echoed or counted as a drop. The per-packet path's one
+    /// call site.
+    #[inline]
+    fn take<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        datagram: Datagram<B>,
         ctx: &mut UdpContext<'_, P>,
     ) {
         let Relay {
@@ -45,62 +76,22 @@ impl Relay {
             endpoint,
             legs,
             value,
-        }) = table.lookup_mut(socket)
+        }) = table.lookup_mut(datagram.socket())
         else {
-            count(drops, RelayDrop::UnknownSocket, batch.len() as u64);
+            count(drops, RelayDrop::UnknownSocket);
             return;
         };
-        for datagram in batch.drain(..) {
-            if let Err(reason) = value.receive(endpoint, &legs, datagram, options, ctx) {
-                count(drops, reason, 1);
-                let leg = value.legs[endpoint.leg.index()].counters_mut();
-                leg.dropped = leg.dropped.saturating_add(1);
-            }
+        if let Err(reason) = value.receive(endpoint, &legs, datagram, options, ctx) {
+            count(drops, reason);
+            let leg = value.legs[endpoint.leg.index()].counters_mut();
+            leg.dropped = leg.dropped.saturating_add(1);
         }
     }
 }
 
-impl Relay {
-    /// A whole burst across sockets (`UdpHandler::WHOLE_BURSTS`): each
-    /// datagram goes through the same path as [`Relay::on_datagrams`],
-    /// with one session lookup per datagram (with thousands of sessions
-    /// consecutive datagrams rarely share a socket). Reading every
-    /// session's state in a first pass, to overlap the cache misses, was
-    /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
-    #[inline]
-    pub fn on_burst<B: Buf, P: Port<Buf = B>>(
-        &mut self,
-        batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
-    ) {
-        let Relay {
-            table,
-            options,
-            drops,
-            ..
-        } = self;
-        for datagram in batch.drain(..) {
-            let Some(Entry {
-                endpoint,
-                legs,
-                value,
-            }) = table.lookup_mut(datagram.socket())
-            else {
-                count(drops, RelayDrop::UnknownSocket, 1);
-                continue;
-            };
-            if let Err(reason) = value.receive(endpoint, &legs, datagram, options, ctx) {
-                count(drops, reason, 1);
-                let leg = value.legs[endpoint.leg.index()].counters_mut();
-                leg.dropped = leg.dropped.saturating_add(1);
-            }
-        }
-    }
-}
-
-fn count(drops: &mut Drops, reason: RelayDrop, n: u64) {
+fn count(drops: &mut Drops, reason: RelayDrop) {
     let slot = &mut drops[reason as usize];
-    *slot = slot.saturating_add(n);
+    *slot = slot.saturating_add(1);
 }
 
 fn bump(counter: &mut u64) {
