@@ -9,7 +9,7 @@
 //! poll's (`now`), never a clock read.
 
 use super::tx::Out;
-use super::{canonical_dst, tcp, tx, tx6, ConnId, Core, SendError, TcpEvent};
+use super::{canonical_dst, forward, tcp, tx, tx6, ConnId, Core, SendError, TcpEvent};
 use crate::counters::Counters;
 use crate::port::{Buf, Port, DEFAULT_BURST};
 use crate::tcp::TcpError;
@@ -182,11 +182,11 @@ impl<P: Port> UdpContext<'_, P> {
         let dst = dst.into();
         // IPv4 to IPv4, the common case, first: no canonical copy.
         if let (false, SocketAddr::V4(dst)) = (datagram.v6, dst) {
-            return tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst);
+            return forward::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst);
         }
         match (datagram.v6, canonical_dst(dst)) {
             (false, SocketAddr::V4(dst)) => {
-                tx::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
+                forward::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
             }
             (true, SocketAddr::V6(dst)) => {
                 tx6::forward_udp6(self.core, &mut self.out, self.now, datagram, from, dst)

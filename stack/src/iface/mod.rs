@@ -23,6 +23,7 @@ mod config;
 mod deliver;
 mod fast;
 mod fast6;
+mod forward;
 mod inspect;
 mod ip_out;
 mod limit;

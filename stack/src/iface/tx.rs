@@ -27,7 +27,7 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 pub const TX_BATCH: usize = 64;
 
 /// TTL of packets we originate.
-const DEFAULT_TTL: u8 = 64;
+pub(super) const DEFAULT_TTL: u8 = 64;
 
 /// Bytes of the offending datagram quoted in an ICMP error (576-byte limit).
 const ICMP_QUOTE_MAX: usize = 576 - IP_LEN - ICMP_LEN;
@@ -385,7 +385,7 @@ fn rebuild_udp_reply<P: Port>(
 /// IPv4 and UDP headers in front of the payload that fills the rest of
 /// `frame`, with the UDP checksum over that payload and `tos` as the IPv4
 /// type of service, and counts the datagram.
-fn write_udp_headers<B: Buf>(
+pub(super) fn write_udp_headers<B: Buf>(
     core: &mut Core<B>,
     frame: &mut [u8],
     (src, dst): (SocketAddrV4, SocketAddrV4),
@@ -404,7 +404,27 @@ fn write_udp_headers<B: Buf>(
         (*dst.ip(), dst.port()),
         payload_len as u16,
     );
-    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv4Header {
+    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&udp_ip_header(
+        (src, dst),
+        ident,
+        udp_len,
+        mtu,
+        tos,
+    ));
+    core.counters.count(Stat::UdpOutDatagrams);
+}
+
+/// The IPv4 header of a UDP datagram of `udp_len` bytes from `src` to
+/// `dst`: our TTL, DF when it fits `mtu`, `tos`.
+#[inline]
+pub(super) fn udp_ip_header(
+    (src, dst): (SocketAddrV4, SocketAddrV4),
+    ident: u16,
+    udp_len: usize,
+    mtu: usize,
+    tos: u8,
+) -> Ipv4Header {
+    Ipv4Header {
         src: *src.ip(),
         dst: *dst.ip(),
         protocol: protocol::UDP,
@@ -413,12 +433,11 @@ fn write_udp_headers<B: Buf>(
         ident,
         dont_fragment: IP_LEN + udp_len <= mtu,
         tos,
-    });
-    core.counters.count(Stat::UdpOutDatagrams);
+    }
 }
 
 /// Ethernet + IPv4 without options + UDP.
-const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
+pub(super) const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 
 /// Turns the headers of a plain UDP/IPv4 frame around in place, on one
 /// fixed-size array: MACs (the reply goes to the previous hop), addresses and
@@ -517,16 +536,16 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
 /// (unless the socket's cached route already knows its MAC) and our source
 /// address.
 #[derive(Debug, Clone, Copy)]
-struct Path {
-    link: usize,
-    via: Ipv4Addr,
-    source: Ipv4Addr,
+pub(super) struct Path {
+    pub(super) link: usize,
+    pub(super) via: Ipv4Addr,
+    pub(super) source: Ipv4Addr,
     /// The next hop's MAC if the socket had it ([`packed_mac`]), else
     /// [`NO_MAC`]: one 8-byte word, so copying a `Path` never reloads a
     /// 6-byte field with a wider load (a store-forwarding stall measured at
     /// 4% of a relayed packet).
-    cached_mac: u64,
-    generation: u64,
+    pub(super) cached_mac: u64,
+    pub(super) generation: u64,
 }
 
 /// No cached MAC (a MAC has 48 bits).
@@ -549,7 +568,7 @@ fn unpacked_mac(bits: u64) -> MacAddr {
 /// Finds the way to `dst` for `socket`: early demux first (a connected
 /// socket keeps its route and next-hop MAC while nothing changed), then the
 /// route cache.
-fn path_to<B: Buf>(
+pub(super) fn path_to<B: Buf>(
     core: &mut Core<B>,
     socket: SocketId,
     dst: SocketAddrV4,
@@ -621,122 +640,6 @@ pub(crate) fn send_udp_buffer<P: Port>(
     send_on_path(core, out, now, socket, local, dst, buf, path)
 }
 
-/// Forwards a received IPv4 datagram's payload from socket `from` to `dst`
-/// in the datagram's own buffer (zero-copy): new headers go right before
-/// the payload (IPv4 options and Ethernet padding are dropped), with
-/// `from`'s address and port as the source (its route's address if it is
-/// bound to ANY) and `from`'s TOS byte. A plain datagram (checksums
-/// verified, payload untouched) gets its UDP checksum updated for the new
-/// addresses and ports (RFC 1624); any other is summed afresh. Routed and
-/// resolved as [`send_udp`]. Per packet; owning lcore.
-pub(crate) fn forward_udp<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    datagram: Datagram<P::Buf>,
-    from: SocketId,
-    dst: SocketAddrV4,
-) -> Result<(), SendError> {
-    let Datagram {
-        mut buf,
-        payload_start,
-        payload_end,
-        plain,
-        ..
-    } = datagram;
-    let local = core.udp.local_addr(from).ok_or(SendError::NoSocket)?;
-    let path = path_to(core, from, dst)?;
-    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
-        return Err(SendError::NoRoute);
-    };
-    let (start, end) = (payload_start as usize, payload_end as usize);
-    let udp_len = UDP_LEN + end.saturating_sub(start);
-    if udp_len > usize::from(u16::MAX) - IP_LEN {
-        return Err(SendError::TooLarge);
-    }
-    let Some(header_start) = start.checked_sub(FAST_HEADERS) else {
-        core.counters.count_drop(DropReason::UdpMalformed);
-        return Err(SendError::TooLarge);
-    };
-    let padding = buf.len().saturating_sub(end);
-    if padding > 0 {
-        buf.trim(padding);
-    }
-    if header_start > 0 {
-        buf.adjust(header_start);
-    }
-    let src_ip = if local.ip().is_unspecified() {
-        path.source
-    } else {
-        *local.ip()
-    };
-    let src = SocketAddrV4::new(src_ip, local.port());
-    let tos = core.udp.tos(from);
-    let frame = buf.data_mut();
-    if frame.len() != FAST_HEADERS + udp_len - UDP_LEN {
-        core.counters.count_drop(DropReason::UdpMalformed);
-        return Err(SendError::TooLarge);
-    }
-    match frame.first_chunk_mut::<FAST_HEADERS>() {
-        Some(h) if plain && header_start == 0 => {
-            readdress_plain_udp(h, src, dst);
-            let ident = core.ident();
-            Ipv4Packet::new_unchecked(&mut h[ETH_LEN..]).emit_header(&Ipv4Header {
-                src: src_ip,
-                dst: *dst.ip(),
-                protocol: protocol::UDP,
-                payload_len: udp_len as u16,
-                ttl: DEFAULT_TTL,
-                ident,
-                dont_fragment: IP_LEN + udp_len <= mtu,
-                tos,
-            });
-            let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
-            eth.set_src(mac);
-            eth.set_ethertype(EtherType::Ipv4);
-            core.counters.count(Stat::UdpOutDatagrams);
-        }
-        _ => write_udp_headers(core, frame, (src, dst), mac, mtu, tos),
-    }
-    core.counters.count(Stat::UdpForwardedInPlace);
-    send_framed(core, out, now, from, dst, buf, path)
-}
-
-/// Rewrites the UDP source and destination (addresses and ports) of a
-/// plain frame whose UDP checksum is valid, updating that checksum
-/// incrementally over the changed words (a zero checksum, "none", stays
-/// zero). The IPv4 header is left to the caller (its addresses are only
-/// read here).
-#[inline]
-fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: SocketAddrV4) {
-    let word = |h: &[u8; FAST_HEADERS], at: usize| {
-        u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
-    };
-    let ports = u32::from(src.port()) << 16 | u32::from(dst.port());
-    let old = [word(h, 26), word(h, 30), word(h, 34)];
-    let new = [
-        u64::from(src.ip().to_bits()),
-        u64::from(dst.ip().to_bits()),
-        u64::from(ports),
-    ];
-    h[34..38].copy_from_slice(&ports.to_be_bytes());
-    let check = u16::from_be_bytes([h[40], h[41]]);
-    if check == 0 {
-        return;
-    }
-    // Subtracting a 32-bit word in ones' complement adds its complement,
-    // which folds like the complements of its two halves.
-    let sum = u64::from(!check)
-        + old.iter().map(|&w| w ^ 0xffff_ffff).sum::<u64>()
-        + new.iter().sum::<u64>();
-    let mut check = !checksum::fold_small(sum);
-    if check == 0 {
-        check = 0xffff; // zero would mean "no checksum"
-    }
-    h[40..42].copy_from_slice(&check.to_be_bytes());
-}
-
 #[allow(clippy::too_many_arguments)]
 fn send_on_path<P: Port>(
     core: &mut Core<P::Buf>,
@@ -775,7 +678,7 @@ fn send_on_path<P: Port>(
 /// broadcast address, or the neighbour cache (the socket remembers the
 /// route to this destination once it resolves).
 #[allow(clippy::too_many_arguments)]
-fn send_framed<P: Port>(
+pub(super) fn send_framed<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,

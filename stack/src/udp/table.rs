@@ -116,6 +116,20 @@ pub struct CachedRoute {
     pub link: u16,
 }
 
+/// What [`UdpTable::cached_send`] gives: a socket's IPv4 address (ANY:
+/// use the route's source), port and TOS byte, and its route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedSend {
+    /// The address the socket is bound to (IPv4, or ANY).
+    pub local4: Ipv4Addr,
+    /// Its port.
+    pub port: u16,
+    /// The TOS byte it sends with.
+    pub tos: u8,
+    /// Its route to the destination asked about.
+    pub route: CachedRoute,
+}
+
 /// No socket (end of a chain, empty port slot).
 const NONE: u32 = ID_MASK;
 
@@ -734,6 +748,31 @@ impl UdpTable {
         let route = slot.route;
         let valid = slot.flags & ROUTED != 0 && route.generation == generation;
         (valid && route.dst == *dst.ip()).then_some(route)
+    }
+
+    /// Everything a send from `id` to `dst` reads, in one slot read, when
+    /// the socket speaks IPv4 and keeps a route to `dst` that is valid
+    /// under `generation` (see [`UdpTable::cached_route`]): the forwarding
+    /// relay's case. `None` otherwise (then the caller looks things up one
+    /// by one).
+    #[inline]
+    pub fn cached_send(
+        &self,
+        id: SocketId,
+        dst: SocketAddrV4,
+        generation: u64,
+    ) -> Option<CachedSend> {
+        let slot = self.send.get(id.0 as usize)?;
+        let ready = LIVE | SPEAKS_V4 | ROUTED;
+        let route = slot.route;
+        let valid =
+            slot.flags & ready == ready && route.generation == generation && route.dst == *dst.ip();
+        valid.then_some(CachedSend {
+            local4: Ipv4Addr::from(slot.local4),
+            port: slot.port,
+            tos: slot.tos,
+            route,
+        })
     }
 
     /// Lets a socket keep `route` to its latest destination.

@@ -272,6 +272,55 @@ fn forward_rewrites_the_headers_in_place_with_the_sending_socket_tos() {
 }
 
 #[test]
+fn forward_writes_the_same_headers_with_and_without_a_kept_route() {
+    // The first forward from a socket looks up its route and neighbour (the
+    // general way); the socket then keeps them and the next forwards write
+    // the headers from what it kept. Both must put the same bytes out but
+    // the IPv4 identification (and so the header checksum).
+    for bound_to in [OUR_IP, Ipv4Addr::UNSPECIFIED] {
+        let (mut iface, mut port) = stack();
+        learn(&mut iface, &mut port, PEER2_MAC, PEER2_IP);
+        iface
+            .udp_bind(SocketAddrV4::new(OUR_IP, 30000), BindOptions::default())
+            .unwrap();
+        let out_socket = iface
+            .udp_bind(SocketAddrV4::new(bound_to, 30002), with_tos(EF))
+            .unwrap();
+        let dst = SocketAddrV4::new(PEER2_IP, 7078);
+        let mut handler = Handler::new(Action::Forward(out_socket, dst.into()));
+        let payload: Vec<u8> = (0..160u8).rev().collect();
+        let mut sent = Vec::new();
+        for _ in 0..3 {
+            port.push_rx(&udp_frame(40000, 30000, &payload));
+            poll(&mut iface, &mut port, &mut handler);
+            let out = port.take_tx();
+            assert_eq!(out.len(), 1, "bound to {bound_to}");
+            let (tos, from, to, got) = parse_udp4(&out[0]);
+            assert_eq!((tos, from, to), (EF, SocketAddrV4::new(OUR_IP, 30002), dst));
+            assert_eq!(got, payload);
+            sent.push(out[0].clone());
+        }
+        let ident = |frame: &[u8]| u16::from_be_bytes([frame[18], frame[19]]);
+        assert_eq!(ident(&sent[1]), ident(&sent[0]).wrapping_add(1));
+        let without_ident = |frame: &[u8]| {
+            let mut f = frame.to_vec();
+            f[18..20].fill(0); // identification
+            f[24..26].fill(0); // header checksum
+            f
+        };
+        for later in &sent[1..] {
+            assert_eq!(
+                without_ident(later),
+                without_ident(&sent[0]),
+                "bound to {bound_to}"
+            );
+        }
+        assert_eq!(handler.results, vec![Ok(()); 3]);
+        assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 3);
+    }
+}
+
+#[test]
 fn forward_keeps_the_payload_in_the_received_buffer() {
     // The forwarded frame is the received one: with a pool of one buffer,
     // a copy would have nothing to allocate.

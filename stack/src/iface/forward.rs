@@ -1,0 +1,235 @@
+//! Zero-copy UDP forwarding over IPv4 ([`forward_udp`]): a received
+//! datagram leaves from another socket to another destination in its own
+//! buffer, headers rewritten, payload untouched.
+//!
+//! Two ways through. The relay's steady state, a plain frame (checksums
+//! verified, no IPv4 options, no Ethernet padding) sent from a socket that
+//! keeps a valid route to the destination, reads that socket's send slot
+//! once ([`UdpTable::cached_send`](crate::udp::table::UdpTable::cached_send))
+//! and writes every header in place: the UDP checksum updated for the new
+//! addresses and ports (RFC 1624), a fresh IPv4 header, both Ethernet
+//! addresses. Everything else (the first packet to a destination, a changed
+//! route or neighbour, padding, options, an unverified checksum) goes the
+//! general way: route and neighbour lookups, headers summed afresh unless
+//! the frame is plain.
+//!
+//! Invariants: per packet, no allocation and no panic; a datagram that
+//! cannot be sent is freed, counted and the caller told why; both ways put
+//! the same headers on the wire (a test compares them byte for byte).
+
+use super::tx::{
+    path_to, send_framed, transmit_ipv4, udp_ip_header, write_udp_headers, Out, SendError,
+    FAST_HEADERS,
+};
+use super::Core;
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, MacAddr, Port};
+use crate::time::Instant;
+use crate::udp::table::CachedSend;
+use crate::udp::{Datagram, SocketId};
+use crate::wire::checksum;
+use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::ipv4::{Ipv4Packet, HEADER_LEN as IP_LEN};
+use crate::wire::udp::HEADER_LEN as UDP_LEN;
+use core::net::SocketAddrV4;
+
+/// Forwards a received IPv4 datagram's payload from socket `from` to `dst`
+/// in the datagram's own buffer (zero-copy): new headers go right before
+/// the payload (IPv4 options and Ethernet padding are dropped), with
+/// `from`'s address and port as the source (its route's address if it is
+/// bound to ANY) and `from`'s TOS byte. A plain datagram (checksums
+/// verified, payload untouched) gets its UDP checksum updated for the new
+/// addresses and ports (RFC 1624); any other is summed afresh. Routed and
+/// resolved as a send is. Per packet; owning lcore.
+pub(crate) fn forward_udp<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    datagram: Datagram<P::Buf>,
+    from: SocketId,
+    dst: SocketAddrV4,
+) -> Result<(), SendError> {
+    let in_place = datagram.plain
+        && datagram.payload_start as usize == FAST_HEADERS
+        && datagram.buf.len() == datagram.payload_end as usize;
+    if in_place {
+        if let Some(send) = core.udp.cached_send(from, dst, core.generation()) {
+            return forward_cached(core, out, datagram.buf, send, dst);
+        }
+    }
+    forward_general(core, out, now, datagram, from, dst)
+}
+
+/// The fast way of [`forward_udp`]: `buf` holds a plain frame (Ethernet,
+/// IPv4 without options, UDP with a verified checksum, no padding), and
+/// `send` is what the sending socket keeps about itself and its route to
+/// `dst`.
+#[inline]
+fn forward_cached<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    mut buf: P::Buf,
+    send: CachedSend,
+    dst: SocketAddrV4,
+) -> Result<(), SendError> {
+    let route = send.route;
+    let link = usize::from(route.link);
+    let Some((our_mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let src_ip = if send.local4.is_unspecified() {
+        route.source
+    } else {
+        send.local4
+    };
+    let ident = core.ident();
+    let frame = buf.data_mut();
+    let udp_len = frame.len().saturating_sub(ETH_LEN + IP_LEN);
+    let Some(h) = frame.first_chunk_mut::<FAST_HEADERS>() else {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    };
+    if udp_len > usize::from(u16::MAX) - IP_LEN {
+        return Err(SendError::TooLarge);
+    }
+    let src = SocketAddrV4::new(src_ip, send.port);
+    readdress_plain(h, (src, dst), ident, udp_len, mtu, send.tos);
+    write_ethernet(h, route.mac, our_mac);
+    core.counters.count(Stat::UdpOutDatagrams);
+    core.counters.count(Stat::UdpForwardedInPlace);
+    transmit_ipv4(core, out, link, buf);
+    Ok(())
+}
+
+/// The UDP and IPv4 headers of a plain frame for `src` to `dst`: ports
+/// and UDP checksum updated in place ([`readdress_plain_udp`]), a fresh
+/// IPv4 header (`udp_len` bytes of UDP, DF when it fits `mtu`).
+#[inline]
+fn readdress_plain(
+    h: &mut [u8; FAST_HEADERS],
+    (src, dst): (SocketAddrV4, SocketAddrV4),
+    ident: u16,
+    udp_len: usize,
+    mtu: usize,
+    tos: u8,
+) {
+    readdress_plain_udp(h, src, dst);
+    Ipv4Packet::new_unchecked(&mut h[ETH_LEN..]).emit_header(&udp_ip_header(
+        (src, dst),
+        ident,
+        udp_len,
+        mtu,
+        tos,
+    ));
+}
+
+/// Both Ethernet addresses and the IPv4 type, in one pass.
+#[inline]
+fn write_ethernet(h: &mut [u8; FAST_HEADERS], to: MacAddr, ours: MacAddr) {
+    let mut eth = [0u8; ETH_LEN];
+    eth[..6].copy_from_slice(&to.0);
+    eth[6..12].copy_from_slice(&ours.0);
+    eth[12..].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
+    h[..ETH_LEN].copy_from_slice(&eth);
+}
+
+/// The general way of [`forward_udp`]: the route and next hop looked up
+/// (and kept in the socket for next time), IPv4 options and Ethernet
+/// padding dropped, the headers rewritten (plain) or summed afresh.
+fn forward_general<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    datagram: Datagram<P::Buf>,
+    from: SocketId,
+    dst: SocketAddrV4,
+) -> Result<(), SendError> {
+    let Datagram {
+        mut buf,
+        payload_start,
+        payload_end,
+        plain,
+        ..
+    } = datagram;
+    let local = core.udp.local_addr(from).ok_or(SendError::NoSocket)?;
+    let path = path_to(core, from, dst)?;
+    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.counters.count_drop(DropReason::TxNoRoute);
+        return Err(SendError::NoRoute);
+    };
+    let (start, end) = (payload_start as usize, payload_end as usize);
+    let udp_len = UDP_LEN + end.saturating_sub(start);
+    if udp_len > usize::from(u16::MAX) - IP_LEN {
+        return Err(SendError::TooLarge);
+    }
+    let Some(header_start) = start.checked_sub(FAST_HEADERS) else {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    };
+    let padding = buf.len().saturating_sub(end);
+    if padding > 0 {
+        buf.trim(padding);
+    }
+    if header_start > 0 {
+        buf.adjust(header_start);
+    }
+    let src_ip = if local.ip().is_unspecified() {
+        path.source
+    } else {
+        *local.ip()
+    };
+    let src = SocketAddrV4::new(src_ip, local.port());
+    let tos = core.udp.tos(from);
+    let frame = buf.data_mut();
+    if frame.len() != FAST_HEADERS + udp_len - UDP_LEN {
+        core.counters.count_drop(DropReason::UdpMalformed);
+        return Err(SendError::TooLarge);
+    }
+    match frame.first_chunk_mut::<FAST_HEADERS>() {
+        Some(h) if plain && header_start == 0 => {
+            readdress_plain(h, (src, dst), core.ident(), udp_len, mtu, tos);
+            let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
+            eth.set_src(mac);
+            eth.set_ethertype(EtherType::Ipv4);
+            core.counters.count(Stat::UdpOutDatagrams);
+        }
+        _ => write_udp_headers(core, frame, (src, dst), mac, mtu, tos),
+    }
+    core.counters.count(Stat::UdpForwardedInPlace);
+    send_framed(core, out, now, from, dst, buf, path)
+}
+
+/// Rewrites the UDP source and destination (addresses and ports) of a
+/// plain frame whose UDP checksum is valid, updating that checksum
+/// incrementally over the changed words (a zero checksum, "none", stays
+/// zero). The IPv4 header is left to the caller (its addresses are only
+/// read here).
+#[inline]
+fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: SocketAddrV4) {
+    let word = |h: &[u8; FAST_HEADERS], at: usize| {
+        u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
+    };
+    let ports = u32::from(src.port()) << 16 | u32::from(dst.port());
+    let old = [word(h, 26), word(h, 30), word(h, 34)];
+    let new = [
+        u64::from(src.ip().to_bits()),
+        u64::from(dst.ip().to_bits()),
+        u64::from(ports),
+    ];
+    h[34..38].copy_from_slice(&ports.to_be_bytes());
+    let check = u16::from_be_bytes([h[40], h[41]]);
+    if check == 0 {
+        return;
+    }
+    // Subtracting a 32-bit word in ones' complement adds its complement,
+    // which folds like the complements of its two halves.
+    let sum = u64::from(!check)
+        + old.iter().map(|&w| w ^ 0xffff_ffff).sum::<u64>()
+        + new.iter().sum::<u64>();
+    let mut check = !checksum::fold_small(sum);
+    if check == 0 {
+        check = 0xffff; // zero would mean "no checksum"
+    }
+    h[40..42].copy_from_slice(&check.to_be_bytes());
+}
