@@ -15,6 +15,7 @@
 pub use dpstack_stack as stack;
 
 pub mod clock;
+pub mod cycles;
 pub mod eal;
 pub mod error;
 pub mod ethdev;

@@ -18,6 +18,7 @@ mod common;
 
 use clap::{ArgGroup, Parser};
 use dpstack::clock::TscClock;
+use dpstack::cycles::CycleCountingPort;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
@@ -132,6 +133,11 @@ struct Cli {
     /// Buffers in the packet pool.
     #[arg(long, default_value_t = 16383, value_name = "N")]
     total_num_mbufs: u32,
+    /// Count the lcore's cycles inside the port's rx/tx bursts and print,
+    /// at exit, its cycles per received packet split into the driver's and
+    /// the rest (two TSC reads per burst call; as testpmd's option).
+    #[arg(long)]
+    record_core_cycles: bool,
 }
 
 /// An inclusive port range.
@@ -266,6 +272,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = crossbeam_channel::bounded::<(Relay, String)>(1);
     let faults = cli.faults;
+    let record = cli.record_core_cycles;
     let poller = {
         let stop = Arc::clone(&stop);
         move || {
@@ -273,13 +280,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 Some(spec) => {
                     let faulty = FaultPort::new(queue, spec);
                     let counts = Arc::clone(faulty.counts());
-                    let relay = poll_until_stopped(iface, faulty, &stop, relay);
-                    (relay, format!("faults on port 0: {}\n", counts.summary()))
+                    let (relay, cycles) = poll_until_stopped(iface, faulty, &stop, relay, record);
+                    let faults = format!("faults on port 0: {}\n", counts.summary());
+                    (relay, cycles + &faults)
                 }
-                None => (
-                    poll_until_stopped::<EthQueue>(iface, queue, &stop, relay),
-                    String::new(),
-                ),
+                None => poll_until_stopped::<EthQueue>(iface, queue, &stop, relay, record),
             };
             let _ = done_tx.send(outcome);
             0
@@ -356,20 +361,40 @@ fn print_sessions(specs: &[SessionSpec], ports: &[config::SessionPorts]) {
 }
 
 /// The lcore loop: one TSC read and one poll per iteration (the read is
-/// every packet's receive timestamp). Returns the relay when told to stop.
+/// every packet's receive timestamp). Returns the relay when told to stop,
+/// and, with `record_cycles`, a line on where the lcore's cycles went.
 fn poll_until_stopped<P: Port<Buf = Mbuf>>(
+    iface: Interface<Mbuf>,
+    port: P,
+    stop: &AtomicBool,
+    relay: Relay,
+    record_cycles: bool,
+) -> (Relay, String) {
+    if !record_cycles {
+        return (poll_loop(iface, port, stop, relay).0, String::new());
+    }
+    let clock = TscClock::new();
+    let start = TscClock::cycles();
+    let (relay, port) = poll_loop(iface, CycleCountingPort::new(port), stop, relay);
+    let total = TscClock::cycles().wrapping_sub(start);
+    let line = port.counts().summary(total, clock.hz());
+    (relay, format!("{PROGRAM}: {line}\n"))
+}
+
+/// Polls until told to stop, then says BYE; gives the relay and port back.
+fn poll_loop<P: Port<Buf = Mbuf>>(
     mut iface: Interface<Mbuf>,
     mut port: P,
     stop: &AtomicBool,
     mut relay: Relay,
-) -> Relay {
+) -> (Relay, P) {
     let clock = TscClock::new();
     while !stop.load(Ordering::Relaxed) {
         iface.poll(&mut port, clock.now(), &mut relay);
     }
     // RTCP BYE (RFC 3550 6.6) from every leg that sent reports.
     relay.say_bye(&mut iface, core::slice::from_mut(&mut port), clock.now());
-    relay
+    (relay, port)
 }
 
 /// Waits for SIGINT/SIGTERM, printing the statistics on SIGUSR1 and every
