@@ -13,9 +13,9 @@
 //! - [`jitter`]: Appendix A.8's interarrival jitter, in integers;
 //! - [`stats`]: one source's receive statistics (A.1, A.3, A.8 together) and
 //!   the RTCP report block made from them;
-//! - [`rtcp`]: parsing compound RTCP packets (SR, RR; SDES, BYE, APP and the
-//!   rest recognised and skipped) per Appendix A.2;
-//! - [`rtcp_write`]: writing SR, RR and SDES CNAME packets;
+//! - [`rtcp`]: parsing compound RTCP packets (SR, RR and a BYE's sources;
+//!   SDES, APP and the rest recognised and skipped) per Appendix A.2;
+//! - [`rtcp_write`]: writing SR, RR, SDES CNAME and BYE packets;
 //! - [`interval`]: the RTCP transmission interval (section 6.3.1, A.7).
 //!
 //! A receive path for one RTP port looks like: [`classify`] the datagram,

@@ -1,12 +1,14 @@
 //! Compound RTCP packets (RFC 3550 section 6.4, checked per Appendix A.2):
 //! sender and receiver reports read field by field; SDES, BYE, APP and
 //! every other type (RTPFB, PSFB, XR, ...) recognised by their headers and
-//! handed over raw, so a relay can skip or forward them.
+//! handed over raw, so a relay can skip or forward them (a BYE's sources
+//! can be read: [`RawPacket::bye_sources`]).
 //!
 //! ```text
 //! header:       |V=2|P|  count  |  packet type  |  length (words - 1)   |
 //! SR:  header, SSRC, NTP (64), RTP timestamp, packets, octets, blocks...
 //! RR:  header, SSRC, blocks...
+//! BYE: header, SSRC/CSRC x count, optional reason (length, text)
 //! block (24):   SSRC | fraction (8) cumulative lost (24) | ext. highest
 //!               seq | jitter | LSR | DLSR
 //! ```
@@ -171,6 +173,16 @@ impl<'a> RawPacket<'a> {
         be32(self.body(), 0)
     }
 
+    /// The sources a BYE names: the first `count` words of the body (the
+    /// optional reason after them is not read). Fewer if the body is
+    /// shorter, which [`Compound::new_checked`] rules out.
+    pub fn bye_sources(&self) -> impl Iterator<Item = u32> + 'a {
+        self.body()
+            .chunks_exact(4)
+            .take(usize::from(self.count()))
+            .map(|word| be32(word, 0))
+    }
+
     /// The report blocks that follow `at` bytes of the body.
     fn blocks(&self, at: usize) -> ReportBlocks<'a> {
         ReportBlocks {
@@ -258,7 +270,7 @@ pub enum RtcpPacket<'a> {
     ReceiverReport(ReceiverReport<'a>),
     /// SDES (202), not parsed further.
     Sdes(RawPacket<'a>),
-    /// BYE (203), not parsed further.
+    /// BYE (203): its sources through [`RawPacket::bye_sources`].
     Bye(RawPacket<'a>),
     /// APP (204), not parsed further.
     App(RawPacket<'a>),

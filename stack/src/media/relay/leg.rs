@@ -1,7 +1,8 @@
 //! One leg's state on the lcore: where its peer is (an RTP and an RTCP
 //! [`Latch`]), the receive statistics of each SSRC it sends
-//! ([`ReceiveStats`], RFC 3550 A.1/A.3/A.8), its counters, and the state
-//! of the receiver reports it sends ([`ReportState`]).
+//! ([`ReceiveStats`], RFC 3550 A.1/A.3/A.8), which of those SSRCs left
+//! the session (a BYE heard), its counters, and the state of the receiver
+//! reports it sends ([`ReportState`]).
 //!
 //! Layout: a leg is cache-line aligned and starts with what the
 //! per-packet path touches. Line 0 holds the forwarded count, the RTP
@@ -27,7 +28,10 @@
 //! counted in `untracked`. Each SSRC's clock rate is fixed by the payload
 //! type of its first packet: RFC 3551's static types have theirs, every
 //! other type gets the configured default (`--clock-rate`). Counters only
-//! grow (saturating).
+//! grow (saturating). A tracked SSRC that said BYE stays tracked (its
+//! statistics keep counting and are still shown) but is no longer one of
+//! the leg's session members ([`LegState::members_mut`]): reports leave
+//! it out, for good.
 
 use super::addr::{Compact, Family, Stored};
 use super::reports::ReportState;
@@ -45,6 +49,17 @@ pub const SSRCS_PER_LEG: usize = 2;
 const LAST: u8 = 0x07;
 /// `streams_used`: `dst` changed.
 const DST_CHANGED: u8 = 0x08;
+
+// `left` has a bit per stream.
+const _: () = assert!(SSRCS_PER_LEG <= 8);
+
+/// The bit of stream `index` in `left`.
+fn left_bit(index: usize) -> u8 {
+    u32::try_from(index)
+        .ok()
+        .and_then(|i| 1u8.checked_shl(i))
+        .unwrap_or(0)
+}
 
 /// The RTP clock rate of static payload type `pt` (RFC 3551 tables 4 and
 /// 5), or `default` for dynamic and unassigned types.
@@ -115,6 +130,8 @@ pub struct LegState {
     rtcp: Latch,
     /// The counters (`forwarded` is kept above and filled in on reads).
     counters: LegCounters,
+    /// Bit i: stream i said BYE (RFC 3550 6.3.4), no longer a member.
+    left: u8,
     /// Our receiver reports to this leg's peer.
     pub(crate) reports: ReportState,
 }
@@ -145,6 +162,7 @@ impl LegState {
             rtp,
             rtcp,
             counters: LegCounters::default(),
+            left: 0,
             reports: ReportState::new(ssrc),
         };
         leg.sync();
@@ -308,6 +326,37 @@ impl LegState {
         self.streams.iter_mut().take(used)
     }
 
+    /// The tracked SSRCs still in the session (no BYE heard), writable:
+    /// what the receiver reports cover.
+    pub fn members_mut(&mut self) -> impl Iterator<Item = &mut ReceiveStats> + '_ {
+        let left = self.left;
+        self.streams_mut()
+            .enumerate()
+            .filter(move |(i, _)| left & left_bit(*i) == 0)
+            .map(|(_, stream)| stream)
+    }
+
+    /// How many tracked SSRCs are still in the session (ourselves not
+    /// counted).
+    pub fn member_count(&self) -> usize {
+        (0..self.used().len())
+            .filter(|&i| self.left & left_bit(i) == 0)
+            .count()
+    }
+
+    /// Notes that `ssrc` left the session (its BYE heard). True if it was
+    /// a member until now (tracked, no BYE before). Off the per-packet
+    /// path.
+    pub fn mark_left(&mut self, ssrc: u32) -> bool {
+        let Some(index) = self.used().iter().position(|s| s.ssrc() == ssrc) else {
+            return false;
+        };
+        let bit = left_bit(index);
+        let was_member = self.left & bit == 0;
+        self.left |= bit;
+        was_member
+    }
+
     /// True if any SSRC is tracked.
     pub fn has_streams(&self) -> bool {
         self.streams_used >> 4 > 0
@@ -397,6 +446,26 @@ mod tests {
         assert_eq!(streams[1].ssrc, 2);
         assert_eq!(leg.counters().untracked, 4);
         assert!(leg.stream_mut(3).is_none());
+    }
+
+    #[test]
+    fn a_source_that_says_bye_is_no_longer_a_member() {
+        let mut leg = leg(None, false);
+        for ssrc in [7, 8] {
+            leg.record(ssrc, 0, 1, 160, 160, Instant::ZERO, 8000);
+        }
+        assert_eq!(leg.member_count(), 2);
+        assert!(!leg.mark_left(9), "not tracked");
+        assert!(leg.mark_left(7));
+        assert!(!leg.mark_left(7), "already gone");
+        assert_eq!(leg.member_count(), 1);
+        let members: Vec<u32> = leg.members_mut().map(|s| s.ssrc()).collect();
+        assert_eq!(members, [8]);
+        // Its statistics stay, and keep counting.
+        leg.record(7, 0, 2, 320, 160, Instant::ZERO, 8000);
+        assert_eq!(leg.stream_mut(7).map(|s| s.counters().packets), Some(2));
+        assert_eq!(leg.streams().count(), 2);
+        assert_eq!(leg.member_count(), 1);
     }
 
     #[test]

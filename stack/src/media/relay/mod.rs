@@ -21,7 +21,8 @@
 //! - [`leg`]: one leg's state, laid out for that path ([`addr`]: the
 //!   compact addresses it keeps there);
 //! - [`reports`]: RTCP receiver reports at RFC 3550's interval, from
-//!   [`Relay::on_poll`];
+//!   [`Relay::on_poll`]; [`timer`]: one leg's report timer (6.3, with
+//!   timer reconsideration and reverse reconsideration on BYE);
 //! - [`spec`]: sessions as configured (flags, file) and their ports;
 //! - [`report`]: statistics snapshots and their text.
 //!
@@ -75,6 +76,7 @@ pub mod receive;
 pub mod report;
 pub mod reports;
 pub mod spec;
+pub mod timer;
 
 #[cfg(test)]
 mod tests;

@@ -210,7 +210,8 @@ impl Session {
         Ok(())
     }
 
-    /// A compound RTCP packet: check, latch, note sender reports, send on.
+    /// A compound RTCP packet: check, latch, note sender reports and BYEs
+    /// (sources leaving the leg's membership, RFC 3550 6.3.4), send on.
     #[inline]
     fn rtcp<B: Buf, P: Port<Buf = B>>(
         &mut self,
@@ -232,10 +233,14 @@ impl Session {
                 latched(verdict, options, socket, source, ctx);
             }
             for packet in compound.packets() {
-                if let RtcpPacket::SenderReport(sr) = packet {
-                    if let Some(stats) = this.stream_mut(sr.ssrc()) {
-                        stats.record_sender_report(sr.sender_info().ntp_timestamp, now);
+                match packet {
+                    RtcpPacket::SenderReport(sr) => {
+                        if let Some(stats) = this.stream_mut(sr.ssrc()) {
+                            stats.record_sender_report(sr.sender_info().ntp_timestamp, now);
+                        }
                     }
+                    RtcpPacket::Bye(bye) => this.heard_bye(bye.bye_sources(), now),
+                    _ => {}
                 }
             }
         }

@@ -9,26 +9,41 @@
 //! ([`super::RelayOptions::rtcp_reports`]), as an RTP translator with an
 //! SSRC of its own may (RFC 3550 7.1/7.2, RFC 7667 3.2.1). Each leg has
 //! its own SSRC; a report is an RR with one block per SSRC the leg tracks
-//! (fraction lost since the last report, cumulative loss, extended highest
-//! sequence number, jitter, LSR/DLSR from that source's last SR), then an
-//! SDES CNAME (`relay-<ssrc in hex>`), as 6.1 asks of every compound. It
+//! that has not said BYE (fraction lost since the last report, cumulative
+//! loss, extended highest sequence number, jitter, LSR/DLSR from that
+//! source's last SR), then an SDES CNAME (`relay-<ssrc in hex>`), as 6.1 asks of every compound. It
 //! goes from the leg's RTCP socket (its RTP socket under rtcp-mux) to
 //! where the leg's RTCP goes.
 //!
-//! Timing: a leg is scheduled once it has a tracked SSRC (its first report
-//! an initial interval later); the timers are checked from the relay's poll
-//! by a round-robin cursor over the session slots, at most
-//! [`ReportConfig::sessions_per_poll`] sessions per poll, so the cost per
-//! poll does not grow with the number of sessions (a report is late by at
-//! most one sweep: `sessions / sessions_per_poll` polls). Time is
-//! `ctx.now()`; randomness comes from the relay's seeded generator.
+//! Membership: a leg's session members are the SSRCs it tracks that have
+//! not said BYE, and the relay itself; they are also its senders. A BYE
+//! heard on the leg (`LegState::heard_bye`, from the RTCP path) takes
+//! its tracked sources out of the membership and of the report blocks.
+//!
+//! Timing ([`Timer`]): a leg is scheduled once it has a tracked SSRC (its
+//! first report an initial interval later). At each expiry the interval is
+//! recomputed from the current membership and average size with a fresh
+//! random factor (6.3.6, timer reconsideration): the report goes out only
+//! if the last one (or the start) is at least that long ago, else the
+//! timer moves to that point. A BYE that shrinks the membership pulls the
+//! timer in (6.3.4, reverse reconsideration). The timers are checked from
+//! the relay's poll by a round-robin cursor over the session slots, at
+//! most [`ReportConfig::sessions_per_poll`] sessions per poll, so the cost
+//! per poll does not grow with the number of sessions (a report is late by
+//! at most one sweep: `sessions / sessions_per_poll` polls). Time is
+//! `ctx.now()` (a BYE's arrival time for reverse reconsideration);
+//! randomness comes from the relay's seeded generator, drawn only for the
+//! sessions with a timer to start or expired.
 //!
 //! When sessions end, [`Relay::say_bye`] sends each reporting leg's last
 //! compound with a BYE (6.6).
 //!
 //! Invariants: no allocation and no panic; a report that cannot be sent is
-//! counted (`reports_failed`) and the leg rescheduled like after a sent one.
+//! counted (`reports_failed`) and the leg rescheduled like after a sent one;
+//! a source that said BYE gets no report block and is not counted as a
+//! member.
 
+use super::timer::{Expiry, Timer};
 use super::{LegState, Relay};
 use crate::iface::{Interface, UdpContext};
 use crate::media::{Channel, LegSockets};
@@ -37,7 +52,7 @@ use crate::rtp::{
     rtcp_interval, update_avg_rtcp_size, write_bye, write_receiver_report, write_sdes_cname,
     IntervalParams, ReportBlock,
 };
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use crate::udp::SocketId;
 use arrayvec::ArrayVec;
 use core::net::SocketAddr;
@@ -78,10 +93,8 @@ impl Default for ReportConfig {
 pub struct ReportState {
     /// Our SSRC toward this leg's peer.
     ssrc: u32,
-    /// No report sent yet (6.2's halved minimum).
-    initial: bool,
-    /// When the next report is due (`None`: not scheduled).
-    next: Option<Instant>,
+    /// When reports go out (6.3's tp, tn, pmembers, initial).
+    timer: Timer,
     /// 6.3.3's average compound RTCP size, headers included.
     avg_size: f64,
     /// A BYE went out: the leg reports no more.
@@ -93,8 +106,7 @@ impl ReportState {
     pub fn new(ssrc: u32) -> ReportState {
         ReportState {
             ssrc,
-            initial: true,
-            next: None,
+            timer: Timer::new(),
             // Our own compound with one block: RR 32 + SDES 24, plus headers.
             avg_size: (32 + 24 + HEADERS_V4) as f64,
             said_bye: false,
@@ -108,7 +120,12 @@ impl ReportState {
 
     /// When the next report is due, once scheduled.
     pub fn next_due(&self) -> Option<Instant> {
-        self.next
+        self.timer.next_due()
+    }
+
+    /// The report timer.
+    pub fn timer(&self) -> &Timer {
+        &self.timer
     }
 
     /// Notes an RTCP packet of `size` bytes received on the leg (6.3.3).
@@ -118,17 +135,85 @@ impl ReportState {
     }
 }
 
-/// The interval's inputs for a leg that hears `sources` senders.
-fn params(config: &ReportConfig, state: &ReportState, sources: usize) -> IntervalParams {
-    let senders = u32::try_from(sources).unwrap_or(u32::MAX);
+impl LegState {
+    /// A BYE heard on the leg at `now` from `sources` (RFC 3550 6.3.4):
+    /// those the leg tracks leave its membership, and if it shrank the
+    /// report timer is pulled in (reverse reconsideration). RTCP path: no
+    /// allocation.
+    pub(crate) fn heard_bye(&mut self, sources: impl Iterator<Item = u32>, now: Instant) {
+        let mut left = false;
+        for ssrc in sources {
+            left |= self.mark_left(ssrc);
+        }
+        if left {
+            let members = members(senders(self));
+            self.reports.timer.members_left(now, members);
+        }
+    }
+}
+
+/// The leg's senders: its tracked SSRCs still in the session.
+fn senders(leg: &LegState) -> u32 {
+    u32::try_from(leg.member_count()).unwrap_or(u32::MAX)
+}
+
+/// The session members of a leg with `senders`: they and ourselves.
+fn members(senders: u32) -> u32 {
+    senders.saturating_add(1)
+}
+
+/// The interval's inputs for a leg that hears `senders` sources.
+fn params(config: &ReportConfig, state: &ReportState, senders: u32) -> IntervalParams {
     IntervalParams {
-        members: senders.saturating_add(1),
+        members: members(senders),
         senders,
         rtcp_bandwidth: f64::from(config.session_bandwidth) * RTCP_FRACTION / 8.0,
         we_sent: false,
         avg_rtcp_size: state.avg_size,
-        initial: state.initial,
+        initial: state.timer.is_initial(),
     }
+}
+
+/// True if the leg's timer is to be started or has expired at `now`.
+fn timer_work(leg: &LegState, now: Instant) -> bool {
+    leg.has_streams()
+        && !leg.reports.said_bye
+        && leg.reports.timer.next_due().is_none_or(|at| at <= now)
+}
+
+/// One leg's timer at `now`, with two random draws: started once the leg
+/// hears a source; at expiry reconsidered (6.3.6) and, if still due, a
+/// report sent through `send` and the next one scheduled.
+pub(super) fn run_timer(
+    leg: &mut LegState,
+    sockets: &LegSockets,
+    config: &ReportConfig,
+    now: Instant,
+    random: [u64; 2],
+    send: &mut impl FnMut(SocketId, SocketAddr, &[u8]) -> bool,
+) {
+    if !timer_work(leg, now) {
+        return;
+    }
+    let senders = senders(leg);
+    let p = params(config, &leg.reports, senders);
+    let interval = rtcp_interval(&p, factor(random[0]));
+    let timer = &mut leg.reports.timer;
+    if timer.next_due().is_none() {
+        timer.start(now, interval, p.members);
+        return;
+    }
+    if timer.expire(now, interval, p.members) == Expiry::Postponed {
+        return;
+    }
+    send_compound(leg, sockets, now, false, send);
+    // The average size now counts this report, and it was not the first.
+    let after = IntervalParams {
+        initial: false,
+        ..params(config, &leg.reports, senders)
+    };
+    let next = rtcp_interval(&after, factor(random[1]));
+    leg.reports.timer.sent(now, next);
 }
 
 /// A uniform factor in [0.5, 1.5] from 64 random bits.
@@ -138,8 +223,9 @@ fn factor(random: u64) -> f64 {
 }
 
 impl Relay {
-    /// Examines the next few sessions' report timers: schedules legs that
-    /// started hearing a source, sends the reports that are due.
+    /// Examines the next few sessions' report timers: starts those of
+    /// legs that started hearing a source, reconsiders the expired ones
+    /// and sends the reports still due.
     pub(crate) fn run_reports<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
         let slots = self.table.slot_count();
         if slots == 0 {
@@ -148,31 +234,27 @@ impl Relay {
         let now = ctx.now();
         let config = self.options.reports;
         let visits = config.sessions_per_poll.clamp(1, slots);
+        let mut send = |from, to, payload: &[u8]| ctx.send_to(from, to, payload).is_ok();
         for _ in 0..visits {
             let slot = self.cursor % slots;
             self.cursor = (slot + 1) % slots;
-            let random = [self.next_random(), self.next_random()];
+            let busy = self
+                .table
+                .slot_mut(slot)
+                .is_some_and(|(_, session)| session.legs.iter().any(|l| timer_work(l, now)));
+            if !busy {
+                continue;
+            }
+            let random = [
+                [self.next_random(), self.next_random()],
+                [self.next_random(), self.next_random()],
+            ];
             let Some((legs, session)) = self.table.slot_mut(slot) else {
                 continue;
             };
-            for (i, leg) in session.legs.iter_mut().enumerate() {
-                if !leg.has_streams() || leg.reports.said_bye {
-                    continue;
-                }
-                let due = match leg.reports.next {
-                    None => false,
-                    Some(at) => at <= now,
-                };
-                if due {
-                    send_report(leg, &legs[i], now, ctx);
-                    leg.reports.initial = false;
-                }
-                if due || leg.reports.next.is_none() {
-                    let sources = leg.streams_mut().count();
-                    let p = params(&config, &leg.reports, sources);
-                    let interval: Duration = rtcp_interval(&p, factor(random[i]));
-                    leg.reports.next = Some(now + interval);
-                }
+            let legs = session.legs.iter_mut().zip(legs.iter());
+            for ((leg, sockets), random) in legs.zip(random) {
+                run_timer(leg, sockets, &config, now, random, &mut send);
             }
         }
     }
@@ -182,7 +264,7 @@ impl Relay {
 /// SDES CNAME, BYE.
 const COMPOUND_LEN: usize = 8 + 24 * super::SSRCS_PER_LEG + 12 + CNAME_LEN + 4 + 8;
 
-/// Writes one leg's compound into `buf`: an RR (a block per tracked SSRC
+/// Writes one leg's compound into `buf`: an RR (a block per member SSRC
 /// with news), its SDES CNAME, and with `bye` a BYE for its SSRC (RFC 3550
 /// 6.6: last, after a report). Returns its length.
 fn write_compound(
@@ -193,7 +275,7 @@ fn write_compound(
 ) -> Option<usize> {
     let ssrc = leg.reports.ssrc;
     let mut blocks: ArrayVec<ReportBlock, { super::SSRCS_PER_LEG }> = ArrayVec::new();
-    for stream in leg.streams_mut() {
+    for stream in leg.members_mut() {
         if let Some(block) = stream.report_block(now) {
             blocks.push(block);
         }
@@ -246,17 +328,6 @@ fn send_compound(
     sent
 }
 
-/// Writes and sends one leg's receiver report (RR + SDES CNAME).
-fn send_report<P: Port>(
-    leg: &mut LegState,
-    sockets: &LegSockets,
-    now: Instant,
-    ctx: &mut UdpContext<'_, P>,
-) {
-    let mut send = |from, to, payload: &[u8]| ctx.send_to(from, to, payload).is_ok();
-    send_compound(leg, sockets, now, false, &mut send);
-}
-
 impl Relay {
     /// Says goodbye (RFC 3550 6.6) on every leg that reports: a last RR +
     /// SDES + BYE for its SSRC to where its RTCP goes, so the peer drops
@@ -278,8 +349,9 @@ impl Relay {
             };
             for (leg, sockets) in session.legs.iter_mut().zip(legs.iter()) {
                 // A leg reports once it is scheduled (it heard a source).
-                if leg.reports.next.is_some() && send_compound(leg, sockets, now, true, &mut send) {
-                    leg.reports.next = None;
+                let scheduled = leg.reports.timer.next_due().is_some();
+                if scheduled && send_compound(leg, sockets, now, true, &mut send) {
+                    leg.reports.timer.stop();
                     leg.reports.said_bye = true;
                     sent += 1;
                 }

@@ -64,6 +64,7 @@ fn parse_sr_sdes_bye() {
         (bye.count(), bye.body(), bye.ssrc()),
         (1, &COMPOUND[68..72], 0x1122_3344)
     );
+    assert!(bye.bye_sources().eq([0x1122_3344]));
     assert_eq!(it.next(), None);
 }
 
@@ -141,6 +142,9 @@ fn raw_readers_do_not_panic_on_short_bytes() {
         (raw.packet_type(), raw.count(), raw.body(), raw.ssrc()),
         (0, 1, &[][..], 0)
     );
+    // A BYE whose count runs past its body: only the whole words.
+    let short_bye = RawPacket::new(&[0x83, 203, 0, 2, 0, 0, 0, 9, 1, 2]);
+    assert!(short_bye.bye_sources().eq([9]));
     assert_eq!(ReportBlock::parse(&[0xff; 5]).ssrc, u32::MAX);
     assert_eq!(ReportBlock::parse(&[0xff; 5]).cumulative_lost, 0);
 }
@@ -210,7 +214,10 @@ fn a_bye_ends_a_compound_and_reads_back() {
     let packets: Vec<_> = compound.packets().collect();
     assert_eq!(packets.len(), 2);
     match &packets[1] {
-        RtcpPacket::Bye(raw) => assert_eq!(raw.count(), 2),
+        RtcpPacket::Bye(raw) => {
+            assert_eq!(raw.count(), 2);
+            assert!(raw.bye_sources().eq([0x0a0b_0c0d, 0x0102_0304]));
+        }
         other => panic!("not a BYE: {other:?}"),
     }
     assert_eq!(
