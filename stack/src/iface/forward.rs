@@ -98,7 +98,12 @@ fn forward_cached<P: Port>(
     write_ethernet(h, route.mac, our_mac);
     core.counters.count(Stat::UdpOutDatagrams);
     core.counters.count(Stat::UdpForwardedInPlace);
-    transmit_ipv4(core, out, link, buf);
+    if IP_LEN + udp_len <= mtu {
+        core.counters.count(Stat::IpOutRequests);
+        out.push(link, buf, &core.counters);
+    } else {
+        transmit_ipv4(core, out, link, buf);
+    }
     Ok(())
 }
 

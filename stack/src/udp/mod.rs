@@ -122,13 +122,20 @@ impl<B: Buf> Datagram<B> {
         self.received_at
     }
 
-    /// The sender.
+    /// The sender. Per packet for a relay: inlined, so a caller that only
+    /// compares it never builds the address in memory.
+    #[inline]
     pub fn src(&self) -> SocketAddr {
         if self.v6 {
-            let (ip, port) = addresses6(self.buf.data(), self.payload_start as usize);
-            return SocketAddr::V6(SocketAddrV6::new(ip.0, port.0, 0, 0));
+            return self.src6();
         }
         SocketAddr::V4(source_v4(self.buf.data(), self.payload_start as usize))
+    }
+
+    /// The sender of an IPv6 datagram.
+    fn src6(&self) -> SocketAddr {
+        let (ip, port) = addresses6(self.buf.data(), self.payload_start as usize);
+        SocketAddr::V6(SocketAddrV6::new(ip.0, port.0, 0, 0))
     }
 
     /// The address it was sent to (one of ours, or a broadcast or multicast
@@ -153,6 +160,7 @@ impl<B: Buf> Datagram<B> {
     }
 
     /// The payload bytes.
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.buf.data()[self.payload_range()]
     }

@@ -178,26 +178,35 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Writes a 20-byte header (no options, checksum filled in) for a packet
     /// with `payload_len` bytes of payload.
     pub fn emit_header(&mut self, header: &Ipv4Header) {
-        // Built in registers, summed there and stored once (a single bounds
-        // check): this runs for every datagram sent or forwarded.
+        // Built as five 32-bit words in registers, summed there (no bytes
+        // stored and read back) and stored once (a single bounds check):
+        // this runs for every datagram sent or forwarded.
         let total = (HEADER_LEN as u16).wrapping_add(header.payload_len);
         let flags = if header.dont_fragment {
             FLAG_DONT_FRAGMENT
         } else {
             0
         };
+        let ver_tos_len = 0x45 << 24 | u32::from(header.tos) << 16 | u32::from(total);
+        let ident_flags = u32::from(header.ident) << 16 | u32::from(flags);
+        let ttl_proto = u32::from(header.ttl) << 24 | u32::from(header.protocol) << 16;
+        let (src, dst) = (header.src.to_bits(), header.dst.to_bits());
+        let sum = [ver_tos_len, ident_flags, ttl_proto, src, dst]
+            .iter()
+            .map(|&w| u64::from(w))
+            .sum::<u64>();
+        let check = !checksum::fold_small(sum);
+        let words = [
+            ver_tos_len,
+            ident_flags,
+            ttl_proto | u32::from(check),
+            src,
+            dst,
+        ];
         let mut h = [0u8; HEADER_LEN];
-        h[field::VER_IHL] = 0x45;
-        h[field::TOS] = header.tos;
-        h[field::LENGTH..field::LENGTH + 2].copy_from_slice(&total.to_be_bytes());
-        h[field::IDENT..field::IDENT + 2].copy_from_slice(&header.ident.to_be_bytes());
-        h[field::FLAGS_FRAG..field::FLAGS_FRAG + 2].copy_from_slice(&flags.to_be_bytes());
-        h[field::TTL] = header.ttl;
-        h[field::PROTOCOL] = header.protocol;
-        h[field::SRC..field::SRC + 4].copy_from_slice(&header.src.octets());
-        h[field::DST..field::DST + 4].copy_from_slice(&header.dst.octets());
-        let check = !checksum::ipv4_header_sum(&h);
-        h[field::CHECKSUM..field::CHECKSUM + 2].copy_from_slice(&check.to_be_bytes());
+        for (bytes, word) in h.chunks_exact_mut(4).zip(words) {
+            bytes.copy_from_slice(&word.to_be_bytes());
+        }
         if let Some(b) = self.bytes_mut().first_chunk_mut::<HEADER_LEN>() {
             *b = h;
         }
