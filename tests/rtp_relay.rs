@@ -318,7 +318,11 @@ fn gstreamer_media_is_relayed_with_matching_counts() {
 #[test]
 fn loss_injected_on_the_relay_port_shows_as_loss() {
     const PACKETS: u32 = 1000;
-    let s = start(&["--faults", "drop=0.05,seed=11,dir=rx"]);
+    let s = start(&[
+        "--faults",
+        "drop=0.05,seed=11,dir=rx",
+        "--record-core-cycles",
+    ]);
     let (sent, received) = send_and_receive(&s.ns, PACKETS, false);
     assert_eq!(sent, u64::from(PACKETS));
     let done = s.app.stop_with(libc::SIGINT);
@@ -351,6 +355,26 @@ fn loss_injected_on_the_relay_port_shows_as_loss() {
         out.contains("faults on port 0: dropped"),
         "the fault port reports: {out}"
     );
+    // --record-core-cycles: the lcore's cycles, counted over the bursts of
+    // the port it polls (behind the fault port: what got through).
+    let burst_count = |name: &str| -> i64 {
+        let line = out
+            .lines()
+            .find(|l| l.contains("lcore cycles:"))
+            .unwrap_or("");
+        let words: Vec<&str> = line
+            .split([' ', ',', ';'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        let at = words.iter().position(|w| *w == name).unwrap_or(0);
+        words
+            .get(at.wrapping_sub(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(-1)
+    };
+    assert!(burst_count("packets") >= packets, "{out}");
+    assert!(burst_count("sent") >= packets, "{out}");
+    assert!(out.contains("PMD rx+tx bursts"), "{out}");
 }
 
 /// The pid the relay printed on its start line.
