@@ -18,9 +18,13 @@
 //! connected sockets: then scoring goes on, so the connected socket wins (the
 //! case seed 000's kernel fix keeps).
 //!
+//! The send side, what a send or forward from a socket reads (its address,
+//! TOS byte and the route kept to its last destination, one 32-byte slot
+//! per socket), is in the `send` submodule.
+//!
 //! Owned by one lcore; binds and closes are control-path calls.
 
-use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use core::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// A socket's handle in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -99,35 +103,6 @@ pub struct FlowKey {
     pub dst: SocketAddrV4,
     /// The port (device) it arrived on.
     pub device: u16,
-}
-
-/// The route a connected socket keeps, valid while `generation` is current.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedRoute {
-    /// The destination it leads to.
-    pub dst: Ipv4Addr,
-    /// The route table and neighbour cache generation it was computed under.
-    pub generation: u64,
-    /// Our source address for it.
-    pub source: Ipv4Addr,
-    /// The next hop's MAC address.
-    pub mac: crate::port::MacAddr,
-    /// The link it leaves through.
-    pub link: u16,
-}
-
-/// What [`UdpTable::cached_send`] gives: a socket's IPv4 address (ANY:
-/// use the route's source), port and TOS byte, and its route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedSend {
-    /// The address the socket is bound to (IPv4, or ANY).
-    pub local4: Ipv4Addr,
-    /// Its port.
-    pub port: u16,
-    /// The TOS byte it sends with.
-    pub tos: u8,
-    /// Its route to the destination asked about.
-    pub route: CachedRoute,
 }
 
 /// No socket (end of a chain, empty port slot).
@@ -235,48 +210,6 @@ struct Socket {
     remote: Option<SocketAddr>,
     options: BindOptions,
     group: Option<usize>,
-}
-
-/// What the send path reads of a socket, in one 32-byte slot of a dense
-/// array (indexed like `sockets`): with tens of thousands of sockets a
-/// forward or send touches one line of the table, not the three of the
-/// socket's [`Socket`] and [`Hot`] entries.
-#[derive(Debug, Clone, Copy)]
-struct SendSlot {
-    /// The route to the last destination sent to (valid with [`ROUTED`]).
-    route: CachedRoute,
-    /// The IPv4 address it speaks from (0: any), with [`SPEAKS_V4`].
-    local4: u32,
-    port: u16,
-    tos: u8,
-    /// [`LIVE`], [`SPEAKS_V4`], [`ROUTED`].
-    flags: u8,
-}
-
-// Two slots per cache line.
-const _: () = assert!(core::mem::size_of::<SendSlot>() == 32);
-
-/// A bound socket's slot.
-const LIVE: u8 = 1;
-/// The socket speaks IPv4 (an IPv4 socket, or an IPv6 one that hears IPv4).
-const SPEAKS_V4: u8 = 2;
-/// `route` holds a route.
-const ROUTED: u8 = 4;
-
-impl SendSlot {
-    const EMPTY: SendSlot = SendSlot {
-        route: CachedRoute {
-            dst: Ipv4Addr::UNSPECIFIED,
-            generation: 0,
-            source: Ipv4Addr::UNSPECIFIED,
-            mac: crate::port::MacAddr([0; 6]),
-            link: 0,
-        },
-        local4: 0,
-        port: 0,
-        tos: 0,
-        flags: 0,
-    };
 }
 
 /// What lookup reads of a socket (its whole match state and its chain
@@ -702,26 +635,9 @@ impl UdpTable {
         self.socket(id).map(|s| s.local)
     }
 
-    /// The TOS byte a socket sends with ([`BindOptions::tos`]; 0 for no
-    /// such socket). Per packet: one byte load.
-    #[inline]
-    pub fn tos(&self, id: SocketId) -> u8 {
-        self.send.get(id.0 as usize).map_or(0, |s| s.tos)
-    }
-
     /// The peer a socket is connected to, if it is.
     pub fn remote_addr(&self, id: SocketId) -> Option<SocketAddr> {
         self.socket(id).and_then(|s| s.remote)
-    }
-
-    /// The IPv4 address a socket speaks from to IPv4 peers: its own for an
-    /// IPv4 socket, the mapped one or ANY for an IPv6 socket that hears
-    /// IPv4; `None` for a socket that does not (or does not exist).
-    #[inline]
-    pub fn local_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
-        let slot = self.send.get(id.0 as usize)?;
-        (slot.flags & (LIVE | SPEAKS_V4) == LIVE | SPEAKS_V4)
-            .then(|| SocketAddrV4::new(Ipv4Addr::from(slot.local4), slot.port))
     }
 
     /// The IPv4 peer of a connected socket (IPv4-mapped peers of IPv6
@@ -730,59 +646,6 @@ impl UdpTable {
         match canonical(self.socket(id)?.remote?) {
             SocketAddr::V4(v4) => Some(v4),
             SocketAddr::V6(_) => None,
-        }
-    }
-
-    /// The route a socket keeps to the last destination it sent to (its
-    /// peer, if connected), if that is `dst` and the route is still valid
-    /// under `generation`: a socket that talks to one peer, connected or
-    /// not (an RTP leg), skips the route and neighbour lookups.
-    #[inline]
-    pub fn cached_route(
-        &self,
-        id: SocketId,
-        dst: SocketAddrV4,
-        generation: u64,
-    ) -> Option<CachedRoute> {
-        let slot = self.send.get(id.0 as usize)?;
-        let route = slot.route;
-        let valid = slot.flags & ROUTED != 0 && route.generation == generation;
-        (valid && route.dst == *dst.ip()).then_some(route)
-    }
-
-    /// Everything a send from `id` to `dst` reads, in one slot read, when
-    /// the socket speaks IPv4 and keeps a route to `dst` that is valid
-    /// under `generation` (see [`UdpTable::cached_route`]): the forwarding
-    /// relay's case. `None` otherwise (then the caller looks things up one
-    /// by one).
-    #[inline]
-    pub fn cached_send(
-        &self,
-        id: SocketId,
-        dst: SocketAddrV4,
-        generation: u64,
-    ) -> Option<CachedSend> {
-        let slot = self.send.get(id.0 as usize)?;
-        let ready = LIVE | SPEAKS_V4 | ROUTED;
-        let route = slot.route;
-        let valid =
-            slot.flags & ready == ready && route.generation == generation && route.dst == *dst.ip();
-        valid.then_some(CachedSend {
-            local4: Ipv4Addr::from(slot.local4),
-            port: slot.port,
-            tos: slot.tos,
-            route,
-        })
-    }
-
-    /// Lets a socket keep `route` to its latest destination.
-    #[inline]
-    pub fn remember_route(&mut self, id: SocketId, route: CachedRoute) {
-        if let Some(slot) = self.send.get_mut(id.0 as usize) {
-            if slot.flags & LIVE != 0 {
-                slot.route = route;
-                slot.flags |= ROUTED;
-            }
         }
     }
 
@@ -974,6 +837,10 @@ fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
     }
     Some(points)
 }
+
+mod send;
+pub use send::{CachedRoute, CachedSend};
+use send::{SendSlot, LIVE, ROUTED, SPEAKS_V4};
 
 #[cfg(test)]
 mod tests;

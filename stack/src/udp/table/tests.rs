@@ -2,6 +2,7 @@
 //! must receive it, pinning Linux's UDP lookup semantics.
 
 use super::*;
+use core::net::Ipv4Addr;
 use core::net::{Ipv6Addr, SocketAddrV6};
 
 const HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);

@@ -1,0 +1,156 @@
+//! The UDP table's send side: one 32-byte [`SendSlot`] per socket, in a
+//! dense array indexed like the sockets, with what a send or forward from
+//! the socket reads (its IPv4 address and port, TOS byte, and the route and
+//! next-hop MAC to the last destination it sent to), and the table's
+//! per-packet accessors over it.
+//!
+//! Invariants: a slot is [`LIVE`] exactly while its socket is bound; a
+//! kept route is used only for the destination it was computed for and
+//! under the generation it was stamped with (any route or neighbour change
+//! moves the generation on).
+
+use super::{SocketId, UdpTable};
+use core::net::{Ipv4Addr, SocketAddrV4};
+
+/// The route a connected socket keeps, valid while `generation` is current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedRoute {
+    /// The destination it leads to.
+    pub dst: Ipv4Addr,
+    /// The route table and neighbour cache generation it was computed under.
+    pub generation: u64,
+    /// Our source address for it.
+    pub source: Ipv4Addr,
+    /// The next hop's MAC address.
+    pub mac: crate::port::MacAddr,
+    /// The link it leaves through.
+    pub link: u16,
+}
+
+/// What [`UdpTable::cached_send`] gives: a socket's IPv4 address (ANY:
+/// use the route's source), port and TOS byte, and its route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedSend {
+    /// The address the socket is bound to (IPv4, or ANY).
+    pub local4: Ipv4Addr,
+    /// Its port.
+    pub port: u16,
+    /// The TOS byte it sends with.
+    pub tos: u8,
+    /// Its route to the destination asked about.
+    pub route: CachedRoute,
+}
+
+/// What the send path reads of a socket, in one 32-byte slot of a dense
+/// array (indexed like `sockets`): with tens of thousands of sockets a
+/// forward or send touches one line of the table, not the three of the
+/// socket's [`Socket`] and [`Hot`] entries.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SendSlot {
+    /// The route to the last destination sent to (valid with [`ROUTED`]).
+    pub(super) route: CachedRoute,
+    /// The IPv4 address it speaks from (0: any), with [`SPEAKS_V4`].
+    pub(super) local4: u32,
+    pub(super) port: u16,
+    pub(super) tos: u8,
+    /// [`LIVE`], [`SPEAKS_V4`], [`ROUTED`].
+    pub(super) flags: u8,
+}
+
+// Two slots per cache line.
+const _: () = assert!(core::mem::size_of::<SendSlot>() == 32);
+
+/// A bound socket's slot.
+pub(super) const LIVE: u8 = 1;
+/// The socket speaks IPv4 (an IPv4 socket, or an IPv6 one that hears IPv4).
+pub(super) const SPEAKS_V4: u8 = 2;
+/// `route` holds a route.
+pub(super) const ROUTED: u8 = 4;
+
+impl SendSlot {
+    pub(super) const EMPTY: SendSlot = SendSlot {
+        route: CachedRoute {
+            dst: Ipv4Addr::UNSPECIFIED,
+            generation: 0,
+            source: Ipv4Addr::UNSPECIFIED,
+            mac: crate::port::MacAddr([0; 6]),
+            link: 0,
+        },
+        local4: 0,
+        port: 0,
+        tos: 0,
+        flags: 0,
+    };
+}
+
+impl UdpTable {
+    /// The TOS byte a socket sends with ([`BindOptions::tos`]; 0 for no
+    /// such socket). Per packet: one byte load.
+    #[inline]
+    pub fn tos(&self, id: SocketId) -> u8 {
+        self.send.get(id.0 as usize).map_or(0, |s| s.tos)
+    }
+
+    /// The IPv4 address a socket speaks from to IPv4 peers: its own for an
+    /// IPv4 socket, the mapped one or ANY for an IPv6 socket that hears
+    /// IPv4; `None` for a socket that does not (or does not exist).
+    #[inline]
+    pub fn local_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
+        let slot = self.send.get(id.0 as usize)?;
+        (slot.flags & (LIVE | SPEAKS_V4) == LIVE | SPEAKS_V4)
+            .then(|| SocketAddrV4::new(Ipv4Addr::from(slot.local4), slot.port))
+    }
+
+    /// The route a socket keeps to the last destination it sent to (its
+    /// peer, if connected), if that is `dst` and the route is still valid
+    /// under `generation`: a socket that talks to one peer, connected or
+    /// not (an RTP leg), skips the route and neighbour lookups.
+    #[inline]
+    pub fn cached_route(
+        &self,
+        id: SocketId,
+        dst: SocketAddrV4,
+        generation: u64,
+    ) -> Option<CachedRoute> {
+        let slot = self.send.get(id.0 as usize)?;
+        let route = slot.route;
+        let valid = slot.flags & ROUTED != 0 && route.generation == generation;
+        (valid && route.dst == *dst.ip()).then_some(route)
+    }
+
+    /// Everything a send from `id` to `dst` reads, in one slot read, when
+    /// the socket speaks IPv4 and keeps a route to `dst` that is valid
+    /// under `generation` (see [`UdpTable::cached_route`]): the forwarding
+    /// relay's case. `None` otherwise (then the caller looks things up one
+    /// by one).
+    #[inline]
+    pub fn cached_send(
+        &self,
+        id: SocketId,
+        dst: SocketAddrV4,
+        generation: u64,
+    ) -> Option<CachedSend> {
+        let slot = self.send.get(id.0 as usize)?;
+        let ready = LIVE | SPEAKS_V4 | ROUTED;
+        let route = slot.route;
+        let valid =
+            slot.flags & ready == ready && route.generation == generation && route.dst == *dst.ip();
+        valid.then_some(CachedSend {
+            local4: Ipv4Addr::from(slot.local4),
+            port: slot.port,
+            tos: slot.tos,
+            route,
+        })
+    }
+
+    /// Lets a socket keep `route` to its latest destination.
+    #[inline]
+    pub fn remember_route(&mut self, id: SocketId, route: CachedRoute) {
+        if let Some(slot) = self.send.get_mut(id.0 as usize) {
+            if slot.flags & LIVE != 0 {
+                slot.route = route;
+                slot.flags |= ROUTED;
+            }
+        }
+    }
+}
