@@ -1,0 +1,255 @@
+//! The interface's control path: routes (IPv4 and IPv6), TCP listeners
+//! and connects, UDP binds, connects and closes, and what the neighbour
+//! caches and IPv6 address states hold. Called between polls from the
+//! owning thread; none of it runs per packet.
+
+use super::*;
+
+impl<B: Buf> Interface<B> {
+    /// Adds (or replaces) a static route to `prefix` through `gateway`,
+    /// which must be on a link's connected network (that link carries it).
+    pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Ipv4Addr) -> Result<(), ConfigError> {
+        let link = self
+            .core
+            .link_of(gateway)
+            .ok_or(ConfigError::GatewayNotOnLink(gateway))?;
+        let source = self.core.links[link].source_for(gateway);
+        self.core.routes.add(Route {
+            prefix,
+            gateway: Some(gateway),
+            port: link as u16,
+            source,
+        });
+        Ok(())
+    }
+
+    /// Adds (or replaces) a route that sends `prefix` straight out of
+    /// `link` (its hosts answer ARP there).
+    pub fn add_link_route(&mut self, prefix: Ipv4Cidr, link: usize) -> Result<(), ConfigError> {
+        let source = self
+            .core
+            .links
+            .get(link)
+            .ok_or(ConfigError::NoSuchLink(link))?
+            .source_for(prefix.addr);
+        self.core.routes.add(Route {
+            prefix,
+            gateway: None,
+            port: link as u16,
+            source,
+        });
+        Ok(())
+    }
+
+    /// Removes the route to `prefix`; true if there was one.
+    pub fn remove_route(&mut self, prefix: Ipv4Cidr) -> bool {
+        self.core.routes.remove(prefix)
+    }
+
+    /// Adds (or replaces) a static IPv6 route to `prefix` through
+    /// `gateway`: a global gateway must be on a link's prefix (that link
+    /// carries it); a link-local one needs its `link` unless only one link
+    /// runs IPv6.
+    pub fn add_route6(
+        &mut self,
+        prefix: Ipv6Cidr,
+        gateway: Ipv6Addr,
+        link: Option<usize>,
+    ) -> Result<(), ConfigError> {
+        let links = &self.core.links;
+        if let Some(l) = link {
+            if links.get(l).is_none_or(|k| !k.ipv6) {
+                return Err(ConfigError::NoSuchLink(l));
+            }
+        }
+        let link = if gateway.is_unicast_link_local() {
+            let mut ipv6 = (0..links.len()).filter(|&l| links[l].ipv6);
+            match (link, ipv6.next(), ipv6.next()) {
+                (Some(l), _, _) => l,
+                (None, Some(only), None) => only,
+                _ => return Err(ConfigError::Gateway6NotOnLink(gateway)),
+            }
+        } else {
+            let on = (0..links.len())
+                .find(|&l| links[l].on_link6(gateway) && link.is_none_or(|given| given == l));
+            on.ok_or(ConfigError::Gateway6NotOnLink(gateway))?
+        };
+        let source = links[link]
+            .route_source6()
+            .ok_or(ConfigError::Gateway6NotOnLink(gateway))?;
+        if prefix.len == 0 {
+            self.core.ra_default = None; // a static default beats advertised ones
+        }
+        self.core.routes6.add(Route6 {
+            prefix,
+            gateway: Some(gateway),
+            port: link as u16,
+            source,
+        });
+        Ok(())
+    }
+
+    /// Removes the IPv6 route to `prefix`; true if there was one.
+    pub fn remove_route6(&mut self, prefix: Ipv6Cidr) -> bool {
+        self.core.routes6.remove(prefix)
+    }
+
+    /// The IPv6 route `dst` takes: (link, next hop, source address).
+    pub fn route_to6(&self, dst: Ipv6Addr) -> Option<(usize, Ipv6Addr, Ipv6Addr)> {
+        self.core
+            .routes6
+            .next_hop(dst)
+            .map(|hop| (usize::from(hop.port), hop.via, hop.source))
+    }
+
+    /// The route `dst` takes: (link, next hop, source address).
+    pub fn route_to(&self, dst: Ipv4Addr) -> Option<(usize, Ipv4Addr, Ipv4Addr)> {
+        self.core
+            .routes
+            .next_hop(dst)
+            .map(|hop| (usize::from(hop.port), hop.via, hop.source))
+    }
+
+    /// Listens for TCP connections on `local` (an unspecified address takes
+    /// every address; `[::]` both families), with at most `backlog`
+    /// handshakes in progress. Accepted connections reach the handler's
+    /// [`UdpHandler::on_tcp`] as [`TcpEvent::Accepted`] with this id.
+    pub fn tcp_listen(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<ListenerId, ListenError> {
+        let at = tcp::listen(&mut self.core, local.into(), backlog, false)?;
+        Ok(tcp::listener_id(&self.core, at))
+    }
+
+    /// Joins (or starts) the SO_REUSEPORT group on `local`: every member
+    /// must join this way, and each new connection goes to one member, by a
+    /// keyed hash of its addresses and ports (a flow always meets the same
+    /// member). [`TcpEvent::Accepted`] names the member.
+    pub fn tcp_listen_reuseport(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+    ) -> Result<ListenerId, ListenError> {
+        let at = tcp::listen(&mut self.core, local.into(), backlog, true)?;
+        Ok(tcp::listener_id(&self.core, at))
+    }
+
+    /// Stops inline listener `id`: new connections to its address are
+    /// refused (or go to the rest of its group); connections it made, and
+    /// handshakes in progress, carry on. False if it was already closed.
+    pub fn tcp_unlisten(&mut self, id: ListenerId) -> bool {
+        tcp::unlisten_inline(&mut self.core, id)
+    }
+
+    /// Opens a TCP connection to `remote` outside a poll (its SYN leaves
+    /// on this call).
+    pub fn tcp_connect<P: Port<Buf = B>>(
+        &mut self,
+        ports: &mut [P],
+        now: Instant,
+        remote: impl Into<SocketAddr>,
+    ) -> Result<ConnId, TcpError> {
+        let links = ports.len().min(self.batches.len());
+        let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
+        let result = tcp::connect(&mut self.core, &mut out, now, remote.into());
+        out.flush(&self.core.counters);
+        result
+    }
+
+    /// The state of a TCP connection, if it still exists.
+    pub fn tcp_state(&self, conn: ConnId) -> Option<crate::tcp::State> {
+        self.core.tcp.peek(conn).map(|c| c.state())
+    }
+
+    /// Binds a UDP socket (port 0: an ephemeral port). An IPv6 address
+    /// makes an IPv6 socket; bound to `::` it also receives IPv4 (as
+    /// IPv4-mapped addresses) unless `options.v6_only`.
+    pub fn udp_bind(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        options: BindOptions,
+    ) -> Result<SocketId, BindError> {
+        let core = &mut self.core;
+        let (local4, links) = (&core.local, &core.links);
+        core.udp
+            .bind(local, options, |ip| is_ours(local4, links, ip))
+    }
+
+    /// Connects a UDP socket to `remote`.
+    pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
+        self.core.udp.connect(socket, remote)
+    }
+
+    /// Closes a UDP socket.
+    pub fn udp_close(&mut self, socket: SocketId) -> bool {
+        self.core.udp.close(socket)
+    }
+
+    /// The local address of a UDP socket.
+    pub fn udp_local_addr(&self, socket: SocketId) -> Option<SocketAddrV4> {
+        self.core.udp.local_addr(socket)
+    }
+
+    /// The MAC of a neighbour on any link, if resolved.
+    pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.core.links.iter().find_map(|l| l.neighbors.lookup(ip))
+    }
+
+    /// The IPv6 neighbour caches' entries, with their links (control path).
+    pub fn neighbors6(&self) -> Vec<(usize, Ipv6Addr, Option<MacAddr>, NeighborState)> {
+        self.core
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(index, l)| {
+                l.neighbors6
+                    .entries()
+                    .into_iter()
+                    .map(move |(ip, mac, state)| (index, ip, mac, state))
+            })
+            .collect()
+    }
+
+    /// True while duplicate address detection runs for some IPv6 address
+    /// (those addresses are not used yet).
+    pub fn dad_pending(&self) -> bool {
+        self.core.links.iter().any(|l| !l.tentative6.is_empty())
+    }
+
+    /// IPv6 addresses that duplicate address detection found in use by
+    /// another node, with their links (they are not used).
+    pub fn duplicates6(&self) -> Vec<(usize, Ipv6Cidr)> {
+        self.core
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(index, l)| l.duplicates6.iter().map(move |&a| (index, a)))
+            .collect()
+    }
+
+    /// The IPv6 addresses of `link` in use (after duplicate address
+    /// detection).
+    pub fn addresses6(&self, link: usize) -> Vec<Ipv6Cidr> {
+        self.core
+            .links
+            .get(link)
+            .map_or_else(Vec::new, |l| l.addresses6.clone())
+    }
+
+    /// The neighbour caches' entries, with their links (control path).
+    pub fn neighbors(&self) -> Vec<(usize, Ipv4Addr, Option<MacAddr>, NeighborState)> {
+        self.core
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(index, l)| {
+                l.neighbors
+                    .entries()
+                    .into_iter()
+                    .map(move |(ip, mac, state)| (index, ip, mac, state))
+            })
+            .collect()
+    }
+}
