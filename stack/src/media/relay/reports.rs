@@ -11,9 +11,9 @@
 //! its own SSRC; a report is an RR with one block per SSRC the leg tracks
 //! that has not said BYE (fraction lost since the last report, cumulative
 //! loss, extended highest sequence number, jitter, LSR/DLSR from that
-//! source's last SR), then an SDES CNAME (`relay-<ssrc in hex>`), as 6.1 asks of every compound. It
-//! goes from the leg's RTCP socket (its RTP socket under rtcp-mux) to
-//! where the leg's RTCP goes.
+//! source's last SR), then an SDES CNAME (`relay-<ssrc in hex>`), as 6.1
+//! asks of every compound. It goes from the leg's RTCP socket (its RTP
+//! socket under rtcp-mux) to where the leg's RTCP goes.
 //!
 //! Membership: a leg's session members are the SSRCs it tracks that have
 //! not said BYE, and the relay itself; they are also its senders. A BYE
