@@ -172,7 +172,10 @@ impl<P: Port> UdpContext<'_, P> {
     /// payload stays where it is (counted as `UdpForwardedInPlace`). Only
     /// a change of family (an IPv4 datagram to an IPv6 peer, or back)
     /// copies the payload into a new buffer (counted as
-    /// `UdpForwardCopies`). Per packet: no allocation.
+    /// `UdpForwardCopies`). Per packet: no allocation. Inlined, so that
+    /// IPv4 to IPv4, the common case, goes straight to the IPv4 forward
+    /// (the datagram not copied once more on the way).
+    #[inline(always)]
     pub fn forward(
         &mut self,
         datagram: Datagram<P::Buf>,
@@ -184,6 +187,17 @@ impl<P: Port> UdpContext<'_, P> {
         if let (false, SocketAddr::V4(dst)) = (datagram.v6, dst) {
             return forward::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst);
         }
+        self.forward_other(datagram, from, dst)
+    }
+
+    /// [`UdpContext::forward`] for all but IPv4 to IPv4: IPv6 to IPv6 (or
+    /// to an IPv4-mapped address), or a change of family.
+    fn forward_other(
+        &mut self,
+        datagram: Datagram<P::Buf>,
+        from: SocketId,
+        dst: SocketAddr,
+    ) -> Result<(), SendError> {
         match (datagram.v6, canonical_dst(dst)) {
             (false, SocketAddr::V4(dst)) => {
                 forward::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)

@@ -39,9 +39,10 @@ impl<B: Buf> Delivery<B> {
     }
 
     /// Wakes the receivers of every queue that got datagrams or an error
-    /// this poll (once each).
-    pub(super) fn wake_queues(self, queues: &[Option<Arc<SocketQueue<B>>>]) {
-        for index in self.to_wake {
+    /// this poll (once each). By reference: moving the delivery would copy
+    /// its two batches (a few kilobytes) once per poll.
+    pub(super) fn wake_queues(&self, queues: &[Option<Arc<SocketQueue<B>>>]) {
+        for &index in &self.to_wake {
             if let Some(Some(queue)) = queues.get(index as usize) {
                 queue.wake();
             }

@@ -40,7 +40,10 @@ use core::net::SocketAddrV4;
 /// bound to ANY) and `from`'s TOS byte. A plain datagram (checksums
 /// verified, payload untouched) gets its UDP checksum updated for the new
 /// addresses and ports (RFC 1624); any other is summed afresh. Routed and
-/// resolved as a send is. Per packet; owning lcore.
+/// resolved as a send is. Per packet; owning lcore. Marked inline: with
+/// [`UdpContext::forward`](super::UdpContext::forward) inlined into the
+/// relay it saves ~28 instructions a relayed packet (`relay_cost`).
+#[inline]
 pub(crate) fn forward_udp<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,

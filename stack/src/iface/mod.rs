@@ -304,10 +304,13 @@ impl<B: Buf> Core<B> {
     /// cached routes.
     #[inline]
     pub(crate) fn generation(&self) -> u64 {
-        let neighbors = self
-            .links
-            .iter()
-            .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors.generation()));
+        let neighbors = match self.links.as_slice() {
+            // One port, the common case: no loop.
+            [link] => link.neighbors.generation(),
+            links => links
+                .iter()
+                .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors.generation())),
+        };
         self.routes.generation() ^ neighbors.rotate_left(32)
     }
 

@@ -1,5 +1,6 @@
 //! The RTP fixed header (RFC 3550 section 5.1) as a zero-copy view checked
-//! per Appendix A.1, and [`RtpHeader`], a writer for building headers.
+//! per Appendix A.1, [`RtpSummary`], the same checks and the fields a relay
+//! reads in one pass, and [`RtpHeader`], a writer for building headers.
 //!
 //! ```text
 //!  0                   1                   2                   3
@@ -11,12 +12,13 @@
 //! |  payload ...                    [padding ... | padding count] |
 //! ```
 //!
-//! Invariants: [`RtpPacket::check`] accepts a buffer only if the version is
-//! 2, the CSRC list and the extension fit, the padding count is at least 1
-//! and no longer than what follows the header, and the second byte is not an
-//! RTCP packet type. Every accessor reads through bounds-checked helpers, so
-//! none panics even on an unchecked buffer (it returns zeros or an empty
-//! slice instead).
+//! Invariants: [`RtpPacket::check`] (that is, [`RtpSummary::parse`])
+//! accepts a buffer only if the version is 2, the CSRC list and the
+//! extension fit, the padding count is at least 1 and no longer than what
+//! follows the header, and the second byte is not an RTCP packet type.
+//! Every accessor reads through bounds-checked helpers, so none panics
+//! even on an unchecked buffer (it returns zeros or an empty slice
+//! instead).
 
 use super::{be16, be32, put16, put32, WriteError, VERSION};
 
@@ -51,6 +53,7 @@ pub enum RtpError {
 /// RTCP packet type in the range RFC 5761 reserves (192-223), or a payload
 /// type of 72-76, which Appendix A.1 rejects because SR..APP (200-204) read
 /// as marker plus payload type give 72-76.
+#[inline]
 pub(crate) fn looks_like_rtcp(second_byte: u8) -> bool {
     (192..=223).contains(&second_byte) || (72..=76).contains(&(second_byte & 0x7f))
 }
@@ -62,6 +65,79 @@ pub struct Extension<'a> {
     pub profile: u16,
     /// The extension data, a whole number of 32-bit words.
     pub data: &'a [u8],
+}
+
+/// What a relay reads of each RTP packet, taken in one pass over a
+/// checked header ([`RtpSummary::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtpSummary {
+    /// The 7-bit payload type.
+    pub payload_type: u8,
+    /// The 16-bit sequence number.
+    pub seq: u16,
+    /// The timestamp.
+    pub timestamp: u32,
+    /// The synchronization source.
+    pub ssrc: u32,
+    /// Bytes of payload: after the header, before the padding (what
+    /// [`RtpPacket::payload`] returns).
+    pub payload_len: usize,
+}
+
+impl RtpSummary {
+    /// [`RtpPacket::check`]'s checks on `b` (the same errors, in the same
+    /// order), and the fields a relay needs if they pass. Per packet.
+    #[inline]
+    pub fn parse(b: &[u8]) -> Result<RtpSummary, RtpError> {
+        let Some(fixed) = b.first_chunk::<FIXED_HEADER_LEN>() else {
+            return Err(RtpError::Truncated);
+        };
+        let [first, second, ..] = *fixed;
+        let version = first >> 6;
+        if version != VERSION {
+            return Err(RtpError::BadVersion(version));
+        }
+        if looks_like_rtcp(second) {
+            return Err(RtpError::RtcpPacketType(second));
+        }
+        let csrc_end = FIXED_HEADER_LEN + 4 * usize::from(first & 0x0f);
+        if csrc_end > b.len() {
+            return Err(RtpError::CsrcOverrun);
+        }
+        let header_len = if first & 0x10 != 0 {
+            if csrc_end + 4 > b.len() {
+                return Err(RtpError::ExtensionOverrun);
+            }
+            let end = csrc_end + 4 + 4 * usize::from(be16(b, csrc_end + 2));
+            if end > b.len() {
+                return Err(RtpError::ExtensionOverrun);
+            }
+            end
+        } else {
+            csrc_end
+        };
+        // header_len <= b.len() from here on.
+        let after_header = b.len() - header_len;
+        let padding = if first & 0x20 != 0 {
+            let count = b.last().map_or(0, |&n| usize::from(n));
+            if count == 0 || count > after_header {
+                return Err(RtpError::BadPadding);
+            }
+            count
+        } else {
+            0
+        };
+        let word = |at: usize| {
+            u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]])
+        };
+        Ok(RtpSummary {
+            payload_type: second & 0x7f,
+            seq: u16::from_be_bytes([fixed[2], fixed[3]]),
+            timestamp: word(4),
+            ssrc: word(8),
+            payload_len: after_header - padding,
+        })
+    }
 }
 
 /// A view of an RTP packet.
@@ -86,36 +162,7 @@ impl<T: AsRef<[u8]>> RtpPacket<T> {
     /// Appendix A.1's header checks (the payload type being one the session
     /// expects is left to the caller).
     pub fn check(&self) -> Result<(), RtpError> {
-        let b = self.buffer.as_ref();
-        if b.len() < FIXED_HEADER_LEN {
-            return Err(RtpError::Truncated);
-        }
-        if self.version() != VERSION {
-            return Err(RtpError::BadVersion(self.version()));
-        }
-        if looks_like_rtcp(b[1]) {
-            return Err(RtpError::RtcpPacketType(b[1]));
-        }
-        let csrc_end = FIXED_HEADER_LEN + 4 * usize::from(self.csrc_count());
-        if csrc_end > b.len() {
-            return Err(RtpError::CsrcOverrun);
-        }
-        if self.has_extension() {
-            if csrc_end + 4 > b.len() {
-                return Err(RtpError::ExtensionOverrun);
-            }
-            let words = usize::from(be16(b, csrc_end + 2));
-            if csrc_end + 4 + 4 * words > b.len() {
-                return Err(RtpError::ExtensionOverrun);
-            }
-        }
-        if self.has_padding() {
-            let count = usize::from(b[b.len() - 1]);
-            if count == 0 || count > b.len() - self.header_len() {
-                return Err(RtpError::BadPadding);
-            }
-        }
-        Ok(())
+        RtpSummary::parse(self.buffer.as_ref()).map(|_| ())
     }
 
     /// The buffer back.

@@ -6,7 +6,8 @@
 //!
 //! Files by responsibility:
 //! - [`header`]: the RTP fixed header as a checked view (Appendix A.1's
-//!   header checks) and [`RtpHeader`], a writer for it;
+//!   header checks), the same checks and a relay's fields in one pass
+//!   ([`RtpSummary`]), and [`RtpHeader`], a writer for it;
 //! - [`mux`]: telling RTP from RTCP on one port (RFC 5761, rtcp-mux);
 //! - [`seq`]: Appendix A.1's `update_seq` (probation, wrap, big jumps and
 //!   resync) with a bitmap window that spots duplicates and reordering;
@@ -36,7 +37,7 @@ pub mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use header::{Extension, RtpError, RtpHeader, RtpPacket};
+pub use header::{Extension, RtpError, RtpHeader, RtpPacket, RtpSummary};
 pub use interval::{rtcp_interval, update_avg_rtcp_size, IntervalParams};
 pub use mux::{classify, Kind};
 pub use rtcp::{Compound, ReportBlock, RtcpError, RtcpPacket, SenderInfo};

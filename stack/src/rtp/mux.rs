@@ -30,6 +30,7 @@ pub enum Kind {
 }
 
 /// Classifies one datagram received on an rtcp-mux port.
+#[inline]
 pub fn classify(datagram: &[u8]) -> Kind {
     let (Some(&first), Some(&second)) = (datagram.first(), datagram.get(1)) else {
         return Kind::Other;

@@ -144,6 +144,9 @@ impl SeqState {
     }
 
     /// A.1's `update_seq` for one packet, plus the duplicate window.
+    /// Inlined into [`ReceiveStats::record`](super::ReceiveStats::record),
+    /// its one caller on the per-packet path.
+    #[inline(always)]
     pub fn update(&mut self, seq: u16) -> SeqOutcome {
         if !self.started {
             // A.1: a source heard for the first time.

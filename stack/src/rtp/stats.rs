@@ -124,6 +124,7 @@ impl ReceiveStats {
     /// Takes one packet of this source: its sequence number, timestamp,
     /// payload length and arrival time. The outcome tells a relay whether to
     /// forward it ([`SeqOutcome::counted`]) and whether it is a duplicate.
+    #[inline]
     pub fn record(
         &mut self,
         seq: u16,

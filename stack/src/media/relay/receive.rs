@@ -19,7 +19,7 @@ use super::{Drops, LegState, Relay, RelayDrop, RelayOptions, Session};
 use crate::iface::{Batch, UdpContext};
 use crate::media::{Channel, Endpoint, Entry, Leg, LegSockets, Verdict};
 use crate::port::{Buf, Port};
-use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
+use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpSummary};
 use crate::time::Instant;
 use crate::udp::{Datagram, SocketId};
 use std::net::SocketAddr;
@@ -151,37 +151,39 @@ impl Session {
         options: &RelayOptions,
         ctx: &mut UdpContext<'_, P>,
     ) -> Result<(), RelayDrop> {
+        let payload = datagram.payload();
         let kind = match at.channel {
-            Channel::Rtp => classify(datagram.payload()),
+            Channel::Rtp => classify(payload),
             Channel::Rtcp => Kind::Rtcp,
         };
         match kind {
-            Kind::Rtp => self.rtp(at.leg, legs, datagram, options, ctx),
+            Kind::Rtp => {
+                let header = RtpSummary::parse(payload).map_err(|_| RelayDrop::BadRtp)?;
+                self.rtp(at.leg, legs, datagram, header, options, ctx)
+            }
             Kind::Rtcp => self.rtcp(at.leg, legs, datagram, options, ctx),
             Kind::Other => Err(RelayDrop::NotRtp),
         }
     }
 
-    /// An RTP packet: check, latch, record, send on.
+    /// A checked RTP packet (`header`, its fields): latch, record, send on.
     #[inline]
     fn rtp<B: Buf, P: Port<Buf = B>>(
         &mut self,
         leg: Leg,
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
+        header: RtpSummary,
         options: &RelayOptions,
         ctx: &mut UdpContext<'_, P>,
     ) -> Result<(), RelayDrop> {
-        let (ssrc, pt, seq, timestamp, len) = {
-            let p = RtpPacket::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtp)?;
-            (
-                p.ssrc(),
-                p.payload_type(),
-                p.seq(),
-                p.timestamp(),
-                p.payload().len(),
-            )
-        };
+        let RtpSummary {
+            payload_type: pt,
+            seq,
+            timestamp,
+            ssrc,
+            payload_len: len,
+        } = header;
         let now = datagram.received_at();
         let (this, other) = self.pair(leg);
         let source = datagram.src();

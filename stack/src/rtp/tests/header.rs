@@ -37,6 +37,25 @@ fn parse_every_field() {
 }
 
 #[test]
+fn the_summary_reads_what_the_view_reads() {
+    let mut pad_only = FULL;
+    pad_only[31] = 8;
+    let mut plain = FULL;
+    plain[0] = 0x80;
+    for b in [&FULL[..], &pad_only[..], &plain[..], &plain[..12]] {
+        let p = RtpPacket::new_checked(b).expect("valid");
+        let summary = RtpSummary {
+            payload_type: p.payload_type(),
+            seq: p.seq(),
+            timestamp: p.timestamp(),
+            ssrc: p.ssrc(),
+            payload_len: p.payload().len(),
+        };
+        assert_eq!(RtpSummary::parse(b), Ok(summary));
+    }
+}
+
+#[test]
 fn writer_round_trip() {
     let header = RtpHeader {
         marker: true,
