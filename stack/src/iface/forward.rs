@@ -112,8 +112,9 @@ fn forward_cached<P: Port>(
 
 /// The UDP and IPv4 headers of a plain frame for `src` to `dst`: ports
 /// and UDP checksum updated in place ([`readdress_plain_udp`]), a fresh
-/// IPv4 header (`udp_len` bytes of UDP, DF when it fits `mtu`).
-#[inline]
+/// IPv4 header (`udp_len` bytes of UDP, DF when it fits `mtu`). Inlined
+/// (the compiler would not: it has two callers): per relayed packet.
+#[inline(always)]
 fn readdress_plain(
     h: &mut [u8; FAST_HEADERS],
     (src, dst): (SocketAddrV4, SocketAddrV4),

@@ -124,7 +124,9 @@ impl ReceiveStats {
     /// Takes one packet of this source: its sequence number, timestamp,
     /// payload length and arrival time. The outcome tells a relay whether to
     /// forward it ([`SeqOutcome::counted`]) and whether it is a duplicate.
-    #[inline]
+    /// Per packet for a relay: always inlined (a relay leg calls it twice,
+    /// and the compiler would then keep it out of line).
+    #[inline(always)]
     pub fn record(
         &mut self,
         seq: u16,

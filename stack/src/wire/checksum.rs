@@ -89,12 +89,12 @@ fn wide_sum(data: &[u8]) -> u16 {
 }
 
 /// The sum of `data[start..end]` (as [`accumulate`] from 0, which also
-/// takes spans of [`WIDE_FROM`] bytes or more), faster for short spans
-/// when at least 8 bytes precede `start` (headers do): little-endian 8-byte
-/// words with end-around carry, and the last partial word one 8-byte load
-/// ending at `end`, shifted down so the bytes before the span fall off and
-/// each kept byte sits at its offset's place; folded and swapped to
-/// big-endian order once.
+/// takes spans of [`WIDE_FROM`] bytes or more), below 2^32 (folded to 32
+/// bits, not 16), faster for short spans when at least 8 bytes precede
+/// `start` (headers do): little-endian 8-byte words in carry chains of up
+/// to eight words, and the last partial word one 8-byte load ending at
+/// `end`, shifted down so the bytes before the span fall off and each kept
+/// byte sits at its offset's place; swapped to big-endian order once.
 #[inline(always)]
 pub fn accumulate_span(data: &[u8], start: usize, end: usize) -> u64 {
     let Some(body) = data.get(start..end) else {
@@ -103,27 +103,58 @@ pub fn accumulate_span(data: &[u8], start: usize, end: usize) -> u64 {
     if start < 8 || body.len() >= WIDE_FROM {
         return accumulate(0, body);
     }
-    let whole = body.len() & !7;
-    // Two carry chains, so consecutive words do not wait on each other.
-    let (mut even, mut odd) = (0u64, 0u64);
-    let mut pairs = body[..whole].chunks_exact(16);
-    for pair in &mut pairs {
-        if let (Some(a), Some(b)) = (pair.first_chunk::<8>(), pair.last_chunk::<8>()) {
-            even = add_with_carry(even, u64::from_le_bytes(*a));
-            odd = add_with_carry(odd, u64::from_le_bytes(*b));
+    // One carry chain per block of words; the chains' carries out are
+    // counted apart and added back once.
+    let (mut acc, mut carries) = (0u64, 0u64);
+    let mut blocks = body.chunks_exact(64);
+    for block in &mut blocks {
+        if let Some(block) = block.first_chunk::<64>() {
+            add_words(&mut acc, &mut carries, block);
         }
     }
-    let mut acc = add_with_carry(even, odd);
-    if let Some(eight) = pairs.remainder().first_chunk::<8>() {
-        acc = add_with_carry(acc, u64::from_le_bytes(*eight));
+    let mut rest = blocks.remainder();
+    if let Some((block, tail)) = rest.split_first_chunk::<32>() {
+        add_words(&mut acc, &mut carries, block);
+        rest = tail;
     }
-    let left = body.len() - whole;
+    if let Some((block, tail)) = rest.split_first_chunk::<16>() {
+        add_words(&mut acc, &mut carries, block);
+        rest = tail;
+    }
+    if let Some((block, tail)) = rest.split_first_chunk::<8>() {
+        add_words(&mut acc, &mut carries, block);
+        rest = tail;
+    }
+    acc = add_with_carry(acc, carries);
+    let left = rest.len();
     if left > 0 {
         if let Some(last) = data[..end].last_chunk::<8>() {
             acc = add_with_carry(acc, u64::from_le_bytes(*last) >> (8 * (8 - left)));
         }
     }
-    u64::from(fold(acc).swap_bytes())
+    // Folded to 32 bits, not 16: the byte swap of a 32-bit word swaps each
+    // 16-bit half (to big-endian order) and exchanges the halves, which
+    // does not change their sum.
+    let (half, carry) = (acc as u32).overflowing_add((acc >> 32) as u32);
+    u64::from((half + u32::from(carry)).swap_bytes())
+}
+
+/// Adds the little-endian 8-byte words of `block` (`N` a multiple of 8) to
+/// `sum` in one carry chain (an add-with-carry instruction a word), and
+/// its carry out to `carries`.
+#[inline(always)]
+fn add_words<const N: usize>(sum: &mut u64, carries: &mut u64, block: &[u8; N]) {
+    let mut carry = false;
+    for word in block.chunks_exact(8) {
+        if let Some(word) = word.first_chunk::<8>() {
+            // u64::carrying_add (unstable), in the form the compiler
+            // turns into add-with-carry.
+            let (partial, c1) = sum.overflowing_add(u64::from_le_bytes(*word));
+            let (partial, c2) = partial.overflowing_add(u64::from(carry));
+            (*sum, carry) = (partial, c1 | c2);
+        }
+    }
+    *carries += u64::from(carry);
 }
 
 /// Ones' complement addition: a carry out of bit 63 wraps into bit 0.
@@ -310,6 +341,16 @@ mod tests {
             }
         }
         assert_eq!(accumulate_span(&data, 590, 700), 0, "out of range");
+        // All ones: every carry chain carries out.
+        let ones = vec![0xffu8; 600];
+        for (start, end) in [(8, 600), (9, 200), (8, 72), (14, 599)] {
+            assert_eq!(
+                fold(accumulate_span(&ones, start, end)),
+                fold(accumulate(0, &ones[start..end])),
+                "{start}..{end}"
+            );
+        }
+        assert!(accumulate_span(&ones, 8, 500) < 1 << 32);
     }
 
     #[test]

@@ -270,8 +270,10 @@ impl LegState {
     }
 
     /// Records an accepted RTP packet in its SSRC's statistics (a new SSRC
-    /// gets a slot while there is one). Per packet.
-    #[inline]
+    /// gets a slot while there is one). Per packet: the last packet's
+    /// stream, most often this one's, is checked inline; any other goes
+    /// to [`LegState::record_other`].
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
@@ -285,20 +287,44 @@ impl LegState {
     ) {
         let last = usize::from(self.streams_used & LAST);
         let used = usize::from(self.streams_used >> 4);
-        let index = match self.used().get(last) {
-            Some(s) if s.ssrc() == ssrc => last,
-            _ => match self.used().iter().position(|s| s.ssrc() == ssrc) {
-                Some(i) => i,
-                None if used < SSRCS_PER_LEG => {
-                    let rate = clock_rate(pt, default_rate);
-                    self.streams[used] = ReceiveStats::new(ssrc, rate);
-                    used
-                }
-                None => {
-                    self.counters.untracked = self.counters.untracked.saturating_add(1);
+        if last < used {
+            if let Some(stream) = self.streams.get_mut(last) {
+                if stream.ssrc() == ssrc {
+                    // `streams_used` stays as it is.
+                    stream.record(seq, timestamp, payload_len, arrival);
                     return;
                 }
-            },
+            }
+        }
+        self.record_other(ssrc, pt, seq, timestamp, payload_len, arrival, default_rate);
+    }
+
+    /// [`LegState::record`] for a packet of another stream than the last
+    /// one's (or the first packet).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn record_other(
+        &mut self,
+        ssrc: u32,
+        pt: u8,
+        seq: u16,
+        timestamp: u32,
+        payload_len: usize,
+        arrival: Instant,
+        default_rate: u32,
+    ) {
+        let used = usize::from(self.streams_used >> 4);
+        let index = match self.used().iter().position(|s| s.ssrc() == ssrc) {
+            Some(i) => i,
+            None if used < SSRCS_PER_LEG => {
+                let rate = clock_rate(pt, default_rate);
+                self.streams[used] = ReceiveStats::new(ssrc, rate);
+                used
+            }
+            None => {
+                self.counters.untracked = self.counters.untracked.saturating_add(1);
+                return;
+            }
         };
         // index < SSRCS_PER_LEG (2), used <= 2: each fits its nibble.
         let used = used.max(index + 1);
