@@ -6,10 +6,9 @@
 //!
 //! `cargo run --release -p dpstack-stack --example pipeline_cost -- 200000`
 
-use arrayvec::ArrayVec;
 use dpstack_stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
-use dpstack_stack::port::{Buf, MacAddr, Port};
+use dpstack_stack::port::{MacAddr, Port};
 use dpstack_stack::route::Ipv4Cidr;
 use dpstack_stack::time::Instant;
 use dpstack_stack::udp::{BindOptions, SocketId};
@@ -22,60 +21,16 @@ const OUR_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
 const OUR_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 
-/// Hands out the same frame in recycled buffers; takes transmitted ones back.
-struct RecyclingPort {
-    free: Vec<MemBuf>,
-    frame: Vec<u8>,
-    sent: u64,
-}
+#[path = "common/recycling.rs"]
+mod recycling;
+use recycling::{Frames, RecyclingPort};
 
-impl Port for RecyclingPort {
-    type Buf = MemBuf;
+/// The same frame every time.
+struct SameFrame(Vec<u8>);
 
-    fn rx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<MemBuf, N>, max: usize) -> usize {
-        let mut n = 0;
-        while n < max && !bufs.is_full() {
-            let Some(mut buf) = self.free.pop() else {
-                break;
-            };
-            let len = buf.len();
-            buf.trim(len);
-            if let Some(room) = buf.append(self.frame.len()) {
-                room.copy_from_slice(&self.frame);
-            }
-            bufs.push(buf);
-            n += 1;
-        }
-        n
-    }
-
-    fn tx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<MemBuf, N>) -> usize {
-        let n = bufs.len();
-        self.sent += n as u64;
-        self.free.extend(bufs.drain(..));
-        n
-    }
-
-    fn alloc(&mut self) -> Option<MemBuf> {
-        self.free.pop()
-    }
-
-    fn alloc_burst<const N: usize>(
-        &mut self,
-        bufs: &mut ArrayVec<MemBuf, N>,
-        count: usize,
-    ) -> bool {
-        for _ in 0..count {
-            match self.free.pop() {
-                Some(b) => bufs.push(b),
-                None => return false,
-            }
-        }
-        true
-    }
-
-    fn mac(&self) -> MacAddr {
-        OUR_MAC
+impl Frames for SameFrame {
+    fn next_frame(&mut self) -> &[u8] {
+        &self.0
     }
 }
 
@@ -130,8 +85,9 @@ fn main() {
     let free: Vec<MemBuf> = (0..256).filter_map(|_| pool.alloc()).collect();
     let mut port = RecyclingPort {
         free,
-        frame: frame(),
+        frames: SameFrame(frame()),
         sent: 0,
+        mac: OUR_MAC,
     };
     let mut iface: Interface<MemBuf> = Interface::new(InterfaceConfig::new(
         OUR_MAC,

@@ -8,11 +8,10 @@
 //!
 //! `cargo run --release -p dpstack-stack --example relay_cost -- 5000000`
 
-use arrayvec::ArrayVec;
 use dpstack_stack::iface::{Interface, InterfaceConfig};
 use dpstack_stack::media::relay::{generate, Relay, RelayOptions};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
-use dpstack_stack::port::{Buf, MacAddr, Port};
+use dpstack_stack::port::{MacAddr, Port};
 use dpstack_stack::route::Ipv4Cidr;
 use dpstack_stack::rtp::RtpHeader;
 use dpstack_stack::time::Instant;
@@ -31,83 +30,38 @@ const PORT_BASE: u16 = 20_000;
 /// Where the RTP header starts in a frame.
 const RTP_AT: usize = 14 + 20 + 8;
 
-/// Hands out each session's next packet in turn in recycled buffers; takes
-/// transmitted ones back.
-struct RecyclingPort {
-    free: Vec<MemBuf>,
-    /// First an ARP request from the peer, so its MAC is known.
-    arp: Option<Vec<u8>>,
+#[path = "common/recycling.rs"]
+mod recycling;
+use recycling::{Frames, RecyclingPort};
+
+/// First an ARP request from the peer (so its MAC is known), then each
+/// session's next packet in turn, sequence numbers and timestamps
+/// advancing once per round.
+struct SessionFrames {
+    arp: Vec<u8>,
+    arp_sent: bool,
     frames: Vec<Vec<u8>>,
     next: usize,
     seq: u16,
-    sent: u64,
 }
 
-impl Port for RecyclingPort {
-    type Buf = MemBuf;
-
-    fn rx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<MemBuf, N>, max: usize) -> usize {
-        let mut n = 0;
-        while n < max && !bufs.is_full() {
-            let Some(mut buf) = self.free.pop() else {
-                break;
-            };
-            let len = buf.len();
-            buf.trim(len);
-            let arp = self.arp.take();
-            let frame = match &arp {
-                Some(arp) => arp,
-                None => {
-                    let frame = &mut self.frames[self.next];
-                    frame[RTP_AT + 2..RTP_AT + 4].copy_from_slice(&self.seq.to_be_bytes());
-                    let ts = u32::from(self.seq).wrapping_mul(160);
-                    frame[RTP_AT + 4..RTP_AT + 8].copy_from_slice(&ts.to_be_bytes());
-                    frame
-                }
-            };
-            if let Some(room) = buf.append(frame.len()) {
-                room.copy_from_slice(frame);
-            }
-            if arp.is_none() {
-                self.next += 1;
-                if self.next == self.frames.len() {
-                    self.next = 0;
-                    self.seq = self.seq.wrapping_add(1);
-                }
-            }
-            bufs.push(buf);
-            n += 1;
+impl Frames for SessionFrames {
+    fn next_frame(&mut self) -> &[u8] {
+        if !self.arp_sent {
+            self.arp_sent = true;
+            return &self.arp;
         }
-        n
-    }
-
-    fn tx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<MemBuf, N>) -> usize {
-        let n = bufs.len();
-        self.sent += n as u64;
-        self.free.extend(bufs.drain(..));
-        n
-    }
-
-    fn alloc(&mut self) -> Option<MemBuf> {
-        self.free.pop()
-    }
-
-    fn alloc_burst<const N: usize>(
-        &mut self,
-        bufs: &mut ArrayVec<MemBuf, N>,
-        count: usize,
-    ) -> bool {
-        for _ in 0..count {
-            match self.free.pop() {
-                Some(b) => bufs.push(b),
-                None => return false,
-            }
+        let (at, seq) = (self.next, self.seq);
+        self.next += 1;
+        if self.next == self.frames.len() {
+            self.next = 0;
+            self.seq = self.seq.wrapping_add(1);
         }
-        true
-    }
-
-    fn mac(&self) -> MacAddr {
-        OUR_MAC
+        let frame = &mut self.frames[at];
+        frame[RTP_AT + 2..RTP_AT + 4].copy_from_slice(&seq.to_be_bytes());
+        let ts = u32::from(seq).wrapping_mul(160);
+        frame[RTP_AT + 4..RTP_AT + 8].copy_from_slice(&ts.to_be_bytes());
+        frame
     }
 }
 
@@ -177,11 +131,15 @@ fn main() {
     .emit(&mut arp);
     let mut port = RecyclingPort {
         free,
-        arp: Some(ethernet(&arp, EtherType::Arp)),
-        frames: (0..SESSIONS).map(rtp_frame).collect(),
-        next: 0,
-        seq: 1,
+        frames: SessionFrames {
+            arp: ethernet(&arp, EtherType::Arp),
+            arp_sent: false,
+            frames: (0..SESSIONS).map(rtp_frame).collect(),
+            next: 0,
+            seq: 1,
+        },
         sent: 0,
+        mac: OUR_MAC,
     };
     let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).expect("prefix"));
     let mut iface: Interface<MemBuf> = Interface::new(config).expect("a valid configuration");
