@@ -42,9 +42,10 @@ pub struct IntervalParams {
     pub initial: bool,
 }
 
-/// The interval until the next RTCP packet, for `params` and a
-/// `random_factor` drawn uniformly from [0.5, 1.5].
-pub fn rtcp_interval(params: &IntervalParams, random_factor: f64) -> Duration {
+/// The deterministic calculated interval in seconds (A.7's `t` before
+/// the random factor): the bandwidth share's interval, at least the
+/// minimum.
+fn deterministic_secs(params: &IntervalParams) -> f64 {
     let min_time = if params.initial {
         RTCP_MIN_TIME_SECS / 2.0
     } else {
@@ -69,16 +70,32 @@ pub fn rtcp_interval(params: &IntervalParams, random_factor: f64) -> Duration {
         0.0
     };
     // max() also replaces a NaN (a NaN average size) by the minimum.
-    let t = deterministic.max(min_time);
+    deterministic.max(min_time)
+}
+
+/// Converts seconds to a duration; `as` saturates (an infinite size gives
+/// the longest Duration-worth of nanoseconds rather than a panic).
+fn duration_of(secs: f64) -> Duration {
+    Duration::from_nanos((secs * 1e9).round() as u64)
+}
+
+/// The deterministic calculated interval `Td` (no random factor, no
+/// compensation): what RFC 3550 6.3.5's timeouts are multiples of, for a
+/// receiver when `params.we_sent` is false.
+pub fn deterministic_interval(params: &IntervalParams) -> Duration {
+    duration_of(deterministic_secs(params))
+}
+
+/// The interval until the next RTCP packet, for `params` and a
+/// `random_factor` drawn uniformly from [0.5, 1.5].
+pub fn rtcp_interval(params: &IntervalParams, random_factor: f64) -> Duration {
+    let t = deterministic_secs(params);
     let factor = if random_factor.is_nan() {
         1.0
     } else {
         random_factor.clamp(0.5, 1.5)
     };
-    let secs = t * factor / COMPENSATION;
-    // `as` saturates (an infinite size gives the longest Duration-worth of
-    // nanoseconds rather than a panic).
-    Duration::from_nanos((secs * 1e9).round() as u64)
+    duration_of(t * factor / COMPENSATION)
 }
 
 /// Section 6.3.3's running average of compound RTCP packet sizes: moves
@@ -103,6 +120,22 @@ mod tests {
             avg_rtcp_size: 100.0,
             initial: true,
         }
+    }
+
+    #[test]
+    fn the_deterministic_interval_has_no_factor_and_no_compensation() {
+        let later = IntervalParams {
+            initial: false,
+            ..params()
+        };
+        assert_eq!(deterministic_interval(&later), Duration::from_secs(5));
+        // 40 members, 1 sender, receivers' 300 B/s: 100 * 39 / 300 = 13 s.
+        let crowd = IntervalParams {
+            members: 40,
+            we_sent: false,
+            ..later
+        };
+        assert_eq!(deterministic_interval(&crowd), Duration::from_secs(13));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! One leg's state on the lcore: where its peer is (an RTP and an RTCP
 //! [`Latch`]), the receive statistics of each SSRC it sends
-//! ([`ReceiveStats`], RFC 3550 A.1/A.3/A.8), which of those SSRCs left
-//! the session (a BYE heard), its counters, and the state of the receiver
-//! reports it sends ([`ReportState`]).
+//! ([`ReceiveStats`], RFC 3550 A.1/A.3/A.8), which of those SSRCs are
+//! session members and senders ([`Membership`]: BYE and 6.3.5 timeouts),
+//! its counters, and the state of the receiver reports it sends
+//! ([`ReportState`]).
 //!
 //! Layout: a leg is cache-line aligned and starts with what the
 //! per-packet path touches. Line 0 holds the forwarded count, the RTP
@@ -28,17 +29,19 @@
 //! counted in `untracked`. Each SSRC's clock rate is fixed by the payload
 //! type of its first packet: RFC 3551's static types have theirs, every
 //! other type gets the configured default (`--clock-rate`). Counters only
-//! grow (saturating). A tracked SSRC that said BYE stays tracked (its
-//! statistics keep counting and are still shown) but is no longer one of
-//! the leg's session members ([`LegState::members_mut`]): reports leave
-//! it out, for good.
+//! grow (saturating). A tracked SSRC that said BYE or timed out stays
+//! tracked (its statistics keep counting and are still shown) but is no
+//! longer one of the leg's session members ([`LegState::members_mut`]):
+//! reports leave it out (after a BYE for good, after a timeout until it
+//! is heard again).
 
 use super::addr::{Compact, Family, Stored};
+use super::membership::Membership;
 use super::reports::ReportState;
 use super::LegReport;
 use crate::media::{Latch, LatchConfig, Verdict};
 use crate::rtp::{Counters, ReceiveStats};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use std::net::SocketAddr;
 
 /// SSRCs per leg with statistics (one, plus one change of source, e.g.
@@ -49,17 +52,6 @@ pub const SSRCS_PER_LEG: usize = 2;
 const LAST: u8 = 0x07;
 /// `streams_used`: `dst` changed.
 const DST_CHANGED: u8 = 0x08;
-
-// `left` has a bit per stream.
-const _: () = assert!(SSRCS_PER_LEG <= 8);
-
-/// The bit of stream `index` in `left`.
-fn left_bit(index: usize) -> u8 {
-    u32::try_from(index)
-        .ok()
-        .and_then(|i| 1u8.checked_shl(i))
-        .unwrap_or(0)
-}
 
 /// The RTP clock rate of static payload type `pt` (RFC 3551 tables 4 and
 /// 5), or `default` for dynamic and unassigned types.
@@ -130,8 +122,9 @@ pub struct LegState {
     rtcp: Latch,
     /// The counters (`forwarded` is kept above and filled in on reads).
     counters: LegCounters,
-    /// Bit i: stream i said BYE (RFC 3550 6.3.4), no longer a member.
-    left: u8,
+    /// Which streams are session members and senders (RFC 3550 6.3.4,
+    /// 6.3.5).
+    membership: Membership,
     /// Our receiver reports to this leg's peer.
     pub(crate) reports: ReportState,
 }
@@ -162,7 +155,7 @@ impl LegState {
             rtp,
             rtcp,
             counters: LegCounters::default(),
-            left: 0,
+            membership: Membership::default(),
             reports: ReportState::new(ssrc),
         };
         leg.sync();
@@ -319,6 +312,7 @@ impl LegState {
             None if used < SSRCS_PER_LEG => {
                 let rate = clock_rate(pt, default_rate);
                 self.streams[used] = ReceiveStats::new(ssrc, rate);
+                self.membership.added(used, arrival);
                 used
             }
             None => {
@@ -352,35 +346,62 @@ impl LegState {
         self.streams.iter_mut().take(used)
     }
 
-    /// The tracked SSRCs still in the session (no BYE heard), writable:
-    /// what the receiver reports cover.
+    /// The tracked SSRCs that are session members (no BYE heard, not
+    /// timed out), writable: what the receiver reports cover.
     pub fn members_mut(&mut self) -> impl Iterator<Item = &mut ReceiveStats> + '_ {
-        let left = self.left;
+        let membership = self.membership;
         self.streams_mut()
             .enumerate()
-            .filter(move |(i, _)| left & left_bit(*i) == 0)
+            .filter(move |(i, _)| membership.is_member(*i))
             .map(|(_, stream)| stream)
     }
 
-    /// How many tracked SSRCs are still in the session (ourselves not
-    /// counted).
+    /// How many tracked SSRCs are session members (ourselves not counted).
     pub fn member_count(&self) -> usize {
         (0..self.used().len())
-            .filter(|&i| self.left & left_bit(i) == 0)
+            .filter(|&i| self.membership.is_member(i))
+            .count()
+    }
+
+    /// How many of the members send RTP (6.3.5's sender timeout).
+    pub fn sender_count(&self) -> usize {
+        (0..self.used().len())
+            .filter(|&i| self.membership.is_sender(i))
             .count()
     }
 
     /// Notes that `ssrc` left the session (its BYE heard). True if it was
-    /// a member until now (tracked, no BYE before). Off the per-packet
-    /// path.
+    /// a member until now (tracked, no BYE before, not timed out). Off the
+    /// per-packet path.
     pub fn mark_left(&mut self, ssrc: u32) -> bool {
-        let Some(index) = self.used().iter().position(|s| s.ssrc() == ssrc) else {
-            return false;
-        };
-        let bit = left_bit(index);
-        let was_member = self.left & bit == 0;
-        self.left |= bit;
-        was_member
+        self.index_of(ssrc)
+            .is_some_and(|index| self.membership.mark_left(index))
+    }
+
+    /// Notes RTCP from `ssrc` at `now` (it counts as heard from).
+    pub fn heard_rtcp_from(&mut self, ssrc: u32, now: Instant) {
+        if let Some(index) = self.index_of(ssrc) {
+            self.membership.heard_rtcp(index, now);
+        }
+    }
+
+    /// RFC 3550 6.3.5's check at `now` ([`Membership::check`]). True if a
+    /// member timed out.
+    pub fn check_membership(
+        &mut self,
+        now: Instant,
+        member_timeout: Duration,
+        sender_timeout: Duration,
+    ) -> bool {
+        let used = usize::from(self.streams_used >> 4);
+        let counts = self.streams.iter().take(used).map(|s| s.counters().packets);
+        self.membership
+            .check(counts, now, member_timeout, sender_timeout)
+    }
+
+    /// The index of tracked `ssrc`.
+    fn index_of(&self, ssrc: u32) -> Option<usize> {
+        self.used().iter().position(|s| s.ssrc() == ssrc)
     }
 
     /// True if any SSRC is tracked.

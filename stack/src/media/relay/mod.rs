@@ -72,6 +72,7 @@
 
 pub mod addr;
 pub mod leg;
+pub mod membership;
 pub mod receive;
 pub mod report;
 pub mod reports;

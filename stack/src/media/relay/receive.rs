@@ -237,10 +237,12 @@ impl Session {
             for packet in compound.packets() {
                 match packet {
                     RtcpPacket::SenderReport(sr) => {
+                        this.heard_rtcp_from(sr.ssrc(), now);
                         if let Some(stats) = this.stream_mut(sr.ssrc()) {
                             stats.record_sender_report(sr.sender_info().ntp_timestamp, now);
                         }
                     }
+                    RtcpPacket::ReceiverReport(rr) => this.heard_rtcp_from(rr.ssrc(), now),
                     RtcpPacket::Bye(bye) => this.heard_bye(bye.bye_sources(), now),
                     _ => {}
                 }

@@ -15,10 +15,13 @@
 //! asks of every compound. It goes from the leg's RTCP socket (its RTP
 //! socket under rtcp-mux) to where the leg's RTCP goes.
 //!
-//! Membership: a leg's session members are the SSRCs it tracks that have
-//! not said BYE, and the relay itself; they are also its senders. A BYE
-//! heard on the leg (`LegState::heard_bye`, from the RTCP path) takes
-//! its tracked sources out of the membership and of the report blocks.
+//! Membership ([`super::membership`]): a leg's session members are the
+//! relay itself and the SSRCs it tracks that have not said BYE and have
+//! not timed out (6.3.5: nothing heard, RTP or RTCP, for 5 deterministic
+//! intervals); its senders are the members that sent RTP within two. A
+//! BYE heard on the leg (`LegState::heard_bye`, from the RTCP path) takes
+//! its tracked sources out for good; a timeout until they are heard again.
+//! Either way they leave the report blocks.
 //!
 //! Timing ([`Timer`]): a leg is scheduled once it has a tracked SSRC (its
 //! first report an initial interval later). At each expiry the interval is
@@ -26,7 +29,8 @@
 //! random factor (6.3.6, timer reconsideration): the report goes out only
 //! if the last one (or the start) is at least that long ago, else the
 //! timer moves to that point. A BYE that shrinks the membership pulls the
-//! timer in (6.3.4, reverse reconsideration). The timers are checked from
+//! timer in (6.3.4, reverse reconsideration), as does a timeout, checked
+//! at every expiry once the next one is set. The timers are checked from
 //! the relay's poll by a round-robin cursor over the session slots, at
 //! most [`ReportConfig::sessions_per_poll`] sessions per poll, so the cost
 //! per poll does not grow with the number of sessions (a report is late by
@@ -40,17 +44,18 @@
 //!
 //! Invariants: no allocation and no panic; a report that cannot be sent is
 //! counted (`reports_failed`) and the leg rescheduled like after a sent one;
-//! a source that said BYE gets no report block and is not counted as a
-//! member.
+//! a source that said BYE or timed out gets no report block and is not
+//! counted as a member.
 
+use super::membership::timeouts;
 use super::timer::{Expiry, Timer};
 use super::{LegState, Relay};
 use crate::iface::{Interface, UdpContext};
 use crate::media::{Channel, LegSockets};
 use crate::port::{Buf, Port};
 use crate::rtp::{
-    rtcp_interval, update_avg_rtcp_size, write_bye, write_receiver_report, write_sdes_cname,
-    IntervalParams, ReportBlock,
+    deterministic_interval, rtcp_interval, update_avg_rtcp_size, write_bye, write_receiver_report,
+    write_sdes_cname, IntervalParams, ReportBlock,
 };
 use crate::time::Instant;
 use crate::udp::SocketId;
@@ -146,27 +151,53 @@ impl LegState {
             left |= self.mark_left(ssrc);
         }
         if left {
-            let members = members(senders(self));
+            let members = Group::of(self).members;
+            self.reports.timer.members_left(now, members);
+        }
+    }
+
+    /// RFC 3550 6.3.5 at `now`: members silent for `M * Td` time out,
+    /// members without RTP for `2 * Td` stop counting as senders, and if
+    /// the membership shrank the report timer is pulled in (reverse
+    /// reconsideration, as for a BYE).
+    fn time_out_members(&mut self, config: &ReportConfig, now: Instant) {
+        let receiver = IntervalParams {
+            we_sent: false,
+            initial: false,
+            ..params(config, &self.reports, Group::of(self))
+        };
+        let (member_timeout, sender_timeout) = timeouts(deterministic_interval(&receiver));
+        if self.check_membership(now, member_timeout, sender_timeout) {
+            let members = Group::of(self).members;
             self.reports.timer.members_left(now, members);
         }
     }
 }
 
-/// The leg's senders: its tracked SSRCs still in the session.
-fn senders(leg: &LegState) -> u32 {
-    u32::try_from(leg.member_count()).unwrap_or(u32::MAX)
+/// A leg's RTCP session as the interval sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Group {
+    /// Its members: the tracked SSRCs that are members, and ourselves.
+    members: u32,
+    /// Those of them that send RTP (never ourselves: `we_sent` is false).
+    senders: u32,
 }
 
-/// The session members of a leg with `senders`: they and ourselves.
-fn members(senders: u32) -> u32 {
-    senders.saturating_add(1)
+impl Group {
+    fn of(leg: &LegState) -> Group {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Group {
+            members: count(leg.member_count()).saturating_add(1),
+            senders: count(leg.sender_count()),
+        }
+    }
 }
 
-/// The interval's inputs for a leg that hears `senders` sources.
-fn params(config: &ReportConfig, state: &ReportState, senders: u32) -> IntervalParams {
+/// The interval's inputs for a leg whose session is `group`.
+fn params(config: &ReportConfig, state: &ReportState, group: Group) -> IntervalParams {
     IntervalParams {
-        members: members(senders),
-        senders,
+        members: group.members,
+        senders: group.senders,
         rtcp_bandwidth: f64::from(config.session_bandwidth) * RTCP_FRACTION / 8.0,
         we_sent: false,
         avg_rtcp_size: state.avg_size,
@@ -183,7 +214,8 @@ fn timer_work(leg: &LegState, now: Instant) -> bool {
 
 /// One leg's timer at `now`, with two random draws: started once the leg
 /// hears a source; at expiry reconsidered (6.3.6) and, if still due, a
-/// report sent through `send` and the next one scheduled.
+/// report sent through `send` and the next one scheduled; then silent
+/// members timed out (6.3.5).
 pub(super) fn run_timer(
     leg: &mut LegState,
     sockets: &LegSockets,
@@ -195,25 +227,27 @@ pub(super) fn run_timer(
     if !timer_work(leg, now) {
         return;
     }
-    let senders = senders(leg);
-    let p = params(config, &leg.reports, senders);
+    let group = Group::of(leg);
+    let p = params(config, &leg.reports, group);
     let interval = rtcp_interval(&p, factor(random[0]));
     let timer = &mut leg.reports.timer;
     if timer.next_due().is_none() {
         timer.start(now, interval, p.members);
         return;
     }
-    if timer.expire(now, interval, p.members) == Expiry::Postponed {
-        return;
+    if timer.expire(now, interval, p.members) == Expiry::Report {
+        send_compound(leg, sockets, now, false, send);
+        // The average size now counts this report, and it was not the first.
+        let after = IntervalParams {
+            initial: false,
+            ..params(config, &leg.reports, group)
+        };
+        let next = rtcp_interval(&after, factor(random[1]));
+        leg.reports.timer.sent(now, next);
     }
-    send_compound(leg, sockets, now, false, send);
-    // The average size now counts this report, and it was not the first.
-    let after = IntervalParams {
-        initial: false,
-        ..params(config, &leg.reports, senders)
-    };
-    let next = rtcp_interval(&after, factor(random[1]));
-    leg.reports.timer.sent(now, next);
+    // 6.3.5 at every expiry (at least once per interval, as it asks), once
+    // the next expiry is set: a shrunk membership then pulls that one in.
+    leg.time_out_members(config, now);
 }
 
 /// A uniform factor in [0.5, 1.5] from 64 random bits.
@@ -375,7 +409,11 @@ mod tests {
     #[test]
     fn a_g711_leg_gets_the_minimum_interval() {
         let state = ReportState::new(1);
-        let p = params(&ReportConfig::default(), &state, 1);
+        let group = Group {
+            members: 2,
+            senders: 1,
+        };
+        let p = params(&ReportConfig::default(), &state, group);
         // 400 B/s of RTCP, two members: 2 * 84 / 400 = 0.42 s, under the
         // 2.5 s initial minimum: 2.5 / (e - 1.5) = 2.052 s at factor 1.
         assert_eq!((p.members, p.senders), (2, 1));

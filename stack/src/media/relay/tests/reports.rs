@@ -87,8 +87,16 @@ fn echo_mode_reports_at_the_rfc_interval() {
         assert_eq!(rr.src, at(RELAY_IP, 30001), "from leg A's RTCP port");
         assert_eq!(rr.dst, at(A_IP, 5005), "to the sender's RTCP port");
         assert!(rr.cname, "an SDES CNAME follows the RR");
-        assert_eq!(rr.blocks.len(), 1);
-        assert_eq!(rr.blocks[0].ssrc, 0xa1);
+        // The source sent for 60 ms: a member for M * Td = 25 s, then
+        // timed out (6.3.5) at the first expiry after that, at most one
+        // interval (6.16 s) later; no block once it is out.
+        let quiet = rr.at.saturating_duration_since(start).as_secs_f64();
+        if quiet < 25.0 {
+            assert_eq!(rr.blocks.len(), 1, "at {quiet} s");
+            assert_eq!(rr.blocks[0].ssrc, 0xa1);
+        } else if quiet > 25.0 + 6.2 {
+            assert!(rr.blocks.is_empty(), "timed out, at {quiet} s");
+        }
         assert_ne!(rr.reporter, 0xa1, "our own SSRC");
         assert_eq!(rr.reporter, rrs[0].reporter, "one SSRC per leg");
     }
@@ -124,6 +132,46 @@ fn echo_mode_reports_at_the_rfc_interval() {
     // Leg B heard nothing: it reports nothing.
     assert_eq!(snapshot.sessions[0].legs[1].counters.reports_sent, 0);
     assert!(net.report().contains(&format!("reports {}", rrs.len())));
+}
+
+#[test]
+fn a_silent_source_times_out_of_the_reports_and_returns_when_heard() {
+    let mut net = Net::new(&one_call(false), echo(), 4096);
+    let a = at(A_IP, 5004);
+    let send = |net: &mut Net, seqs: core::ops::RangeInclusive<u16>| {
+        for seq in seqs {
+            net.send(a, 30000, &rtp(0xc3, seq));
+            net.run();
+            net.advance(20);
+        }
+    };
+    send(&mut net, 1..=3);
+    // RTCP from the source keeps it a member without RTP (6.3.5: RTP or
+    // RTCP), and only RTP keeps it a sender.
+    let rrs = net.run_until(secs(20), 10);
+    assert!(rrs.iter().all(|rr| rr.blocks.len() == 1));
+    net.send(at(A_IP, 5005), 30001, &sender_report(0xc3));
+    net.run();
+    let rrs = net.run_until(secs(40), 10);
+    assert!(rrs.iter().all(|rr| rr.blocks.len() == 1), "RTCP at 20 s");
+    // 25 s after the SR, plus at most one interval for the check.
+    let rrs = net.run_until(secs(60), 10);
+    let late: Vec<_> = rrs.iter().filter(|rr| rr.at > secs(20 + 25 + 7)).collect();
+    assert!(!late.is_empty() && late.iter().all(|rr| rr.blocks.is_empty()));
+    let members = net.relay.snapshot().sessions[0].legs[0].streams.len();
+    assert_eq!(members, 1, "still tracked and shown");
+    // RTP again: a member and reported at the next expiry's check.
+    send(&mut net, 4..=6);
+    let start = net.now;
+    let rrs = net.run_until(start + Duration::from_secs(15), 10);
+    let again = rrs
+        .iter()
+        .filter(|rr| rr.at > start + Duration::from_millis(6_200));
+    assert!(again.clone().count() > 0);
+    for rr in again {
+        assert_eq!(rr.blocks.len(), 1);
+        assert_eq!(rr.blocks[0].extended_highest_seq, 6);
+    }
 }
 
 #[test]
