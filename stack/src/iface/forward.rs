@@ -17,6 +17,7 @@
 //! cannot be sent is freed, counted and the caller told why; both ways put
 //! the same headers on the wire (a test compares them byte for byte).
 
+use super::buffers::cut_to_payload;
 use super::tx::{
     path_to, send_framed, transmit_ipv4, udp_ip_header, write_udp_headers, Out, SendError,
     FAST_HEADERS,
@@ -176,13 +177,7 @@ fn forward_general<P: Port>(
         core.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
-    let padding = buf.len().saturating_sub(end);
-    if padding > 0 {
-        buf.trim(padding);
-    }
-    if header_start > 0 {
-        buf.adjust(header_start);
-    }
+    cut_to_payload(&mut buf, header_start, end);
     let src_ip = if local.ip().is_unspecified() {
         path.source
     } else {

@@ -5,11 +5,11 @@
 //! Slow-path plumbing shared by protocols other than UDP, whose datagrams
 //! have their own paths in `tx.rs` and `tx6.rs`.
 
+use super::next_hop::send_to_neighbor;
 use super::tx::{self, Out, SendError};
 use super::tx6;
 use super::Core;
 use crate::counters::{DropReason, Stat};
-use crate::neighbor::Resolution;
 use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
@@ -172,26 +172,12 @@ pub(crate) fn send_ipv4<P: Port>(
     };
     let link = usize::from(hop.port);
     frame_ipv4(core, link, (src, dst), protocol, &mut buf)?;
-    match core.links[link].neighbors.resolve(hop.via, buf, now) {
-        Resolution::Ready(mut buf, mac) => {
-            tx::set_destination_mac(&mut buf, mac);
-            tx::transmit_ipv4(core, out, link, buf);
-            Ok(Some(CachedHop {
-                generation: core.generation(),
-                link,
-                mac,
-            }))
-        }
-        Resolution::QueuedSendRequest => {
-            tx::send_arp_request(core, out, link, hop.source, hop.via, None);
-            Ok(None)
-        }
-        Resolution::Queued => Ok(None),
-        Resolution::Full(_) => {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-            Err(SendError::NeighborUnresolved)
-        }
-    }
+    let mac = send_to_neighbor(core, out, now, link, (hop.source, hop.via), buf)?;
+    Ok(mac.map(|mac| CachedHop {
+        generation: core.generation(),
+        link,
+        mac,
+    }))
 }
 
 /// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv6 (a
@@ -214,26 +200,12 @@ pub(crate) fn send_ipv6<P: Port>(
         tx::set_destination_mac(&mut buf, multicast_mac(path.via));
         return tx6::transmit6(core, out, path.link, buf).map(|()| None);
     }
-    match core.links[path.link].neighbors6.resolve(path.via, buf, now) {
-        Resolution::Ready(mut buf, mac) => {
-            tx::set_destination_mac(&mut buf, mac);
-            tx6::transmit6(core, out, path.link, buf)?;
-            Ok(Some(CachedHop {
-                generation: generation6(core),
-                link: path.link,
-                mac,
-            }))
-        }
-        Resolution::QueuedSendRequest => {
-            tx6::send_solicitation(core, out, path.link, path.via, None);
-            Ok(None)
-        }
-        Resolution::Queued => Ok(None),
-        Resolution::Full(_) => {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-            Err(SendError::NeighborUnresolved)
-        }
-    }
+    let mac = send_to_neighbor(core, out, now, path.link, (path.source, path.via), buf)?;
+    Ok(mac.map(|mac| CachedHop {
+        generation: generation6(core),
+        link: path.link,
+        mac,
+    }))
 }
 
 /// The link a packet to `dst` leaves through (for allocating its buffer

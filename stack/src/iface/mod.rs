@@ -19,6 +19,7 @@
 //! link, as Linux does.
 
 mod app;
+mod buffers;
 mod config;
 mod control;
 mod deliver;
@@ -28,6 +29,7 @@ mod forward;
 mod inspect;
 mod ip_out;
 mod limit;
+mod next_hop;
 mod rx;
 mod rx6;
 pub mod tcp;

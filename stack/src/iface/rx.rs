@@ -3,13 +3,15 @@
 //! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
 //! table's hash probes, no panic (every view is checked before it is read).
 //! A frame ends in exactly one of: a reply pushed to the tx batch, a
-//! datagram handed back in `delivered`, or a counted drop.
+//! datagram handed back in `delivered`, or a counted drop. The step that
+//! hands a fragment to reassembly ([`reassemble`]) serves IPv6 too.
 
+use super::next_hop::release_waiting;
 use super::tx::{self, Out};
 use super::{ChecksumPolicy, Core};
-use crate::counters::{DropReason, Stat};
+use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
-use crate::reassembly::{Fragment, Key4, Reassembly};
+use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, PeerError, SocketId};
@@ -21,7 +23,7 @@ use crate::wire::icmpv4::{
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use crate::wire::WireError;
-use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 /// A datagram the receive path accepted, with its socket.
 pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
@@ -84,10 +86,7 @@ fn arp_input<P: Port>(
             core.links[link]
                 .neighbors
                 .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
-        for mut waiting in released {
-            tx::set_destination_mac(&mut waiting, arp.sender_mac);
-            tx::transmit_ipv4(core, out, link, waiting);
-        }
+        release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
     }
     match arp.operation {
         ArpOperation::Reply => core.counters.count(Stat::ArpInReplies),
@@ -189,23 +188,43 @@ fn ipv4_input<P: Port>(
         payload_len: local.total_len - local.header_len,
         ttl: ip.ttl(),
     };
-    let Some(port) = out.port(link) else {
-        return core.counters.count_drop(DropReason::EthNotForUs);
+    let reassembler = &mut core.reassembler;
+    let piece = (&buf, fragment);
+    let Some(whole) = reassemble(reassembler, &core.counters, out, link, now, piece) else {
+        return;
     };
-    match core.reassembler.add(port, &buf, fragment, now) {
-        Reassembly::Pending => {}
-        Reassembly::Dropped(reason) => core.counters.count_drop(reason),
-        Reassembly::Complete(whole) => {
-            core.counters.count(Stat::IpReasmOKs);
-            let total_len = whole.len() - ETH_LEN;
-            let local = Local {
-                header_len: IP_LEN,
-                total_len,
-                l4_checksum: ChecksumStatus::Unknown,
-                ..local
-            };
-            deliver_local(core, out, link, now, whole, eth_src, local, delivered);
+    core.counters.count(Stat::IpReasmOKs);
+    let local = Local {
+        header_len: IP_LEN,
+        total_len: whole.len() - ETH_LEN,
+        l4_checksum: ChecksumStatus::Unknown,
+        ..local
+    };
+    deliver_local(core, out, link, now, whole, eth_src, local, delivered);
+}
+
+/// Adds the fragment in `buf` to its datagram, IPv4 and IPv6 alike: the
+/// whole datagram once its last piece came, `None` while pieces are
+/// missing or when the fragment was dropped (counted).
+pub(super) fn reassemble<P: Port, K: FragmentKey>(
+    reassembler: &mut Reassembler<P::Buf, K>,
+    counters: &Counters,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    (buf, fragment): (&P::Buf, Fragment<K>),
+) -> Option<P::Buf> {
+    let Some(port) = out.port(link) else {
+        counters.count_drop(DropReason::EthNotForUs);
+        return None;
+    };
+    match reassembler.add(port, buf, fragment, now) {
+        Reassembly::Pending => None,
+        Reassembly::Dropped(reason) => {
+            counters.count_drop(reason);
+            None
         }
+        Reassembly::Complete(whole) => Some(whole),
     }
 }
 
@@ -348,14 +367,8 @@ fn icmp_error_input<B: Buf>(core: &mut Core<B>, link: usize, message: &[u8]) {
     let Some(socket) = core.udp.lookup(&key) else {
         return;
     };
-    let connected_to_peer = match core.udp.remote_addr(socket) {
-        Some(SocketAddr::V4(remote)) => remote == peer_addr,
-        Some(SocketAddr::V6(remote)) => {
-            remote.ip().to_ipv4_mapped() == Some(peer) && remote.port() == peer_port
-        }
-        None => false,
-    };
-    if connected_to_peer {
+    // IPv4-mapped peers of IPv6 sockets included.
+    if core.udp.peer_addr(socket) == Some(peer_addr) {
         let _ = core.socket_errors.try_push((socket, error));
     }
 }

@@ -9,7 +9,8 @@
 //! received buffer and go back to the Ethernet source (the previous hop),
 //! so answering resolves nothing.
 
-use super::rx::Delivered;
+use super::next_hop::release_waiting;
+use super::rx::{reassemble, Delivered};
 use super::tx::Out;
 use super::tx6::MIN_MTU;
 use super::tx6::{icmp6_error, Icmp6Error, Invoking};
@@ -17,7 +18,7 @@ use super::{ChecksumPolicy, Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
 use crate::counters::{DropReason, Stat};
 use crate::port::ChecksumStatus;
 use crate::port::{Buf, MacAddr, Port};
-use crate::reassembly::{Fragment, Key6, Reassembly};
+use crate::reassembly::{Fragment, Key6};
 use crate::route::Ipv6Cidr;
 use crate::route6::Route6;
 use crate::time::Duration;
@@ -274,18 +275,14 @@ fn reassemble6<P: Port>(
         payload_len,
         ttl: hop_limit,
     };
-    let Some(port) = out.port(link) else {
-        return core.counters.count_drop(DropReason::EthNotForUs);
+    let reassembler = &mut core.reassembler6;
+    let piece = (&buf, piece);
+    let Some(whole) = reassemble(reassembler, &core.counters, out, link, now, piece) else {
+        return;
     };
-    match core.reassembler6.add(port, &buf, piece, now) {
-        Reassembly::Pending => {}
-        Reassembly::Dropped(reason) => core.counters.count_drop(reason),
-        Reassembly::Complete(whole) => {
-            drop(buf);
-            core.counters.count(Stat::Ip6ReasmOKs);
-            local6_input(core, out, link, now, whole, eth_src, delivered, true);
-        }
-    }
+    drop(buf);
+    core.counters.count(Stat::Ip6ReasmOKs);
+    local6_input(core, out, link, now, whole, eth_src, delivered, true);
 }
 
 fn icmp6_input<P: Port>(
@@ -344,7 +341,7 @@ fn icmp6_input<P: Port>(
                         .neighbors6
                         .advertised(target, target_mac, solicited, override_, now);
                     if let Some(mac) = mac {
-                        super::tx6::release_waiting(core, out, link, waiting, mac);
+                        release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
                     }
                 }
             }
@@ -384,7 +381,7 @@ fn router_advert<P: Port>(
     let router = local.src;
     if let Some(mac) = advert.source_mac {
         let waiting = core.links[link].neighbors6.observe(router, mac, true, now);
-        super::tx6::release_waiting(core, out, link, waiting, mac);
+        release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
     }
     let ours = core.ra_default.is_some();
     if !ours && core.routes6.get(Ipv6Cidr::DEFAULT).is_some() {
@@ -574,7 +571,7 @@ fn solicitation<P: Port>(
         let waiting = core.links[link]
             .neighbors6
             .observe(local.src, mac, true, now);
-        super::tx6::release_waiting(core, out, link, waiting, mac);
+        release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
     }
     // The advertisement: to the solicitor, or to all nodes when the
     // solicitor has no address yet.

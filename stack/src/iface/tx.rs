@@ -7,9 +7,10 @@
 //! port-unreachable grows the datagram's headroom by 28 bytes to put new
 //! Ethernet, IPv4 and ICMP headers in front of the original IP header.
 
+use super::buffers::{cut_to_payload, new_frame, new_with_payload};
+use super::next_hop::send_to_neighbor;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
-use crate::neighbor::Resolution;
 use crate::port::{send_burst, Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::table::CachedRoute;
@@ -178,12 +179,10 @@ pub(crate) fn send_arp_request<P: Port>(
     let Some(mac) = core.links.get(link).map(|l| l.mac) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
-    let Some(mut buf) = out.alloc(link) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + ARP_LEN) else {
+        return;
     };
-    let Some(frame) = buf.append(ETH_LEN + ARP_LEN) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
+    let frame = buf.data_mut();
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_dst(to.unwrap_or(MacAddr::BROADCAST));
     eth.set_src(mac);
@@ -350,10 +349,6 @@ fn rebuild_udp_reply<P: Port>(
     (broadcast, tos): (bool, u8),
 ) {
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
-    let padding = buf.len().saturating_sub(payload.end);
-    if padding > 0 {
-        buf.trim(padding);
-    }
     let payload_len = payload.end.saturating_sub(payload.start);
     let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
@@ -366,9 +361,7 @@ fn rebuild_udp_reply<P: Port>(
     // Drop any IPv4 options: headers go right before the UDP header.
     let udp_start = payload.start.saturating_sub(UDP_LEN);
     let header_start = udp_start.saturating_sub(ETH_LEN + IP_LEN);
-    if header_start > 0 {
-        buf.adjust(header_start);
-    }
+    cut_to_payload(&mut buf, header_start, payload.end);
     let Some(frame) = buf
         .data_mut()
         .get_mut(..ETH_LEN + IP_LEN + UDP_LEN + payload_len)
@@ -612,16 +605,8 @@ pub(crate) fn send_udp<P: Port>(
 ) -> Result<(), SendError> {
     let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
     let path = path_to(core, socket, dst)?;
-    let mut buf = out.alloc(path.link).ok_or_else(|| {
-        core.counters.count_drop(DropReason::TxNoBuffer);
-        SendError::NoBuffer
-    })?;
-    if buf.headroom() < ETH_LEN + IP_LEN + UDP_LEN {
-        return Err(SendError::TooLarge);
-    }
-    buf.append(payload.len())
-        .ok_or(SendError::TooLarge)?
-        .copy_from_slice(payload);
+    let headers = ETH_LEN + IP_LEN + UDP_LEN;
+    let buf = new_with_payload(&core.counters, out, path.link, headers, payload)?;
     send_on_path(core, out, now, socket, local, dst, buf, path)
 }
 
@@ -698,30 +683,18 @@ pub(super) fn send_framed<P: Port>(
         transmit_ipv4(core, out, link, buf);
         return Ok(());
     }
-    match core.links[link].neighbors.resolve(path.via, buf, now) {
-        Resolution::Ready(mut buf, next_hop) => {
-            let route = CachedRoute {
-                dst: *dst.ip(),
-                generation: path.generation,
-                source: path.source,
-                mac: next_hop,
-                link: link as u16,
-            };
-            core.udp.remember_route(socket, route);
-            set_destination_mac(&mut buf, next_hop);
-            transmit_ipv4(core, out, link, buf);
-            Ok(())
-        }
-        Resolution::QueuedSendRequest => {
-            send_arp_request(core, out, link, path.source, path.via, None);
-            Ok(())
-        }
-        Resolution::Queued => Ok(()),
-        Resolution::Full(_) => {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-            Err(SendError::NeighborUnresolved)
-        }
+    let via = (path.source, path.via);
+    if let Some(mac) = send_to_neighbor(core, out, now, link, via, buf)? {
+        let route = CachedRoute {
+            dst: *dst.ip(),
+            generation: path.generation,
+            source: path.source,
+            mac,
+            link: link as u16,
+        };
+        core.udp.remember_route(socket, route);
     }
+    Ok(())
 }
 
 /// Sends a finished IPv4 frame out of `link`, fragmenting it if it exceeds
@@ -768,12 +741,11 @@ fn fragment<P: Port>(
     let chunk = (mtu.saturating_sub(IP_LEN) & !7).max(8);
     let pieces = payload.len().div_ceil(chunk);
     for (i, piece) in payload.chunks(chunk).enumerate() {
-        let Some(mut buf) = out.alloc(link) else {
-            return core.counters.count_drop(DropReason::TxNoBuffer);
+        let len = ETH_LEN + IP_LEN + piece.len();
+        let Some(mut buf) = new_frame(&core.counters, out, link, len) else {
+            return;
         };
-        let Some(frame) = buf.append(ETH_LEN + IP_LEN + piece.len()) else {
-            return core.counters.count_drop(DropReason::TxNoBuffer);
-        };
+        let frame = buf.data_mut();
         frame[..ETH_LEN].copy_from_slice(&data[..ETH_LEN]);
         frame[ETH_LEN + IP_LEN..].copy_from_slice(piece);
         let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]);

@@ -8,10 +8,11 @@
 //! answered from our own address on that link. Replies go back to the
 //! Ethernet source of the request.
 
+use super::buffers::{cut_to_payload, new_frame, new_with_payload};
+use super::next_hop::send_to_neighbor;
 use super::tx::{Out, SendError};
 use super::Core;
 use crate::counters::{DropReason, Stat};
-use crate::neighbor::Resolution;
 use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::addresses6;
@@ -177,13 +178,7 @@ pub(crate) fn reply_udp6<P: Port>(
     let Some(header_start) = payload.start.checked_sub(headers) else {
         return core.counters.count_drop(DropReason::UdpMalformed);
     };
-    let padding = buf.len().saturating_sub(payload.end);
-    if padding > 0 {
-        buf.trim(padding);
-    }
-    if header_start > 0 {
-        buf.adjust(header_start);
-    }
+    cut_to_payload(&mut buf, header_start, payload.end);
     let udp_len = UDP_LEN + payload.len();
     let frame = buf.data_mut();
     if frame.len() != headers + payload.len() {
@@ -360,16 +355,8 @@ pub(crate) fn send_udp6<P: Port>(
     payload: &[u8],
 ) -> Result<(), SendError> {
     let (local_port, path) = route_for(core, socket, &dst)?;
-    let Some(mut buf) = out.alloc(path.link) else {
-        core.counters.count_drop(DropReason::TxNoBuffer);
-        return Err(SendError::NoBuffer);
-    };
-    if buf.headroom() < ETH_LEN + IP6_LEN + UDP_LEN {
-        return Err(SendError::TooLarge);
-    }
-    buf.append(payload.len())
-        .ok_or(SendError::TooLarge)?
-        .copy_from_slice(payload);
+    let headers = ETH_LEN + IP6_LEN + UDP_LEN;
+    let buf = new_with_payload(&core.counters, out, path.link, headers, payload)?;
     let class = core.udp.tos(socket);
     send_on_path6(core, out, now, (local_port, class), path, dst, buf)
 }
@@ -478,13 +465,7 @@ pub(crate) fn forward_udp6<P: Port>(
         core.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
-    let padding = buf.len().saturating_sub(end);
-    if padding > 0 {
-        buf.trim(padding);
-    }
-    if header_start > 0 {
-        buf.adjust(header_start);
-    }
+    cut_to_payload(&mut buf, header_start, end);
     let class = core.udp.tos(from);
     let frame = buf.data_mut();
     if frame.len() != headers + udp_len - UDP_LEN {
@@ -546,21 +527,8 @@ fn send_framed6<P: Port>(
         super::tx::set_destination_mac(&mut buf, multicast_mac(path.via));
         return transmit6(core, out, path.link, buf);
     }
-    match core.links[path.link].neighbors6.resolve(path.via, buf, now) {
-        Resolution::Ready(mut buf, mac) => {
-            super::tx::set_destination_mac(&mut buf, mac);
-            transmit6(core, out, path.link, buf)
-        }
-        Resolution::QueuedSendRequest => {
-            send_solicitation(core, out, path.link, path.via, None);
-            Ok(())
-        }
-        Resolution::Queued => Ok(()),
-        Resolution::Full(_) => {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-            Err(SendError::NeighborUnresolved)
-        }
-    }
+    let via = (path.source, path.via);
+    send_to_neighbor(core, out, now, path.link, via, buf).map(|_| ())
 }
 
 /// Sends a finished IPv6 frame out of `link`, in fragments if it exceeds
@@ -663,12 +631,10 @@ fn send_nd<P: Port>(
     let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
-    let Some(mut buf) = out.alloc(link) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + IP6_LEN + len) else {
+        return;
     };
-    let Some(frame) = buf.append(ETH_LEN + IP6_LEN + len) else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    };
+    let frame = buf.data_mut();
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_dst(dst_mac);
     eth.set_src(our_mac);
@@ -713,10 +679,6 @@ pub(crate) fn send_solicitation<P: Port>(
     else {
         return core.counters.count_drop(DropReason::TxNoRoute);
     };
-    let solicitation = NdpRepr::Solicitation {
-        target,
-        source_mac: Some(our_mac),
-    };
     let (dst, dst_mac) = match to {
         Some(mac) => (target, mac),
         None => (
@@ -724,15 +686,11 @@ pub(crate) fn send_solicitation<P: Port>(
             multicast_mac(solicited_node(target)),
         ),
     };
-    let message = (solicitation.len(), |m: &mut [u8]| solicitation.emit(m));
-    send_nd(
-        core,
-        out,
-        link,
-        (source, dst, dst_mac),
-        message,
-        Stat::Icmp6OutNeighborSolicits,
-    );
+    let solicitation = NdpRepr::Solicitation {
+        target,
+        source_mac: Some(our_mac),
+    };
+    send_ns(core, out, link, (source, dst, dst_mac), solicitation);
 }
 
 /// Asks the link whether anyone uses `target`, which we want (duplicate
@@ -744,20 +702,26 @@ pub(crate) fn send_dad_solicitation<P: Port>(
     link: usize,
     target: Ipv6Addr,
 ) {
+    let group = solicited_node(target);
     let solicitation = NdpRepr::Solicitation {
         target,
         source_mac: None,
     };
-    let group = solicited_node(target);
+    let addressing = (Ipv6Addr::UNSPECIFIED, group, multicast_mac(group));
+    send_ns(core, out, link, addressing, solicitation);
+}
+
+/// Sends `solicitation` on `link`, addressed as [`send_nd`] takes it.
+fn send_ns<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    addressing: (Ipv6Addr, Ipv6Addr, MacAddr),
+    solicitation: NdpRepr,
+) {
     let message = (solicitation.len(), |m: &mut [u8]| solicitation.emit(m));
-    send_nd(
-        core,
-        out,
-        link,
-        (Ipv6Addr::UNSPECIFIED, group, multicast_mac(group)),
-        message,
-        Stat::Icmp6OutNeighborSolicits,
-    );
+    let stat = Stat::Icmp6OutNeighborSolicits;
+    send_nd(core, out, link, addressing, message, stat);
 }
 
 /// Asks the routers on `link` to advertise themselves (RFC 4861 6.3.7),
@@ -786,19 +750,4 @@ pub(crate) fn send_router_solicitation<P: Port>(
         message,
         Stat::Icmp6OutRouterSolicits,
     );
-}
-
-/// Sends the packets that waited for `neighbor` on `link` now that its MAC
-/// is known.
-pub(crate) fn release_waiting<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    waiting: impl IntoIterator<Item = P::Buf>,
-    mac: MacAddr,
-) {
-    for mut buf in waiting {
-        super::tx::set_destination_mac(&mut buf, mac);
-        let _ = transmit6(core, out, link, buf);
-    }
 }

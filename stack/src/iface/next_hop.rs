@@ -1,0 +1,140 @@
+//! Sending a finished frame to its next hop on a link, IPv4 and IPv6
+//! alike: the link's neighbour cache gives the MAC, or keeps the frame in
+//! the neighbour's bounded queue while a request (ARP, or a Neighbor
+//! Discovery solicitation) is out; once the neighbour answers, the frames
+//! that waited for it leave.
+//!
+//! The family-specific parts (which cache, how to ask, how to transmit)
+//! are the [`NextHopAddr`] implementations of `Ipv4Addr` and `Ipv6Addr`.
+//! Not per packet in the steady state: a socket or connection remembers
+//! its next hop's MAC and sends without asking the cache.
+
+use super::tx::{self, Out, SendError};
+use super::{tx6, Core, Link};
+use crate::counters::DropReason;
+use crate::neighbor::{NeighborAddr, NeighborCache, Resolution};
+use crate::port::{MacAddr, Port};
+use crate::time::Instant;
+use core::net::{Ipv4Addr, Ipv6Addr};
+
+/// An address family whose next hops a link's neighbour cache resolves.
+pub(super) trait NextHopAddr: NeighborAddr {
+    /// The link's neighbour cache for this family.
+    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Self>;
+
+    /// Asks the link who has `target`: an ARP request from `source`, or a
+    /// neighbour solicitation (whose source follows the target's prefix,
+    /// RFC 4861 7.2.2).
+    fn ask<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        source: Self,
+        target: Self,
+    );
+
+    /// Sends a frame whose Ethernet header is complete out of `link`
+    /// (fragmented if it exceeds the MTU).
+    fn transmit<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        buf: P::Buf,
+    ) -> Result<(), SendError>;
+}
+
+impl NextHopAddr for Ipv4Addr {
+    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv4Addr> {
+        &mut link.neighbors
+    }
+
+    fn ask<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        source: Ipv4Addr,
+        target: Ipv4Addr,
+    ) {
+        tx::send_arp_request(core, out, link, source, target, None);
+    }
+
+    fn transmit<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        buf: P::Buf,
+    ) -> Result<(), SendError> {
+        tx::transmit_ipv4(core, out, link, buf);
+        Ok(())
+    }
+}
+
+impl NextHopAddr for Ipv6Addr {
+    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv6Addr> {
+        &mut link.neighbors6
+    }
+
+    fn ask<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        _source: Ipv6Addr,
+        target: Ipv6Addr,
+    ) {
+        tx6::send_solicitation(core, out, link, target, None);
+    }
+
+    fn transmit<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        buf: P::Buf,
+    ) -> Result<(), SendError> {
+        tx6::transmit6(core, out, link, buf)
+    }
+}
+
+/// Sends the frame in `buf` to the neighbour `via` on `link`, asking for
+/// its MAC (from our `source`) if the cache does not know it. Returns the
+/// MAC when the frame left now (for the caller to remember), `None` when
+/// it waits; a full wait queue drops it, counted.
+pub(super) fn send_to_neighbor<P: Port, A: NextHopAddr>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    link: usize,
+    (source, via): (A, A),
+    buf: P::Buf,
+) -> Result<Option<MacAddr>, SendError> {
+    match A::cache(&mut core.links[link]).resolve(via, buf, now) {
+        Resolution::Ready(mut buf, mac) => {
+            tx::set_destination_mac(&mut buf, mac);
+            A::transmit(core, out, link, buf)?;
+            Ok(Some(mac))
+        }
+        Resolution::QueuedSendRequest => {
+            A::ask(core, out, link, source, via);
+            Ok(None)
+        }
+        Resolution::Queued => Ok(None),
+        Resolution::Full(_) => {
+            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            Err(SendError::NeighborUnresolved)
+        }
+    }
+}
+
+/// Sends the frames that waited for a neighbour of family `A` on `link`,
+/// now that its MAC is known.
+pub(super) fn release_waiting<P: Port, A: NextHopAddr>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    waiting: impl IntoIterator<Item = P::Buf>,
+    mac: MacAddr,
+) {
+    for mut buf in waiting {
+        tx::set_destination_mac(&mut buf, mac);
+        let _ = A::transmit(core, out, link, buf); // failures are counted inside
+    }
+}
