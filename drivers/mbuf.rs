@@ -220,9 +220,18 @@ impl Buf for Mbuf {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn rx_offload(&self) -> RxOffload {
         let flags = self.raw().ol_flags;
+        // Neither checksum checked (no offload, or a device without it: one
+        // test instead of decoding both fields, per packet).
+        if flags & (sys::RTE_MBUF_F_RX_IP_CKSUM_MASK | sys::RTE_MBUF_F_RX_L4_CKSUM_MASK) == 0 {
+            return RxOffload {
+                ip_checksum: ChecksumStatus::Unknown,
+                l4_checksum: ChecksumStatus::Unknown,
+                rss_hash: self.rss_hash(),
+            };
+        }
         RxOffload {
             ip_checksum: checksum_status(
                 flags,

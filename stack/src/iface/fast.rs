@@ -8,7 +8,7 @@
 //! reason, so drop accounting lives in one place. Per packet; owning lcore.
 
 use super::{ChecksumPolicy, Core};
-use crate::counters::Stat;
+use crate::counters::{Counters, Stat};
 use crate::port::{Buf, ChecksumStatus};
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, SocketId};
@@ -95,7 +95,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
                 + u64::from(word32(h, 14))
                 + u64::from(word32(h, 18))
                 + u64::from(word32(h, 22));
-            checksum::fold_small(sum) == 0xffff
+            checksum::sum_verifies(sum)
         }
     };
     let udp_ok = match (trust, offload.l4_checksum) {
@@ -105,7 +105,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
             word(h, 40) == 0 || {
                 let pseudo = addresses + 17 + udp_len as u64;
                 let sum = pseudo + checksum::accumulate_span(data, 34, 34 + udp_len);
-                checksum::fold_small(sum) == 0xffff
+                checksum::sum_verifies(sum)
             }
         }
     };
@@ -122,7 +122,9 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(socket) = core.udp.lookup(&key) else {
         return Fast::General(buf);
     };
-    let counters = &core.counters;
+    // The counters themselves, not the `Arc`: its pointer is read once,
+    // not again after each (atomic) store.
+    let counters: &Counters = &core.counters;
     counters.count(Stat::EthInFrames);
     counters.count(Stat::IpInReceives);
     counters.count(Stat::IpInDelivers);

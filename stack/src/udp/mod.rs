@@ -132,6 +132,16 @@ impl<B: Buf> Datagram<B> {
         SocketAddr::V4(source_v4(self.buf.data(), self.payload_start as usize))
     }
 
+    /// The sender if it came over IPv4 ([`Datagram::src`] without the
+    /// `SocketAddr`: per packet for a relay comparing it).
+    #[inline]
+    pub fn src_v4(&self) -> Option<SocketAddrV4> {
+        if self.v6 {
+            return None;
+        }
+        Some(source_v4(self.buf.data(), self.payload_start as usize))
+    }
+
     /// The sender of an IPv6 datagram.
     fn src6(&self) -> SocketAddr {
         let (ip, port) = addresses6(self.buf.data(), self.payload_start as usize);

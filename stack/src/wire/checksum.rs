@@ -186,6 +186,18 @@ pub fn fold_small(sum: u64) -> u16 {
     sum as u16
 }
 
+/// True if a running sum below 2^48 folds to 0xffff (`fold_small(sum) ==
+/// 0xffff`: the summed data, checksum field included, is correct), tested
+/// without folding. A ones' complement fold keeps the sum's remainder
+/// modulo 0xffff and is zero only for a zero sum, so it ends at 0xffff
+/// exactly when the sum is a non-zero multiple of 0xffff; the compiler
+/// tests that divisibility with one multiply and one compare.
+#[inline]
+pub fn sum_verifies(sum: u64) -> bool {
+    debug_assert!(sum < 1 << 48);
+    sum != 0 && sum % 0xffff == 0
+}
+
 /// Updates checksum `check` after a 16-bit word of the summed data changed
 /// from `old` to `new` (RFC 1624, equation 3), without re-summing.
 #[inline]
@@ -235,6 +247,28 @@ mod tests {
         }
         for edge in [0, 0xffff, 0x1_0000, 0xffff_ffff, 0xffff_ffff_ffff, 0x2_fffd] {
             assert_eq!(fold_small(edge), fold(edge), "{edge:#x}");
+        }
+    }
+
+    #[test]
+    fn sum_verifies_agrees_with_fold_small() {
+        let mut x = 0x1234_5678_9abcu64;
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1) >> 16;
+            assert_eq!(sum_verifies(x), fold_small(x) == 0xffff, "{x:#x}");
+            let multiple = x - x % 0xffff;
+            assert_eq!(sum_verifies(multiple), fold_small(multiple) == 0xffff);
+        }
+        for edge in [
+            0,
+            0xffff,
+            0x1_0000,
+            0x1_fffe,
+            0xffff_ffff,
+            0xffff_ffff_ffff,
+            0x2_fffd,
+        ] {
+            assert_eq!(sum_verifies(edge), fold_small(edge) == 0xffff, "{edge:#x}");
         }
     }
 

@@ -82,6 +82,25 @@ impl Compact {
         }
     }
 
+    /// True if this, of `family`, holds exactly the IPv4 `source`
+    /// ([`Compact::is`] for an IPv4 source, without building a
+    /// `SocketAddr`: per packet).
+    #[inline]
+    pub fn is_v4(&self, family: Family, source: SocketAddrV4) -> bool {
+        family == Family::V4 && self.port == source.port() && self.ip[..4] == source.ip().octets()
+    }
+
+    /// The address, of `family`, if it is an IPv4 one ([`Compact::get`]
+    /// without building a `SocketAddr`: per packet).
+    #[inline]
+    pub fn get_v4(&self, family: Family) -> Option<SocketAddrV4> {
+        if family != Family::V4 {
+            return None;
+        }
+        let [a, b, c, d, ..] = self.ip;
+        Some(SocketAddrV4::new(Ipv4Addr::new(a, b, c, d), self.port))
+    }
+
     /// The address, of `family`.
     #[inline]
     pub fn get(&self, family: Family) -> Stored {
@@ -125,13 +144,25 @@ mod tests {
         for a in addrs {
             let (c, f) = Compact::new(Some(a));
             assert_eq!(c.get(f), Stored::Here(Some(a)));
+            let v4 = match a {
+                SocketAddr::V4(v4) => Some(v4),
+                SocketAddr::V6(_) => None,
+            };
+            assert_eq!(c.get_v4(f), v4);
             assert!(c.is(f, &a));
+            if let SocketAddr::V4(v4) = a {
+                assert!(c.is_v4(f, v4));
+            }
             for b in addrs.iter().filter(|b| **b != a) {
                 assert!(!c.is(f, b), "{a} is not {b}");
+                if let SocketAddr::V4(v4) = b {
+                    assert!(!c.is_v4(f, *v4), "{a} is not {b}");
+                }
             }
         }
         let (none, f) = Compact::new(None);
         assert_eq!(none.get(f), Stored::Here(None));
+        assert_eq!(none.get_v4(f), None);
         assert!(!none.is(f, &addrs[3]));
         let scoped = SocketAddr::V6(SocketAddrV6::new("fe80::1".parse().unwrap(), 5004, 0, 3));
         let (c, f) = Compact::new(Some(scoped));

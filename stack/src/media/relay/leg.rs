@@ -42,7 +42,7 @@ use super::LegReport;
 use crate::media::{Latch, LatchConfig, Verdict};
 use crate::rtp::{Counters, ReceiveStats};
 use crate::time::{Duration, Instant};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, SocketAddrV4};
 
 /// SSRCs per leg with statistics (one, plus one change of source, e.g.
 /// after a re-INVITE or a transfer).
@@ -194,6 +194,13 @@ impl LegState {
         self.fwd.get(self.fwd_family)
     }
 
+    /// Where this leg's packets go if that is an IPv4 address (the line
+    /// holds every IPv4 address): [`LegState::forward_to`] without building
+    /// a `SocketAddr`. Per packet.
+    #[inline]
+    pub fn forward_to_v4(&self) -> Option<SocketAddrV4> {
+        self.fwd.get_v4(self.fwd_family)
+    }
     /// Where this leg's RTP goes (the latched peer, else the signalled
     /// one). Per packet.
     #[inline]
@@ -215,6 +222,24 @@ impl LegState {
         verdict
     }
 
+    /// [`LegState::observe_rtp`] for a packet from `source`, given first
+    /// as its IPv4 sender if it has one (`v4`): a settled leg compares that
+    /// without building the `SocketAddr`. Per packet.
+    #[inline]
+    pub fn observe_rtp_from(
+        &mut self,
+        v4: Option<SocketAddrV4>,
+        source: impl FnOnce() -> SocketAddr,
+        seq: u16,
+        now: Instant,
+    ) -> Verdict {
+        if let Some(v4) = v4 {
+            if self.settled && self.own.is_v4(self.own_family, v4) {
+                return Verdict::Peer;
+            }
+        }
+        self.observe_rtp(source(), seq, now)
+    }
     /// Judges an RTCP packet from `source` by the RTCP latch.
     #[inline]
     pub fn observe_rtcp(&mut self, source: SocketAddr, now: Instant) -> Verdict {

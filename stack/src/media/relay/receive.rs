@@ -27,8 +27,10 @@ use std::net::SocketAddr;
 impl Relay {
     /// Takes a batch of datagrams that reached `socket` (one of the
     /// relay's, see [`Relay::owns`]; others are counted as
-    /// `unknown_socket` and freed). Per packet.
-    #[inline]
+    /// `unknown_socket` and freed). Per packet. Not inlined (with
+    /// `WHOLE_BURSTS` the stack calls [`Relay::on_burst`] instead), so that
+    /// [`Relay::take`] is inlined into just the two loops.
+    #[inline(never)]
     pub fn on_datagrams<B: Buf, P: Port<Buf = B>>(
         &mut self,
         socket: SocketId,
@@ -45,6 +47,8 @@ impl Relay {
     /// datagram as [`Relay::on_datagrams`] takes it. Reading every
     /// session's state in a first pass, to overlap the cache misses, was
     /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
+    /// Inlined into the receive path, with [`Relay::take`] inlined in its
+    /// loop: no call per packet but the forward's.
     #[inline]
     pub fn on_burst<B: Buf, P: Port<Buf = B>>(
         &mut self,
@@ -58,9 +62,9 @@ impl Relay {
 
     /// One datagram: its session found by its socket (one O(1) lookup; with
     /// thousands of sessions consecutive datagrams rarely share a socket),
-    /// then relayed, echoed or counted as a drop. The per-packet path's one
-    /// call site.
-    #[inline]
+    /// then relayed, echoed or counted as a drop. Inlined into the two
+    /// loops that call it.
+    #[inline(always)]
     fn take<B: Buf, P: Port<Buf = B>>(
         &mut self,
         datagram: Datagram<B>,
@@ -106,14 +110,14 @@ fn latched<P: Port>(
     verdict: Verdict,
     options: &RelayOptions,
     socket: SocketId,
-    peer: SocketAddr,
+    peer: impl FnOnce() -> SocketAddr,
     ctx: &mut UdpContext<'_, P>,
 ) {
     if verdict == Verdict::Latched
         && options.connect_on_latch
         && options.latch.relatch_after.is_none()
     {
-        ctx.udp_connect(socket, peer);
+        ctx.udp_connect(socket, peer());
     }
 }
 
@@ -186,27 +190,38 @@ impl Session {
         } = header;
         let now = datagram.received_at();
         let (this, other) = self.pair(leg);
-        let source = datagram.src();
-        let verdict = this.observe_rtp(source, seq, now);
+        let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
         if this.take_dst_change() {
             other.set_forward(this.dst());
         }
         admit(verdict, this)?;
-        latched(verdict, options, legs[leg.index()].rtp, source, ctx);
+        latched(
+            verdict,
+            options,
+            legs[leg.index()].rtp,
+            || datagram.src(),
+            ctx,
+        );
         this.record(ssrc, pt, seq, timestamp, len, now, options.clock_rate);
         if options.echo {
             ctx.reply(datagram);
         } else {
-            let dst = match this.forward_to() {
-                Stored::Here(dst) => dst,
-                Stored::Elsewhere => other.dst(),
-            };
-            let dst = dst.ok_or(RelayDrop::NoPeer)?;
             let from = legs[leg.other().index()].rtp;
             // In the received buffer: headers rewritten, payload untouched
-            // (copied only for a change of IP version).
-            ctx.forward(datagram, from, dst)
-                .map_err(|_| RelayDrop::SendFailed)?;
+            // (copied only for a change of IP version). An IPv4 peer, the
+            // common case, first: no `SocketAddr` built on the way.
+            let sent = match this.forward_to_v4() {
+                Some(dst) => ctx.forward(datagram, from, dst),
+                None => {
+                    let dst = match this.forward_to() {
+                        Stored::Here(dst) => dst,
+                        Stored::Elsewhere => other.dst(),
+                    };
+                    let dst = dst.ok_or(RelayDrop::NoPeer)?;
+                    ctx.forward(datagram, from, dst)
+                }
+            };
+            sent.map_err(|_| RelayDrop::SendFailed)?;
         }
         this.count_forwarded();
         Ok(())
@@ -232,7 +247,7 @@ impl Session {
             let verdict = this.observe_rtcp(source, now);
             admit(verdict, this)?;
             if let Some(socket) = legs[leg.index()].rtcp {
-                latched(verdict, options, socket, source, ctx);
+                latched(verdict, options, socket, || source, ctx);
             }
             for packet in compound.packets() {
                 match packet {

@@ -178,3 +178,36 @@ fn lost_is_clamped_to_24_bits() {
     assert_eq!(clamp_lost_24(-0x80_0001), -0x80_0000);
     assert_eq!(clamp_lost_24(i64::MIN), -0x80_0000);
 }
+
+#[test]
+fn the_duplicate_window_remembers_every_packet_in_reach() {
+    // In-order packets with gaps of 1 to 4 (both ways of shifting the
+    // window), each followed by a late one 1..MAX_MISORDER-1 behind: a
+    // duplicate exactly when that number was heard before (either half
+    // of the window), else reordered (and heard from then on).
+    let mut s = SeqState::with_probation(1);
+    let mut heard = std::collections::HashSet::new();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |bound: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % bound
+    };
+    let mut max = 65_000u16; // wraps during the test
+    assert_eq!(s.update(max), InOrder);
+    heard.insert(max);
+    for _ in 0..20_000 {
+        max = max.wrapping_add(1 + next(4) as u16);
+        assert_eq!(s.update(max), InOrder);
+        heard.insert(max);
+        let late = max.wrapping_sub(1 + next(u64::from(MAX_MISORDER) - 1) as u16);
+        let want = if heard.insert(late) {
+            Reordered
+        } else {
+            Duplicate
+        };
+        assert_eq!(s.update(late), want, "{late} behind {max}");
+        assert_eq!(s.max_seq(), max);
+    }
+}
