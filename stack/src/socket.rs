@@ -411,6 +411,12 @@ impl<P: BufPool> UdpSocket<P> {
     pub fn wakeups(&self) -> u64 {
         self.queue.wakeups()
     }
+
+    /// Threads blocked in a receive on this socket right now (a group
+    /// member counts its group's readers).
+    pub fn blocked_readers(&self) -> usize {
+        self.queue.sleepers()
+    }
 }
 
 impl<P: BufPool> Drop for UdpSocket<P> {

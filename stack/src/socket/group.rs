@@ -196,6 +196,11 @@ impl<P: BufPool> UdpGroup<P> {
         self.queue.dropped()
     }
 
+    /// Threads blocked in a receive on the group right now.
+    pub fn blocked_readers(&self) -> usize {
+        self.queue.sleepers()
+    }
+
     fn check_member(&self, socket: SocketId) -> Result<(), SocketError> {
         if self.lock_members().contains(&socket) {
             Ok(())

@@ -92,6 +92,11 @@ impl<B: Buf> SocketQueue<B> {
         self.wakeups.load(Ordering::Relaxed)
     }
 
+    /// Threads blocked in a receive on this queue right now.
+    pub fn sleepers(&self) -> usize {
+        self.sleepers.load(Ordering::SeqCst)
+    }
+
     /// Datagrams waiting to be read.
     pub fn len(&self) -> usize {
         self.datagrams.len()

@@ -153,6 +153,18 @@ impl Drop for Lcore {
     }
 }
 
+/// Returns once `readers` (a socket's or group's `blocked_readers`) says
+/// a thread is blocked in a receive (bounded: a test whose reader never
+/// blocks fails on its own assertions later).
+fn wait_until_blocked(readers: impl Fn() -> usize) {
+    for _ in 0..5000 {
+        if readers() > 0 {
+            return;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn a_blocked_receiver_gets_a_whole_burst_with_one_wakeup() {
     let lcore = Lcore::start(64);
@@ -161,17 +173,21 @@ fn a_blocked_receiver_gets_a_whole_burst_with_one_wakeup() {
         .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
         .unwrap();
     lcore.wait_for_tx(1); // the announcement
-    let receiver = thread::spawn(move || {
-        let mut got = Vec::new();
-        while got.len() < 10 {
-            socket
-                .recv_batch(&mut got, 64, Some(Duration::from_secs(5)))
-                .unwrap();
-        }
-        let texts: Vec<Vec<u8>> = got.iter().map(|d| d.payload().to_vec()).collect();
-        (texts, socket.wakeups())
-    });
-    thread::sleep(Duration::from_millis(50)); // let it block
+    let socket = Arc::new(socket);
+    let receiver = {
+        let socket = Arc::clone(&socket);
+        thread::spawn(move || {
+            let mut got = Vec::new();
+            while got.len() < 10 {
+                socket
+                    .recv_batch(&mut got, 64, Some(Duration::from_secs(5)))
+                    .unwrap();
+            }
+            let texts: Vec<Vec<u8>> = got.iter().map(|d| d.payload().to_vec()).collect();
+            (texts, socket.wakeups())
+        })
+    };
+    wait_until_blocked(|| socket.blocked_readers());
     let frames: Vec<Vec<u8>> = (0..10u8).map(|i| frame_to(5000, &[i; 3])).collect();
     lcore.inject(&frames);
     let (texts, wakeups) = receiver.join().unwrap();
@@ -351,20 +367,22 @@ fn a_connected_socket_hears_icmp_errors_on_its_next_receive() {
         .udp_bind(SocketAddrV4::new(OUR_IP, 5001))
         .unwrap();
     // A receiver already waiting is woken by the error.
+    let connected = Arc::new(connected);
     let waiter = {
         let started = std::time::Instant::now();
+        let connected = Arc::clone(&connected);
         thread::spawn(move || {
             let mut buf = [0u8; 16];
             let result = connected.recv_from(&mut buf, Some(Duration::from_secs(5)));
-            (result, started.elapsed(), connected)
+            (result, started.elapsed())
         })
     };
-    thread::sleep(Duration::from_millis(20));
+    wait_until_blocked(|| connected.blocked_readers());
     lcore.inject(&[
         icmp_error_frame(3, 3, 5000, 53),
         icmp_error_frame(3, 3, 5001, 53),
     ]);
-    let (result, waited, connected) = waiter.join().unwrap();
+    let (result, waited) = waiter.join().unwrap();
     assert_eq!(
         result,
         Err(SocketError::Peer(PeerError::Refused)),
@@ -374,7 +392,7 @@ fn a_connected_socket_hears_icmp_errors_on_its_next_receive() {
     assert!(waited < Duration::from_secs(4), "woken, not timed out");
     // Reported once; the unconnected socket hears nothing.
     let mut buf = [0u8; 16];
-    for socket in [&connected, &unconnected] {
+    for socket in [&*connected, &unconnected] {
         assert_eq!(
             socket.recv_from(&mut buf, Some(Duration::from_millis(20))),
             Err(SocketError::TimedOut)

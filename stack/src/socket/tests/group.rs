@@ -29,20 +29,24 @@ fn a_group_receives_across_its_members_in_one_call_with_socket_and_time() {
         .udp_bind(SocketAddrV4::new(OUR_IP, 5003))
         .unwrap();
     lcore.wait_for_tx(1); // the announcement
-    let receiver = thread::spawn(move || {
-        let mut got = Vec::new();
-        while got.len() < 4 {
-            group
-                .recv_batch(&mut got, 64, Some(Duration::from_secs(5)))
-                .unwrap();
-        }
-        let seen: Vec<(SocketId, Vec<u8>, Instant)> = got
-            .iter()
-            .map(|d| (d.socket(), d.payload().to_vec(), d.received_at()))
-            .collect();
-        (seen, group)
-    });
-    thread::sleep(Duration::from_millis(20)); // let it block
+    let group = Arc::new(group);
+    let receiver = {
+        let group = Arc::clone(&group);
+        thread::spawn(move || {
+            let mut got = Vec::new();
+            while got.len() < 4 {
+                group
+                    .recv_batch(&mut got, 64, Some(Duration::from_secs(5)))
+                    .unwrap();
+            }
+            let seen: Vec<(SocketId, Vec<u8>, Instant)> = got
+                .iter()
+                .map(|d| (d.socket(), d.payload().to_vec(), d.received_at()))
+                .collect();
+            seen
+        })
+    };
+    wait_until_blocked(|| group.blocked_readers());
     lcore.inject(&[
         frame_to(5002, b"c"),
         frame_to(5000, b"a"),
@@ -50,7 +54,7 @@ fn a_group_receives_across_its_members_in_one_call_with_socket_and_time() {
         frame_to(5001, b"b"),
         frame_to(5000, b"a2"),
     ]);
-    let (seen, group) = receiver.join().unwrap();
+    let seen = receiver.join().unwrap();
     let order: Vec<(SocketId, Vec<u8>)> = seen.iter().map(|(s, p, _)| (*s, p.clone())).collect();
     assert_eq!(
         order,
@@ -171,8 +175,8 @@ fn an_icmp_error_for_a_connected_member_names_it() {
     group
         .connect(member, SocketAddrV4::new(PEER_IP, 53))
         .unwrap();
-    // Let the lcore apply the connect before the error arrives.
-    thread::sleep(Duration::from_millis(20));
+    // No wait for the lcore to apply the connect: a poll runs the queued
+    // commands before it receives, and the connect is queued first.
     lcore.inject(&[icmp_error_frame(3, 3, 5000, 53)]);
     let mut got = Vec::new();
     assert_eq!(
