@@ -104,8 +104,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         _ => {
             word(h, 40) == 0 || {
                 let pseudo = addresses + 17 + udp_len as u64;
-                let sum = pseudo + checksum::accumulate_span(data, 34, 34 + udp_len);
-                checksum::sum_verifies(sum)
+                checksum::span_verifies(data, 34, 34 + udp_len, pseudo)
             }
         }
     };

@@ -255,18 +255,24 @@ fn forward_general<P: Port>(
 /// read here).
 #[inline]
 fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: SocketAddrV4) {
+    // Every word is taken as it lies in memory (native order): the ones'
+    // complement sum does not depend on byte order, up to a swap (RFC 1071
+    // section 2(B)), so a checksum worked out and stored in native order
+    // is the big-endian one, and no word is byte-swapped on the way.
     let word = |h: &[u8; FAST_HEADERS], at: usize| {
-        u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
+        u64::from(u32::from_ne_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
     };
-    let ports = u32::from(src.port()) << 16 | u32::from(dst.port());
+    let [s0, s1] = src.port().to_be_bytes();
+    let [d0, d1] = dst.port().to_be_bytes();
+    let ports = [s0, s1, d0, d1];
     let old = [word(h, 26), word(h, 30), word(h, 34)];
     let new = [
-        u64::from(src.ip().to_bits()),
-        u64::from(dst.ip().to_bits()),
-        u64::from(ports),
+        u64::from(u32::from_ne_bytes(src.ip().octets())),
+        u64::from(u32::from_ne_bytes(dst.ip().octets())),
+        u64::from(u32::from_ne_bytes(ports)),
     ];
-    h[34..38].copy_from_slice(&ports.to_be_bytes());
-    let check = u16::from_be_bytes([h[40], h[41]]);
+    h[34..38].copy_from_slice(&ports);
+    let check = u16::from_ne_bytes([h[40], h[41]]);
     if check == 0 {
         return;
     }
@@ -277,7 +283,7 @@ fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: Socke
         + new.iter().sum::<u64>();
     let mut check = !checksum::fold_small(sum);
     if check == 0 {
-        check = 0xffff; // zero would mean "no checksum"
+        check = 0xffff; // zero would mean "no checksum" (in either order)
     }
-    h[40..42].copy_from_slice(&check.to_be_bytes());
+    h[40..42].copy_from_slice(&check.to_ne_bytes());
 }

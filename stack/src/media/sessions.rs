@@ -174,8 +174,9 @@ struct Slot {
 pub struct Entry<'a, T> {
     /// The session, leg and channel of the socket.
     pub endpoint: Endpoint,
-    /// The sockets of both legs (by [`Leg::index`]).
-    pub legs: [LegSockets; 2],
+    /// The sockets of both legs (by [`Leg::index`]), in the table (not
+    /// copied out per packet).
+    pub legs: &'a [LegSockets; 2],
     /// The session's state.
     pub value: &'a mut T,
 }
@@ -363,7 +364,7 @@ impl<T> SessionTable<T> {
         let (slot, leg, channel) = unpack(entry);
         let s = self.slots.get(slot as usize)?;
         let generation = s.generation;
-        let legs = s.legs?;
+        let legs = s.legs.as_ref()?;
         Some(Entry {
             endpoint: Endpoint {
                 session: SessionId { slot, generation },

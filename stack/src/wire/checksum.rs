@@ -103,6 +103,40 @@ pub fn accumulate_span(data: &[u8], start: usize, end: usize) -> u64 {
     if start < 8 || body.len() >= WIDE_FROM {
         return accumulate(0, body);
     }
+    let acc = span_le(data, body, end);
+    // Folded to 32 bits, not 16: the byte swap of a 32-bit word swaps each
+    // 16-bit half (to big-endian order) and exchanges the halves, which
+    // does not change their sum.
+    let (half, carry) = (acc as u32).overflowing_add((acc >> 32) as u32);
+    u64::from((half + u32::from(carry)).swap_bytes())
+}
+
+/// True if `pseudo` (a big-endian sum below 2^40, such as a pseudo-header's)
+/// plus the sum of `data[start..end]` verifies: the same answer as
+/// `sum_verifies(pseudo + accumulate_span(data, start, end))`, without
+/// folding or byte-swapping the span's sum. Modulo 0xffff, all a
+/// verification looks at, the span's little-endian sum is 256 times its
+/// big-endian one (a 16-bit word's byte swap is a multiplication by 2^8),
+/// so `pseudo` is shifted over instead; a 64-bit sum with end-around carry
+/// keeps its value modulo 0xffff, a factor of 2^64 - 1. Per received
+/// datagram.
+#[inline(always)]
+pub fn span_verifies(data: &[u8], start: usize, end: usize, pseudo: u64) -> bool {
+    let Some(body) = data.get(start..end) else {
+        return sum_verifies(pseudo);
+    };
+    if start < 8 || body.len() >= WIDE_FROM {
+        return sum_verifies(pseudo + accumulate(0, body));
+    }
+    let total = add_with_carry(span_le(data, body, end), pseudo << 8);
+    total != 0 && total % 0xffff == 0
+}
+
+/// The little-endian sum of `body`, which is `data[..end]`'s tail of fewer
+/// than [`WIDE_FROM`] bytes with at least 8 bytes before it (see
+/// [`accumulate_span`]), unfolded.
+#[inline(always)]
+fn span_le(data: &[u8], body: &[u8], end: usize) -> u64 {
     // One carry chain per block of words; the chains' carries out are
     // counted apart and added back once.
     let (mut acc, mut carries) = (0u64, 0u64);
@@ -132,11 +166,7 @@ pub fn accumulate_span(data: &[u8], start: usize, end: usize) -> u64 {
             acc = add_with_carry(acc, u64::from_le_bytes(*last) >> (8 * (8 - left)));
         }
     }
-    // Folded to 32 bits, not 16: the byte swap of a 32-bit word swaps each
-    // 16-bit half (to big-endian order) and exchanges the halves, which
-    // does not change their sum.
-    let (half, carry) = (acc as u32).overflowing_add((acc >> 32) as u32);
-    u64::from((half + u32::from(carry)).swap_bytes())
+    acc
 }
 
 /// Adds the little-endian 8-byte words of `block` (`N` a multiple of 8) to
@@ -385,6 +415,39 @@ mod tests {
             );
         }
         assert!(accumulate_span(&ones, 8, 500) < 1 << 32);
+    }
+
+    #[test]
+    fn a_span_verifies_as_its_folded_sum_does() {
+        let data: Vec<u8> = (0..600u32)
+            .map(|i| (i as u8).wrapping_mul(151) ^ 0x5a)
+            .collect();
+        for start in 0..20 {
+            for end in (start..data.len()).step_by(7) {
+                let sum = accumulate_span(&data, start, end);
+                // A pseudo sum that makes it verify, and a few that do not.
+                let complement = u64::from(!fold(sum));
+                for pseudo in [complement, complement + 0xffff, complement + 1, 25, 0] {
+                    assert_eq!(
+                        span_verifies(&data, start, end, pseudo),
+                        sum_verifies(pseudo + sum),
+                        "{start}..{end} + {pseudo:#x}"
+                    );
+                }
+            }
+        }
+        let ones = vec![0xffu8; 600];
+        for (start, end) in [(8, 600), (9, 200), (8, 72), (14, 599)] {
+            let sum = accumulate_span(&ones, start, end);
+            for pseudo in [u64::from(!fold(sum)), 0xffff, 1 << 39] {
+                assert_eq!(
+                    span_verifies(&ones, start, end, pseudo),
+                    sum_verifies(pseudo + sum),
+                    "{start}..{end} + {pseudo:#x}"
+                );
+            }
+        }
+        assert!(!span_verifies(&data, 590, 700, 0), "out of range");
     }
 
     #[test]

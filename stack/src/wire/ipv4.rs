@@ -189,25 +189,35 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         } else {
             0
         };
-        let ver_tos_len = 0x45 << 24 | u32::from(header.tos) << 16 | u32::from(total);
-        let ident_flags = u32::from(header.ident) << 16 | u32::from(flags);
-        let ttl_proto = u32::from(header.ttl) << 24 | u32::from(header.protocol) << 16;
-        let (src, dst) = (header.src.to_bits(), header.dst.to_bits());
+        // Each word as its bytes lie on the wire, read in native order:
+        // the ones' complement sum does not depend on byte order, up to a
+        // swap (RFC 1071 section 2(B)), so the checksum is summed and
+        // stored in native order, and the addresses are not swapped at all.
+        let [t0, t1] = total.to_be_bytes();
+        let [i0, i1] = header.ident.to_be_bytes();
+        let [f0, f1] = flags.to_be_bytes();
+        let ver_tos_len = u32::from_ne_bytes([0x45, header.tos, t0, t1]);
+        let ident_flags = u32::from_ne_bytes([i0, i1, f0, f1]);
+        let ttl_proto = u32::from_ne_bytes([header.ttl, header.protocol, 0, 0]);
+        let (src, dst) = (
+            u32::from_ne_bytes(header.src.octets()),
+            u32::from_ne_bytes(header.dst.octets()),
+        );
         let sum = [ver_tos_len, ident_flags, ttl_proto, src, dst]
             .iter()
             .map(|&w| u64::from(w))
             .sum::<u64>();
-        let check = !checksum::fold_small(sum);
+        let [c0, c1] = (!checksum::fold_small(sum)).to_ne_bytes();
         let words = [
             ver_tos_len,
             ident_flags,
-            ttl_proto | u32::from(check),
+            ttl_proto | u32::from_ne_bytes([0, 0, c0, c1]),
             src,
             dst,
         ];
         let mut h = [0u8; HEADER_LEN];
         for (bytes, word) in h.chunks_exact_mut(4).zip(words) {
-            bytes.copy_from_slice(&word.to_be_bytes());
+            bytes.copy_from_slice(&word.to_ne_bytes());
         }
         if let Some(b) = self.bytes_mut().first_chunk_mut::<HEADER_LEN>() {
             *b = h;

@@ -177,9 +177,12 @@ impl LegState {
     /// [`LegState::set_forward`] is then due.
     #[inline]
     pub fn take_dst_change(&mut self) -> bool {
-        let changed = self.streams_used & DST_CHANGED != 0;
+        // Per packet: written only when set (a test, not a store a packet).
+        if self.streams_used & DST_CHANGED == 0 {
+            return false;
+        }
         self.streams_used &= !DST_CHANGED;
-        changed
+        true
     }
 
     /// Sets where this leg's packets go (the other leg's `dst`).

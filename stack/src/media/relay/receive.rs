@@ -85,7 +85,7 @@ impl Relay {
             count(drops, RelayDrop::UnknownSocket);
             return;
         };
-        if let Err(reason) = value.receive(endpoint, &legs, datagram, options, ctx) {
+        if let Err(reason) = value.receive(endpoint, legs, datagram, options, ctx) {
             count(drops, reason);
             let leg = value.legs[endpoint.leg.index()].counters_mut();
             leg.dropped = leg.dropped.saturating_add(1);
