@@ -48,8 +48,10 @@ use std::net::{SocketAddr, SocketAddrV4};
 /// after a re-INVITE or a transfer).
 pub const SSRCS_PER_LEG: usize = 2;
 
-/// `streams_used`: the last stream's index.
+/// `streams_used`: the last stream's index; `LAST` itself, an index past
+/// `streams`, until the first stream is in use.
 const LAST: u8 = 0x07;
+const _: () = assert!(SSRCS_PER_LEG < LAST as usize);
 /// `streams_used`: `dst` changed.
 const DST_CHANGED: u8 = 0x08;
 
@@ -107,9 +109,10 @@ pub struct LegState {
     /// The RTP latch holds its peer for good: packets from `dst` are the
     /// peer's without asking the latch.
     settled: bool,
-    /// Bits 0-2: the stream the last packet belonged to (checked first);
-    /// bit 3: `dst` changed since [`LegState::take_dst_change`] last
-    /// asked; bits 4-7: streams in use (the first ones of `streams`).
+    /// Bits 0-2: the stream the last packet belonged to (checked first;
+    /// [`LAST`], past the end, before any stream is in use); bit 3: `dst`
+    /// changed since [`LegState::take_dst_change`] last asked; bits 4-7:
+    /// streams in use (the first ones of `streams`, never fewer later).
     streams_used: u8,
     /// Per SSRC, filled in order (from byte 48: the first stream's hot
     /// fields end in line 1). No `Option` around them: its tag would sit
@@ -149,7 +152,7 @@ impl LegState {
             own_family: Family::None,
             fwd_family: Family::None,
             settled: false,
-            streams_used: 0,
+            streams_used: LAST,
             streams: [ReceiveStats::new(0, 0), ReceiveStats::new(0, 0)],
             dst: None,
             rtp,
@@ -306,15 +309,14 @@ impl LegState {
         arrival: Instant,
         default_rate: u32,
     ) {
+        // The last stream's index is of a stream in use, or past
+        // `streams` (none in use yet): no count of streams needed.
         let last = usize::from(self.streams_used & LAST);
-        let used = usize::from(self.streams_used >> 4);
-        if last < used {
-            if let Some(stream) = self.streams.get_mut(last) {
-                if stream.ssrc() == ssrc {
-                    // `streams_used` stays as it is.
-                    stream.record(seq, timestamp, payload_len, arrival);
-                    return;
-                }
+        if let Some(stream) = self.streams.get_mut(last) {
+            if stream.ssrc() == ssrc {
+                // `streams_used` stays as it is.
+                stream.record(seq, timestamp, payload_len, arrival);
+                return;
             }
         }
         self.record_other(ssrc, pt, seq, timestamp, payload_len, arrival, default_rate);
