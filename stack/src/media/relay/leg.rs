@@ -337,7 +337,7 @@ impl LegState {
         default_rate: u32,
     ) {
         let used = usize::from(self.streams_used >> 4);
-        let index = match self.used().iter().position(|s| s.ssrc() == ssrc) {
+        let index = match self.index_of(ssrc) {
             Some(i) => i,
             None if used < SSRCS_PER_LEG => {
                 let rate = clock_rate(pt, default_rate);
