@@ -5,7 +5,7 @@
 //! `name value`. Control path only.
 //!
 //! ```text
-//! session s0 leg A peer 127.0.0.1:40000 latched yes relatches 0 forwarded 250 rtcp 0 rtcp-forwarded 0 foreign 0 untracked 0 dropped 0
+//! session s0 leg A peer 127.0.0.1:40000 latched yes relatches 0 forwarded 250 rtcp 0 rtcp-forwarded 0 foreign 0 untracked 0 retired 0 dropped 0
 //! session s0 leg A ssrc 0x50000000 packets 250 bytes 40000 expected 249 lost 0 loss 0.00% jitter 0.250ms jitter-units 2 out-of-order 0 duplicates 0 discarded 1 resyncs 0
 //! total sessions 1 active 1 packets 250 bytes 40000 lost 0 forwarded 250 rtcp 0 dropped 0
 //! total leg A forwarded 250 rtcp-forwarded 0 dropped 0

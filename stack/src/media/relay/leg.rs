@@ -24,16 +24,18 @@
 //! latches are only changed here); the session keeps each leg's `fwd` equal
 //! to the other leg's `dst` ([`super::Session::new`] and the receive path
 //! after each change). At most
-//! [`SSRCS_PER_LEG`] SSRCs get statistics (fixed storage, nothing
-//! allocated per packet); packets of further SSRCs are relayed but only
-//! counted in `untracked`. Each SSRC's clock rate is fixed by the payload
+//! [`SSRCS_PER_LEG`] SSRCs get statistics at a time (fixed storage,
+//! nothing allocated per packet). A new SSRC takes a free slot, else the
+//! slot of a stream that is no longer a member (its figures move to the
+//! leg's `retired_*` counters, so totals keep them); with every slot held
+//! by a member, its packets are relayed but only counted in `untracked`. Each SSRC's clock rate is fixed by the payload
 //! type of its first packet: RFC 3551's static types have theirs, every
 //! other type gets the configured default (`--clock-rate`). Counters only
 //! grow (saturating). A tracked SSRC that said BYE or timed out stays
-//! tracked (its statistics keep counting and are still shown) but is no
-//! longer one of the leg's session members ([`LegState::members_mut`]):
-//! reports leave it out (after a BYE for good, after a timeout until it
-//! is heard again).
+//! tracked (its statistics keep counting and are still shown) until a new
+//! SSRC needs its slot, but is no longer one of the leg's session members
+//! ([`LegState::members_mut`]): reports leave it out (after a BYE for
+//! good, after a timeout until it is heard again).
 
 use super::addr::{Compact, Family, Stored};
 use super::membership::Membership;
@@ -82,8 +84,18 @@ pub struct LegCounters {
     pub rtcp_forwarded: u64,
     /// Packets from another source than the latched peer (dropped).
     pub foreign: u64,
-    /// Packets of SSRCs beyond [`SSRCS_PER_LEG`] (relayed, no statistics).
+    /// Packets of SSRCs that found no statistics slot: all
+    /// [`SSRCS_PER_LEG`] held by members (relayed, no statistics).
     pub untracked: u64,
+    /// Streams whose slot went to a newer SSRC after they left (BYE) or
+    /// timed out; their figures are kept in `retired_*`.
+    pub retired: u64,
+    /// Packets of the retired streams.
+    pub retired_packets: u64,
+    /// Payload bytes of the retired streams.
+    pub retired_bytes: u64,
+    /// Cumulative loss of the retired streams.
+    pub retired_lost: i64,
     /// Packets that reached this leg and were dropped, for any reason.
     pub dropped: u64,
     /// RTCP receiver reports of our own sent to the peer.
@@ -339,15 +351,22 @@ impl LegState {
         let used = usize::from(self.streams_used >> 4);
         let index = match self.index_of(ssrc) {
             Some(i) => i,
-            None if used < SSRCS_PER_LEG => {
-                let rate = clock_rate(pt, default_rate);
-                self.streams[used] = ReceiveStats::new(ssrc, rate);
-                self.membership.added(used, arrival);
-                used
-            }
             None => {
-                self.counters.untracked = self.counters.untracked.saturating_add(1);
-                return;
+                let free = if used < SSRCS_PER_LEG {
+                    Some(used)
+                } else {
+                    self.retire_a_former_member()
+                };
+                let Some(free) = free else {
+                    self.counters.untracked = self.counters.untracked.saturating_add(1);
+                    return;
+                };
+                let rate = clock_rate(pt, default_rate);
+                if let Some(slot) = self.streams.get_mut(free) {
+                    *slot = ReceiveStats::new(ssrc, rate);
+                }
+                self.membership.added(free, arrival);
+                free
             }
         };
         // index < SSRCS_PER_LEG (2), used <= 2: each fits its nibble.
@@ -356,6 +375,21 @@ impl LegState {
         if let Some(stream) = self.streams.get_mut(index) {
             stream.record(seq, timestamp, payload_len, arrival);
         }
+    }
+
+    /// With every slot in use: frees the slot of the first stream that is
+    /// no longer a member (it said BYE or timed out), adding its figures
+    /// to the leg's `retired_*` counters, and returns its index. `None` if
+    /// every tracked stream is a member.
+    fn retire_a_former_member(&mut self) -> Option<usize> {
+        let index = (0..self.used().len()).find(|&i| !self.membership.is_member(i))?;
+        let gone = self.streams.get(index)?.counters();
+        let c = &mut self.counters;
+        c.retired = c.retired.saturating_add(1);
+        c.retired_packets = c.retired_packets.saturating_add(gone.packets);
+        c.retired_bytes = c.retired_bytes.saturating_add(gone.bytes);
+        c.retired_lost = c.retired_lost.saturating_add(gone.lost);
+        Some(index)
     }
 
     /// The streams in use.
@@ -506,6 +540,36 @@ mod tests {
         assert_eq!(clock_rate(9, 48000), 8000, "G.722's RTP clock is 8000");
         assert_eq!(clock_rate(31, 48000), 90000);
         assert_eq!(clock_rate(111, 48000), 48000);
+    }
+
+    #[test]
+    fn a_new_ssrc_takes_the_slot_of_one_that_left_and_its_figures_are_kept() {
+        let mut leg = leg(None, false);
+        let t = Instant::ZERO;
+        let send = |leg: &mut LegState, ssrc: u32, packets: u16| {
+            for seq in 0..packets {
+                leg.record(ssrc, 0, seq, u32::from(seq) * 160, 160, t, 8000);
+            }
+        };
+        send(&mut leg, 1, 3);
+        send(&mut leg, 2, 4);
+        // Both members: a third source has no slot.
+        send(&mut leg, 3, 1);
+        assert_eq!(leg.counters().untracked, 1);
+        // Source 1 says BYE (a transfer): the next new source takes its slot.
+        assert!(leg.mark_left(1));
+        send(&mut leg, 3, 5);
+        let ssrcs: Vec<u32> = leg.streams().map(|s| s.ssrc).collect();
+        assert_eq!(ssrcs, [3, 2]);
+        assert_eq!(leg.stream_mut(3).map(|s| s.counters().packets), Some(5));
+        assert_eq!(leg.member_count(), 2, "the newcomer is a member");
+        let c = leg.counters();
+        assert_eq!((c.retired, c.retired_packets), (1, 3));
+        assert_eq!(c.retired_bytes, 3 * 160);
+        assert_eq!(c.untracked, 1, "no more untracked packets");
+        // And source 1, heard again, is a new source with no free slot.
+        send(&mut leg, 1, 1);
+        assert_eq!(leg.counters().untracked, 2);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! tests can pick them out.
 //!
 //! ```text
-//! session call leg A peer 10.0.0.2:5004 latched yes forwarded 250 rtcp 2 rtcp-forwarded 2 foreign 0 untracked 0 dropped 0
+//! session call leg A peer 10.0.0.2:5004 latched yes relatches 0 forwarded 250 rtcp 2 rtcp-forwarded 2 foreign 0 untracked 0 retired 0 dropped 0
 //! session call leg A ssrc 0x1a2b3c4d packets 250 bytes 40000 expected 249 lost 0 loss 0.00% jitter 0.250ms jitter-units 2 out-of-order 0 duplicates 0 discarded 1 resyncs 0
 //! total sessions 1 active 1 packets 250 bytes 40000 lost 0 forwarded 250 rtcp 2 dropped 0
 //! relay drops: none
@@ -136,7 +136,7 @@ pub fn leg_lines(out: &mut String, name: &str, leg: &str, report: &LegReport) {
     let _ = writeln!(
         out,
         "session {name} leg {leg} peer {peer} latched {} relatches {} forwarded {} rtcp {} \
-         rtcp-forwarded {} foreign {} untracked {} dropped {}",
+         rtcp-forwarded {} foreign {} untracked {} retired {} dropped {}",
         if report.latched { "yes" } else { "no" },
         report.relatches,
         c.forwarded,
@@ -144,6 +144,7 @@ pub fn leg_lines(out: &mut String, name: &str, leg: &str, report: &LegReport) {
         c.rtcp_forwarded,
         c.foreign,
         c.untracked,
+        c.retired,
         c.dropped
     );
     if c.reports_sent > 0 || c.reports_failed > 0 {
@@ -200,6 +201,10 @@ impl Totals {
             self.bytes += s.counters.bytes;
             self.lost += s.counters.lost;
         }
+        // Streams whose slot a newer SSRC took still count.
+        self.packets += leg.counters.retired_packets;
+        self.bytes += leg.counters.retired_bytes;
+        self.lost += leg.counters.retired_lost;
         self.forwarded += leg.counters.forwarded;
         self.rtcp += leg.counters.rtcp;
         self.dropped += leg.counters.dropped;

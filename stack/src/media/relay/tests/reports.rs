@@ -395,4 +395,30 @@ fn a_bye_received_on_a_leg_takes_its_source_out_of_the_reports() {
     }
     let leg = &net.relay.snapshot().sessions[0].legs[0];
     assert_eq!(leg.streams.len(), 2, "its statistics stay");
+    // A third source (after a transfer) takes the slot of the one that
+    // left, is reported on, and the leaver's figures stay in the totals.
+    let mut later = Vec::new();
+    for seq in 1..=300u16 {
+        net.send(a, 30000, &rtp(0xa3, seq));
+        net.send(a, 30000, &rtp(0xa2, seq + 100));
+        net.advance(20);
+        let now = net.now;
+        later.extend(net.run().iter().filter_map(|s| parse_rr(s, now)));
+    }
+    let last = later.last().expect("reports while the third source sends");
+    assert_eq!(covered(last), vec![0xa3, 0xa2]);
+    let snapshot = net.relay.snapshot();
+    let leg = &snapshot.sessions[0].legs[0];
+    let ssrcs: Vec<u32> = leg.streams.iter().map(|s| s.ssrc).collect();
+    assert_eq!(ssrcs, [0xa3, 0xa2]);
+    assert_eq!(
+        (leg.counters.retired, leg.counters.retired_packets),
+        (1, 20)
+    );
+    assert_eq!(leg.counters.untracked, 0);
+    let streams: u64 = leg.streams.iter().map(|s| s.counters.packets).sum();
+    let text = super::super::report::render(&snapshot, &["call".to_owned()]);
+    let total = super::super::report::field(&text, "total ", "packets");
+    assert_eq!(total, i64::try_from(streams + 20).ok(), "{text}");
+    assert!(text.contains(" retired 1 "), "{text}");
 }
