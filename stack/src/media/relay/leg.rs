@@ -366,6 +366,8 @@ impl LegState {
                     *slot = ReceiveStats::new(ssrc, rate);
                 }
                 self.membership.added(free, arrival);
+                // Heard in RTCP first: a member as a stream from now on.
+                self.membership.forget_listener(ssrc);
                 free
             }
         };
@@ -420,11 +422,13 @@ impl LegState {
             .map(|(_, stream)| stream)
     }
 
-    /// How many tracked SSRCs are session members (ourselves not counted).
+    /// How many SSRCs are session members (ourselves not counted): the
+    /// tracked ones that are, and the RTCP-only participants.
     pub fn member_count(&self) -> usize {
-        (0..self.used().len())
+        let streams = (0..self.used().len())
             .filter(|&i| self.membership.is_member(i))
-            .count()
+            .count();
+        streams + self.membership.listener_count()
     }
 
     /// How many of the members send RTP (6.3.5's sender timeout).
@@ -438,14 +442,18 @@ impl LegState {
     /// a member until now (tracked, no BYE before, not timed out). Off the
     /// per-packet path.
     pub fn mark_left(&mut self, ssrc: u32) -> bool {
-        self.index_of(ssrc)
-            .is_some_and(|index| self.membership.mark_left(index))
+        match self.index_of(ssrc) {
+            Some(index) => self.membership.mark_left(index),
+            None => self.membership.forget_listener(ssrc),
+        }
     }
 
-    /// Notes RTCP from `ssrc` at `now` (it counts as heard from).
+    /// Notes an SR or RR from `ssrc` at `now`: it counts as heard from,
+    /// and if it sends no RTP here, as an RTCP-only member.
     pub fn heard_rtcp_from(&mut self, ssrc: u32, now: Instant) {
-        if let Some(index) = self.index_of(ssrc) {
-            self.membership.heard_rtcp(index, now);
+        match self.index_of(ssrc) {
+            Some(index) => self.membership.heard_rtcp(index, now),
+            None => self.membership.heard_listener(ssrc, now),
         }
     }
 
@@ -607,6 +615,23 @@ mod tests {
         assert_eq!(leg.stream_mut(7).map(|s| s.counters().packets), Some(2));
         assert_eq!(leg.streams().count(), 2);
         assert_eq!(leg.member_count(), 1);
+    }
+
+    #[test]
+    fn an_rtcp_only_participant_is_a_member_once() {
+        let mut leg = leg(None, false);
+        leg.heard_rtcp_from(0x77, Instant::ZERO);
+        assert_eq!((leg.member_count(), leg.sender_count()), (1, 0));
+        // Then it sends RTP: one member, now a tracked stream.
+        leg.record(0x77, 0, 1, 160, 160, Instant::ZERO, 8000);
+        assert_eq!((leg.member_count(), leg.sender_count()), (1, 1));
+        assert!(leg.mark_left(0x77));
+        assert_eq!(leg.member_count(), 0);
+        // A receive-only participant's BYE.
+        leg.heard_rtcp_from(0x78, Instant::ZERO);
+        assert_eq!(leg.member_count(), 1);
+        assert!(leg.mark_left(0x78) && !leg.mark_left(0x78));
+        assert_eq!(leg.member_count(), 0);
     }
 
     #[test]

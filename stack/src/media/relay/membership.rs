@@ -17,8 +17,16 @@
 //! interval, as 6.3.5 asks. RTCP from a tracked SSRC is stamped when it
 //! arrives ([`Membership::heard_rtcp`]).
 //!
+//! RTCP-only participants (6.3.3 counts any SSRC heard in RTP or RTCP: a
+//! receive-only endpoint sends receiver reports and no RTP) are members
+//! too: up to [`LISTENERS_PER_LEG`] SSRCs heard only in SR/RR packets are
+//! kept with the time they were last heard, leave on their BYE, time out
+//! after `M * Td` like the rest, and are dropped from the list once they
+//! send RTP (they are then a tracked stream).
+//!
 //! Invariants: no allocation, no panic; indexes at or beyond
-//! [`SSRCS_PER_LEG`] are ignored; a BYE'd stream is never a member again.
+//! [`SSRCS_PER_LEG`] are ignored; a BYE'd stream is never a member again;
+//! an SSRC is never both a listener and a stream the leg added since.
 
 use super::leg::SSRCS_PER_LEG;
 use crate::time::{Duration, Instant};
@@ -26,6 +34,10 @@ use crate::time::{Duration, Instant};
 /// 6.3.5's `M`: members silent for this many deterministic intervals time
 /// out.
 pub const TIMEOUT_MULTIPLIER: u32 = 5;
+
+/// RTCP-only participants a leg counts as members at most (more are not
+/// counted).
+pub const LISTENERS_PER_LEG: usize = 2;
 
 // One bit per stream in each mask.
 const _: () = assert!(SSRCS_PER_LEG <= 8);
@@ -59,6 +71,9 @@ pub struct Membership {
     /// Bit i: stream i sent no RTP within the sender timeout.
     not_sending: u8,
     activity: [Activity; SSRCS_PER_LEG],
+    /// RTCP-only participants: their SSRC and when RTCP from them last
+    /// arrived.
+    listeners: [Option<(u32, Instant)>; LISTENERS_PER_LEG],
 }
 
 /// The bit of stream `index` (0 for an index beyond the streams).
@@ -122,9 +137,41 @@ impl Membership {
         }
     }
 
+    /// RTCP (an SR or RR) from `ssrc`, which the leg does not track as a
+    /// stream, arrived at `now`: an RTCP-only member from now on, while
+    /// there is room.
+    pub fn heard_listener(&mut self, ssrc: u32, now: Instant) {
+        if let Some(entry) = self
+            .listeners
+            .iter_mut()
+            .flatten()
+            .find(|(s, _)| *s == ssrc)
+        {
+            entry.1 = now;
+        } else if let Some(free) = self.listeners.iter_mut().find(|l| l.is_none()) {
+            *free = Some((ssrc, now));
+        }
+    }
+
+    /// `ssrc` is no RTCP-only participant any more (its BYE, or its first
+    /// RTP made it a stream). True if it was one.
+    pub fn forget_listener(&mut self, ssrc: u32) -> bool {
+        let found = self
+            .listeners
+            .iter_mut()
+            .find(|l| l.is_some_and(|(s, _)| s == ssrc));
+        found.map(|l| l.take()).is_some()
+    }
+
+    /// How many RTCP-only participants are members.
+    pub fn listener_count(&self) -> usize {
+        self.listeners.iter().flatten().count()
+    }
+
     /// The 6.3.5 check at `now`, given each tracked stream's packet count
     /// (stream `i` is the `i`th item): notes new RTP, times members and
-    /// senders out. True if a member timed out (the membership shrank).
+    /// senders out, RTCP-only participants too. True if a member timed out
+    /// (the membership shrank).
     pub fn check(
         &mut self,
         packets: impl Iterator<Item = u64>,
@@ -148,6 +195,12 @@ impl Membership {
             let silent = now.saturating_duration_since(activity.last_heard()) > member_timeout;
             if silent && (self.left | self.timed_out) & b == 0 {
                 self.timed_out |= b;
+                shrank = true;
+            }
+        }
+        for listener in &mut self.listeners {
+            if listener.is_some_and(|(_, at)| now.saturating_duration_since(at) > member_timeout) {
+                *listener = None;
                 shrank = true;
             }
         }
@@ -231,6 +284,25 @@ mod tests {
         // Stream 1's silence does not shrink the membership it left.
         assert!(!m.check([3, 2].into_iter(), secs(100), MEMBER, SENDER));
         assert!(!m.is_member(1) && m.is_sender(0));
+    }
+
+    #[test]
+    fn rtcp_only_participants_are_members_until_bye_timeout_or_rtp() {
+        let mut m = Membership::default();
+        m.heard_listener(0x51, secs(0));
+        m.heard_listener(0x52, secs(0));
+        m.heard_listener(0x53, secs(0));
+        assert_eq!(m.listener_count(), 2, "room for two");
+        m.heard_listener(0x51, secs(20));
+        // 0x52 silent for more than M * Td: gone, the membership shrank.
+        assert!(!m.check(core::iter::empty(), secs(25), MEMBER, SENDER));
+        assert!(m.check(core::iter::empty(), secs(26), MEMBER, SENDER));
+        assert_eq!(m.listener_count(), 1);
+        // 0x51, heard at 20 s, leaves by BYE (or becomes a stream).
+        assert!(m.forget_listener(0x51));
+        assert!(!m.forget_listener(0x51));
+        assert_eq!(m.listener_count(), 0);
+        assert!(!m.check(core::iter::empty(), secs(60), MEMBER, SENDER));
     }
 
     #[test]

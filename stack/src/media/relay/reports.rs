@@ -16,12 +16,13 @@
 //! socket under rtcp-mux) to where the leg's RTCP goes.
 //!
 //! Membership ([`super::membership`]): a leg's session members are the
-//! relay itself and the SSRCs it tracks that have not said BYE and have
-//! not timed out (6.3.5: nothing heard, RTP or RTCP, for 5 deterministic
-//! intervals); its senders are the members that sent RTP within two. A
-//! BYE heard on the leg (`LegState::heard_bye`, from the RTCP path) takes
-//! its tracked sources out for good; a timeout until they are heard again.
-//! Either way they leave the report blocks.
+//! relay itself, the SSRCs it tracks that have not said BYE and have not
+//! timed out (6.3.5: nothing heard, RTP or RTCP, for 5 deterministic
+//! intervals), and RTCP-only participants (SSRCs heard only in SR/RR, two
+//! at most); its senders are the members that sent RTP within two
+//! intervals. A BYE heard on the leg (`LegState::heard_bye`, from the RTCP
+//! path) takes its sources out for good; a timeout until they are heard
+//! again. Either way they leave the report blocks.
 //!
 //! Timing ([`Timer`]): a leg is scheduled once it has a tracked SSRC (its
 //! first report an initial interval later). At each expiry the interval is
@@ -177,7 +178,8 @@ impl LegState {
 /// A leg's RTCP session as the interval sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Group {
-    /// Its members: the tracked SSRCs that are members, and ourselves.
+    /// Its members: the tracked SSRCs that are members, the RTCP-only
+    /// participants, and ourselves.
     members: u32,
     /// Those of them that send RTP (never ourselves: `we_sent` is false).
     senders: u32,
