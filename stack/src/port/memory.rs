@@ -69,32 +69,39 @@ impl Drop for MemBuf {
 }
 
 impl Buf for MemBuf {
+    #[inline]
     fn data(&self) -> &[u8] {
         &self.bytes[self.start..self.end]
     }
 
+    #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
         &mut self.bytes[self.start..self.end]
     }
 
+    #[inline]
     fn len(&self) -> usize {
         self.end - self.start
     }
 
+    #[inline]
     fn headroom(&self) -> usize {
         self.start
     }
 
+    #[inline]
     fn tailroom(&self) -> usize {
         self.bytes.len() - self.end
     }
 
+    #[inline]
     fn prepend(&mut self, len: usize) -> Option<&mut [u8]> {
         let start = self.start.checked_sub(len)?;
         self.start = start;
         Some(&mut self.bytes[start..start + len])
     }
 
+    #[inline]
     fn append(&mut self, len: usize) -> Option<&mut [u8]> {
         if len > self.tailroom() {
             return None;
@@ -104,6 +111,7 @@ impl Buf for MemBuf {
         Some(&mut self.bytes[old_end..self.end])
     }
 
+    #[inline]
     fn adjust(&mut self, len: usize) -> bool {
         if len > self.len() {
             return false;
@@ -112,6 +120,7 @@ impl Buf for MemBuf {
         true
     }
 
+    #[inline]
     fn trim(&mut self, len: usize) -> bool {
         if len > self.len() {
             return false;
@@ -120,6 +129,7 @@ impl Buf for MemBuf {
         true
     }
 
+    #[inline]
     fn rx_offload(&self) -> RxOffload {
         self.offload
     }
