@@ -23,12 +23,12 @@
 //! never re-latches, after every change made through this type (the
 //! latches are only changed here); the session keeps each leg's `fwd` equal
 //! to the other leg's `dst` ([`super::Session::new`] and the receive path
-//! after each change). At most
-//! [`SSRCS_PER_LEG`] SSRCs get statistics at a time (fixed storage,
-//! nothing allocated per packet). A new SSRC takes a free slot, else the
-//! slot of a stream that is no longer a member (its figures move to the
-//! leg's `retired_*` counters, so totals keep them); with every slot held
-//! by a member, its packets are relayed but only counted in `untracked`. Each SSRC's clock rate is fixed by the payload
+//! after each change). At most [`SSRCS_PER_LEG`] SSRCs get statistics at a
+//! time (fixed storage, nothing allocated per packet). A new SSRC takes a
+//! free slot, else the slot of a stream that is no longer a member (its
+//! figures move to the leg's `retired_*` counters, so totals keep them);
+//! with every slot held by a member, its packets are relayed but only
+//! counted in `untracked`. Each SSRC's clock rate is fixed by the payload
 //! type of its first packet: RFC 3551's static types have theirs, every
 //! other type gets the configured default (`--clock-rate`). Counters only
 //! grow (saturating). A tracked SSRC that said BYE or timed out stays
