@@ -36,9 +36,13 @@ fn word(h: &[u8; HEADERS], at: usize) -> u16 {
     u16::from_be_bytes([h[at], h[at + 1]])
 }
 
+/// A 32-bit word read little-endian, for checksums: the ones' complement
+/// sum of such words is the big-endian one times 256 modulo 0xffff (a byte
+/// swap of a 16-bit word), which verifies exactly when the big-endian sum
+/// does, without a byte swap per word (see [`checksum::span_verifies_le`]).
 #[inline]
-fn word32(h: &[u8; HEADERS], at: usize) -> u32 {
-    u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]])
+fn word32_le(h: &[u8; HEADERS], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
 }
 
 #[inline]
@@ -63,7 +67,11 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // not a fragment (MF clear, offset 0), total length within the frame.
     let frame_len = data.len();
     let total = usize::from(word(h, 16));
-    let plain = h[..6] == our_mac.0
+    // Our MAC as a 4- and a 2-byte compare, each straight against the
+    // frame (not both assembled into 48-bit values first).
+    let [m0, m1, m2, m3, m4, m5] = our_mac.0;
+    let plain = h[..4] == [m0, m1, m2, m3]
+        && h[4..6] == [m4, m5]
         && h[12..14] == [0x08, 0x00]
         && h[14] == 0x45
         && h[23] == crate::wire::ipv4::protocol::UDP
@@ -84,17 +92,15 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     }
     let offload = buf.rx_offload();
     let trust = core.config.checksum == ChecksumPolicy::TrustOffload;
+    // Both checksums are verified on little-endian sums ([`word32_le`]).
     // The addresses are summed once, for the header and the pseudo-header
     // (each 32-bit word folds like its two 16-bit halves).
-    let addresses = u64::from(src_ip.to_bits()) + u64::from(dst_ip.to_bits());
+    let addresses = word32_le(h, 26) + word32_le(h, 30);
     let ip_ok = match (trust, offload.ip_checksum) {
         (true, ChecksumStatus::Good) => true,
         (true, ChecksumStatus::Bad) => false,
         _ => {
-            let sum = addresses
-                + u64::from(word32(h, 14))
-                + u64::from(word32(h, 18))
-                + u64::from(word32(h, 22));
+            let sum = addresses + word32_le(h, 14) + word32_le(h, 18) + word32_le(h, 22);
             checksum::sum_verifies(sum)
         }
     };
@@ -103,8 +109,9 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         (true, ChecksumStatus::Bad) => false,
         _ => {
             word(h, 40) == 0 || {
-                let pseudo = addresses + 17 + udp_len as u64;
-                checksum::span_verifies(data, 34, 34 + udp_len, pseudo)
+                // Protocol and length, big-endian values, times 256.
+                let pseudo_le = addresses + ((17 + udp_len as u64) << 8);
+                checksum::span_verifies_le(data, 34, 34 + udp_len, pseudo_le)
             }
         }
     };

@@ -111,24 +111,27 @@ pub fn accumulate_span(data: &[u8], start: usize, end: usize) -> u64 {
     u64::from((half + u32::from(carry)).swap_bytes())
 }
 
-/// True if `pseudo` (a big-endian sum below 2^40, such as a pseudo-header's)
-/// plus the sum of `data[start..end]` verifies: the same answer as
-/// `sum_verifies(pseudo + accumulate_span(data, start, end))`, without
-/// folding or byte-swapping the span's sum. Modulo 0xffff, all a
-/// verification looks at, the span's little-endian sum is 256 times its
-/// big-endian one (a 16-bit word's byte swap is a multiplication by 2^8),
-/// so `pseudo` is shifted over instead; a 64-bit sum with end-around carry
-/// keeps its value modulo 0xffff, a factor of 2^64 - 1. Per received
-/// datagram.
+/// True if `pseudo_le` plus the sum of `data[start..end]` verifies, where
+/// `pseudo_le` is a little-endian sum below 2^47 (such as a pseudo-header
+/// whose words were read with `from_le_bytes`, its byte-order-dependent
+/// constants shifted left by 8): the same answer as `sum_verifies(pseudo +
+/// accumulate_span(data, start, end))` for the big-endian sum `pseudo` it
+/// stands for. Modulo 0xffff, all a verification looks at, a little-endian
+/// sum is 256 times the big-endian one (a 16-bit word's byte swap is a
+/// multiplication by 2^8, and 256 is invertible modulo 0xffff), so neither
+/// the span's sum nor the pseudo-header is folded or byte-swapped; a
+/// 64-bit sum with end-around carry keeps its value modulo 0xffff, a
+/// factor of 2^64 - 1. Per received datagram.
 #[inline(always)]
-pub fn span_verifies(data: &[u8], start: usize, end: usize, pseudo: u64) -> bool {
+pub fn span_verifies_le(data: &[u8], start: usize, end: usize, pseudo_le: u64) -> bool {
     let Some(body) = data.get(start..end) else {
-        return sum_verifies(pseudo);
+        return sum_verifies(pseudo_le);
     };
     if start < 8 || body.len() >= WIDE_FROM {
-        return sum_verifies(pseudo + accumulate(0, body));
+        // `accumulate`'s sum is big-endian and below 2^17.
+        return sum_verifies(pseudo_le + (accumulate(0, body) << 8));
     }
-    let total = add_with_carry(span_le(data, body, end), pseudo << 8);
+    let total = add_with_carry(span_le(data, body, end), pseudo_le);
     total != 0 && total % 0xffff == 0
 }
 
@@ -429,7 +432,7 @@ mod tests {
                 let complement = u64::from(!fold(sum));
                 for pseudo in [complement, complement + 0xffff, complement + 1, 25, 0] {
                     assert_eq!(
-                        span_verifies(&data, start, end, pseudo),
+                        span_verifies_le(&data, start, end, pseudo << 8),
                         sum_verifies(pseudo + sum),
                         "{start}..{end} + {pseudo:#x}"
                     );
@@ -441,13 +444,13 @@ mod tests {
             let sum = accumulate_span(&ones, start, end);
             for pseudo in [u64::from(!fold(sum)), 0xffff, 1 << 39] {
                 assert_eq!(
-                    span_verifies(&ones, start, end, pseudo),
+                    span_verifies_le(&ones, start, end, pseudo << 8),
                     sum_verifies(pseudo + sum),
                     "{start}..{end} + {pseudo:#x}"
                 );
             }
         }
-        assert!(!span_verifies(&data, 590, 700, 0), "out of range");
+        assert!(!span_verifies_le(&data, 590, 700, 0), "out of range");
     }
 
     #[test]
