@@ -143,8 +143,10 @@ fn forward_cached<P: Port>(
         return Err(SendError::TooLarge);
     }
     let src = SocketAddrV4::new(src_ip, send.port);
-    readdress_plain(h, (src, dst), ident, udp_len, mtu, send.tos);
+    // The Ethernet header first, while both addresses are fresh in
+    // registers (written after the others, they were kept on the stack).
     write_ethernet(h, route.mac, our_mac);
+    readdress_plain(h, (src, dst), ident, udp_len, mtu, send.tos);
     core.counters.count(Stat::UdpOutDatagrams);
     core.counters.count(Stat::UdpForwardedInPlace);
     if IP_LEN + udp_len <= mtu {
@@ -262,9 +264,9 @@ fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: Socke
     let word = |h: &[u8; FAST_HEADERS], at: usize| {
         u64::from(u32::from_ne_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
     };
-    let [s0, s1] = src.port().to_be_bytes();
-    let [d0, d1] = dst.port().to_be_bytes();
-    let ports = [s0, s1, d0, d1];
+    // Both ports as one big-endian word: built once, stored and summed
+    // whole.
+    let ports = (u32::from(src.port()) << 16 | u32::from(dst.port())).to_be_bytes();
     let old = [word(h, 26), word(h, 30), word(h, 34)];
     let new = [
         u64::from(u32::from_ne_bytes(src.ip().octets())),
@@ -277,10 +279,12 @@ fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: Socke
         return;
     }
     // Subtracting a 32-bit word in ones' complement adds its complement,
-    // which folds like the complements of its two halves.
-    let sum = u64::from(!check)
-        + old.iter().map(|&w| w ^ 0xffff_ffff).sum::<u64>()
-        + new.iter().sum::<u64>();
+    // 0xffff_ffff - w, which folds like the complements of its two halves
+    // (and the old checksum's complement is 0xffff - check): the same sum
+    // with the complements' constants added once and each word subtracted,
+    // no complement per word.
+    const COMPLEMENTS: u64 = 0xffff + 3 * 0xffff_ffff;
+    let sum = COMPLEMENTS + new.iter().sum::<u64>() - u64::from(check) - old.iter().sum::<u64>();
     let mut check = !checksum::fold_small(sum);
     if check == 0 {
         check = 0xffff; // zero would mean "no checksum" (in either order)
