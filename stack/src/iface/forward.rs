@@ -285,9 +285,6 @@ fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: Socke
     // no complement per word.
     const COMPLEMENTS: u64 = 0xffff + 3 * 0xffff_ffff;
     let sum = COMPLEMENTS + new.iter().sum::<u64>() - u64::from(check) - old.iter().sum::<u64>();
-    let mut check = !checksum::fold_small(sum);
-    if check == 0 {
-        check = 0xffff; // zero would mean "no checksum" (in either order)
-    }
+    let check = checksum::udp_complement(sum);
     h[40..42].copy_from_slice(&check.to_ne_bytes());
 }

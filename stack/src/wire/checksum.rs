@@ -231,6 +231,17 @@ pub fn sum_verifies(sum: u64) -> bool {
     sum != 0 && sum % 0xffff == 0
 }
 
+/// The UDP checksum field for a running sum (any `u64`): the complement
+/// of its fold, with zero, which would mean "no checksum", sent as
+/// 0xffff (RFC 768), in either byte order. A fold keeps the sum's
+/// remainder modulo 0xffff, in 1..=0xffff for a non-zero sum (0 for
+/// zero), so this is 0xffff minus the remainder: one multiply, not a
+/// fold's steps and a test. Per forwarded datagram.
+#[inline]
+pub fn udp_complement(sum: u64) -> u16 {
+    (0xffff - sum % 0xffff) as u16
+}
+
 /// Updates checksum `check` after a 16-bit word of the summed data changed
 /// from `old` to `new` (RFC 1624, equation 3), without re-summing.
 #[inline]
@@ -302,6 +313,33 @@ mod tests {
             0x2_fffd,
         ] {
             assert_eq!(sum_verifies(edge), fold_small(edge) == 0xffff, "{edge:#x}");
+        }
+    }
+
+    #[test]
+    fn udp_complement_is_the_complemented_fold_never_zero() {
+        let expected = |sum: u64| match !fold(sum) {
+            0 => 0xffff,
+            check => check,
+        };
+        let mut x = 0x1234_5678_9abcu64;
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            for sum in [x, x >> 16, x - x % 0xffff, (x >> 16) - (x >> 16) % 0xffff] {
+                assert_eq!(udp_complement(sum), expected(sum), "{sum:#x}");
+            }
+        }
+        for edge in [
+            0,
+            1,
+            0xfffe,
+            0xffff,
+            0x1_0000,
+            0x1_fffe,
+            u64::MAX,
+            u64::MAX - 1,
+        ] {
+            assert_eq!(udp_complement(edge), expected(edge), "{edge:#x}");
         }
     }
 
