@@ -242,6 +242,16 @@ pub fn udp_complement(sum: u64) -> u16 {
     (0xffff - sum % 0xffff) as u16
 }
 
+/// The complement of a non-zero running sum's fold, `!fold(sum)` (a
+/// header's checksum field), in one multiply rather than a fold's steps: a
+/// fold of a non-zero sum is the one value in 1..=0xffff congruent to it
+/// modulo 0xffff, `(sum - 1) % 0xffff + 1`. Per datagram sent.
+#[inline]
+pub fn complement_nonzero(sum: u64) -> u16 {
+    debug_assert!(sum != 0);
+    (0xfffe - sum.wrapping_sub(1) % 0xffff) as u16
+}
+
 /// Updates checksum `check` after a 16-bit word of the summed data changed
 /// from `old` to `new` (RFC 1624, equation 3), without re-summing.
 #[inline]
@@ -313,6 +323,30 @@ mod tests {
             0x2_fffd,
         ] {
             assert_eq!(sum_verifies(edge), fold_small(edge) == 0xffff, "{edge:#x}");
+        }
+    }
+
+    #[test]
+    fn complement_nonzero_is_the_complemented_fold() {
+        let mut x = 0x1234_5678_9abcu64;
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            for sum in [x, x >> 16, x - x % 0xffff, (x >> 16) - (x >> 16) % 0xffff] {
+                if sum != 0 {
+                    assert_eq!(complement_nonzero(sum), !fold(sum), "{sum:#x}");
+                }
+            }
+        }
+        for edge in [
+            1,
+            0xfffe,
+            0xffff,
+            0x1_0000,
+            0x1_fffe,
+            u64::MAX,
+            u64::MAX - 1,
+        ] {
+            assert_eq!(complement_nonzero(edge), !fold(edge), "{edge:#x}");
         }
     }
 

@@ -207,7 +207,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
             .iter()
             .map(|&w| u64::from(w))
             .sum::<u64>();
-        let [c0, c1] = (!checksum::fold_small(sum)).to_ne_bytes();
+        // Never zero: the first word holds 0x45.
+        let [c0, c1] = checksum::complement_nonzero(sum).to_ne_bytes();
         let words = [
             ver_tos_len,
             ident_flags,
