@@ -134,11 +134,13 @@ fn forward_cached<P: Port>(
     };
     let ident = core.ident();
     let frame = buf.data_mut();
-    let udp_len = frame.len().saturating_sub(ETH_LEN + IP_LEN);
+    let frame_len = frame.len();
     let Some(h) = frame.first_chunk_mut::<FAST_HEADERS>() else {
         core.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
+    // At least the headers' 42 bytes: no saturating subtraction needed.
+    let udp_len = frame_len - (ETH_LEN + IP_LEN);
     if udp_len > usize::from(u16::MAX) - IP_LEN {
         return Err(SendError::TooLarge);
     }
