@@ -24,7 +24,7 @@
 //!
 //! Owned by one lcore; binds and closes are control-path calls.
 
-use core::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// A socket's handle in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -386,7 +386,7 @@ impl UdpTable {
         };
         let v4 = socket_views.v4;
         let send = SendSlot {
-            local4: v4.unwrap_or(0) as u32,
+            local4: Ipv4Addr::from(v4.unwrap_or(0) as u32),
             port: local.port(),
             tos: options.tos,
             flags: LIVE | if v4.is_some() { SPEAKS_V4 } else { 0 },

@@ -49,8 +49,10 @@ pub struct CachedSend {
 pub(super) struct SendSlot {
     /// The route to the last destination sent to (valid with [`ROUTED`]).
     pub(super) route: CachedRoute,
-    /// The IPv4 address it speaks from (0: any), with [`SPEAKS_V4`].
-    pub(super) local4: u32,
+    /// The IPv4 address it speaks from (unspecified: any), with
+    /// [`SPEAKS_V4`]. As its bytes, not a number: a send reads it as an
+    /// address (no byte swap a packet).
+    pub(super) local4: Ipv4Addr,
     pub(super) port: u16,
     pub(super) tos: u8,
     /// [`LIVE`], [`SPEAKS_V4`], [`ROUTED`].
@@ -76,7 +78,7 @@ impl SendSlot {
             mac: crate::port::MacAddr([0; 6]),
             link: 0,
         },
-        local4: 0,
+        local4: Ipv4Addr::UNSPECIFIED,
         port: 0,
         tos: 0,
         flags: 0,
@@ -98,7 +100,7 @@ impl UdpTable {
     pub fn local_addr(&self, id: SocketId) -> Option<SocketAddrV4> {
         let slot = self.send.get(id.0 as usize)?;
         (slot.flags & (LIVE | SPEAKS_V4) == LIVE | SPEAKS_V4)
-            .then(|| SocketAddrV4::new(Ipv4Addr::from(slot.local4), slot.port))
+            .then(|| SocketAddrV4::new(slot.local4, slot.port))
     }
 
     /// The route a socket keeps to the last destination it sent to (its
@@ -136,7 +138,7 @@ impl UdpTable {
         let valid =
             slot.flags & ready == ready && route.generation == generation && route.dst == *dst.ip();
         valid.then_some(CachedSend {
-            local4: Ipv4Addr::from(slot.local4),
+            local4: slot.local4,
             port: slot.port,
             tos: slot.tos,
             route,
