@@ -326,44 +326,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn complement_nonzero_is_the_complemented_fold() {
-        let mut x = 0x1234_5678_9abcu64;
-        for _ in 0..100_000 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            for sum in [x, x >> 16, x - x % 0xffff, (x >> 16) - (x >> 16) % 0xffff] {
-                if sum != 0 {
-                    assert_eq!(complement_nonzero(sum), !fold(sum), "{sum:#x}");
-                }
-            }
-        }
-        for edge in [
-            1,
-            0xfffe,
-            0xffff,
-            0x1_0000,
-            0x1_fffe,
-            u64::MAX,
-            u64::MAX - 1,
-        ] {
-            assert_eq!(complement_nonzero(edge), !fold(edge), "{edge:#x}");
-        }
-    }
-
-    #[test]
-    fn udp_complement_is_the_complemented_fold_never_zero() {
-        let expected = |sum: u64| match !fold(sum) {
-            0 => 0xffff,
-            check => check,
-        };
-        let mut x = 0x1234_5678_9abcu64;
-        for _ in 0..100_000 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            for sum in [x, x >> 16, x - x % 0xffff, (x >> 16) - (x >> 16) % 0xffff] {
-                assert_eq!(udp_complement(sum), expected(sum), "{sum:#x}");
-            }
-        }
-        for edge in [
+    /// Sums to check the one-remainder complements against the fold on:
+    /// the edges (0 first), then pseudo-random ones and multiples of
+    /// 0xffff near them (whose fold is 0xffff).
+    fn sample_sums() -> impl Iterator<Item = u64> {
+        let random = (0..100_000u64).scan(0x1234_5678_9abcu64, |x, _| {
+            *x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            Some(*x)
+        });
+        let shapes =
+            random.flat_map(|x| [x, x >> 16, x - x % 0xffff, (x >> 16) - (x >> 16) % 0xffff]);
+        let edges = [
             0,
             1,
             0xfffe,
@@ -372,8 +345,25 @@ mod tests {
             0x1_fffe,
             u64::MAX,
             u64::MAX - 1,
-        ] {
-            assert_eq!(udp_complement(edge), expected(edge), "{edge:#x}");
+        ];
+        edges.into_iter().chain(shapes)
+    }
+
+    #[test]
+    fn complement_nonzero_is_the_complemented_fold() {
+        for sum in sample_sums().filter(|&sum| sum != 0) {
+            assert_eq!(complement_nonzero(sum), !fold(sum), "{sum:#x}");
+        }
+    }
+
+    #[test]
+    fn udp_complement_is_the_complemented_fold_never_zero() {
+        for sum in sample_sums() {
+            let expected = match !fold(sum) {
+                0 => 0xffff,
+                check => check,
+            };
+            assert_eq!(udp_complement(sum), expected, "{sum:#x}");
         }
     }
 
