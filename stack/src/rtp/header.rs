@@ -53,9 +53,14 @@ pub enum RtpError {
 /// RTCP packet type in the range RFC 5761 reserves (192-223), or a payload
 /// type of 72-76, which Appendix A.1 rejects because SR..APP (200-204) read
 /// as marker plus payload type give 72-76.
+///
+/// Per packet, so one range test first: both sets have a payload type of
+/// 64-95 (192-223 is a marker and 64-95; 72-76 lies inside), and most
+/// packets' payload types (0-34, 96-127) leave there.
 #[inline]
 pub(crate) fn looks_like_rtcp(second_byte: u8) -> bool {
-    (192..=223).contains(&second_byte) || (72..=76).contains(&(second_byte & 0x7f))
+    let above_64 = (second_byte & 0x7f).wrapping_sub(64);
+    above_64 < 32 && (second_byte & 0x80 != 0 || (8..=12).contains(&above_64))
 }
 
 /// A header extension: the profile-defined 16 bits and the data words.

@@ -15,6 +15,7 @@ use super::VERSION;
 
 /// Smallest RTCP packet worth parsing: a 4-byte header and an SSRC.
 const MIN_RTCP_LEN: usize = 8;
+const _: () = assert!(MIN_RTCP_LEN <= FIXED_HEADER_LEN);
 
 /// What a datagram on an RTP port is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,23 @@ pub enum Kind {
 /// Classifies one datagram received on an rtcp-mux port.
 #[inline]
 pub fn classify(datagram: &[u8]) -> Kind {
+    // Per packet: a whole fixed header (long enough for RTP and for RTCP)
+    // first, one length test for the common case.
+    let Some(&[first, second, ..]) = datagram.first_chunk::<FIXED_HEADER_LEN>() else {
+        return classify_short(datagram);
+    };
+    if first >> 6 != VERSION {
+        Kind::Other
+    } else if looks_like_rtcp(second) {
+        Kind::Rtcp
+    } else {
+        Kind::Rtp
+    }
+}
+
+/// [`classify`] for a datagram shorter than an RTP fixed header.
+#[inline]
+fn classify_short(datagram: &[u8]) -> Kind {
     let (Some(&first), Some(&second)) = (datagram.first(), datagram.get(1)) else {
         return Kind::Other;
     };

@@ -176,3 +176,15 @@ fn unchecked_accessors_do_not_panic() {
     p.set_ssrc(1);
     assert_eq!(p.payload(), b"");
 }
+
+#[test]
+fn rtcp_like_second_bytes_are_exactly_rfc_5761s_and_a_1s() {
+    for second in 0..=u8::MAX {
+        let expected = (192..=223).contains(&second) || (72..=76).contains(&(second & 0x7f));
+        assert_eq!(
+            crate::rtp::header::looks_like_rtcp(second),
+            expected,
+            "{second}"
+        );
+    }
+}
