@@ -121,17 +121,16 @@ impl RtpSummary {
         } else {
             csrc_end
         };
-        // header_len <= b.len() from here on.
-        let after_header = b.len() - header_len;
-        let padding = if first & 0x20 != 0 {
+        // header_len <= b.len() from here on. The padding, if any, comes
+        // off in its own branch: no zero kept for the common case.
+        let mut payload_len = b.len() - header_len;
+        if first & 0x20 != 0 {
             let count = b.last().map_or(0, |&n| usize::from(n));
-            if count == 0 || count > after_header {
+            if count == 0 || count > payload_len {
                 return Err(RtpError::BadPadding);
             }
-            count
-        } else {
-            0
-        };
+            payload_len -= count;
+        }
         let word = |at: usize| {
             u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]])
         };
@@ -140,7 +139,7 @@ impl RtpSummary {
             seq: u16::from_be_bytes([fixed[2], fixed[3]]),
             timestamp: word(4),
             ssrc: word(8),
-            payload_len: after_header - padding,
+            payload_len,
         })
     }
 }
