@@ -56,6 +56,22 @@ impl Ipv4Cidr {
     pub fn contains(self, ip: Ipv4Addr) -> bool {
         u32::from(ip) & self.mask() == u32::from(self.addr) & self.mask()
     }
+
+    /// True if `addr` can be a host's (an interface's) address on this
+    /// prefix: unicast (not unspecified, multicast, loopback, class E or
+    /// the limited broadcast) and, on a prefix of 30 bits or shorter,
+    /// neither the network's address nor its broadcast address (a /31
+    /// has no such addresses, RFC 3021).
+    pub fn is_host_address(self) -> bool {
+        let ip = self.addr;
+        let special = ip.is_unspecified()
+            || ip.is_multicast()
+            || ip.is_loopback()
+            || ip.is_broadcast()
+            || ip.octets()[0] >= 240;
+        let edge = self.len <= 30 && (ip == self.network() || ip == self.broadcast());
+        !special && !edge
+    }
 }
 
 impl core::str::FromStr for Ipv4Cidr {
@@ -312,6 +328,31 @@ mod tests {
 
     fn ip(s: &str) -> Ipv4Addr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn host_addresses_are_unicast_and_not_a_prefix_s_edges() {
+        for good in [
+            "10.0.0.1/24",
+            "10.0.0.254/24",
+            "10.0.0.0/31",
+            "10.0.0.1/31",
+            "10.0.0.0/32",
+        ] {
+            assert!(cidr(good).is_host_address(), "{good}");
+        }
+        for bad in [
+            "10.0.0.0/24",
+            "10.0.0.255/24",
+            "10.0.0.4/30",
+            "0.0.0.0/8",
+            "127.0.0.1/8",
+            "224.0.0.1/24",
+            "240.0.0.1/8",
+            "255.255.255.255/32",
+        ] {
+            assert!(!cidr(bad).is_host_address(), "{bad}");
+        }
     }
 
     #[test]

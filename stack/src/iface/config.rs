@@ -143,6 +143,10 @@ pub enum ConfigError {
         /// The link.
         link: usize,
     },
+    /// An IPv4 address that cannot be an interface address (see
+    /// [`Ipv4Cidr::is_host_address`]: not unicast, or its prefix's network
+    /// or broadcast address).
+    BadAddress(Ipv4Cidr),
     /// An IPv6 address that cannot be an interface address (multicast,
     /// unspecified, loopback, IPv4-mapped), or IPv6 addresses on a link
     /// with IPv6 turned off.
@@ -184,6 +188,11 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::DuplicateAddress(ip) => write!(f, "address {ip} is configured twice"),
             ConfigError::DuplicateAddress6(ip) => write!(f, "address {ip} is configured twice"),
+            ConfigError::BadAddress(cidr) => write!(
+                f,
+                "{cidr} cannot be an interface address (multicast, broadcast, unspecified, \
+                 loopback or reserved, or the network's or broadcast address of its prefix)"
+            ),
             ConfigError::BadAddress6(ip) => write!(
                 f,
                 "{ip} cannot be an interface address (multicast, unspecified, loopback or \
@@ -240,6 +249,9 @@ pub(super) fn validate(config: &InterfaceConfig) -> Result<(), ConfigError> {
             return Err(ConfigError::BadMtu { link, mtu: l.mtu });
         }
         for a in &l.addresses {
+            if !a.is_host_address() {
+                return Err(ConfigError::BadAddress(*a));
+            }
             if seen.contains(&a.addr) {
                 return Err(ConfigError::DuplicateAddress(a.addr));
             }

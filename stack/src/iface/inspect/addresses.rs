@@ -138,6 +138,9 @@ impl<B: Buf> Interface<B> {
         let l = core.links.get(link).ok_or(ConfigError::NoSuchLink(link))?;
         match prefix {
             Prefix::V4(cidr) => {
+                if !cidr.is_host_address() {
+                    return Err(ConfigError::BadAddress(cidr));
+                }
                 if core.local.contains(&cidr.addr) {
                     return Err(ConfigError::DuplicateAddress(cidr.addr));
                 }

@@ -263,6 +263,22 @@ fn bad_configurations_are_refused_with_a_reason() {
         ])),
         Err(ConfigError::DuplicateAddress(OUR_IP))
     );
+    for bad in [
+        Ipv4Cidr::new(Ipv4Addr::new(224, 0, 0, 1), 24).unwrap(),
+        Ipv4Cidr::new(Ipv4Addr::new(10, 0, 0, 0), 24).unwrap(),
+        Ipv4Cidr::new(Ipv4Addr::new(10, 0, 0, 255), 24).unwrap(),
+    ] {
+        assert_eq!(
+            new(InterfaceConfig::new(OUR_MAC, bad)),
+            Err(ConfigError::BadAddress(bad))
+        );
+    }
+    let (mut iface, _) = two_links();
+    let network = Ipv4Cidr::new(Ipv4Addr::new(10, 9, 0, 0), 16).unwrap();
+    assert_eq!(
+        iface.add_address(0, Prefix::V4(network)),
+        Err(ConfigError::BadAddress(network))
+    );
     let mut config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
     config.gateway = Some(GATEWAY_B);
     assert_eq!(new(config), Err(ConfigError::GatewayNotOnLink(GATEWAY_B)));
