@@ -29,7 +29,7 @@ use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{Interface, InterfaceConfig};
 use dpstack::stack::media::relay::{
     self as config, report, LocalAddrs, Relay, RelayOptions, ReportConfig, SessionSpec, Snapshot,
-    StatsLink,
+    SpecError, StartError, StatsLink,
 };
 use dpstack::stack::media::LatchConfig;
 use dpstack::stack::port::Port;
@@ -49,17 +49,18 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack3"];
 #[command(
     name = PROGRAM,
     version,
-    override_usage = "dpstack-rtp-relay [EAL options] -- --ip ADDR/PREFIX \
+    override_usage = "dpstack-rtp-relay [EAL options] -- [--ip ADDR/PREFIX] \
                       (--sessions N [--port-base P] | --config FILE) [--echo] [options]",
     group(ArgGroup::new("what").required(true).args(["sessions", "config"])),
     after_help = "Session i of --sessions has leg A on ports P+4i (RTP) and P+4i+1 (RTCP), \
                   leg B on P+4i+2 and P+4i+3.\nConfig file lines: \
-                  session NAME A_PORT|auto B_PORT|auto [a-peer=IP:PORT] [b-peer=IP:PORT] [mux]\n\
+                  session NAME A_PORT|auto B_PORT|auto [a-peer=IP:PORT] [b-peer=IP:PORT] [mux] \
+                  [a-ip6] [b-ip6]   (# starts a comment)\n\
                   SIGUSR1 prints every session's statistics."
 )]
 struct Cli {
     /// Our IPv4 address and prefix length.
-    #[arg(long, default_value = "192.0.2.1/24")]
+    #[arg(long, default_value = "192.0.2.1/24", value_parser = host_cidr)]
     ip: Ipv4Cidr,
     /// Our IPv6 address and prefix length, for legs whose peers are IPv6
     /// (used at once: no duplicate address detection).
@@ -80,14 +81,17 @@ struct Cli {
     /// Leg B of session i of --sessions expects its peer at IP:PORT+2i.
     #[arg(long, value_name = "IP:PORT")]
     b_peer_base: Option<SocketAddr>,
-    /// --sessions use rtcp-mux: RTP and RTCP on one port per leg.
+    /// --sessions use rtcp-mux: RTP and RTCP on one port per leg (in a
+    /// --config file, `mux` on a session's line says so).
     #[arg(long)]
     mux: bool,
     /// Read the sessions from FILE (see docs/RTP.md).
-    #[arg(long, value_name = "FILE", conflicts_with = "sessions")]
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["sessions", "port_base", "a_peer_base", "b_peer_base", "mux"])]
     config: Option<PathBuf>,
     /// Where `auto` ports of --config come from.
-    #[arg(long, value_name = "LOW-HIGH", default_value = "30000-39999", value_parser = parse_range)]
+    #[arg(long, value_name = "LOW-HIGH", default_value = "30000-39999", value_parser = parse_range,
+          conflicts_with = "sessions")]
     port_range: PortRange,
     /// Reflect media (RTP and RTCP) back to its sender instead of relaying
     /// (and send it RTCP receiver reports of our own).
@@ -104,7 +108,8 @@ struct Cli {
     session_bandwidth: u32,
     /// Packets in a row (in sequence) from one source that latch a leg
     /// onto it.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(1..))]
     probation: u8,
     /// Let a leg latch onto a new source once its peer was silent this
     /// many milliseconds (default: never).
@@ -115,19 +120,20 @@ struct Cli {
     #[arg(long, default_value_t = 46, value_name = "N",
           value_parser = clap::value_parser!(u8).range(0..=63))]
     dscp: u8,
-    /// Connect each leg's socket to its peer once it latches (without
-    /// --relatch-after only): the stack then refuses other sources itself.
-    #[arg(long)]
+    /// Connect each leg's socket to its peer once it latches: the stack
+    /// then refuses other sources itself (so not with --relatch-after).
+    #[arg(long, conflicts_with = "relatch_after")]
     connect_on_latch: bool,
     /// RTP clock rate of payload types without a static one (dynamic
     /// types), for jitter.
-    #[arg(long, default_value_t = 8000, value_name = "HZ")]
+    #[arg(long, default_value_t = 8000, value_name = "HZ",
+          value_parser = clap::value_parser!(u32).range(1..))]
     clock_rate: u32,
     /// Print every session's statistics every N seconds.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     stats_period: Option<u64>,
-    /// Inject faults into the port, e.g. drop=0.05,seed=7,dir=rx (see
-    /// dpstack-echo --faults).
+    /// Inject faults into the port, e.g. drop=0.05,seed=7,dir=rx (any of
+    /// drop=P,dup=P,reorder=P,delay=Nms|Nus,seed=N,dir=rx|tx|both).
     #[arg(long, value_name = "SPEC")]
     faults: Option<FaultSpec>,
     /// Buffers in the packet pool.
@@ -138,6 +144,18 @@ struct Cli {
     /// the rest (two TSC reads per burst call; as testpmd's option).
     #[arg(long)]
     record_core_cycles: bool,
+}
+
+/// `--ip`: an address with its prefix that an interface can have.
+fn host_cidr(s: &str) -> Result<Ipv4Cidr, String> {
+    let cidr: Ipv4Cidr = s.parse()?;
+    if !cidr.is_host_address() {
+        return Err(format!(
+            "{cidr} cannot be the relay's address: give a unicast host address of its \
+             network (not the network's or broadcast address), e.g. 10.0.0.1/24"
+        ));
+    }
+    Ok(cidr)
 }
 
 /// An inclusive port range.
@@ -171,7 +189,14 @@ fn session_specs(cli: &Cli) -> Result<(Vec<SessionSpec>, PortRange), String> {
         cli.port_base,
         cli.mux,
         [cli.a_peer_base, cli.b_peer_base],
-    )?;
+    )
+    .map_err(|e| match e {
+        SpecError::PortBase(_) => format!("--port-base: {e}"),
+        SpecError::PeerBaseBeyond { .. } | SpecError::BadPeer { .. } => {
+            format!("--a-peer-base/--b-peer-base: {e}")
+        }
+        e => e.to_string(),
+    })?;
     let last = (u32::from(cli.port_base) + 4 * count - 1) as u16;
     Ok((specs, PortRange(cli.port_base, last)))
 }
@@ -265,7 +290,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         v6: cli.ip6.map(|c| c.addr),
     };
     let mut relay = Relay::new(options);
-    let ports = relay.start(&mut iface, local, &specs, range.0..=range.1)?;
+    let ports = relay
+        .start(&mut iface, local, &specs, range.0..=range.1)
+        .map_err(|e| match e {
+            StartError::NoAddress { ipv6: true, .. } => format!("{e} (give one with --ip6)"),
+            e => e.to_string(),
+        })?;
     let (link, client) = stats_link(relay.sessions());
     relay.set_stats_link(link);
     let counters = Arc::clone(iface.counters());
@@ -350,12 +380,15 @@ fn print_sessions(specs: &[SessionSpec], ports: &[config::SessionPorts]) {
         );
     }
     if specs.len() > LISTED {
-        let low = ports.iter().flatten().min().copied().unwrap_or(0);
-        let high = ports.iter().flatten().max().copied().unwrap_or(0);
+        let rest = specs.iter().zip(ports).skip(LISTED);
+        let low = rest.clone().flat_map(|(_, p)| *p).min().unwrap_or(0);
+        let high = rest
+            .flat_map(|(s, p)| p.map(|port| port.saturating_add(u16::from(!s.mux))))
+            .max()
+            .unwrap_or(0);
         println!(
-            "{PROGRAM}: ... and {} more, on ports {low}-{}",
-            specs.len() - LISTED,
-            high.saturating_add(1)
+            "{PROGRAM}: ... and {} more, on ports {low}-{high}",
+            specs.len() - LISTED
         );
     }
 }

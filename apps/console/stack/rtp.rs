@@ -18,7 +18,9 @@ use super::{Request, StackState};
 use crate::commands::{Command, Reply, Section, Token, Value};
 use crate::session::Session;
 use dpstack::stack::iface::Prefix;
-use dpstack::stack::media::relay::{self, LocalAddrs, Relay, RelayOptions, ReportConfig};
+use dpstack::stack::media::relay::{
+    self, LocalAddrs, Relay, RelayOptions, ReportConfig, StartError,
+};
 use dpstack::stack::port::Buf;
 use std::net::{IpAddr, SocketAddr};
 
@@ -214,7 +216,8 @@ impl<B: Buf> StackState<B> {
         if sessions == 0 {
             return Err("--sessions: at least 1".into());
         }
-        let specs = relay::generate(u32::from(sessions), port_base, false, [None, b_peer_base])?;
+        let specs = relay::generate(u32::from(sessions), port_base, false, [None, b_peer_base])
+            .map_err(|e| e.to_string())?;
         let mut local = LocalAddrs { v4: None, v6: None };
         for info in self.iface.ip_addresses() {
             match info.prefix {
@@ -247,7 +250,14 @@ impl<B: Buf> StackState<B> {
         };
         let mut relay = Relay::new(options);
         let last = (u32::from(port_base) + 4 * u32::from(sessions) - 1) as u16;
-        relay.start(&mut self.iface, local, &specs, port_base..=last)?;
+        relay
+            .start(&mut self.iface, local, &specs, port_base..=last)
+            .map_err(|e| match e {
+                StartError::NoAddress { .. } => {
+                    format!("{e} (add one: ip addr add ADDR/LEN port 0)")
+                }
+                e => e.to_string(),
+            })?;
         let at: Vec<String> = [local.v4.map(IpAddr::V4), local.v6.map(IpAddr::V6)]
             .into_iter()
             .flatten()

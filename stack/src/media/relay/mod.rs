@@ -71,6 +71,7 @@
 //! relay serves from its poll.
 
 pub mod addr;
+pub mod error;
 pub mod leg;
 pub mod membership;
 pub mod receive;
@@ -82,10 +83,13 @@ pub mod timer;
 #[cfg(test)]
 mod tests;
 
+pub use error::{PeerProblem, SpecError, StartError};
 pub use leg::{clock_rate, rtcp_of, LegCounters, LegState, StreamReport, SSRCS_PER_LEG};
 pub use report::{is_active, leg_lines, render, LegReport, SessionReport, Snapshot, StatsLink};
 pub use reports::ReportConfig;
-pub use spec::{assign_ports, generate, parse, LegSpec, LocalPort, SessionPorts, SessionSpec};
+pub use spec::{
+    assign_ports, check_peer, generate, parse, LegSpec, LocalPort, SessionPorts, SessionSpec,
+};
 
 use crate::iface::{Batch, Interface, UdpContext, UdpHandler};
 use crate::media::{LatchConfig, LegSockets, SessionId, SessionTable};
@@ -223,6 +227,17 @@ pub struct LocalAddrs {
     pub v6: Option<Ipv6Addr>,
 }
 
+impl LocalAddrs {
+    /// `ip` is one of these addresses (an IPv4-mapped IPv6 address counts
+    /// as its IPv4 address).
+    pub fn has(&self, ip: IpAddr) -> bool {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => self.v4 == Some(v4),
+            IpAddr::V6(v6) => self.v6 == Some(v6),
+        }
+    }
+}
+
 impl From<Ipv4Addr> for LocalAddrs {
     fn from(v4: Ipv4Addr) -> LocalAddrs {
         LocalAddrs {
@@ -268,7 +283,7 @@ impl Relay {
         specs: &[SessionSpec],
         range: RangeInclusive<u16>,
         options: RelayOptions,
-    ) -> Result<(Relay, Vec<SessionPorts>), String> {
+    ) -> Result<(Relay, Vec<SessionPorts>), StartError> {
         let mut relay = Relay::new(options);
         let ports = relay.start(iface, ip.into(), specs, range)?;
         Ok((relay, ports))
@@ -285,7 +300,7 @@ impl Relay {
         local: LocalAddrs,
         specs: &[SessionSpec],
         range: RangeInclusive<u16>,
-    ) -> Result<Vec<SessionPorts>, String> {
+    ) -> Result<Vec<SessionPorts>, StartError> {
         let ports = assign_ports(specs, range)?;
         let first = self.started.len();
         self.table.reserve(specs.len(), 4 * specs.len() + 16);
@@ -310,19 +325,36 @@ impl Relay {
         specs: &[SessionSpec],
         ports: &[SessionPorts],
         bound: &mut Vec<SocketId>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StartError> {
         let options = BindOptions {
             tos: self.options.dscp << 2,
             ..BindOptions::default()
         };
         for (spec, pair) in specs.iter().zip(ports) {
-            let mut bind = |leg: usize, port: u16| -> Result<SocketId, String> {
-                let ip = leg_ip(local, &spec.legs[leg])
-                    .map_err(|e| format!("session {}: {e}", spec.name))?;
+            if let Some(peer) = spec
+                .legs
+                .iter()
+                .filter_map(|l| l.peer)
+                .find(|p| local.has(p.ip()))
+            {
+                return Err(StartError::PeerIsUs {
+                    session: spec.name.clone(),
+                    peer,
+                });
+            }
+            let mut bind = |leg: usize, port: u16| -> Result<SocketId, StartError> {
+                let ip = leg_ip(local, &spec.legs[leg]).ok_or_else(|| StartError::NoAddress {
+                    session: spec.name.clone(),
+                    ipv6: spec.legs[leg].ipv6,
+                })?;
                 let at = SocketAddr::new(ip, port);
                 let socket = iface
                     .udp_bind(at, options)
-                    .map_err(|e| format!("session {}: cannot bind {at}: {e}", spec.name))?;
+                    .map_err(|error| StartError::Bind {
+                        session: spec.name.clone(),
+                        at,
+                        error,
+                    })?;
                 bound.push(socket);
                 Ok(socket)
             };
@@ -344,7 +376,10 @@ impl Relay {
             let id = self
                 .table
                 .insert(legs, session)
-                .map_err(|e| format!("session {}: {e}", spec.name))?;
+                .map_err(|error| StartError::Table {
+                    session: spec.name.clone(),
+                    error,
+                })?;
             self.started.push(id);
         }
         Ok(())
@@ -445,18 +480,13 @@ impl Relay {
     }
 }
 
-/// The local address of a leg: IPv6 if its spec asks for it.
-fn leg_ip(local: LocalAddrs, leg: &LegSpec) -> Result<IpAddr, String> {
+/// The local address of a leg: IPv6 if its spec asks for it (none when
+/// the relay has no address of that family).
+fn leg_ip(local: LocalAddrs, leg: &LegSpec) -> Option<IpAddr> {
     if leg.ipv6 {
-        local
-            .v6
-            .map(IpAddr::V6)
-            .ok_or_else(|| "an IPv6 leg needs an IPv6 address (--ip6)".to_owned())
+        local.v6.map(IpAddr::V6)
     } else {
-        local
-            .v4
-            .map(IpAddr::V4)
-            .ok_or_else(|| "an IPv4 leg needs an IPv4 address (--ip)".to_owned())
+        local.v4.map(IpAddr::V4)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Which sessions the relay runs: generated from flags (`--sessions N
 //! --port-base P`) or read from a file (`--config FILE`). Control path
-//! only; every mistake is a message naming the line.
+//! only; every mistake is a typed [`SpecError`] naming the line (and, for
+//! a port used twice, the session and line that has it first).
 //!
 //! The file format, one session per line (`#` starts a comment; blank
 //! lines are skipped):
@@ -17,6 +18,9 @@
 //! come from. `mux` runs RTP and RTCP on one port per leg (rtcp-mux).
 //! A leg is IPv6 (bound to the relay's IPv6 address) if its peer is an
 //! IPv6 address (`[2001:db8::2]:5004`), or if `a-ip6` / `b-ip6` says so.
+//! A peer is a unicast address and a port above 0 (below 65535 without
+//! `mux`, so that its RTCP port exists); an option appears once a line and
+//! a fixed port once a file.
 //!
 //! Generated sessions: session `i` (named `s<i>`) has leg A on ports
 //! `P+4i` (RTP) and `P+4i+1` (RTCP), leg B on `P+4i+2` and `P+4i+3`;
@@ -27,8 +31,10 @@
 //! in the range's [`PortAllocator`] when inside it, so `auto` never takes
 //! them), then `auto` ones in order.
 
+use super::error::{PeerProblem, SpecError};
 use crate::media::PortAllocator;
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::ops::RangeInclusive;
 
 /// A leg's local RTP port.
@@ -82,25 +88,25 @@ pub fn generate(
     base: u16,
     mux: bool,
     peer_bases: [Option<SocketAddr>; 2],
-) -> Result<Vec<SessionSpec>, String> {
+) -> Result<Vec<SessionSpec>, SpecError> {
     if base % 2 != 0 || base == 0 {
-        return Err(format!("--port-base {base}: give an even port above 0"));
+        return Err(SpecError::PortBase(base));
     }
-    let last = u32::from(base) + 4 * count;
-    if last > 65536 {
-        return Err(format!(
-            "{count} sessions need ports {base}-{}, beyond 65535",
-            last - 1
-        ));
+    if u32::from(base) + 4 * count > 65536 {
+        return Err(SpecError::PortsBeyond { count, base });
     }
-    let peer = |base: Option<SocketAddr>, i: u32| -> Result<Option<SocketAddr>, String> {
+    let peer = |base: Option<SocketAddr>, i: u32| -> Result<Option<SocketAddr>, SpecError> {
         let Some(mut addr) = base else {
             return Ok(None);
         };
-        let port = u32::from(addr.port()) + 2 * i;
-        let port = u16::try_from(port)
-            .map_err(|_| format!("peer base {addr}: session {i}'s peer port passes 65535"))?;
+        let port = u16::try_from(u32::from(addr.port()) + 2 * i).map_err(|_| {
+            SpecError::PeerBaseBeyond {
+                base: addr,
+                session: i,
+            }
+        })?;
         addr.set_port(port);
+        check_peer(addr, mux)?;
         Ok(Some(addr))
     };
     (0..count)
@@ -118,62 +124,99 @@ pub fn generate(
         .collect()
 }
 
+/// Whether `peer` can be a leg's peer: a unicast address and a port with
+/// room for RTCP on the next one (unless `mux`).
+pub fn check_peer(peer: SocketAddr, mux: bool) -> Result<(), SpecError> {
+    let ip = peer.ip();
+    let problem = if peer.port() == 0 {
+        Some(PeerProblem::PortZero)
+    } else if ip.is_unspecified() {
+        Some(PeerProblem::Unspecified)
+    } else if ip.is_multicast() {
+        Some(PeerProblem::Multicast)
+    } else if matches!(ip, IpAddr::V4(v4) if v4.is_broadcast()) {
+        Some(PeerProblem::Broadcast)
+    } else if peer.port() == u16::MAX && !mux {
+        Some(PeerProblem::NoRtcpPort)
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(SpecError::BadPeer { peer, problem }),
+        None => Ok(()),
+    }
+}
+
 /// Parses a configuration file's text.
-pub fn parse(text: &str) -> Result<Vec<SessionSpec>, String> {
+pub fn parse(text: &str) -> Result<Vec<SessionSpec>, SpecError> {
     let mut sessions: Vec<SessionSpec> = Vec::new();
-    for (number, line) in text.lines().enumerate() {
+    // Each fixed RTP port: the session that has it and its line.
+    let mut taken: HashMap<u16, (usize, usize)> = HashMap::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let session = parse_line(line).map_err(|e| format!("line {}: {e}", number + 1))?;
+        let session = parse_line(line).map_err(|e| e.at_line(number))?;
         if sessions.iter().any(|s| s.name == session.name) {
-            return Err(format!(
-                "line {}: session '{}' appears twice",
-                number + 1,
-                session.name
-            ));
+            return Err(SpecError::NameTwice(session.name).at_line(number));
+        }
+        for leg in &session.legs {
+            if let LocalPort::Fixed(port) = leg.port {
+                if let Some(&(first, first_line)) = taken.get(&port) {
+                    return Err(SpecError::PortTwice {
+                        port,
+                        first: sessions[first].name.clone(),
+                        first_line: Some(first_line),
+                    }
+                    .at_line(number));
+                }
+                taken.insert(port, (sessions.len(), number));
+            }
         }
         sessions.push(session);
     }
     if sessions.is_empty() {
-        return Err("no session in the file (lines like: session NAME A_PORT B_PORT)".into());
+        return Err(SpecError::NoSession);
     }
     Ok(sessions)
 }
 
-fn parse_line(line: &str) -> Result<SessionSpec, String> {
+fn parse_line(line: &str) -> Result<SessionSpec, SpecError> {
     let mut words = line.split_whitespace();
     if words.next() != Some("session") {
-        return Err(format!(
-            "'{line}': expected 'session NAME A_PORT B_PORT [options]'"
-        ));
+        return Err(SpecError::NotASession(line.to_owned()));
     }
-    let name = words.next().ok_or("a session needs a name")?.to_owned();
-    let a = parse_port(words.next().ok_or("leg A's port is missing")?)?;
-    let b = parse_port(words.next().ok_or("leg B's port is missing")?)?;
+    let name = words.next().ok_or(SpecError::NoName)?.to_owned();
+    let a = parse_port(words.next().ok_or(SpecError::MissingPort('A'))?)?;
+    let b = parse_port(words.next().ok_or(SpecError::MissingPort('B'))?)?;
     let mut session = SessionSpec {
         name,
         legs: [LegSpec::new(a, None), LegSpec::new(b, None)],
         mux: false,
     };
+    let mut seen: Vec<&str> = Vec::new();
     for word in words {
+        let option = word.split_once('=').map_or(word, |(key, _)| key);
+        if seen.contains(&option) {
+            return Err(SpecError::RepeatedOption(option.to_owned()));
+        }
+        seen.push(option);
         match word.split_once('=') {
             Some(("a-peer", addr)) => session.legs[0].peer = Some(parse_addr(addr)?),
             Some(("b-peer", addr)) => session.legs[1].peer = Some(parse_addr(addr)?),
             None if word == "mux" => session.mux = true,
             None if word == "a-ip6" => session.legs[0].ipv6 = true,
             None if word == "b-ip6" => session.legs[1].ipv6 = true,
-            _ => {
-                return Err(format!(
-                    "unknown option '{word}' (use a-peer=IP:PORT, b-peer=IP:PORT, mux, \
-                     a-ip6, b-ip6)"
-                ))
-            }
+            _ => return Err(SpecError::UnknownOption(word.to_owned())),
         }
     }
     for leg in &mut session.legs {
         leg.ipv6 |= leg.peer.is_some_and(|p| p.is_ipv6());
+        if let Some(peer) = leg.peer {
+            check_peer(peer, session.mux)?;
+        }
     }
     if let [LegSpec {
         port: LocalPort::Fixed(a),
@@ -184,27 +227,25 @@ fn parse_line(line: &str) -> Result<SessionSpec, String> {
     }] = session.legs
     {
         if a == b {
-            return Err(format!("both legs on port {a}"));
+            return Err(SpecError::SameLegPorts(a));
         }
     }
     Ok(session)
 }
 
-fn parse_port(word: &str) -> Result<LocalPort, String> {
+fn parse_port(word: &str) -> Result<LocalPort, SpecError> {
     if word == "auto" {
         return Ok(LocalPort::Auto);
     }
     match word.parse::<u16>() {
         Ok(port) if port != 0 && port % 2 == 0 => Ok(LocalPort::Fixed(port)),
-        _ => Err(format!(
-            "'{word}' is not an even RTP port (1-65534) or 'auto'"
-        )),
+        _ => Err(SpecError::BadPort(word.to_owned())),
     }
 }
 
-fn parse_addr(word: &str) -> Result<SocketAddr, String> {
+fn parse_addr(word: &str) -> Result<SocketAddr, SpecError> {
     word.parse()
-        .map_err(|_| format!("'{word}' is not IP:PORT (e.g. 10.0.0.2:5004)"))
+        .map_err(|_| SpecError::BadAddress(word.to_owned()))
 }
 
 /// The local ports of one session's legs (RTP; RTCP is the next one
@@ -216,15 +257,21 @@ pub type SessionPorts = [u16; 2];
 pub fn assign_ports(
     specs: &[SessionSpec],
     range: RangeInclusive<u16>,
-) -> Result<Vec<SessionPorts>, String> {
-    let text = format!("{}-{}", range.start(), range.end());
-    let mut allocator = PortAllocator::new(range).map_err(|e| format!("{text}: {e}"))?;
-    let mut fixed = std::collections::HashSet::new();
+) -> Result<Vec<SessionPorts>, SpecError> {
+    let mut allocator = PortAllocator::new(range.clone()).map_err(|error| SpecError::Range {
+        range: range.clone(),
+        error,
+    })?;
+    let mut fixed = HashMap::new();
     for spec in specs {
         for leg in &spec.legs {
             if let LocalPort::Fixed(port) = leg.port {
-                if !fixed.insert(port) {
-                    return Err(format!("port {port} is configured twice"));
+                if let Some(first) = fixed.insert(port, &spec.name) {
+                    return Err(SpecError::PortTwice {
+                        port,
+                        first: first.clone(),
+                        first_line: None,
+                    });
                 }
                 // Outside the range is fine: only the bind can clash.
                 let _ = allocator.allocate_port(port);
@@ -240,7 +287,11 @@ pub fn assign_ports(
                     LocalPort::Fixed(port) => port,
                     LocalPort::Auto => allocator
                         .allocate()
-                        .map_err(|e| format!("session {}: port range {text}: {e}", spec.name))?
+                        .map_err(|error| SpecError::Auto {
+                            session: spec.name.clone(),
+                            range: range.clone(),
+                            error,
+                        })?
                         .rtp(),
                 };
             }
@@ -300,10 +351,84 @@ mod tests {
                 "session a 30000 30002\nsession a 30004 30006",
                 "line 2: session 'a' appears twice",
             ),
+            (
+                "session a 30000 30002\n# b\nsession b 30002 30004",
+                "line 3: port 30002 is configured twice: session 'a' (line 1) has it already",
+            ),
+            (
+                "session a 30000 30002 mux mux",
+                "line 1: option 'mux' is given twice",
+            ),
+            (
+                "session a 30000 30002 b-peer=10.0.0.3:5000 b-peer=10.0.0.4:5000",
+                "option 'b-peer' is given twice",
+            ),
+            (
+                "session a 30000 30002 b-peer=10.0.0.3:0",
+                "port 0 is no endpoint's",
+            ),
+            ("session a 30000 30002 b-peer=0.0.0.0:5000", "unspecified"),
+            ("session a 30000 30002 a-peer=[::]:5000", "unspecified"),
+            (
+                "session a 30000 30002 b-peer=255.255.255.255:5000",
+                "broadcast",
+            ),
+            ("session a 30000 30002 b-peer=239.1.1.1:5000", "multicast"),
+            (
+                "session a 30000 30002 b-peer=10.0.0.3:65535",
+                "no port for RTCP",
+            ),
             ("# nothing\n", "no session"),
         ] {
-            let error = parse(text).unwrap_err();
+            let error = parse(text).unwrap_err().to_string();
             assert!(error.contains(needle), "{text:?}: {error}");
         }
+        // With rtcp-mux the last port is a peer's whole port pair.
+        assert!(parse("session a 30000 30002 mux b-peer=10.0.0.3:65535").is_ok());
+    }
+
+    #[test]
+    fn generated_peers_are_checked_like_the_file_s() {
+        let at = |s: &str| Some(s.parse::<SocketAddr>().unwrap());
+        let error = generate(2, 30000, false, [None, at("10.0.0.3:65533")]).unwrap_err();
+        assert_eq!(
+            error,
+            SpecError::BadPeer {
+                peer: "10.0.0.3:65535".parse().unwrap(),
+                problem: PeerProblem::NoRtcpPort
+            }
+        );
+        assert!(generate(2, 30000, true, [None, at("10.0.0.3:65533")]).is_ok());
+        for bad in ["0.0.0.0:5000", "224.0.0.1:5000", "10.0.0.3:0"] {
+            assert!(
+                matches!(
+                    generate(1, 30000, false, [at(bad), None]),
+                    Err(SpecError::BadPeer { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            generate(2, 30000, false, [None, at("10.0.0.3:65534")]),
+            Err(SpecError::PeerBaseBeyond {
+                base: "10.0.0.3:65534".parse().unwrap(),
+                session: 1
+            })
+        );
+    }
+
+    #[test]
+    fn assigned_ports_name_the_session_that_has_a_port_first() {
+        let mut specs = parse("session a 30000 30002\nsession b 30004 30006").unwrap();
+        specs[1].legs[0].port = LocalPort::Fixed(30002);
+        let error = assign_ports(&specs, 30000..=39999).unwrap_err();
+        assert_eq!(
+            error,
+            SpecError::PortTwice {
+                port: 30002,
+                first: "a".into(),
+                first_line: None
+            }
+        );
     }
 }

@@ -276,7 +276,14 @@ fn an_ipv6_leg_needs_an_ipv6_address() {
     let mut iface: Interface<MemBuf> =
         Interface::new(InterfaceConfig::new(RELAY_MAC, cidr)).unwrap();
     let error = Relay::build(&mut iface, RELAY_IP, &specs, 30000..=39999, options()).unwrap_err();
-    assert!(error.contains("IPv6"), "{error}");
+    assert_eq!(
+        error,
+        StartError::NoAddress {
+            session: "call".into(),
+            ipv6: true
+        }
+    );
+    assert!(error.to_string().contains("IPv6"), "{error}");
     // Nothing was left bound: the same ports bind again.
     let v4 = session(
         LegSpec::new(LocalPort::Fixed(30000), None),

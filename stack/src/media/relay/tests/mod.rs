@@ -4,7 +4,7 @@
 
 use super::report::{self, Snapshot, StatsLink};
 use super::spec::{self as config, LegSpec, LocalPort, SessionSpec};
-use super::{Relay, RelayDrop, RelayOptions};
+use super::{Relay, RelayDrop, RelayOptions, SpecError, StartError};
 use crate::counters::{DropReason, Stat};
 use crate::iface::{Interface, InterfaceConfig};
 use crate::media::LatchConfig;

@@ -245,7 +245,33 @@ fn auto_ports_come_from_the_range_around_fixed_ones() {
     let mut iface: Interface<MemBuf> =
         Interface::new(InterfaceConfig::new(RELAY_MAC, cidr)).unwrap();
     let error = Relay::build(&mut iface, RELAY_IP, &specs, 40000..=40009, options()).unwrap_err();
-    assert!(error.contains("session three"), "{error}");
+    assert!(
+        matches!(&error, StartError::Spec(SpecError::Auto { session, .. }) if session == "three"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("session three"), "{error}");
+}
+
+#[test]
+fn a_peer_at_the_relay_s_own_address_is_refused() {
+    let cidr = Ipv4Cidr::new(RELAY_IP, 24).unwrap();
+    let mut iface: Interface<MemBuf> =
+        Interface::new(InterfaceConfig::new(RELAY_MAC, cidr)).unwrap();
+    for peer in [
+        format!("{RELAY_IP}:6000"),
+        format!("[::ffff:{RELAY_IP}]:6000"),
+    ] {
+        let specs = config::parse(&format!("session loop 30000 30002 b-peer={peer}")).unwrap();
+        let error =
+            Relay::build(&mut iface, RELAY_IP, &specs, 30000..=39999, options()).unwrap_err();
+        assert!(
+            matches!(error, StartError::PeerIsUs { ref session, .. } if session == "loop"),
+            "{error}"
+        );
+    }
+    // Nothing was bound: a good peer on the same ports starts.
+    let specs = config::parse("session ok 30000 30002 b-peer=10.0.0.3:6000").unwrap();
+    assert!(Relay::build(&mut iface, RELAY_IP, &specs, 30000..=39999, options()).is_ok());
 }
 
 #[test]
