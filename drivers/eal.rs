@@ -1,7 +1,8 @@
 //! DPDK's Environment Abstraction Layer (EAL): start-up once per process.
 //!
 //! DPDK programs take `app [EAL options] -- [app options]`. [`split_args`]
-//! cuts the command line there, [`Eal::init`] hands the EAL part to
+//! cuts the command line there (a bare `app --help` or `app --version` is
+//! the app's), [`Eal::init`] hands the EAL part to
 //! `rte_eal_init`, and [`EalArgs`] builds EAL argument lists: the embedded
 //! default that works on any machine (virtual ports, no hugepages needed) and
 //! the isolated set each test process uses.
@@ -21,7 +22,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
 /// Splits `app [EAL options] -- [app options]` into the EAL part (with the
-/// program name first) and the app part. Without `--`, everything is EAL.
+/// program name first) and the app part. Without `--`, everything is EAL,
+/// except a command line of nothing but help and version flags (`-h`,
+/// `--help`, `-V`, `--version`): those are the app's, so `app --help` shows
+/// the app's usage, which explains the `--`, instead of EAL's or an error
+/// about a missing app option. (After any EAL option, `-h` and `--help` are
+/// still EAL's: `app -l 0 --help` prints EAL's usage.)
 pub fn split_args(args: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
     let mut eal = Vec::new();
     let mut app = Vec::new();
@@ -35,7 +41,15 @@ pub fn split_args(args: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<S
             eal.push(arg);
         }
     }
+    if !after_separator && eal.len() > 1 && eal[1..].iter().all(|a| is_help_or_version(a)) {
+        app = eal.split_off(1);
+    }
     (eal, app)
+}
+
+/// True for the flags with which any app prints its help or its version.
+fn is_help_or_version(arg: &str) -> bool {
+    matches!(arg, "-h" | "--help" | "-V" | "--version")
 }
 
 /// A running EAL. Dropping it removes EAL's empty runtime directory.
@@ -329,6 +343,42 @@ mod tests {
     fn split_args_without_separator_is_all_eal() {
         let (eal, app) = split_args(["app", "--no-huge"].map(String::from));
         assert_eq!(eal, ["app", "--no-huge"]);
+        assert!(app.is_empty());
+    }
+
+    #[test]
+    fn bare_help_and_version_flags_are_the_apps() {
+        for flags in [
+            &["--help"][..],
+            &["-h"],
+            &["--version"],
+            &["-V"],
+            &["--help", "--version"],
+        ] {
+            let args = std::iter::once("app").chain(flags.iter().copied());
+            let (eal, app) = split_args(args.map(String::from));
+            assert_eq!(eal, ["app"], "{flags:?}");
+            assert_eq!(app, flags, "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn help_after_an_eal_option_or_the_separator_is_not_moved() {
+        let (eal, app) = split_args(["app", "-l", "0", "--help"].map(String::from));
+        assert_eq!(eal, ["app", "-l", "0", "--help"], "EAL's own help");
+        assert!(app.is_empty());
+        let (eal, app) = split_args(["app", "--", "--help"].map(String::from));
+        assert_eq!(eal, ["app"]);
+        assert_eq!(app, ["--help"]);
+        let (eal, app) = split_args(["app", "-h", "--", "-V"].map(String::from));
+        assert_eq!(eal, ["app", "-h"], "with a separator the split is literal");
+        assert_eq!(app, ["-V"]);
+    }
+
+    #[test]
+    fn the_program_name_alone_is_all_eal() {
+        let (eal, app) = split_args(["app"].map(String::from));
+        assert_eq!(eal, ["app"]);
         assert!(app.is_empty());
     }
 
