@@ -8,17 +8,19 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-/// The body of every app's `main`: split the arguments (embedded default when
-/// there are no EAL options), parse the app options as `C`, run, and turn the
-/// outcome into an exit code (2 for a usage error, 1 for a failure, whose
-/// message goes to stderr).
+/// The body of every app's `main`: split the arguments, parse the app
+/// options as `C`, then take the embedded default EAL options if none were
+/// given, run, and turn the outcome into an exit code (2 for a usage error,
+/// 1 for a failure, whose message goes to stderr). Help and version requests
+/// (`APP --help`, `APP -V`, `APP -- --help`) print and exit 0 before anything
+/// about EAL is decided or printed.
 pub fn run_app<C: Parser>(
     program: &str,
     vdevs: &[&str],
     memory_mb: u32,
     run: impl FnOnce(&[String], &C) -> Result<(), String>,
 ) -> ExitCode {
-    let (eal_args, app_args) = eal_and_app_args(program, vdevs, memory_mb);
+    let (eal_args, app_args) = split_args(std::env::args());
     let cli = match C::try_parse_from(std::iter::once(program.to_owned()).chain(app_args)) {
         Ok(cli) => cli,
         Err(e) => {
@@ -30,6 +32,7 @@ pub fn run_app<C: Parser>(
             };
         }
     };
+    let eal_args = eal_args_or_default(eal_args, program, vdevs, memory_mb);
     match run(&eal_args, &cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -39,29 +42,29 @@ pub fn run_app<C: Parser>(
     }
 }
 
-/// Splits the command line into EAL and app arguments. Without EAL options
-/// the EAL part becomes the embedded default for `program` with `vdevs`, and
-/// a line says so.
-pub fn eal_and_app_args(
+/// The EAL part of the command line; without EAL options, the embedded
+/// default for `program` with `vdevs`, and a line says so.
+fn eal_args_or_default(
+    eal: Vec<String>,
     program: &str,
     vdevs: &[&str],
     memory_mb: u32,
-) -> (Vec<String>, Vec<String>) {
-    let (mut eal, app) = split_args(std::env::args());
-    if eal.len() <= 1 {
-        let default = EalArgs::embedded_default(program, vdevs, memory_mb);
-        eal = default.to_vec();
-        println!(
-            "No EAL options given: using the embedded default ({}):\n  {}",
-            if default.uses_hugepages() {
-                "hugepages, in memory"
-            } else {
-                "no hugepages"
-            },
-            eal[1..].join(" ")
-        );
+) -> Vec<String> {
+    if eal.len() > 1 {
+        return eal;
     }
-    (eal, app)
+    let default = EalArgs::embedded_default(program, vdevs, memory_mb);
+    let eal = default.to_vec();
+    println!(
+        "No EAL options given: using the embedded default ({}):\n  {}",
+        if default.uses_hugepages() {
+            "hugepages, in memory"
+        } else {
+            "no hugepages"
+        },
+        eal[1..].join(" ")
+    );
+    eal
 }
 
 /// A flag set to the signal number when SIGINT or SIGTERM arrives.

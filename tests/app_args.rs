@@ -1,0 +1,145 @@
+//! How the DPDK apps split their command line, run as the user runs them:
+//! `APP --help`, `APP -h`, `APP --version` and `APP -V` without `--` are the
+//! app's own (clap's help or version, exit 0), as is `APP -- --help`; none
+//! of them initialises EAL or prints the embedded-default banner.
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Every app that takes `[EAL options] -- [app options]` (apps/common.rs).
+const APPS: [(&str, &str); 6] = [
+    ("dpstack-console", env!("CARGO_BIN_EXE_dpstack-console")),
+    ("dpstack-echo", env!("CARGO_BIN_EXE_dpstack-echo")),
+    ("dpstack-iperf", env!("CARGO_BIN_EXE_dpstack-iperf")),
+    ("dpstack-rtp-relay", env!("CARGO_BIN_EXE_dpstack-rtp-relay")),
+    (
+        "dpstack-smoltcp-echo",
+        env!("CARGO_BIN_EXE_dpstack-smoltcp-echo"),
+    ),
+    ("dpstack-tcpload", env!("CARGO_BIN_EXE_dpstack-tcpload")),
+];
+
+/// The line apps/common.rs prints when it takes the embedded default.
+const BANNER: &str = "No EAL options given";
+
+/// How a process ended and what it printed.
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `binary args` with no stdin; kills it and panics if it has not
+/// exited within 20 s (an app that started running instead of printing).
+fn run(binary: &str, args: &[&str]) -> Outcome {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+    let mut pipes = (
+        child.stdout.take().expect("piped"),
+        child.stderr.take().expect("piped"),
+    );
+    let readers = (
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipes.0.read_to_string(&mut s);
+            s
+        }),
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipes.1.read_to_string(&mut s);
+            s
+        }),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{binary} {args:?} did not exit within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        code: status.code(),
+        stdout: readers.0.join().expect("stdout reader"),
+        stderr: readers.1.join().expect("stderr reader"),
+    }
+}
+
+/// `outcome` is a clean exit 0 that printed `needle` on stdout, with no
+/// banner and nothing from EAL.
+fn assert_apps_own(name: &str, args: &[&str], outcome: &Outcome, needle: &str) {
+    let all = format!("stdout:\n{}\nstderr:\n{}", outcome.stdout, outcome.stderr);
+    assert_eq!(outcome.code, Some(0), "{name} {args:?} exit status; {all}");
+    assert!(
+        outcome.stdout.contains(needle),
+        "{name} {args:?} prints {needle:?}; {all}"
+    );
+    assert!(
+        !all.contains(BANNER),
+        "{name} {args:?} decides nothing about EAL; {all}"
+    );
+    assert!(
+        !all.contains("EAL:") && !all.contains("Usage: ./") && !all.contains("EAL common options"),
+        "{name} {args:?} leaves EAL alone; {all}"
+    );
+    assert!(
+        outcome.stderr.is_empty(),
+        "{name} {args:?} prints no error; {all}"
+    );
+}
+
+#[test]
+fn help_without_the_separator_is_the_apps() {
+    for (name, binary) in APPS {
+        for flag in ["--help", "-h"] {
+            let outcome = run(binary, &[flag]);
+            assert_apps_own(name, &[flag], &outcome, "Usage:");
+            assert!(
+                outcome.stdout.contains(name),
+                "{name} {flag}: the usage names the app:\n{}",
+                outcome.stdout
+            );
+        }
+    }
+}
+
+#[test]
+fn version_without_the_separator_is_the_apps() {
+    let version = env!("CARGO_PKG_VERSION");
+    for (name, binary) in APPS {
+        for flag in ["--version", "-V"] {
+            let outcome = run(binary, &[flag]);
+            assert_apps_own(name, &[flag], &outcome, &format!("{name} {version}"));
+        }
+    }
+}
+
+#[test]
+fn help_after_the_separator_prints_no_banner() {
+    for (name, binary) in APPS {
+        let outcome = run(binary, &["--", "--help"]);
+        assert_apps_own(name, &["--", "--help"], &outcome, "Usage:");
+    }
+}
+
+#[test]
+fn help_with_eal_options_before_the_separator_is_the_apps() {
+    let eal = common::child_eal_args(&["net_null0"]);
+    let mut args: Vec<&str> = eal.iter().map(String::as_str).collect();
+    args.extend(["--", "--help"]);
+    let (name, binary) = APPS[3];
+    let outcome = run(binary, &args);
+    assert_apps_own(name, &args, &outcome, "Usage:");
+}
