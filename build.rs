@@ -96,7 +96,7 @@ fn generate_bindings(cflags: &[String]) {
         )
         .allowlist_function("rte_dev_devargs")
         .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*|rte_devargs")
-        .allowlist_var("RTE_ETH_.*|RTE_MBUF_.*|RTE_MAX_.*|RTE_PKTMBUF_HEADROOM|LCORE_ID_ANY|SOCKET_ID_ANY|RTE_ETHER_.*")
+        .allowlist_var("RTE_ETH_.*|RTE_MBUF_.*|RTE_MAX_.*|RTE_PKTMBUF_HEADROOM|RTE_MEMPOOL_CACHE_MAX_SIZE|LCORE_ID_ANY|SOCKET_ID_ANY|RTE_ETHER_.*")
         .blocklist_item("per_lcore_.*")
         .no_debug("rte_flow_item_gtp_psc")
         .no_copy("rte_mbuf|rte_mempool")

@@ -35,8 +35,7 @@ pub enum DpdkError {
     InvalidArgument(String),
     /// A packet buffer pool could not be created.
     #[error(
-        "cannot create mbuf pool '{name}' of {count} buffers: {reason} (rte_errno {errno}). \
-         Give EAL more memory (-m MB), or ask for fewer buffers"
+        "cannot create mbuf pool '{name}' of {count} buffers: {reason} (rte_errno {errno}). {hint}"
     )]
     PoolCreate {
         /// The pool's name.
@@ -47,6 +46,18 @@ pub enum DpdkError {
         errno: i32,
         /// DPDK's text for `errno`.
         reason: String,
+        /// What to try next (it depends on `errno`: ENOMEM is too little
+        /// memory, EINVAL a configuration DPDK refuses).
+        hint: &'static str,
+    },
+    /// A pool has fewer buffers than what uses it can hold at once (DPDK's
+    /// own floor, or its ports' rings and its lcores' caches).
+    #[error("{count} packet buffers are too few: {need}")]
+    PoolTooSmall {
+        /// Buffers the pool has (or was asked for).
+        count: u32,
+        /// What it needs, and why.
+        need: crate::mempool::PoolNeed,
     },
     /// No ethdev port has this id.
     #[error(

@@ -246,3 +246,24 @@ fn only_the_main_lcore_launches() {
         LaunchResult::Returned(3)
     );
 }
+
+#[test]
+fn a_pool_below_dpdks_floor_is_refused_before_dpdk_is_asked() {
+    let _eal = common::eal(1, &[]);
+    let config = PoolConfig {
+        count: 64,
+        ..PoolConfig::default()
+    };
+    let err = Mempool::create("floor", &config).expect_err("64 < 1.5 x 256");
+    assert!(
+        matches!(&err, DpdkError::PoolTooSmall { count: 64, need } if need.minimum() == 384),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("memory"), "{err}");
+    let config = PoolConfig {
+        count: 384,
+        ..config
+    };
+    let pool = Mempool::create("floor", &config).expect("at the floor");
+    assert_eq!((pool.size(), pool.cache_size()), (384, 256));
+}
