@@ -22,8 +22,9 @@ pub use info::{
 };
 
 use crate::error::{DpdkError, Result};
+use crate::lcore::Lcore;
 use crate::mbuf::Mbuf;
-use crate::mempool::Mempool;
+use crate::mempool::{Mempool, PoolNeed};
 use crate::stack::port::{MacAddr, Port};
 use crate::sys;
 use arrayvec::ArrayVec;
@@ -174,7 +175,9 @@ fn check(port: u16, operation: impl FnOnce() -> String, ret: i32) -> Result<()> 
 
 impl EthPort {
     /// Configures port `id` with `config`, sets up its queues with buffers
-    /// from `pool`, and starts it.
+    /// from `pool`, and starts it. A driver that cannot fill its receive
+    /// rings from a pool smaller than the port's [`PoolNeed`] gives
+    /// [`DpdkError::PoolTooSmall`].
     pub fn open(id: u16, config: &PortConfig, pool: Mempool) -> Result<EthPort> {
         // SAFETY: reads ethdev's port table.
         if unsafe { sys::rte_eth_dev_is_valid_port(id) } == 0 {
@@ -225,6 +228,30 @@ impl EthPort {
         // SAFETY: reads ethdev's port table.
         let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
         let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
+        // Drivers that fill their receive rings (NICs at start, net_tap at
+        // set-up) fail with ENOMEM when the pool runs dry: say so, rather
+        // than suggest too little memory.
+        let need = PoolNeed::for_ports(
+            1,
+            &PortConfig {
+                rx_descriptors: rxd,
+                tx_descriptors: txd,
+                ..config.clone()
+            },
+            pool.cache_size(),
+            Lcore::count(),
+        );
+        let too_few = |e: DpdkError| match e {
+            DpdkError::Port { errno, .. }
+                if errno == libc::ENOMEM && pool.size() < need.minimum() =>
+            {
+                DpdkError::PoolTooSmall {
+                    count: pool.size(),
+                    need,
+                }
+            }
+            e => e,
+        };
         for q in 0..config.rx_queues {
             // SAFETY: the port is configured with this many rx queues; a NULL
             // rx_conf means the driver's defaults; the pool outlives the port.
@@ -235,7 +262,8 @@ impl EthPort {
                 id,
                 || format!("set up rx queue {q} ({rxd} descriptors)"),
                 ret,
-            )?;
+            )
+            .map_err(too_few)?;
         }
         for q in 0..config.tx_queues {
             // SAFETY: as above, for tx queues.
@@ -258,7 +286,7 @@ impl EthPort {
                 tx_queues: config.tx_queues,
             }),
         };
-        port.start()?;
+        port.start().map_err(too_few)?;
         if config.promiscuous {
             // Some virtual devices cannot change it; that is not fatal.
             let _ = port.set_promiscuous(true);

@@ -267,3 +267,18 @@ fn a_pool_below_dpdks_floor_is_refused_before_dpdk_is_asked() {
     let pool = Mempool::create("floor", &config).expect("at the floor");
     assert_eq!((pool.size(), pool.cache_size()), (384, 256));
 }
+
+#[test]
+fn a_tap_port_that_cannot_fill_its_rx_ring_says_the_pool_is_too_small() {
+    // net_tap takes a buffer for each receive descriptor at queue set-up.
+    let vdev = format!("net_tap0,iface={}", common::unique_name("dpsp"));
+    let _eal = common::eal(1, &[&vdev]);
+    let pool = pool("tap_small", 511);
+    let err = EthPort::open(0, &PortConfig::default(), pool).expect_err("511 < 1024");
+    let DpdkError::PoolTooSmall { count, need } = &err else {
+        panic!("not a pool error: {err}");
+    };
+    assert_eq!(*count, 511);
+    assert_eq!(need.minimum(), 2048, "both rings, no cache: {err}");
+    assert!(err.to_string().contains("rx ring 1024"), "{err}");
+}
