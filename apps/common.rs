@@ -1,9 +1,13 @@
 //! Start-up shared by the apps: EAL arguments (with the embedded default),
-//! the SIGINT/SIGTERM flag, and the packet pool. Included by each binary with
-//! `#[path]`; control path only.
+//! the SIGINT/SIGTERM flag, and the packet pool of `--total-num-mbufs`.
+//! Included by each binary with `#[path]`; control path only.
 
 use clap::Parser;
 use dpstack::eal::{split_args, EalArgs};
+use dpstack::ethdev::PortConfig;
+use dpstack::lcore::Lcore;
+use dpstack::mempool::{Mempool, PoolConfig, PoolNeed};
+use dpstack::DpdkError;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -75,4 +79,39 @@ pub fn stop_signal() -> Result<Arc<AtomicUsize>, String> {
             .map_err(|e| format!("cannot install a handler for signal {sig}: {e}"))?;
     }
     Ok(signal)
+}
+
+/// What `ports` ports configured as `port` need of a pool whose per-lcore
+/// cache is `cache` ([`PoolNeed`]): their rings, and the caches of the two
+/// lcores an app uses (the main lcore, which sets up, and the first worker,
+/// which polls), or of one if EAL has only one. Call after EAL is
+/// initialised (the lcore count is EAL's).
+#[allow(dead_code)] // not every app has --total-num-mbufs
+pub fn pool_need(port: &PortConfig, ports: usize, cache: u32) -> PoolNeed {
+    let ports = u32::try_from(ports).unwrap_or(u32::MAX);
+    PoolNeed::for_ports(ports, port, cache, Lcore::count().min(2))
+}
+
+/// Creates the packet pool of `--total-num-mbufs` (`config.count`) for
+/// `ports` ports configured as `port`, after checking it against
+/// [`pool_need`]: a count below that is refused up front with the minimum
+/// and what makes it up, not with DPDK's failure (EINVAL below its own
+/// floor, or ENOMEM from a receive ring that cannot be filled, which reads
+/// as too little memory).
+#[allow(dead_code)] // not every app has --total-num-mbufs
+pub fn packet_pool(
+    name: &str,
+    config: &PoolConfig,
+    port: &PortConfig,
+    ports: usize,
+) -> Result<Mempool, String> {
+    pool_need(port, ports, config.cache)
+        .check(config.count)
+        .map_err(|e| match e {
+            DpdkError::PoolTooSmall { count, need } => {
+                format!("--total-num-mbufs {count} is too few: {need}")
+            }
+            e => e.to_string(),
+        })?;
+    Mempool::create(name, config).map_err(|e| e.to_string())
 }

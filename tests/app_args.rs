@@ -1,7 +1,9 @@
-//! How the DPDK apps split their command line, run as the user runs them:
+//! How the DPDK apps take their command line, run as the user runs them:
 //! `APP --help`, `APP -h`, `APP --version` and `APP -V` without `--` are the
 //! app's own (clap's help or version, exit 0), as is `APP -- --help`; none
-//! of them initialises EAL or prints the embedded-default banner.
+//! of them initialises EAL or prints the embedded-default banner. And a
+//! `--total-num-mbufs` too small for the ports' rings and the lcores' caches
+//! is refused with the minimum (exit 1, no panic), which is then enough.
 
 mod common;
 
@@ -142,4 +144,98 @@ fn help_with_eal_options_before_the_separator_is_the_apps() {
     let (name, binary) = APPS[3];
     let outcome = run(binary, &args);
     assert_apps_own(name, &args, &outcome, "Usage:");
+}
+
+/// The apps with `--total-num-mbufs`, the devices each gets here, and the
+/// options they need to start.
+const POOL_APPS: [(&str, &str, &[&str], &[&str]); 4] = [
+    (
+        "dpstack-rtp-relay",
+        env!("CARGO_BIN_EXE_dpstack-rtp-relay"),
+        &["net_null0"],
+        &["--sessions", "1"],
+    ),
+    (
+        "dpstack-echo",
+        env!("CARGO_BIN_EXE_dpstack-echo"),
+        &["net_null0"],
+        &[],
+    ),
+    (
+        "dpstack-smoltcp-echo",
+        env!("CARGO_BIN_EXE_dpstack-smoltcp-echo"),
+        &["net_null0"],
+        &[],
+    ),
+    (
+        "dpstack-console",
+        env!("CARGO_BIN_EXE_dpstack-console"),
+        &["net_null0", "net_null1"],
+        &[],
+    ),
+];
+
+/// `APP EAL -- OPTIONS --total-num-mbufs COUNT` (two lcores, no hugepages,
+/// a file prefix of this test process's own).
+fn run_with_mbufs(binary: &str, vdevs: &[&str], options: &[&str], count: &str) -> Outcome {
+    let eal = common::child_eal_args(vdevs);
+    let mut args: Vec<&str> = eal.iter().map(String::as_str).collect();
+    args.push("--");
+    args.extend_from_slice(options);
+    args.extend(["--total-num-mbufs", count]);
+    run(binary, &args)
+}
+
+/// The minimum a refusal names: the number after "at least".
+fn named_minimum(message: &str) -> u32 {
+    message
+        .split("at least ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no minimum in {message:?}"))
+}
+
+#[test]
+fn too_few_mbufs_are_refused_with_the_minimum() {
+    for (name, binary, vdevs, options) in POOL_APPS {
+        for count in ["1", "64"] {
+            let outcome = run_with_mbufs(binary, vdevs, options, count);
+            let all = format!("stdout:\n{}\nstderr:\n{}", outcome.stdout, outcome.stderr);
+            assert_eq!(outcome.code, Some(1), "{name} {count}: a failure; {all}");
+            assert!(!all.contains("panicked"), "{name} {count}; {all}");
+            let wanted = format!("{name}: --total-num-mbufs {count} is too few: ");
+            assert!(outcome.stderr.contains(&wanted), "{name} {count}; {all}");
+            assert!(
+                !all.contains("more memory"),
+                "{name} {count}: not the wrong advice; {all}"
+            );
+            // Two lcores' caches (1.5 x 256 each) and 1024-descriptor rings.
+            let minimum = named_minimum(&outcome.stderr);
+            let ports = vdevs.len() as u32;
+            assert_eq!(minimum, ports * 2048 + 2 * 384, "{name}; {all}");
+            assert!(
+                outcome.stderr.contains("rx ring") && outcome.stderr.contains("lcore caches"),
+                "{name}: says what makes up the minimum; {all}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_named_minimum_is_enough_to_start() {
+    let (name, binary, vdevs, options) = POOL_APPS[0];
+    let refused = run_with_mbufs(binary, vdevs, options, "1");
+    let minimum = named_minimum(&refused.stderr);
+    let below = (minimum - 1).to_string();
+    let outcome = run_with_mbufs(binary, vdevs, options, &below);
+    assert_eq!(outcome.code, Some(1), "{name} {below}: {}", outcome.stderr);
+    let eal = common::child_eal_args(vdevs);
+    let count = minimum.to_string();
+    let mut args = options.to_vec();
+    args.extend(["--total-num-mbufs", &count]);
+    let app = common::AppProcess::spawn(binary, &eal, &args);
+    app.wait_for_output(" 1 session(s); pid");
+    let stopped = app.stop_with(libc::SIGINT);
+    assert_eq!(stopped.code, Some(0), "{name} {count}: {}", stopped.stderr);
 }

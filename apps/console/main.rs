@@ -27,7 +27,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, PortConfig};
 use dpstack::lcore::Lcore;
-use dpstack::mempool::{Mempool, PoolConfig};
+use dpstack::mempool::PoolConfig;
 use dpstack::stack::port::MacAddr;
 use forward::{default_peer, ForwardConfig};
 use interactive::{Flow, Prompt};
@@ -110,23 +110,21 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
         "no worker lcore to forward on: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0 \
          on a single CPU)",
     )?;
-    let per_port = u32::from(cli.rxd) + u32::from(cli.txd) + 2 * cli.burst as u32 + 512;
-    let count = cli
-        .total_num_mbufs
-        .unwrap_or_else(|| (per_port * ids.len() as u32).max(8191));
-    let pool = Mempool::create(
-        "mbuf_pool_socket_0",
-        &PoolConfig {
-            count,
-            ..PoolConfig::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
     let config = PortConfig {
         rx_descriptors: cli.rxd,
         tx_descriptors: cli.txd,
         ..PortConfig::default()
     };
+    let per_port = u32::from(cli.rxd) + u32::from(cli.txd) + 2 * cli.burst as u32 + 512;
+    let count = cli.total_num_mbufs.unwrap_or_else(|| {
+        let need = common::pool_need(&config, ids.len(), PoolConfig::default().cache);
+        (per_port * ids.len() as u32).max(need.minimum()).max(8191)
+    });
+    let pool_config = PoolConfig {
+        count,
+        ..PoolConfig::default()
+    };
+    let pool = common::packet_pool("mbuf_pool_socket_0", &pool_config, &config, ids.len())?;
     let mut ports = Vec::new();
     for id in ids {
         let port = EthPort::open(id, &config, pool).map_err(|e| e.to_string())?;

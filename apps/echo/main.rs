@@ -267,17 +267,17 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         ..PoolConfig::default()
     }
     .for_mtu(cli.mtu);
-    let pool = Mempool::create("echo_pool", &pool_config).map_err(|e| e.to_string())?;
+    let port_config = PortConfig {
+        mtu: Some(cli.mtu),
+        ..PortConfig::default()
+    };
+    let pool = common::packet_pool("echo_pool", &pool_config, &port_config, per_port.len())?;
     let large =
         Mempool::create("echo_reassembly", &PoolConfig::large(63)).map_err(|e| e.to_string())?;
     let mut eth_ports = Vec::new();
     let mut queues = Vec::new();
     let mut links = Vec::new();
     for (&port_id, (v4, v6)) in port_ids.iter().zip(&per_port) {
-        let port_config = PortConfig {
-            mtu: Some(cli.mtu),
-            ..PortConfig::default()
-        };
         let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
         let queue = port
             .queue(0, 0)

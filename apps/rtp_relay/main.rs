@@ -24,7 +24,7 @@ use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
 use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::{Mempool, PoolConfig};
+use dpstack::mempool::PoolConfig;
 use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{Interface, InterfaceConfig};
 use dpstack::stack::media::relay::{
@@ -258,7 +258,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         count: cli.total_num_mbufs,
         ..PoolConfig::default()
     };
-    let pool = Mempool::create("rtp_pool", &pool_config).map_err(|e| e.to_string())?;
+    let pool = common::packet_pool("rtp_pool", &pool_config, &PortConfig::default(), 1)?;
     let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
     let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
     let mut config = InterfaceConfig::new(port.mac(), cli.ip);

@@ -18,7 +18,7 @@ use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::{Mempool, PoolConfig};
+use dpstack::mempool::PoolConfig;
 use dpstack::stack::port::{send_burst, Buf, Port};
 use dpstack::stack::route::Ipv4Cidr;
 use smoltcp::iface::{Config, Interface, SocketSet};
@@ -198,7 +198,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         count: cli.total_num_mbufs,
         ..PoolConfig::default()
     };
-    let pool = Mempool::create("smoltcp_pool", &pool_config).map_err(|e| e.to_string())?;
+    let pool = common::packet_pool("smoltcp_pool", &pool_config, &PortConfig::default(), 1)?;
     let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
     let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
     let mac = EthernetAddress(port.mac().octets());
