@@ -13,28 +13,133 @@
 //!   its own buffer (a relay's forward, no copy).
 //!
 //! A relay thread forwarding between two members (the lcore polls the
-//! interface elsewhere):
+//! interface elsewhere; the hidden lines run it on an in-memory port and
+//! check that a packet to port 30000 leaves port 30002 for `peer_b`,
+//! marked EF):
 //!
-//! ```no_run
-//! # use dpstack_stack::port::memory::MemPool;
+//! ```
+//! # use dpstack_stack::iface::{DropDatagrams, Interface, InterfaceConfig};
+//! # use dpstack_stack::port::memory::{MemBuf, MemPool, MemPort, MemPortConfig};
+//! # use dpstack_stack::port::MacAddr;
+//! # use dpstack_stack::route::Ipv4Cidr;
 //! # use dpstack_stack::socket::{SocketError, StackHandle};
+//! # use dpstack_stack::time::Instant;
 //! # use dpstack_stack::udp::BindOptions;
+//! # use dpstack_stack::wire::arp::{ArpOperation, ArpRepr};
+//! # use dpstack_stack::wire::ethernet::{EtherType, EthernetFrame};
+//! # use dpstack_stack::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet};
+//! # use dpstack_stack::wire::udp::UdpPacket;
 //! # use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-//! # fn relay(handle: StackHandle<MemPool>, peer_a: SocketAddr, peer_b: SocketAddr)
+//! # use std::sync::atomic::{AtomicBool, Ordering};
+//! # use std::sync::{Arc, Mutex};
+//! # use std::thread;
+//! # use std::time::Duration;
+//! # fn relay(handle: StackHandle<MemPool>, ip: Ipv4Addr, peer_a: SocketAddr, peer_b: SocketAddr)
 //! #     -> Result<(), SocketError> {
-//! let ip = Ipv4Addr::new(10, 0, 0, 1);
 //! let group = handle.udp_group(65_536);
-//! let (a, _) = group.bind(SocketAddrV4::new(ip, 30000), BindOptions::default())?;
-//! let (b, _) = group.bind(SocketAddrV4::new(ip, 30002), BindOptions::default())?;
+//! let media = BindOptions { tos: 46 << 2, ..BindOptions::default() }; // DSCP EF
+//! let (a, _) = group.bind(SocketAddrV4::new(ip, 30000), media)?;
+//! let (b, _) = group.bind(SocketAddrV4::new(ip, 30002), media)?;
 //! let mut got = Vec::with_capacity(256);
 //! loop {
 //!     group.recv_batch(&mut got, 256, None)?;
 //!     for datagram in got.drain(..) {
-//!         let _arrival = datagram.received_at(); // for the leg's jitter
+//!         let arrival = datagram.received_at(); // for the jitter of datagram.socket()'s leg
 //!         let (from, to) = if datagram.socket() == a { (b, peer_b) } else { (a, peer_a) };
 //!         let _ = group.forward(datagram, from, to);
 //!     }
 //! }
+//! # }
+//! #
+//! # fn main() {
+//! #     let (ip, mac) = (Ipv4Addr::new(10, 0, 0, 1), MacAddr([2, 0, 0, 0, 0, 1]));
+//! #     let config = InterfaceConfig::new(mac, Ipv4Cidr::new(ip, 24).unwrap());
+//! #     let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
+//! #     let port = MemPort::new(MemPortConfig { mac, ..MemPortConfig::default() });
+//! #     let handle = iface.handle(port.pool(), 64);
+//! #     let port = Arc::new(Mutex::new(port));
+//! #     let stop = Arc::new(AtomicBool::new(false));
+//! #     let lcore = {
+//! #         let (port, stop) = (Arc::clone(&port), Arc::clone(&stop));
+//! #         thread::spawn(move || {
+//! #             let mut ticks = 0;
+//! #             while !stop.load(Ordering::Relaxed) {
+//! #                 ticks += 1;
+//! #                 let now = Instant::from_nanos(ticks * 1000);
+//! #                 iface.poll(&mut *port.lock().unwrap(), now, &mut DropDatagrams);
+//! #                 thread::yield_now();
+//! #             }
+//! #         })
+//! #     };
+//! #     let (a_ip, a_mac) = (Ipv4Addr::new(10, 0, 0, 2), MacAddr([2, 0, 0, 0, 0, 2]));
+//! #     let (b_ip, b_mac) = (Ipv4Addr::new(10, 0, 0, 3), MacAddr([2, 0, 0, 0, 0, 3]));
+//! #     let (peer_a, peer_b) = (SocketAddr::from((a_ip, 5004)), SocketAddr::from((b_ip, 6000)));
+//! #     // The relay thread blocks in `recv_batch` for ever; the process ends it.
+//! #     thread::spawn(move || relay(handle, ip, peer_a, peer_b));
+//! #     // B's endpoint announces itself, then A's sends until the relay is up.
+//! #     let mut arp = [0u8; 28];
+//! #     ArpRepr {
+//! #         operation: ArpOperation::Request,
+//! #         sender_mac: b_mac,
+//! #         sender_ip: b_ip,
+//! #         target_mac: MacAddr::default(),
+//! #         target_ip: ip,
+//! #     }
+//! #     .emit(&mut arp);
+//! #     port.lock().unwrap().push_rx(&ethernet(MacAddr::BROADCAST, b_mac, EtherType::Arp, &arp));
+//! #     let payload = b"\x80\x00\x00\x01 an RTP packet";
+//! #     let mut udp = vec![0u8; 8 + payload.len()];
+//! #     udp[8..].copy_from_slice(payload);
+//! #     let len = payload.len() as u16;
+//! #     UdpPacket::new_unchecked(&mut udp[..]).emit_header((a_ip, 5004), (ip, 30000), len);
+//! #     let mut ipv4 = vec![0u8; 20 + udp.len()];
+//! #     ipv4[20..].copy_from_slice(&udp);
+//! #     Ipv4Packet::new_unchecked(&mut ipv4[..]).emit_header(&Ipv4Header {
+//! #         src: a_ip,
+//! #         dst: ip,
+//! #         protocol: protocol::UDP,
+//! #         payload_len: udp.len() as u16,
+//! #         ttl: 64,
+//! #         ident: 1,
+//! #         dont_fragment: true,
+//! #         tos: 0,
+//! #     });
+//! #     let frame = ethernet(mac, a_mac, EtherType::Ipv4, &ipv4);
+//! #     let relayed = (0..5000).find_map(|_| {
+//! #         let mut port = port.lock().unwrap();
+//! #         let relayed = port.take_tx().into_iter().find(|f| {
+//! #             let eth = EthernetFrame::new_checked(&f[..]).unwrap();
+//! #             let ip = Ipv4Packet::new_checked(eth.payload());
+//! #             ip.is_ok_and(|ip| ip.protocol() == protocol::UDP)
+//! #         });
+//! #         if relayed.is_none() {
+//! #             port.push_rx(&frame);
+//! #             drop(port);
+//! #             thread::sleep(Duration::from_millis(1));
+//! #         }
+//! #         relayed
+//! #     });
+//! #     stop.store(true, Ordering::Relaxed);
+//! #     lcore.join().unwrap();
+//! #     let relayed = relayed.expect("a packet to port 30000 is relayed");
+//! #     let eth = EthernetFrame::new_checked(&relayed[..]).unwrap();
+//! #     assert_eq!(eth.dst(), b_mac);
+//! #     let out = Ipv4Packet::new_checked(eth.payload()).unwrap();
+//! #     assert_eq!((out.src(), out.dst(), out.tos()), (ip, b_ip, 0xb8));
+//! #     let udp = UdpPacket::new_checked(out.payload()).unwrap();
+//! #     assert_eq!((udp.src_port(), udp.dst_port()), (30002, 6000));
+//! #     assert!(udp.verify_checksum(out.src(), out.dst()));
+//! #     assert_eq!(udp.payload(), &payload[..]);
+//! # }
+//! #
+//! # fn ethernet(dst: MacAddr, src: MacAddr, ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
+//! #     let mut frame = vec![0u8; 14 + payload.len()];
+//! #     let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+//! #     eth.set_dst(dst);
+//! #     eth.set_src(src);
+//! #     eth.set_ethertype(ethertype);
+//! #     eth.payload_mut().copy_from_slice(payload);
+//! #     frame
 //! # }
 //! ```
 //!
