@@ -14,6 +14,8 @@
 #![warn(missing_docs)]
 
 pub mod counters;
+#[cfg(test)]
+mod doc_examples;
 mod hash;
 pub mod iface;
 pub mod media;
