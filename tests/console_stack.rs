@@ -297,6 +297,13 @@ fn stack_mode_runs_the_rtp_relay_and_shows_its_statistics() {
     );
     assert_eq!(console.say("show rtp"), NOT_RUNNING);
     assert_has(&console.say("start"), "stack packet forwarding - ports=1");
+    // An IPv6 leg on a stack with no global IPv6 address: the console
+    // names its own command, not dpstack-rtp-relay's --ip6.
+    let v6 = "rtp-relay start --sessions 2 --port-base 30000 --b-peer-base [2001:db8::2]:5000";
+    assert_has(
+        &console.say(v6),
+        "needs a global IPv6 address on the stack: add one with ip addr add ADDR/LEN",
+    );
     assert_has(
         &console.say("rtp-relay start --sessions 2 --port-base 30000 --echo"),
         "2 session(s)",

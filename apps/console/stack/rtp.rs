@@ -4,7 +4,8 @@
 //! `dpstack-rtp-relay` runs, composed into the console's handler
 //! ([`super::services::Services`] hands it the batches of its sockets and
 //! calls its poll), bound to the stack's first IPv4 address (and first
-//! global IPv6 address, for IPv6 peers).
+//! global IPv6 address, for IPv6 peers; without the address a leg needs,
+//! `start` refuses and says to add one with `ip addr add`).
 //!
 //! Sessions are the relay app's `--sessions` ones: session `i` (named
 //! `s<i>`) has leg A on ports `P+4i`/`P+4i+1`, leg B on `P+4i+2`/`P+4i+3`;
@@ -235,6 +236,23 @@ impl<B: Buf> StackState<B> {
                 leg.ipv6 = true;
             }
         }
+        // Relay::start would refuse too, but in the words of
+        // dpstack-rtp-relay's flags (--ip, --ip6): the console's way to an
+        // address is `ip addr add`.
+        if let Some(v6) = specs
+            .iter()
+            .flat_map(|s| &s.legs)
+            .map(|leg| leg.ipv6)
+            .find(|&v6| {
+                if v6 {
+                    local.v6.is_none()
+                } else {
+                    local.v4.is_none()
+                }
+            })
+        {
+            return Err(no_address_hint(v6));
+        }
         // Each start gets its own SSRCs (the console may read a clock; the
         // stack does not).
         let seed = std::time::SystemTime::now()
@@ -270,6 +288,20 @@ impl<B: Buf> StackState<B> {
             if echo { "echoing" } else { "relaying" },
             at.join(" and ")
         ))
+    }
+}
+
+/// What to type when the stack lacks the address a leg needs (an IPv6
+/// leg: a global IPv6 address; link-local ones are not used).
+fn no_address_hint(v6: bool) -> String {
+    if v6 {
+        "an IPv6 leg needs a global IPv6 address on the stack: add one with \
+         ip addr add ADDR/LEN [port N] (e.g. ip addr add 2001:db8::1/64)"
+            .into()
+    } else {
+        "an IPv4 leg needs an IPv4 address on the stack: add one with \
+         ip addr add ADDR/LEN [port N] (e.g. ip addr add 10.0.0.1/24)"
+            .into()
     }
 }
 
@@ -479,5 +511,35 @@ mod tests {
                 echo: false
             })
             .starts_with("RTP relay: relaying"));
+    }
+
+    #[test]
+    fn an_ipv6_leg_without_an_ipv6_address_says_what_to_type() {
+        let mut w = World::new();
+        let line =
+            "rtp-relay start --sessions 2 --port-base 30000 --b-peer-base [2001:db8::2]:5000";
+        let (_, values) = crate::commands::parse(line)
+            .expect("parses")
+            .expect("a command");
+        let request = start_request(&values, false).expect("a request");
+        let refused = w.ask(request);
+        assert_eq!(
+            refused,
+            "Error: an IPv6 leg needs a global IPv6 address on the stack: add one with ip addr \
+             add ADDR/LEN [port N] (e.g. ip addr add 2001:db8::1/64)\n"
+        );
+        assert!(!refused.contains("--ip6"), "the console has no --ip6");
+        // Nothing was bound: after the command the hint names, it starts.
+        let (_, values) = crate::commands::parse("ip addr add 2001:db8::1/64")
+            .expect("parses")
+            .expect("a command");
+        let [Value::Prefix(prefix)] = values[..] else {
+            panic!("ip addr add takes a prefix: {values:?}")
+        };
+        assert_eq!(w.state.answer(Request::AddrAdd { link: 0, prefix }), "");
+        assert_eq!(
+            w.ask(request),
+            "RTP relay: relaying 2 session(s) on 10.8.0.1 and 2001:db8::1 ports 30000-30007\n"
+        );
     }
 }
