@@ -115,6 +115,36 @@ fn rtcp_goes_between_the_odd_ports_and_sender_reports_are_noted() {
 }
 
 #[test]
+fn rtcp_on_a_non_mux_legs_rtp_port_is_relayed_as_rtcp() {
+    // Implicit rtcp-mux: the RTP port tells RTCP by its packet type
+    // (RFC 5761 4) even on a leg that has an RTCP port of its own.
+    let mut net = Net::new(&one_call(false), options(), 4096);
+    let a = at(A_IP, 5004);
+    net.send(a, 30000, &rtp(0x77, 1));
+    assert_eq!(net.run().len(), 1);
+    net.send(a, 30000, &sender_report(0x77));
+    let sent = net.run();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].src, at(RELAY_IP, 30003), "from leg B's RTCP port");
+    assert_eq!(sent[0].dst, at(B_IP, 6001), "to B's RTCP port");
+    assert_eq!(sent[0].payload, sender_report(0x77));
+    let snapshot = net.relay.snapshot();
+    assert_eq!(drops(&snapshot, RelayDrop::BadRtp), 0);
+    let leg = &snapshot.sessions[0].legs[0].counters;
+    assert_eq!(
+        (leg.forwarded, leg.rtcp, leg.rtcp_forwarded, leg.dropped),
+        (1, 1, 1, 0)
+    );
+    let report = net.report();
+    assert!(report.contains(" rtcp 1 rtcp-forwarded 1 "), "{report}");
+    // A's RTCP came from its RTP port, so RTCP for A goes back there.
+    net.send(at(B_IP, 6001), 30003, &sender_report(0x88));
+    let sent = net.run();
+    assert_eq!(sent.len(), 1);
+    assert_eq!((sent[0].src, sent[0].dst), (at(RELAY_IP, 30001), a));
+}
+
+#[test]
 fn rtcp_mux_shares_the_rtp_ports() {
     let mut net = Net::new(&one_call(true), options(), 4096);
     let a = at(A_IP, 5004);
