@@ -19,9 +19,7 @@ use super::{Request, StackState};
 use crate::commands::{Command, Reply, Section, Token, Value};
 use crate::session::Session;
 use dpstack::stack::iface::Prefix;
-use dpstack::stack::media::relay::{
-    self, LocalAddrs, Relay, RelayOptions, ReportConfig, StartError,
-};
+use dpstack::stack::media::relay::{self, LocalAddrs, Relay, RelayOptions, ReportConfig};
 use dpstack::stack::port::Buf;
 use std::net::{IpAddr, SocketAddr};
 
@@ -270,12 +268,7 @@ impl<B: Buf> StackState<B> {
         let last = (u32::from(port_base) + 4 * u32::from(sessions) - 1) as u16;
         relay
             .start(&mut self.iface, local, &specs, port_base..=last)
-            .map_err(|e| match e {
-                StartError::NoAddress { .. } => {
-                    format!("{e} (add one: ip addr add ADDR/LEN port 0)")
-                }
-                e => e.to_string(),
-            })?;
+            .map_err(|e| e.to_string())?;
         let at: Vec<String> = [local.v4.map(IpAddr::V4), local.v6.map(IpAddr::V6)]
             .into_iter()
             .flatten()
