@@ -41,9 +41,10 @@ use super::addr::{Compact, Family, Stored};
 use super::membership::Membership;
 use super::reports::ReportState;
 use super::LegReport;
-use crate::media::{Latch, LatchConfig, Verdict};
+use crate::media::{Channel, Latch, LatchConfig, LegSockets, Verdict};
 use crate::rtp::{Counters, ReceiveStats};
 use crate::time::{Duration, Instant};
+use crate::udp::SocketId;
 use std::net::{SocketAddr, SocketAddrV4};
 
 /// SSRCs per leg with statistics (one, plus one change of source, e.g.
@@ -135,6 +136,10 @@ pub struct LegState {
     dst: Option<SocketAddr>,
     rtp: Latch,
     rtcp: Latch,
+    /// The peer's last accepted RTCP came to this leg's RTP port although
+    /// the leg has an RTCP port (implicit rtcp-mux): RTCP to the peer then
+    /// leaves from the RTP port too ([`LegState::rtcp_sender`]).
+    rtcp_on_rtp: bool,
     /// The counters (`forwarded` is kept above and filled in on reads).
     counters: LegCounters,
     /// Which streams are session members and senders (RFC 3550 6.3.4,
@@ -167,6 +172,7 @@ impl LegState {
             streams_used: LAST,
             streams: [ReceiveStats::new(0, 0), ReceiveStats::new(0, 0)],
             dst: None,
+            rtcp_on_rtp: false,
             rtp,
             rtcp,
             counters: LegCounters::default(),
@@ -264,6 +270,38 @@ impl LegState {
         self.rtcp.observe(source, None, now)
     }
 
+    /// Judges RTCP that came to this leg's RTP port although the leg has
+    /// an RTCP port (implicit rtcp-mux): from the latched RTP peer it is
+    /// the peer's, and the RTCP latch, which is for the RTCP port, is left
+    /// alone; before the RTP latch has a peer, the RTCP latch judges it.
+    pub fn observe_rtcp_on_rtp_port(&mut self, source: SocketAddr, now: Instant) -> Verdict {
+        if self.rtp.is_latched() && self.rtp.peer() == Some(source) {
+            Verdict::Peer
+        } else {
+            self.rtcp.observe(source, None, now)
+        }
+    }
+
+    /// Notes which of the leg's ports the peer's accepted RTCP came to:
+    /// `on_rtp_port` on a leg with an RTCP port of its own means the peer
+    /// muxes anyway (RFC 5761 4 lets a receiver tell RTCP by its type), so
+    /// it hears RTCP where it sends it: on its RTP port, from ours (a
+    /// symmetric NAT in front of it only lets that pair through).
+    pub fn note_rtcp_port(&mut self, on_rtp_port: bool) {
+        self.rtcp_on_rtp = on_rtp_port;
+    }
+
+    /// The socket of `sockets` (this leg's) that RTCP to the peer leaves
+    /// from: the RTCP socket, or the RTP socket under rtcp-mux, explicit
+    /// or implicit ([`LegState::note_rtcp_port`]).
+    pub fn rtcp_sender(&self, sockets: LegSockets) -> SocketId {
+        if self.rtcp_on_rtp {
+            sockets.rtp
+        } else {
+            sockets.sender(Channel::Rtcp)
+        }
+    }
+
     /// The RTP latch.
     pub fn rtp_latch(&self) -> &Latch {
         &self.rtp
@@ -293,9 +331,14 @@ impl LegState {
         &mut self.counters
     }
 
-    /// Where RTCP for this leg goes: the peer heard on RTCP, else next to
-    /// the RTP peer once that is latched, else the signalled address.
+    /// Where RTCP for this leg goes: the RTP peer itself while the peer
+    /// sends its RTCP to our RTP port (implicit rtcp-mux), else the peer
+    /// heard on RTCP, else next to the RTP peer once that is latched, else
+    /// the signalled address.
     pub fn rtcp_destination(&self, mux: bool) -> Option<SocketAddr> {
+        if self.rtcp_on_rtp && self.rtp.is_latched() {
+            return self.rtp.peer();
+        }
         if self.rtcp.is_latched() {
             return self.rtcp.peer();
         }

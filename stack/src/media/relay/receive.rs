@@ -165,7 +165,7 @@ impl Session {
                 let header = RtpSummary::parse(payload).map_err(|_| RelayDrop::BadRtp)?;
                 self.rtp(at.leg, legs, datagram, header, options, ctx)
             }
-            Kind::Rtcp => self.rtcp(at.leg, legs, datagram, options, ctx),
+            Kind::Rtcp => self.rtcp(at, legs, datagram, options, ctx),
             Kind::Other => Err(RelayDrop::NotRtp),
         }
     }
@@ -232,22 +232,36 @@ impl Session {
     #[inline]
     fn rtcp<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        leg: Leg,
+        at: Endpoint,
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
         options: &RelayOptions,
         ctx: &mut UdpContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let now: Instant = datagram.received_at();
+        let leg = at.leg;
+        let own = legs[leg.index()];
         let (this, other) = self.pair(leg);
         {
             let compound =
                 Compound::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtcp)?;
             let source = datagram.src();
-            let verdict = this.observe_rtcp(source, now);
+            let verdict = match (at.channel, own.rtcp) {
+                (Channel::Rtp, Some(_)) => this.observe_rtcp_on_rtp_port(source, now),
+                _ => this.observe_rtcp(source, now),
+            };
             admit(verdict, this)?;
-            if let Some(socket) = legs[leg.index()].rtcp {
-                latched(verdict, options, socket, || source, ctx);
+            match (at.channel, own.rtcp) {
+                (Channel::Rtcp, Some(socket)) => {
+                    this.note_rtcp_port(false);
+                    latched(verdict, options, socket, || source, ctx);
+                }
+                // Implicit rtcp-mux. The RTCP socket is not connected to
+                // this source: it is the peer's RTP port, which the RTP
+                // latch connects the RTP socket to.
+                (Channel::Rtp, Some(_)) => this.note_rtcp_port(true),
+                // rtcp-mux: RTCP is on the RTP socket anyway.
+                (_, None) => {}
             }
             for packet in compound.packets() {
                 match packet {
@@ -275,7 +289,7 @@ impl Session {
             let dst = other
                 .rtcp_destination(out.is_mux())
                 .ok_or(RelayDrop::NoPeer)?;
-            ctx.forward(datagram, out.sender(Channel::Rtcp), dst)
+            ctx.forward(datagram, other.rtcp_sender(out), dst)
                 .map_err(|_| RelayDrop::SendFailed)?;
         }
         bump(&mut this.counters_mut().rtcp_forwarded);

@@ -52,7 +52,7 @@ use super::membership::timeouts;
 use super::timer::{Expiry, Timer};
 use super::{LegState, Relay};
 use crate::iface::{Interface, UdpContext};
-use crate::media::{Channel, LegSockets};
+use crate::media::LegSockets;
 use crate::port::{Buf, Port};
 use crate::rtp::{
     deterministic_interval, rtcp_interval, update_avg_rtcp_size, write_bye, write_receiver_report,
@@ -344,12 +344,13 @@ fn send_compound(
     let mut buf = [0u8; COMPOUND_LEN];
     let written = write_compound(leg, now, bye, &mut buf);
     let dst = leg.rtcp_destination(sockets.is_mux());
+    let from = leg.rtcp_sender(*sockets);
     let counters = leg.counters_mut();
     let (Some(len), Some(dst)) = (written, dst) else {
         counters.reports_failed = counters.reports_failed.saturating_add(1);
         return false;
     };
-    let sent = send(sockets.sender(Channel::Rtcp), dst, &buf[..len]);
+    let sent = send(from, dst, &buf[..len]);
     if sent {
         counters.reports_sent = counters.reports_sent.saturating_add(1);
     } else {

@@ -137,11 +137,37 @@ fn rtcp_on_a_non_mux_legs_rtp_port_is_relayed_as_rtcp() {
     );
     let report = net.report();
     assert!(report.contains(" rtcp 1 rtcp-forwarded 1 "), "{report}");
-    // A's RTCP came from its RTP port, so RTCP for A goes back there.
+    // A's RTCP came from its RTP port, so RTCP for A goes back there, and
+    // from A's RTP port: the pair A sends on is the one a NAT lets in.
     net.send(at(B_IP, 6001), 30003, &sender_report(0x88));
     let sent = net.run();
     assert_eq!(sent.len(), 1);
-    assert_eq!((sent[0].src, sent[0].dst), (at(RELAY_IP, 30001), a));
+    assert_eq!((sent[0].src, sent[0].dst), (at(RELAY_IP, 30000), a));
+    // Once A sends RTCP to the RTCP port again, it gets it there.
+    net.send(at(A_IP, 5005), 30001, &sender_report(0x77));
+    assert_eq!(net.run().len(), 1);
+    net.send(at(B_IP, 6001), 30003, &sender_report(0x88));
+    let sent = net.run();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].src, sent[0].dst),
+        (at(RELAY_IP, 30001), at(A_IP, 5005))
+    );
+}
+
+#[test]
+fn implicitly_muxed_rtcp_does_not_connect_the_rtcp_socket() {
+    let mut opts = options();
+    opts.connect_on_latch = true;
+    let mut net = Net::new(&one_call(false), opts, 4096);
+    let a = at(A_IP, 5004);
+    net.send(a, 30000, &rtp(0x77, 1));
+    net.send(a, 30000, &sender_report(0x77));
+    assert_eq!(net.run().len(), 2);
+    // A's RTCP port still hears A's usual RTCP port.
+    net.send(at(A_IP, 5005), 30001, &sender_report(0x77));
+    assert_eq!(net.run().len(), 1, "relayed, not refused");
+    assert_eq!(net.iface.counters().dropped(DropReason::UdpNoSocket), 0);
 }
 
 #[test]
