@@ -431,4 +431,72 @@ mod tests {
             }
         );
     }
+
+    /// Random files, mostly of well-formed lines with random ports,
+    /// peers and options, some of garbage: `parse` answers each with
+    /// sessions or a typed error, never a panic, and what it accepts keeps
+    /// the format's rules.
+    #[test]
+    fn random_files_parse_or_fail_cleanly() {
+        const PORTS: [&str; 8] = [
+            "auto", "auto", "0", "30001", "65534", "65535", "70000", "-2",
+        ];
+        const OPTIONS: [&str; 12] = [
+            "mux",
+            "a-ip6",
+            "b-ip6",
+            "a-peer=10.0.0.2:5004",
+            "b-peer=10.0.0.3:65535",
+            "b-peer=[2001:db8::3]:6000",
+            "a-peer=0.0.0.0:1",
+            "a-peer=224.0.0.9:5000",
+            "b-peer=",
+            "x=y",
+            "# a comment",
+            "\u{e9}t\u{e9}",
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let mut accepted = 0;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for line in 0..1 + next(4) {
+                if next(10) == 0 {
+                    text.push_str(OPTIONS[next(OPTIONS.len())]);
+                } else {
+                    let mut port = || match next(3) {
+                        0 => PORTS[next(PORTS.len())].to_owned(),
+                        _ => (30000 + 2 * next(8)).to_string(),
+                    };
+                    let (a, b) = (port(), port());
+                    text.push_str(&format!("session s{} {a} {b}", line + next(2)));
+                    for _ in 0..next(3) {
+                        text.push(if next(5) == 0 { '\t' } else { ' ' });
+                        text.push_str(OPTIONS[next(OPTIONS.len())]);
+                    }
+                }
+                text.push('\n');
+            }
+            let Ok(specs) = parse(&text) else { continue };
+            accepted += 1;
+            let mut ports = std::collections::HashSet::new();
+            for spec in &specs {
+                for leg in &spec.legs {
+                    if let LocalPort::Fixed(port) = leg.port {
+                        assert!(port != 0 && port % 2 == 0, "{text:?}");
+                        assert!(ports.insert(port), "{text:?}");
+                    }
+                    if let Some(peer) = leg.peer {
+                        assert!(check_peer(peer, spec.mux).is_ok(), "{text:?}");
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000, "only {accepted} files were accepted");
+    }
 }
