@@ -134,9 +134,11 @@ impl ReceiveStats {
         payload_len: usize,
         arrival: Instant,
     ) -> SeqOutcome {
-        self.packets = self.packets.saturating_add(1);
+        // 64-bit counters added to per packet: wrapping is one add where
+        // saturating is an add and a cmov, and neither can reach 2^64.
+        self.packets = self.packets.wrapping_add(1);
         let len = u64::try_from(payload_len).unwrap_or(u64::MAX);
-        self.bytes = self.bytes.saturating_add(len);
+        self.bytes = self.bytes.wrapping_add(len);
         let was_valid = self.seq.is_valid();
         let outcome = self.seq.update(seq);
         match outcome {
@@ -145,7 +147,7 @@ impl ReceiveStats {
                 return outcome;
             }
             SeqOutcome::Duplicate => {
-                self.duplicates = self.duplicates.saturating_add(1);
+                self.duplicates = self.duplicates.wrapping_add(1);
                 return outcome;
             }
             SeqOutcome::Reordered => self.out_of_order = self.out_of_order.saturating_add(1),

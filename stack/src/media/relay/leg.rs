@@ -31,7 +31,8 @@
 //! counted in `untracked`. Each SSRC's clock rate is fixed by the payload
 //! type of its first packet: RFC 3551's static types have theirs, every
 //! other type gets the configured default (`--clock-rate`). Counters only
-//! grow (saturating). A tracked SSRC that said BYE or timed out stays
+//! grow (saturating, or 64-bit and added to once a packet: a plain add,
+//! which cannot reach 2^64). A tracked SSRC that said BYE or timed out stays
 //! tracked (its statistics keep counting and are still shown) until a new
 //! SSRC needs its slot, but is no longer one of the leg's session members
 //! ([`LegState::members_mut`]): reports leave it out (after a BYE for
@@ -315,7 +316,8 @@ impl LegState {
     /// Counts one forwarded RTP packet.
     #[inline]
     pub fn count_forwarded(&mut self) {
-        self.forwarded = self.forwarded.saturating_add(1);
+        // 64-bit, one a packet: cannot reach 2^64, so a plain add.
+        self.forwarded = self.forwarded.wrapping_add(1);
     }
 
     /// The counters.
