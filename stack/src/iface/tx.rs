@@ -132,9 +132,22 @@ impl<'a, P: Port> Out<'a, P> {
         self.ports.get_mut(link)?.alloc()
     }
 
-    /// Queues `buf` for `link`.
+    /// Queues `buf` for `link`. Per packet: the common case (a batch with
+    /// room) is inlined into its callers, a few instructions with no
+    /// registers to save; a missing link or a full batch goes out of line.
     #[inline]
     pub(crate) fn push(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
+        match self.batches.get_mut(link) {
+            Some(batch) if !batch.bufs.is_full() => batch.bufs.push(buf),
+            _ => self.push_slow(link, buf, counters),
+        }
+    }
+
+    /// [`Out::push`] without room: no such link (dropped, counted), or a
+    /// full batch, sent first.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
         let Some(batch) = self.batches.get_mut(link) else {
             return counters.count_drop(DropReason::TxNoRoute);
         };
