@@ -138,7 +138,7 @@ impl<'a, P: Port> Out<'a, P> {
     #[inline]
     pub(crate) fn push(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
         match self.batches.get_mut(link) {
-            Some(batch) if !batch.bufs.is_full() => batch.bufs.push(buf),
+            Some(batch) if batch.bufs.len() < batch.bufs.capacity() => batch.bufs.push(buf),
             _ => self.push_slow(link, buf, counters),
         }
     }
