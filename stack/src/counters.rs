@@ -280,6 +280,8 @@ protocol_counters! {
     TcpPassiveOpens,
     /// TCP resets sent.
     TcpOutRsts,
+    /// TCP retransmission timeouts (RTO fired: sending goes back to SND.UNA).
+    TcpRetransTimeouts,
 }
 
 /// Number of protocol counters.

@@ -581,7 +581,11 @@ pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>,
         if slot.armed == Some(deadline) {
             slot.armed = None;
         }
+        let retries = slot.conn.retries;
         slot.conn.on_timer(now);
+        if slot.conn.retries > retries {
+            core.counters.count(Stat::TcpRetransTimeouts);
+        }
         slot.quiet = false;
         after_activity(core, out, now, id);
     }

@@ -169,7 +169,10 @@ fn host(mac: MacAddr, ip: Ipv4Addr, ip6: &str) -> (Interface<MemBuf>, MemPort) {
 /// Echoes `len` bytes from a client on one stack through a server on the
 /// other, to `server_addr` (port 7), through `faults`; returns the client
 /// and how many frames the wire dropped.
-fn echo_through(len: usize, server_addr: &str, faults: Faults, seed: u64) -> (Client, usize) {
+/// Echoes `len` bytes from a client through a server over a faulty wire;
+/// the client, the frames the wire dropped, and both sides' retransmission
+/// timeouts.
+fn echo_through(len: usize, server_addr: &str, faults: Faults, seed: u64) -> (Client, usize, u64) {
     let (mut server, mut server_port) = host(OUR_MAC, OUR_IP, "2001:db8::1");
     let (mut client, mut client_port) = host(PEER_MAC, PEER_IP, "2001:db8::2");
     server
@@ -200,13 +203,18 @@ fn echo_through(len: usize, server_addr: &str, faults: Faults, seed: u64) -> (Cl
             break;
         }
     }
-    (handler, wire.dropped)
+    let timeouts = [&server, &client]
+        .iter()
+        .map(|i| i.counters().get(Stat::TcpRetransTimeouts))
+        .sum();
+    (handler, wire.dropped, timeouts)
 }
 
 #[test]
 fn data_is_echoed_intact_over_ipv4_and_ipv6() {
     for server in ["10.0.0.1:7", "[2001:db8::1]:7"] {
-        let (client, _) = echo_through(200_000, server, Faults::default(), 1);
+        let (client, _, timeouts) = echo_through(200_000, server, Faults::default(), 1);
+        assert_eq!(timeouts, 0, "{server}: nothing lost, no timeout");
         assert!(client.connected, "{server}");
         assert_eq!(client.got.len(), client.data.len(), "{server}");
         assert!(client.got == client.data, "{server}: the echo differs");
@@ -221,8 +229,10 @@ fn data_survives_seeded_loss_duplication_and_reordering() {
         duplicate: 20,
         reorder: 50,
     };
+    let mut timeouts = 0;
     for seed in [7, 8, 9] {
-        let (client, dropped) = echo_through(100_000, "10.0.0.1:7", faults, seed);
+        let (client, dropped, seed_timeouts) = echo_through(100_000, "10.0.0.1:7", faults, seed);
+        timeouts += seed_timeouts;
         assert!(
             dropped > 5,
             "seed {seed}: the wire dropped {dropped} frames"
@@ -235,6 +245,7 @@ fn data_survives_seeded_loss_duplication_and_reordering() {
         );
         assert_eq!(client.closed, Some(None), "seed {seed}");
     }
+    assert!(timeouts > 0, "some losses were recovered by a timeout");
 }
 
 #[test]
