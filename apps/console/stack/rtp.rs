@@ -234,9 +234,9 @@ impl<B: Buf> StackState<B> {
                 leg.ipv6 = true;
             }
         }
-        // Relay::start would refuse too, but in the words of
-        // dpstack-rtp-relay's flags (--ip, --ip6): the console's way to an
-        // address is `ip addr add`.
+        // Relay::start would refuse too (StartError::NoAddress); refused
+        // here, the answer names the console's way to an address,
+        // `ip addr add`.
         if let Some(v6) = specs
             .iter()
             .flat_map(|s| &s.legs)
