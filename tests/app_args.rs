@@ -9,7 +9,7 @@ mod common;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Every app that takes `[EAL options] -- [app options]` (apps/common.rs).
 const APPS: [(&str, &str); 6] = [
@@ -60,18 +60,8 @@ fn run(binary: &str, args: &[&str]) -> Outcome {
             s
         }),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{binary} {args:?} did not exit within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::wait_at_most(&mut child, Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{binary} {args:?} did not exit within 20 s"));
     Outcome {
         code: status.code(),
         stdout: readers.0.join().expect("stdout reader"),

@@ -4,22 +4,35 @@
 //! with a message that names the problem. All of these fail before EAL
 //! initialises, so no DPDK process runs.
 
-use std::process::Command;
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 const RELAY: &str = env!("CARGO_BIN_EXE_dpstack-rtp-relay");
 
 /// Runs the relay with `app` as its own arguments; its exit code and
-/// stderr.
+/// stderr. A relay that starts running instead of refusing is killed after
+/// 20 s and fails the test.
 fn relay(app: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(RELAY)
+    let mut child = Command::new(RELAY)
         .args(["--no-huge", "--no-shconf", "--no-telemetry", "--"])
         .args(app)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("dpstack-rtp-relay runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let status = common::wait_at_most(&mut child, Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("{app:?} did not exit within 20 s"));
+    let mut stderr = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr);
+    (status.code(), stderr)
 }
 
 #[test]

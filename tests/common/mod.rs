@@ -158,17 +158,8 @@ impl AppProcess {
     /// Waits (at most 20 s) for the process to exit by itself.
     pub fn wait(mut self) -> ConsoleOutput {
         let mut child = self.child.take().expect("running");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("the app did not exit within 20 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = wait_at_most(&mut child, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("the app did not exit within 20 s"));
         let mut stderr = String::new();
         child
             .stderr
@@ -369,6 +360,23 @@ impl Drop for Netns {
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .output();
+    }
+}
+
+/// Waits for `child` to exit, at most `limit`; if it has not by then, kills
+/// and reaps it and returns `None`.
+pub fn wait_at_most(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

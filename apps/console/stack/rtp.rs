@@ -19,7 +19,9 @@ use super::{Request, StackState};
 use crate::commands::{Command, Reply, Section, Token, Value};
 use crate::session::Session;
 use dpstack::stack::iface::Prefix;
-use dpstack::stack::media::relay::{self, LocalAddrs, Relay, RelayOptions, ReportConfig};
+use dpstack::stack::media::relay::{
+    self, LocalAddrs, Relay, RelayOptions, ReportConfig, StartError,
+};
 use dpstack::stack::port::Buf;
 use std::net::{IpAddr, SocketAddr};
 
@@ -234,23 +236,6 @@ impl<B: Buf> StackState<B> {
                 leg.ipv6 = true;
             }
         }
-        // Relay::start would refuse too (StartError::NoAddress); refused
-        // here, the answer names the console's way to an address,
-        // `ip addr add`.
-        if let Some(v6) = specs
-            .iter()
-            .flat_map(|s| &s.legs)
-            .map(|leg| leg.ipv6)
-            .find(|&v6| {
-                if v6 {
-                    local.v6.is_none()
-                } else {
-                    local.v4.is_none()
-                }
-            })
-        {
-            return Err(no_address_hint(v6));
-        }
         // Each start gets its own SSRCs (the console may read a clock; the
         // stack does not).
         let seed = std::time::SystemTime::now()
@@ -268,7 +253,12 @@ impl<B: Buf> StackState<B> {
         let last = (u32::from(port_base) + 4 * u32::from(sessions) - 1) as u16;
         relay
             .start(&mut self.iface, local, &specs, port_base..=last)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match e {
+                // Said in the console's words: its way to an address is
+                // `ip addr add`, not the relay app's --ip/--ip6.
+                StartError::NoAddress { ipv6, .. } => no_address_hint(ipv6),
+                e => e.to_string(),
+            })?;
         let at: Vec<String> = [local.v4.map(IpAddr::V4), local.v6.map(IpAddr::V6)]
             .into_iter()
             .flatten()
