@@ -156,8 +156,9 @@ fn stock_iperf3_clients_test_our_server() {
 fn a_second_client_is_told_the_server_is_busy() {
     let (app, ns) = our_server(&[]);
     // A test in the background, and a second client meanwhile.
-    let mut long = std::process::Command::new("ip")
-        .args(["netns", "exec", &ns.name, "iperf3", "-c", OURS, "-t", "4"])
+    let mut long = ns
+        .command("iperf3")
+        .args(["-c", OURS, "-t", "4"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("iperf3");
@@ -217,8 +218,9 @@ fn bad_clients_end_their_test_and_the_next_one_is_served() {
         "{out}"
     );
     // A client that vanishes mid-test.
-    let mut vanishing = std::process::Command::new("ip")
-        .args(["netns", "exec", &ns.name, "iperf3", "-c", OURS, "-t", "10"])
+    let mut vanishing = ns
+        .command("iperf3")
+        .args(["-c", OURS, "-t", "10"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("iperf3");
@@ -260,17 +262,14 @@ fn our_client(args: &[&str]) -> (Value, Value) {
     let app = AppProcess::spawn(iperf_binary(), &child_eal_args(&[&vdev]), &all);
     // The port is configured once its tap is up; then it is safe to move.
     assert!(common::wait_until(Duration::from_secs(10), || {
-        let out = std::process::Command::new("ip")
-            .args(["-o", "link", "show", &iface])
-            .output()
-            .expect("ip");
-        String::from_utf8_lossy(&out.stdout).contains("UP")
+        common::run("ip", &["-o", "link", "show", &iface]).contains("UP")
     }));
     std::thread::sleep(Duration::from_millis(300));
     let kernel = format!("{KERNEL}/24");
     let ns = common::kernel_side("dpstack-iperf-c-", &iface, KERNEL_MAC, &[&kernel]);
-    let server = std::process::Command::new("ip")
-        .args(["netns", "exec", &ns.name, "iperf3", "-s", "-1", "-J"])
+    let server = ns
+        .command("iperf3")
+        .args(["-s", "-1", "-J"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("iperf3 -s");

@@ -12,7 +12,7 @@ mod common;
 
 use common::{run, unique_name, wait_until, Netns};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,8 +31,8 @@ struct Proc {
 
 impl Proc {
     fn start(ns: &Netns, args: &[&str]) -> Proc {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &ns.name, BINARY])
+        let mut child = ns
+            .command(BINARY)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -20,7 +20,7 @@ mod common;
 
 use common::{kernel_side, unique_name, AppProcess, Netns};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 const RELAY_IP: &str = "10.203.0.1";
 const PEER_IP: &str = "10.203.0.2";
@@ -140,9 +140,9 @@ fn send_and_receive(ns: &Netns, packets: u32, live: bool) -> (u64, Received) {
         .replace("PEER_IP", PEER_IP)
         .replace("RELAY_IP", RELAY_IP)
         .replace("BACK", &BACK.to_string());
-    let mut receiver = Command::new("ip")
-        .args(["netns", "exec", &ns.name, "timeout", "-k", "5", "120"])
-        .args(["python3", "-c", &script])
+    let mut receiver = ns
+        .command_bounded(120, "python3")
+        .args(["-c", &script])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -190,10 +190,6 @@ fn run_gstreamer(ns: &Netns, packets: u32, live: bool) {
     let host = format!("host={RELAY_IP}");
     // Bounded, like everything here: a stuck sender fails the test.
     let pipeline = [
-        "-k",
-        "5",
-        "60",
-        "gst-launch-1.0",
         "-q",
         "audiotestsrc",
         &num_buffers,
@@ -216,7 +212,7 @@ fn run_gstreamer(ns: &Netns, packets: u32, live: bool) {
         "bind-port=5004",
         sync,
     ];
-    let gst = ns.exec("timeout", &pipeline);
+    let gst = ns.exec_bounded(60, "gst-launch-1.0", &pipeline);
     assert!(
         gst.status.success(),
         "gst-launch-1.0 (scripts/setup installs gstreamer1.0-tools) failed or timed out \
@@ -446,13 +442,13 @@ fn echo_mode_sends_receiver_reports_to_the_senders_rtcp_port() {
     let script = RTCP_LISTENER
         .replace("PEER_IP", PEER_IP)
         .replace("SECS", &SECS.to_string());
-    let mut listener = Command::new("ip")
-        .args(["netns", "exec", &s.ns.name, "timeout", "-k", "5", "60"])
-        .args(["python3", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3");
+    let mut listener =
+        s.ns.command_bounded(60, "python3")
+            .args(["-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3");
     let mut lines = BufReader::new(listener.stdout.take().expect("piped")).lines();
     assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
     let ready = std::time::Instant::now();
@@ -557,8 +553,7 @@ fn ipv6_and_ipv4_legs_are_bridged() {
         .replace("RELAY_IP", RELAY_IP)
         .replace("BACK", &BACK.to_string())
         .replace("(N)", &format!("({N})"));
-    let out =
-        s.ns.exec("timeout", &["-k", "5", "60", "python3", "-c", &script]);
+    let out = s.ns.exec_bounded(60, "python3", &["-c", &script]);
     let line = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),

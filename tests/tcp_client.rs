@@ -56,10 +56,8 @@ fn start_echo_servers(ns: &Netns) -> Servers {
     // `-t 30`: after our FIN, socat's default half second to finish the
     // other direction could cut a loaded echo short (and reset it).
     let spawn = |listen: &str| {
-        std::process::Command::new("ip")
-            .args([
-                "netns", "exec", &ns.name, "socat", "-t", "30", listen, "EXEC:cat",
-            ])
+        ns.command("socat")
+            .args(["-t", "30", listen, "EXEC:cat"])
             .spawn()
             .expect("socat")
     };

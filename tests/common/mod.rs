@@ -231,8 +231,40 @@ impl ConsoleOutput {
     }
 }
 
+/// Where `program` is on the PATH (or `program` itself when it is a path to
+/// a file), or `None`.
+pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        let path = std::path::PathBuf::from(program);
+        return path.is_file().then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Fails the test up front, naming `program`, when it is not installed: a
+/// missing tool must not show up later as a puzzling parse error or an
+/// empty output. `scripts/setup` installs every program the tests run
+/// (tests/setup_installs.rs keeps its list complete).
+#[track_caller]
+pub fn require(program: &str) {
+    assert!(
+        find_program(program).is_some(),
+        "this test runs `{program}`, which is not installed: run scripts/setup \
+         (it installs every program the tests run)"
+    );
+}
+
 /// Runs a shell-free command and panics with its output if it fails.
+#[track_caller]
 pub fn run(program: &str, args: &[&str]) -> String {
+    require(program);
     let out = Command::new(program)
         .args(args)
         .output()
@@ -281,6 +313,7 @@ pub fn socat_patient(
 /// `socat OPTIONS - ADDRESS` in `netns`, fed `input` from its own thread.
 fn socat_with(netns: &str, address: &str, input: &[u8], options: &[&str]) -> std::process::Output {
     use std::io::Write;
+    require("socat");
     let mut child = Command::new("ip")
         .args(["netns", "exec", netns, "socat"])
         .args(options)
@@ -346,12 +379,45 @@ impl Netns {
     }
 
     /// Runs `program args` inside the namespace.
+    #[track_caller]
     pub fn exec(&self, program: &str, args: &[&str]) -> std::process::Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, program])
+        self.command(program)
             .args(args)
             .output()
             .expect("ip netns exec")
+    }
+
+    /// Runs `program args` inside the namespace, killed if it runs longer
+    /// than `seconds` (a stuck peer fails its test instead of hanging it).
+    #[track_caller]
+    pub fn exec_bounded(&self, seconds: u32, program: &str, args: &[&str]) -> std::process::Output {
+        self.command_bounded(seconds, program)
+            .args(args)
+            .output()
+            .expect("ip netns exec")
+    }
+
+    /// A command that runs `program` inside the namespace (arguments,
+    /// pipes and spawning are the caller's); the test fails up front,
+    /// naming it, if `program` is not installed.
+    #[track_caller]
+    pub fn command(&self, program: &str) -> Command {
+        require("ip");
+        require(program);
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.name, program]);
+        command
+    }
+
+    /// [`Netns::command`] under `timeout`: killed after `seconds` (and
+    /// with SIGKILL 5 s later if it ignores the SIGTERM).
+    #[track_caller]
+    pub fn command_bounded(&self, seconds: u32, program: &str) -> Command {
+        require("timeout");
+        require(program);
+        let mut command = self.command("timeout");
+        command.args(["-k", "5", &seconds.to_string(), program]);
+        command
     }
 }
 
