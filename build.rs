@@ -92,7 +92,7 @@ fn generate_bindings(cflags: &[String]) {
         .allowlist_function("rte_(get_tsc_hz|thread_register|thread_unregister|strerror|delay_us_block)")
         .allowlist_function("rte_pktmbuf_pool_create|rte_pktmbuf_free_bulk|rte_mempool_free|rte_mempool_lookup")
         .allowlist_function(
-            "rte_eth_(dev_configure|rx_queue_setup|tx_queue_setup|dev_start|dev_stop|dev_close|dev_info_get|dev_count_avail|find_next|find_next_owned_by|dev_get_name_by_port|dev_socket_id|macaddr_get|link_get_nowait|link_speed_to_str|promiscuous_enable|promiscuous_disable|promiscuous_get|stats_get|stats_reset|xstats_get|xstats_get_names|xstats_reset|dev_set_mtu|dev_get_mtu|dev_is_valid_port|dev_adjust_nb_rx_tx_desc|dev_get_port_by_name|dev_set_link_up|dev_set_link_down|dev_rss_hash_conf_get|dev_fw_version_get|allmulticast_get|dev_get_vlan_offload|dev_capability_name)",
+            "rte_eth_(dev_configure|rx_queue_setup|tx_queue_setup|dev_start|dev_stop|dev_close|dev_info_get|dev_count_avail|find_next|find_next_owned_by|dev_get_name_by_port|dev_socket_id|macaddr_get|link_get_nowait|link_speed_to_str|promiscuous_enable|promiscuous_disable|promiscuous_get|stats_get|stats_reset|xstats_get|xstats_get_names|xstats_reset|dev_set_mtu|dev_get_mtu|dev_is_valid_port|dev_adjust_nb_rx_tx_desc|dev_get_port_by_name|dev_set_link_up|dev_set_link_down|dev_rss_hash_conf_get|dev_rss_hash_update|dev_rss_reta_query|dev_rss_reta_update|rx_queue_info_get|tx_queue_info_get|dev_fw_version_get|allmulticast_get|dev_get_vlan_offload|dev_capability_name)",
         )
         .allowlist_function("rte_dev_devargs")
         .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*|rte_devargs")

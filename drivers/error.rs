@@ -78,6 +78,56 @@ pub enum DpdkError {
         /// DPDK's text for `errno`.
         reason: String,
     },
+    /// A port cannot have the queue counts asked for.
+    #[error(
+        "port {port} ({driver}) takes 1..={max_rx} rx and 1..={max_tx} tx queues; asked for \
+         {rx} rx and {tx} tx"
+    )]
+    QueueCount {
+        /// The port.
+        port: u16,
+        /// Its driver.
+        driver: String,
+        /// Most rx queues (the device's limit, and dpstack's 64).
+        max_rx: u16,
+        /// Most tx queues.
+        max_tx: u16,
+        /// Rx queues asked for.
+        rx: u16,
+        /// Tx queues asked for.
+        tx: u16,
+    },
+    /// RSS was asked of a port whose device cannot hash flows to queues.
+    #[error(
+        "port {port} ({driver}) has no RSS: {spreading}; it takes up to {max_rx_queues} rx \
+         queues. Open it without RSS and spread flows in software where they must land on a \
+         known queue"
+    )]
+    RssUnsupported {
+        /// The port.
+        port: u16,
+        /// Its driver.
+        driver: String,
+        /// What the device does with flows instead.
+        spreading: crate::ethdev::QueueSpreading,
+        /// Receive queues the device supports.
+        max_rx_queues: u16,
+    },
+    /// None of the RSS hash types asked for is one the device can hash.
+    #[error(
+        "port {port} ({driver}) cannot hash any of the RSS types asked for (0x{asked:x}); it \
+         supports 0x{supported:x}"
+    )]
+    RssHashUnsupported {
+        /// The port.
+        port: u16,
+        /// Its driver.
+        driver: String,
+        /// `RTE_ETH_RSS_*` bits asked for.
+        asked: u64,
+        /// `RTE_ETH_RSS_*` bits the device supports.
+        supported: u64,
+    },
     /// A function could not be launched on an lcore.
     #[error("cannot launch on lcore {lcore}: {reason}")]
     Launch {

@@ -14,12 +14,14 @@
 
 mod details;
 mod info;
+mod rss;
 
 pub use details::{PortSettings, VlanOffload};
 pub use info::{
     device_capability_name, DescLimits, ErrorHandling, LinkStatus, PortInfo, PortStats,
     RssHashConf, SwitchInfo, Xstat,
 };
+pub use rss::{softrss, QueueInfo, QueueSpreading, QueueStats, RssConfig};
 
 use crate::error::{DpdkError, Result};
 use crate::lcore::Lcore;
@@ -68,6 +70,10 @@ pub struct PortConfig {
     /// buffers must hold a whole frame: [`EthPort::open`] checks both the
     /// device's limits and the pool's data room.
     pub mtu: Option<u16>,
+    /// Spread received flows over the rx queues by RSS. `None` leaves the
+    /// device's spreading as it is (see [`QueueSpreading`]); asking for RSS
+    /// on a device without it is [`DpdkError::RssUnsupported`].
+    pub rss: Option<RssConfig>,
 }
 
 impl Default for PortConfig {
@@ -79,6 +85,7 @@ impl Default for PortConfig {
             tx_descriptors: 1024,
             promiscuous: true,
             mtu: None,
+            rss: None,
         }
     }
 }
@@ -133,6 +140,119 @@ fn plan_mtu(id: u16, info: &PortInfo, pool: &Mempool, mtu: u16) -> Result<MtuPla
     Ok(plan)
 }
 
+/// Configures port `id` (stopped) with `config` and sets up its queues with
+/// buffers from `pool`. Returns the mapping that turns a driver's ENOMEM
+/// at start into [`DpdkError::PoolTooSmall`] when the pool is the cause.
+fn configure(
+    id: u16,
+    config: &PortConfig,
+    pool: Mempool,
+) -> Result<impl Fn(DpdkError) -> DpdkError> {
+    let info = PortInfo::query(id)?;
+    if config.rx_queues == 0
+        || config.tx_queues == 0
+        || config.rx_queues > info.max_rx_queues
+        || config.tx_queues > info.max_tx_queues
+        || config.rx_queues > 64
+        || config.tx_queues > 64
+    {
+        return Err(DpdkError::QueueCount {
+            port: id,
+            driver: info.driver,
+            max_rx: info.max_rx_queues.min(64),
+            max_tx: info.max_tx_queues.min(64),
+            rx: config.rx_queues,
+            tx: config.tx_queues,
+        });
+    }
+    let mut conf = sys::rte_eth_conf::default();
+    if let Some(mtu) = config.mtu {
+        if plan_mtu(id, &info, &pool, mtu)? == MtuPlan::Device {
+            conf.rxmode.mtu = u32::from(mtu);
+        }
+    }
+    let mut key = Vec::new();
+    if let Some(rss) = &config.rss {
+        conf.rxmode.mq_mode = sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf = rss::plan_rss(id, &info, rss)?;
+        if let Some(k) = &rss.key {
+            key.clone_from(k);
+            conf.rx_adv_conf.rss_conf.rss_key = key.as_mut_ptr();
+            conf.rx_adv_conf.rss_conf.rss_key_len = key.len() as u8;
+        }
+    }
+    // SAFETY: `conf` is a valid configuration (zeroed but for the MTU
+    // and RSS: no offloads), alive for the call with the key it points
+    // to; DPDK copies both.
+    let ret = unsafe { sys::rte_eth_dev_configure(id, config.rx_queues, config.tx_queues, &conf) };
+    check(
+        id,
+        || {
+            format!(
+                "configure {} rx / {} tx queues",
+                config.rx_queues, config.tx_queues
+            )
+        },
+        ret,
+    )?;
+    let (mut rxd, mut txd) = (config.rx_descriptors, config.tx_descriptors);
+    // SAFETY: rxd and txd are valid for writes for the call.
+    let ret = unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(id, &mut rxd, &mut txd) };
+    check(id, || "adjust descriptor counts".into(), ret)?;
+    // SAFETY: reads ethdev's port table.
+    let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+    let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
+    // Drivers that fill their receive rings (NICs at start, net_tap at
+    // set-up) fail with ENOMEM when the pool runs dry: say so, rather
+    // than suggest too little memory.
+    let need = PoolNeed::for_ports(
+        1,
+        &PortConfig {
+            rx_descriptors: rxd,
+            tx_descriptors: txd,
+            ..config.clone()
+        },
+        pool.cache_size(),
+        Lcore::count(),
+    );
+    let too_few = move |e: DpdkError| match e {
+        DpdkError::Port { errno, .. } if errno == libc::ENOMEM && pool.size() < need.minimum() => {
+            DpdkError::PoolTooSmall {
+                count: pool.size(),
+                need,
+            }
+        }
+        e => e,
+    };
+    for q in 0..config.rx_queues {
+        // SAFETY: the port is configured with this many rx queues; a NULL
+        // rx_conf means the driver's defaults; the pool outlives the port.
+        let ret = unsafe {
+            sys::rte_eth_rx_queue_setup(id, q, rxd, socket, std::ptr::null(), pool.as_ptr())
+        };
+        check(
+            id,
+            || format!("set up rx queue {q} ({rxd} descriptors)"),
+            ret,
+        )
+        .map_err(too_few)?;
+    }
+    for q in 0..config.tx_queues {
+        // SAFETY: as above, for tx queues.
+        let ret = unsafe { sys::rte_eth_tx_queue_setup(id, q, txd, socket, std::ptr::null()) };
+        check(
+            id,
+            || format!("set up tx queue {q} ({txd} descriptors)"),
+            ret,
+        )?;
+    }
+    if let Some(rss) = &config.rss {
+        // Some drivers (net_null) take the key only from an update.
+        rss::update_hash(id, &info, rss)?;
+    }
+    Ok(too_few)
+}
+
 /// Shared state of an open port: closed when the last handle drops.
 #[derive(Debug)]
 struct PortShared {
@@ -183,97 +303,7 @@ impl EthPort {
         if unsafe { sys::rte_eth_dev_is_valid_port(id) } == 0 {
             return Err(DpdkError::NoSuchPort(id));
         }
-        let info = PortInfo::query(id)?;
-        if config.rx_queues == 0
-            || config.tx_queues == 0
-            || config.rx_queues > info.max_rx_queues
-            || config.tx_queues > info.max_tx_queues
-            || config.rx_queues > 64
-            || config.tx_queues > 64
-        {
-            return Err(DpdkError::InvalidArgument(format!(
-                "port {id} ({}) supports 1..={} rx and 1..={} tx queues (dpstack: at most 64); \
-                 asked for {} rx and {} tx",
-                info.driver,
-                info.max_rx_queues,
-                info.max_tx_queues,
-                config.rx_queues,
-                config.tx_queues
-            )));
-        }
-        let mut conf = sys::rte_eth_conf::default();
-        if let Some(mtu) = config.mtu {
-            if plan_mtu(id, &info, &pool, mtu)? == MtuPlan::Device {
-                conf.rxmode.mtu = u32::from(mtu);
-            }
-        }
-        // SAFETY: `conf` is a valid configuration (zeroed but for the MTU:
-        // no offloads, no RSS), alive for the call; DPDK copies it.
-        let ret =
-            unsafe { sys::rte_eth_dev_configure(id, config.rx_queues, config.tx_queues, &conf) };
-        check(
-            id,
-            || {
-                format!(
-                    "configure {} rx / {} tx queues",
-                    config.rx_queues, config.tx_queues
-                )
-            },
-            ret,
-        )?;
-        let (mut rxd, mut txd) = (config.rx_descriptors, config.tx_descriptors);
-        // SAFETY: rxd and txd are valid for writes for the call.
-        let ret = unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(id, &mut rxd, &mut txd) };
-        check(id, || "adjust descriptor counts".into(), ret)?;
-        // SAFETY: reads ethdev's port table.
-        let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
-        let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
-        // Drivers that fill their receive rings (NICs at start, net_tap at
-        // set-up) fail with ENOMEM when the pool runs dry: say so, rather
-        // than suggest too little memory.
-        let need = PoolNeed::for_ports(
-            1,
-            &PortConfig {
-                rx_descriptors: rxd,
-                tx_descriptors: txd,
-                ..config.clone()
-            },
-            pool.cache_size(),
-            Lcore::count(),
-        );
-        let too_few = |e: DpdkError| match e {
-            DpdkError::Port { errno, .. }
-                if errno == libc::ENOMEM && pool.size() < need.minimum() =>
-            {
-                DpdkError::PoolTooSmall {
-                    count: pool.size(),
-                    need,
-                }
-            }
-            e => e,
-        };
-        for q in 0..config.rx_queues {
-            // SAFETY: the port is configured with this many rx queues; a NULL
-            // rx_conf means the driver's defaults; the pool outlives the port.
-            let ret = unsafe {
-                sys::rte_eth_rx_queue_setup(id, q, rxd, socket, std::ptr::null(), pool.as_ptr())
-            };
-            check(
-                id,
-                || format!("set up rx queue {q} ({rxd} descriptors)"),
-                ret,
-            )
-            .map_err(too_few)?;
-        }
-        for q in 0..config.tx_queues {
-            // SAFETY: as above, for tx queues.
-            let ret = unsafe { sys::rte_eth_tx_queue_setup(id, q, txd, socket, std::ptr::null()) };
-            check(
-                id,
-                || format!("set up tx queue {q} ({txd} descriptors)"),
-                ret,
-            )?;
-        }
+        let too_few = configure(id, config, pool)?;
         let port = EthPort {
             shared: Arc::new(PortShared {
                 id,
@@ -292,6 +322,28 @@ impl EthPort {
             let _ = port.set_promiscuous(true);
         }
         Ok(port)
+    }
+
+    /// Configures the stopped port anew (queue counts, descriptors, RSS,
+    /// MTU), as testpmd's `port config all rxq|txq N`; `start` it after.
+    /// No queue handle may exist.
+    pub fn reconfigure(&mut self, config: &PortConfig) -> Result<()> {
+        if self.is_started() {
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {}: stop the port before configuring it",
+                self.id()
+            )));
+        }
+        let id = self.id();
+        let shared = Arc::get_mut(&mut self.shared).ok_or_else(|| {
+            DpdkError::InvalidArgument(format!(
+                "port {id}: cannot configure while a queue handle exists; drop the EthQueue first"
+            ))
+        })?;
+        let _ = configure(id, config, shared.pool)?;
+        shared.rx_queues = config.rx_queues;
+        shared.tx_queues = config.tx_queues;
+        Ok(())
     }
 
     /// The port id.
@@ -434,25 +486,35 @@ impl EthPort {
     /// Takes rx queue `rxq` and tx queue `txq` for one polling thread. Fails
     /// if either does not exist or is already taken.
     pub fn queue(&self, rxq: u16, txq: u16) -> Result<EthQueue> {
+        self.queue_parts(Some(rxq), Some(txq))
+    }
+
+    /// Takes an rx queue, a tx queue, or both, for one polling thread: a
+    /// forwarding lcore may receive on a port whose transmit queue another
+    /// lcore uses. The handle's missing half receives nothing and accepts
+    /// nothing for transmission.
+    pub fn queue_parts(&self, rxq: Option<u16>, txq: Option<u16>) -> Result<EthQueue> {
         let s = &self.shared;
-        if rxq >= s.rx_queues || txq >= s.tx_queues {
+        if rxq.is_some_and(|q| q >= s.rx_queues) || txq.is_some_and(|q| q >= s.tx_queues) {
             return Err(DpdkError::InvalidArgument(format!(
-                "port {}: queue pair rx {rxq} / tx {txq} does not exist ({} rx, {} tx)",
+                "port {}: queue pair rx {rxq:?} / tx {txq:?} does not exist ({} rx, {} tx)",
                 s.id, s.rx_queues, s.tx_queues
             )));
         }
-        let (rx_bit, tx_bit) = (1u64 << rxq, 1u64 << txq);
-        if s.rx_taken.fetch_or(rx_bit, Ordering::SeqCst) & rx_bit != 0 {
+        let (rx_bit, tx_bit) = (queue_bit(rxq), queue_bit(txq));
+        if rx_bit != 0 && s.rx_taken.fetch_or(rx_bit, Ordering::SeqCst) & rx_bit != 0 {
             return Err(DpdkError::InvalidArgument(format!(
-                "port {}: rx queue {rxq} is already polled by another handle",
-                s.id
+                "port {}: rx queue {} is already polled by another handle",
+                s.id,
+                rxq.unwrap_or_default()
             )));
         }
-        if s.tx_taken.fetch_or(tx_bit, Ordering::SeqCst) & tx_bit != 0 {
+        if tx_bit != 0 && s.tx_taken.fetch_or(tx_bit, Ordering::SeqCst) & tx_bit != 0 {
             s.rx_taken.fetch_and(!rx_bit, Ordering::SeqCst);
             return Err(DpdkError::InvalidArgument(format!(
-                "port {}: tx queue {txq} is already used by another handle",
-                s.id
+                "port {}: tx queue {} is already used by another handle",
+                s.id,
+                txq.unwrap_or_default()
             )));
         }
         Ok(EthQueue {
@@ -467,6 +529,11 @@ impl EthPort {
     }
 }
 
+/// The taken-mask bit of a queue (none for a missing half).
+fn queue_bit(queue: Option<u16>) -> u64 {
+    queue.map_or(0, |q| 1u64 << q)
+}
+
 fn query_mac(id: u16) -> Result<MacAddr> {
     let mut addr = sys::rte_ether_addr::default();
     // SAFETY: addr is valid for writes for the call.
@@ -475,12 +542,13 @@ fn query_mac(id: u16) -> Result<MacAddr> {
     Ok(MacAddr(addr.addr_bytes))
 }
 
-/// One rx queue and one tx queue of a port, polled by one thread.
+/// One rx queue and one tx queue of a port (or only one of them), polled
+/// by one thread.
 #[derive(Debug)]
 pub struct EthQueue {
     port: u16,
-    rxq: u16,
-    txq: u16,
+    rxq: Option<u16>,
+    txq: Option<u16>,
     pool: Mempool,
     large_pool: Option<Mempool>,
     mac: MacAddr,
@@ -493,13 +561,13 @@ impl EthQueue {
         self.port
     }
 
-    /// The rx queue id.
-    pub fn rx_queue(&self) -> u16 {
+    /// The rx queue id (`None`: this handle does not receive).
+    pub fn rx_queue(&self) -> Option<u16> {
         self.rxq
     }
 
-    /// The tx queue id.
-    pub fn tx_queue(&self) -> u16 {
+    /// The tx queue id (`None`: this handle does not transmit).
+    pub fn tx_queue(&self) -> Option<u16> {
         self.txq
     }
 
@@ -520,10 +588,10 @@ impl Drop for EthQueue {
     fn drop(&mut self) {
         self.shared
             .rx_taken
-            .fetch_and(!(1u64 << self.rxq), Ordering::SeqCst);
+            .fetch_and(!queue_bit(self.rxq), Ordering::SeqCst);
         self.shared
             .tx_taken
-            .fetch_and(!(1u64 << self.txq), Ordering::SeqCst);
+            .fetch_and(!queue_bit(self.txq), Ordering::SeqCst);
     }
 }
 
@@ -532,6 +600,7 @@ impl Port for EthQueue {
 
     #[inline]
     fn rx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<Mbuf, N>, max: usize) -> usize {
+        let Some(rxq) = self.rxq else { return 0 };
         let len = bufs.len();
         let room = max
             .min(bufs.remaining_capacity())
@@ -542,7 +611,7 @@ impl Port for EthQueue {
         // each is an mbuf we now own.
         unsafe {
             let slots = bufs.as_mut_ptr().add(len).cast::<*mut sys::rte_mbuf>();
-            let got = sys::dps_rx_burst(self.port, self.rxq, slots, room);
+            let got = sys::dps_rx_burst(self.port, rxq, slots, room);
             bufs.set_len(len + usize::from(got));
             usize::from(got)
         }
@@ -551,9 +620,9 @@ impl Port for EthQueue {
     #[inline]
     fn tx_burst<const N: usize>(&mut self, bufs: &mut ArrayVec<Mbuf, N>) -> usize {
         let len = bufs.len();
-        if len == 0 {
+        let Some(txq) = self.txq.filter(|_| len > 0) else {
             return 0;
-        }
+        };
         let offered = len.min(usize::from(u16::MAX));
         // SAFETY: this handle exclusively owns the tx queue; the first
         // `offered` elements are owned mbufs as a pointer array. DPDK takes
@@ -563,7 +632,7 @@ impl Port for EthQueue {
             let base = bufs.as_mut_ptr();
             let sent = usize::from(sys::dps_tx_burst(
                 self.port,
-                self.txq,
+                txq,
                 base.cast::<*mut sys::rte_mbuf>(),
                 offered as u16,
             ));

@@ -227,7 +227,13 @@ pub struct RssHashConf {
 
 impl RssHashConf {
     pub(crate) fn query(id: u16) -> Result<RssHashConf> {
-        let size = PortInfo::query(id)?.hash_key_size;
+        let info = PortInfo::query(id)?;
+        // A device with a redirection table but no key size (net_null)
+        // still keeps the standard 40-byte key.
+        let size = match info.hash_key_size {
+            0 if info.reta_size > 0 && info.flow_type_rss_offloads != 0 => 40,
+            n => n,
+        };
         let mut key = vec![0u8; usize::from(size)];
         let mut conf = sys::rte_eth_rss_conf {
             rss_key: if key.is_empty() {

@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 #include <rte_ethdev.h>
 #include <rte_bus_vdev.h>
+#include <rte_thash.h>
 
 /* Errors and per-thread state (macros over TLS). */
 int dps_errno(void);
@@ -41,5 +42,8 @@ uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m);
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp);
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp);
 uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp);
+
+/* RSS: DPDK's software Toeplitz over `input_len` host-order 32-bit words. */
+uint32_t dps_softrss(const uint32_t *input, uint32_t input_len, const uint8_t *key);
 
 #endif

@@ -38,3 +38,7 @@ uint16_t dps_pktmbuf_tailroom(const struct rte_mbuf *m) { return rte_pktmbuf_tai
 unsigned dps_mempool_avail_count(const struct rte_mempool *mp) { return rte_mempool_avail_count(mp); }
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp) { return rte_mempool_in_use_count(mp); }
 uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp) { return rte_pktmbuf_data_room_size(mp); }
+uint32_t dps_softrss(const uint32_t *input, uint32_t input_len, const uint8_t *key)
+{
+    return rte_softrss((uint32_t *)input, input_len, key);
+}

@@ -24,6 +24,7 @@ pub mod port;
 pub mod reassembly;
 pub mod route;
 pub mod route6;
+pub mod rss;
 pub mod rtp;
 pub mod socket;
 pub mod tcp;
