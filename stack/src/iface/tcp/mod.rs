@@ -15,12 +15,12 @@
 use super::ip_out;
 use super::tx::Out;
 use super::Core;
-use crate::counters::{DropReason, Stat};
+use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
-use crate::tcp::{Buffers, Connection, Seq, State, TcpConfig, TcpError};
+use crate::tcp::{Buffers, Connection, Refusal, Seq, State, TcpConfig, TcpError, Verdict};
 use crate::time::Instant;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
