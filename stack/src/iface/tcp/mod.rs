@@ -10,9 +10,10 @@
 //! Files: this one holds the types, the slab and the per-connection
 //! bookkeeping after any activity; [`segment`] receives and frames
 //! segments; [`open`] listens and connects; [`queue`] serves application
-//! threads (queue mode). Software checksums for now.
+//! threads (queue mode).
 
 use super::ip_out;
+use super::rx::checksum_ok;
 use super::tx::Out;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};

@@ -1,9 +1,12 @@
 //! TCP input segment by segment through the whole receive path: a peer
 //! written by hand against a listener, so each test states the segments in
 //! and out. Every segment a connection refuses counts one drop reason (and
-//! a challenge ACK where one answers it).
+//! a challenge ACK where one answers it); checksums follow
+//! `ChecksumPolicy` exactly as those of UDP over IPv4 do.
 
+use super::ipv6::{GLOBAL, PEER6};
 use super::*;
+use crate::port::{ChecksumStatus, RxOffload};
 use crate::tcp::State;
 use crate::wire::checksum::pseudo_header_v4;
 use crate::wire::ipv6::{next_header, pseudo_header, Ipv6Header, Ipv6Packet};
@@ -344,4 +347,110 @@ fn a_syn_received_connection_resets_an_unacceptable_ack() {
     // The right ACK still completes the handshake.
     assert!(peer.send(&peer.repr(flags::ACK), &[]).is_empty());
     assert_eq!(peer.state(), State::Established);
+}
+
+/// A stack with `policy`, listening on `[::]:7` (both families) with a UDP
+/// socket on port 7.
+fn stack_checking(policy: ChecksumPolicy) -> (Interface<MemBuf>, MemPort) {
+    let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    link.addresses6
+        .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0;
+    config.checksum = policy;
+    let mut iface = Interface::new(config).unwrap();
+    let mut port = MemPort::new(MemPortConfig {
+        mac: OUR_MAC,
+        ..MemPortConfig::default()
+    });
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    port.take_tx();
+    iface
+        .tcp_listen("[::]:7".parse::<core::net::SocketAddr>().unwrap(), 8)
+        .unwrap();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, PORT), BindOptions::default())
+        .unwrap();
+    (iface, port)
+}
+
+#[test]
+fn tcp_checksums_follow_the_policy_as_udp_checksums_do() {
+    use ChecksumPolicy::{Software, TrustOffload};
+    use ChecksumStatus::{Bad, Good, Unknown};
+    // Policy, what the device said about the L4 checksum, whether the
+    // checksum is right: taken, or dropped as a bad checksum.
+    let rows = [
+        (TrustOffload, Unknown, false, false),
+        (TrustOffload, Unknown, true, true),
+        (TrustOffload, Good, false, true), // the device vouched for it
+        (TrustOffload, Bad, true, false),  // the device's verdict stands
+        (Software, Unknown, false, false),
+        (Software, Unknown, true, true),
+        (Software, Good, false, false),
+        (Software, Bad, true, true),
+    ];
+    let syn = TcpRepr {
+        src_port: PEER_PORT,
+        dst_port: PORT,
+        seq: PEER_ISN,
+        flags: flags::SYN,
+        window: PEER_WINDOW,
+        options: TcpOptions {
+            mss: Some(1460),
+            ..TcpOptions::default()
+        },
+        ..TcpRepr::default()
+    };
+    let families: [(&str, IpAddr, IpAddr); 2] = [
+        ("ipv4", IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP)),
+        ("ipv6", IpAddr::V6(PEER6), IpAddr::V6(GLOBAL)),
+    ];
+    for (policy, status, right, taken) in rows {
+        let offload = RxOffload {
+            l4_checksum: status,
+            ..RxOffload::default()
+        };
+        let row = format!("{policy:?}, device says {status:?}, checksum right: {right}");
+
+        let (mut iface, mut port) = stack_checking(policy);
+        let mut frame = udp_frame(PEER_PORT, PORT, b"data");
+        if !right {
+            *frame.last_mut().unwrap() ^= 0xff; // the payload, not the checksum
+        }
+        port.push_rx_with(&frame, offload);
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        let c = iface.counters();
+        let got = (
+            c.get(Stat::UdpInDatagrams),
+            c.dropped(DropReason::UdpBadChecksum),
+        );
+        assert_eq!(got, (u64::from(taken), u64::from(!taken)), "udp: {row}");
+
+        for (family, src, dst) in families {
+            let (mut iface, mut port) = stack_checking(policy);
+            let mut frame = tcp_frame(src, dst, &syn, &[]);
+            if !right {
+                let window = frame.len() - syn.header_len() + 14;
+                frame[window] ^= 0xff; // the window field, not the checksum
+            }
+            port.push_rx_with(&frame, offload);
+            poll(&mut iface, &mut port, &mut DropDatagrams);
+            let c = iface.counters();
+            let got = (
+                c.get(Stat::TcpPassiveOpens),
+                c.dropped(DropReason::TcpBadChecksum),
+            );
+            assert_eq!(
+                got,
+                (u64::from(taken), u64::from(!taken)),
+                "tcp over {family}: {row}"
+            );
+            assert_eq!(
+                c.total_dropped(),
+                u64::from(!taken),
+                "tcp over {family}: {row}"
+            );
+        }
+    }
 }
