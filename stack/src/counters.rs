@@ -143,11 +143,36 @@ reasons! {
     TcpMalformed = "tcp_malformed",
     /// A TCP segment with a bad checksum.
     TcpBadChecksum = "tcp_bad_checksum",
-    /// A TCP segment for no connection and no listener (answered with a
-    /// reset unless it was one).
+    /// A TCP segment for no connection (or one that had just closed) and
+    /// no listener; one that found no connection is answered with a reset
+    /// unless it was one.
     TcpNoSocket = "tcp_no_socket",
     /// A SYN for a listener whose backlog of handshakes is full.
     TcpListenOverflow = "tcp_listen_overflow",
+    /// A TCP segment refused by PAWS (RFC 7323 5.3: a timestamp older than
+    /// the last one taken), answered with an ACK. Linux: `PAWSEstab`.
+    TcpPawsEstab = "tcp_paws_estab",
+    /// A TCP segment outside the receive window (RFC 9293 3.10.7.4, first
+    /// check), answered with an ACK. Linux: `TCP_INVALID_SEQUENCE`.
+    TcpOutOfWindow = "tcp_out_of_window",
+    /// A TCP segment acknowledging what was never sent or older than the
+    /// peer's window (RFC 5961 5.2: answered with a challenge ACK), or an
+    /// unacceptable ACK in SYN-SENT or SYN-RECEIVED (answered with a
+    /// reset). Linux: `TCP_ACK_UNSENT_DATA`, `TCP_TOO_OLD_ACK`,
+    /// `TCP_INVALID_ACK_SEQUENCE`.
+    TcpBadAck = "tcp_bad_ack",
+    /// A TCP reset not exactly at `RCV.NXT` (RFC 5961 3.2): in the window,
+    /// answered with a challenge ACK; outside it, dropped silently. Linux:
+    /// `TCP_RESET`.
+    TcpBadRst = "tcp_bad_rst",
+    /// A SYN on a synchronized TCP connection (RFC 5961 4.2), answered with
+    /// a challenge ACK. Linux: `TCP_INVALID_SYN`, counted as
+    /// `TCPSYNChallenge`.
+    TcpBadSyn = "tcp_bad_syn",
+    /// A TCP segment with flags its connection's state does not take (no
+    /// ACK once synchronized; neither SYN nor RST in SYN-SENT), dropped
+    /// silently. Linux: `TCP_FLAGS`.
+    TcpBadFlags = "tcp_bad_flags",
     /// Neighbor Discovery message failing RFC 4861's validity checks.
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.
@@ -158,13 +183,13 @@ reasons! {
 pub const DROP_REASONS: usize = DropReason::ALL.len();
 
 macro_rules! protocol_counters {
-    ($(#[$doc:meta] $name:ident,)*) => {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
         /// Protocol counters (what went through, not what was dropped).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[repr(usize)]
         #[allow(non_camel_case_types)]
         pub enum Stat {
-            $(#[$doc] $name,)*
+            $($(#[$doc])* $name,)*
         }
 
         impl Stat {
@@ -280,6 +305,11 @@ protocol_counters! {
     TcpPassiveOpens,
     /// TCP resets sent.
     TcpOutRsts,
+    /// TCP challenge ACKs owed (RFC 5961: to an in-window reset not at
+    /// `RCV.NXT`, a SYN on a synchronized connection, an ACK of unsent or
+    /// too old data); each also counts its segment's drop reason. Linux:
+    /// `TCPChallengeACK`.
+    TcpChallengeACK,
     /// TCP retransmission timeouts (RTO fired: sending goes back to SND.UNA).
     TcpRetransTimeouts,
 }

@@ -117,7 +117,11 @@ fn arp_input<P: Port>(
 
 use super::fast::is_martian;
 
-fn checksum_ok(
+/// Whether a received checksum holds, per `policy`: the one decision for
+/// the IPv4 header, UDP over IPv4 and TCP over both families. Under
+/// [`ChecksumPolicy::TrustOffload`] a device's verdict (good or bad)
+/// stands; anything else is `verify`'s to answer.
+pub(super) fn checksum_ok(
     policy: ChecksumPolicy,
     offload: ChecksumStatus,
     verify: impl FnOnce() -> bool,

@@ -189,7 +189,8 @@ fn local6_input<P: Port>(
             };
             let addresses = (IpAddr::V6(src), IpAddr::V6(dst));
             let segment = local.start..local.end;
-            let offload = ChecksumStatus::Unknown;
+            // A reassembled datagram's buffer is fresh: `Unknown`.
+            let offload = buf.rx_offload().l4_checksum;
             super::tcp::input(core, out, now, buf, addresses, segment, scope, offload)
         }
         _ => {

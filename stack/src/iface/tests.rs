@@ -878,6 +878,7 @@ mod dad;
 mod routes6;
 
 mod tcp;
+mod tcp_input;
 
 mod tos;
 

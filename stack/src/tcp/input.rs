@@ -4,7 +4,8 @@
 //!
 //! `on_segment` never sends: it updates the state and leaves what is owed
 //! (an ACK, a challenge ACK, a reset, a fast retransmit) in flags that
-//! [`super::output`] turns into segments.
+//! [`super::output`] turns into segments. It returns a [`Verdict`]: the
+//! segment was taken, or refused for a [`Refusal`] the caller counts.
 
 use super::congestion::DupAckAction;
 use super::conn::{Connection, State, TcpError};
@@ -15,27 +16,61 @@ use crate::wire::tcp::{flags, TcpRepr};
 /// What became of a segment, for the caller's counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Processed.
+    /// Processed (a valid reset that closed the connection included).
     Accepted,
-    /// Outside the window, or an unacceptable ACK: answered with an ACK
-    /// (or a challenge ACK) and dropped.
-    Unacceptable,
-    /// A reset that was not exactly at `RCV.NXT` (RFC 5961 3.2): dropped,
-    /// answered with a challenge ACK if it was in the window.
-    BadReset,
-    /// A SYN on a synchronized connection (RFC 5961 4): challenge ACK.
+    /// Dropped; any answer it is owed (an ACK, a challenge ACK, a reset)
+    /// is left in the connection's flags like every other.
+    Refused(Refusal),
+}
+
+/// Why a connection refused a segment, and what it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// An older timestamp than `TS.Recent` (PAWS, RFC 7323 5.3): answered
+    /// with an ACK.
+    Paws,
+    /// Not in the receive window (RFC 9293 3.10.7.4, first check):
+    /// answered with an ACK.
+    OutOfWindow,
+    /// An ACK of something not yet sent, or older than the peer's largest
+    /// window (RFC 5961 5.2): a challenge ACK; an unacceptable ACK in
+    /// SYN-SENT or SYN-RECEIVED gets a reset instead (`challenged` false).
+    BadAck {
+        /// A challenge ACK answers it.
+        challenged: bool,
+    },
+    /// A reset not exactly at `RCV.NXT` (RFC 5961 3.2): in the window, a
+    /// challenge ACK; outside it (or without an ACK in SYN-SENT), nothing.
+    BadReset {
+        /// A challenge ACK answers it.
+        challenged: bool,
+    },
+    /// A SYN on a synchronized connection, whatever its sequence number
+    /// (RFC 5961 4.2): a challenge ACK.
     BadSyn,
-    /// Dropped by PAWS (an old timestamp).
-    OldTimestamp,
-    /// Not for this state (e.g. no ACK flag).
-    Ignored,
+    /// Flags this state does not take: no ACK once synchronized, neither
+    /// SYN nor RST in SYN-SENT (RFC 9293 3.10.7.3, 3.10.7.4 fifth check).
+    BadFlags,
+    /// The connection is closed.
+    Closed,
+}
+
+impl Refusal {
+    /// Whether a challenge ACK (RFC 5961) answers the segment.
+    pub fn challenge_ack(self) -> bool {
+        match self {
+            Refusal::BadAck { challenged } | Refusal::BadReset { challenged } => challenged,
+            Refusal::BadSyn => true,
+            Refusal::Paws | Refusal::OutOfWindow | Refusal::BadFlags | Refusal::Closed => false,
+        }
+    }
 }
 
 impl Connection {
     /// Processes one arriving segment (`seg`'s header, `payload` its data).
     pub fn on_segment(&mut self, seg: &TcpRepr, payload: &[u8], now: Instant) -> Verdict {
         match self.state {
-            State::Closed => Verdict::Ignored,
+            State::Closed => Verdict::Refused(Refusal::Closed),
             State::SynSent => self.syn_sent(seg, now),
             _ => self.synchronized(seg, payload, now),
         }
@@ -50,20 +85,21 @@ impl Connection {
         );
         let ack_no = Seq(seg.ack);
         if ack && (ack_no <= self.iss || ack_no > self.snd_max) {
-            if !rst {
-                self.rst_pending = Some((ack_no, None));
+            if rst {
+                return Verdict::Refused(Refusal::BadReset { challenged: false });
             }
-            return Verdict::Unacceptable;
+            self.rst_pending = Some((ack_no, None));
+            return Verdict::Refused(Refusal::BadAck { challenged: false });
         }
         if rst {
             if ack {
                 self.enter_closed(Some(TcpError::Refused));
                 return Verdict::Accepted;
             }
-            return Verdict::BadReset;
+            return Verdict::Refused(Refusal::BadReset { challenged: false });
         }
         if !syn {
-            return Verdict::Ignored;
+            return Verdict::Refused(Refusal::BadFlags);
         }
         self.take_syn(seg, now);
         if ack {
@@ -122,25 +158,33 @@ impl Connection {
         if let (Some(ts), Some((value, _))) = (self.timestamps, seg.options.timestamps) {
             if !rst && (value.wrapping_sub(ts.recent) as i32) < 0 {
                 self.ack_now = true;
-                return Verdict::OldTimestamp;
+                return Verdict::Refused(Refusal::Paws);
             }
         }
         // 1. Sequence acceptability.
         let seg_len = payload.len() as u32 + u32::from(syn) + u32::from(fin);
         if !self.acceptable(seq, seg_len) {
-            if !rst {
-                self.ack_now = true;
-                if self.state == State::TimeWait && fin {
-                    self.time_wait_at = Some(now + self.time_wait);
-                }
+            if rst {
+                return Verdict::Refused(Refusal::BadReset { challenged: false });
             }
-            return Verdict::Unacceptable;
+            self.ack_now = true;
+            if self.state == State::TimeWait && fin {
+                self.time_wait_at = Some(now + self.time_wait);
+            }
+            // RFC 5961 4.2: a SYN is answered the same way in or out of
+            // the window, and counted as a SYN.
+            let refusal = if syn {
+                Refusal::BadSyn
+            } else {
+                Refusal::OutOfWindow
+            };
+            return Verdict::Refused(refusal);
         }
         // 2. Resets (RFC 5961 3.2).
         if rst {
             if seq != self.rcv_nxt {
                 self.ack_now = true;
-                return Verdict::BadReset;
+                return Verdict::Refused(Refusal::BadReset { challenged: true });
             }
             let error = match self.state {
                 State::SynReceived => Some(TcpError::Refused),
@@ -153,11 +197,11 @@ impl Connection {
         // 4. SYN in a synchronized state (RFC 5961 4).
         if syn {
             self.ack_now = true;
-            return Verdict::BadSyn;
+            return Verdict::Refused(Refusal::BadSyn);
         }
         // 5. The ACK field.
         if !ack {
-            return Verdict::Ignored;
+            return Verdict::Refused(Refusal::BadFlags);
         }
         // Timestamps to echo (RFC 7323 4.3): from segments that start at or
         // before the left edge.
@@ -170,7 +214,7 @@ impl Connection {
         if self.state == State::SynReceived {
             if ack_no <= self.snd_una || ack_no > self.snd_max {
                 self.rst_pending = Some((ack_no, None));
-                return Verdict::Unacceptable;
+                return Verdict::Refused(Refusal::BadAck { challenged: false });
             }
             self.state = State::Established;
             self.snd_wnd = u32::from(seg.window) << self.snd_shift;
@@ -180,12 +224,12 @@ impl Connection {
         }
         if ack_no > self.snd_max {
             self.ack_now = true;
-            return Verdict::Unacceptable;
+            return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         if ack_no < self.snd_una - self.max_snd_wnd.max(1) {
             // RFC 5961 5.2: too old to be a duplicate.
             self.ack_now = true;
-            return Verdict::Unacceptable;
+            return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         self.process_ack(seg, ack_no, payload.len(), fin, now);
         if self.state == State::Closed {

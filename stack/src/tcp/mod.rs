@@ -26,7 +26,7 @@ pub mod wheel;
 
 pub use config::TcpConfig;
 pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
-pub use input::Verdict;
+pub use input::{Refusal, Verdict};
 pub use seq::Seq;
 
 #[cfg(test)]

@@ -10,17 +10,18 @@
 //! Files: this one holds the types, the slab and the per-connection
 //! bookkeeping after any activity; [`segment`] receives and frames
 //! segments; [`open`] listens and connects; [`queue`] serves application
-//! threads (queue mode). Software checksums for now.
+//! threads (queue mode).
 
 use super::ip_out;
+use super::rx::checksum_ok;
 use super::tx::Out;
 use super::Core;
-use crate::counters::{DropReason, Stat};
+use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
-use crate::tcp::{Buffers, Connection, Seq, State, TcpConfig, TcpError};
+use crate::tcp::{Buffers, Connection, Refusal, Seq, State, TcpConfig, TcpError, Verdict};
 use crate::time::Instant;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;

@@ -1,6 +1,10 @@
 //! Segments in and out: TCP input (a connection, a listener, or a reset),
 //! and framing what a connection owes into packet buffers through its
 //! remembered next hop or the full route.
+//!
+//! Input checks the checksum as UDP over IPv4 does ([`checksum_ok`], per
+//! the interface's `ChecksumPolicy`) and counts every segment it does not take
+//! by reason, including those the connection refuses ([`Verdict`]).
 
 use super::*;
 
@@ -23,7 +27,9 @@ pub(crate) fn input<P: Port>(
     let Ok(packet) = TcpPacket::new_checked(bytes) else {
         return core.counters.count_drop(DropReason::TcpMalformed);
     };
-    if offload != ChecksumStatus::Good && !packet.verify_checksum(pseudo) {
+    if !checksum_ok(core.config.checksum, offload, || {
+        packet.verify_checksum(pseudo)
+    }) {
         return core.counters.count_drop(DropReason::TcpBadChecksum);
     }
     let Ok(repr) = TcpRepr::parse(&packet) else {
@@ -37,8 +43,11 @@ pub(crate) fn input<P: Port>(
     if let Some(id) = core.tcp.table.lookup(&tuple).map(ConnRef::id) {
         if core.tcp.slot(id).is_some() {
             let slot = core.tcp.slot(id).expect("checked");
-            slot.conn.on_segment(&repr, payload, now);
+            let verdict = slot.conn.on_segment(&repr, payload, now);
             slot.quiet = false;
+            if let Verdict::Refused(refusal) = verdict {
+                count_refusal(&core.counters, refusal);
+            }
             drop(buf);
             return after_activity(core, out, now, id);
         }
@@ -88,6 +97,25 @@ pub(crate) fn input<P: Port>(
     core.counters.count_drop(DropReason::TcpNoSocket);
     if repr.flags & flags::RST == 0 {
         send_reset(core, out, now, &tuple, &repr, payload.len(), scope);
+    }
+}
+
+/// Counts a segment its connection refused: one drop reason, and the
+/// challenge ACK that answers it, if one does.
+fn count_refusal(counters: &Counters, refusal: Refusal) {
+    counters.count_drop(match refusal {
+        Refusal::Paws => DropReason::TcpPawsEstab,
+        Refusal::OutOfWindow => DropReason::TcpOutOfWindow,
+        Refusal::BadAck { .. } => DropReason::TcpBadAck,
+        Refusal::BadReset { .. } => DropReason::TcpBadRst,
+        Refusal::BadSyn => DropReason::TcpBadSyn,
+        Refusal::BadFlags => DropReason::TcpBadFlags,
+        // Closed connections leave the table after the segment that closed
+        // them; to the peer, one still found has no socket.
+        Refusal::Closed => DropReason::TcpNoSocket,
+    });
+    if refusal.challenge_ack() {
+        counters.count(Stat::TcpChallengeACK);
     }
 }
 

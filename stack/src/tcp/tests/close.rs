@@ -118,10 +118,10 @@ fn blind_resets_and_syns_get_challenge_acks() {
     assert_eq!(
         t.verdicts[1..],
         [
-            Verdict::BadReset,
-            Verdict::Unacceptable,
-            Verdict::BadSyn,
-            Verdict::Unacceptable
+            Verdict::Refused(Refusal::BadReset { challenged: true }),
+            Verdict::Refused(Refusal::BadReset { challenged: false }),
+            Verdict::Refused(Refusal::BadSyn),
+            Verdict::Refused(Refusal::BadAck { challenged: true }),
         ]
     );
     // Exactly at RCV.NXT: believed.

@@ -1,0 +1,456 @@
+//! TCP input segment by segment through the whole receive path: a peer
+//! written by hand against a listener, so each test states the segments in
+//! and out. Every segment a connection refuses counts one drop reason (and
+//! a challenge ACK where one answers it); checksums follow
+//! `ChecksumPolicy` exactly as those of UDP over IPv4 do.
+
+use super::ipv6::{GLOBAL, PEER6};
+use super::*;
+use crate::port::{ChecksumStatus, RxOffload};
+use crate::tcp::State;
+use crate::wire::checksum::pseudo_header_v4;
+use crate::wire::ipv6::{next_header, pseudo_header, Ipv6Header, Ipv6Packet};
+use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr};
+use core::net::IpAddr;
+
+const PORT: u16 = 7;
+const PEER_PORT: u16 = 40000;
+/// The peer's initial sequence number.
+const PEER_ISN: u32 = 1000;
+/// The window the peer advertises (no scaling).
+const PEER_WINDOW: u16 = 8000;
+/// The peer's timestamp clock at its SYN.
+const PEER_TS: u32 = 5000;
+
+/// A frame carrying the peer's segment `repr` + `payload` from `src` to
+/// `dst`, its checksum right.
+fn tcp_frame(src: IpAddr, dst: IpAddr, repr: &TcpRepr, payload: &[u8]) -> Vec<u8> {
+    let header_len = repr.header_len();
+    let mut segment = vec![0u8; header_len + payload.len()];
+    repr.emit(&mut segment[..header_len]);
+    segment[header_len..].copy_from_slice(payload);
+    let len = segment.len();
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let pseudo = pseudo_header_v4(s, d, protocol::TCP, len as u16);
+            TcpPacket::new_unchecked(&mut segment[..]).fill_checksum(pseudo);
+            ethernet(
+                OUR_MAC,
+                PEER_MAC,
+                EtherType::Ipv4,
+                &ipv4(s, d, protocol::TCP, &segment),
+            )
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let pseudo = pseudo_header(s, d, next_header::TCP, len as u32);
+            TcpPacket::new_unchecked(&mut segment[..]).fill_checksum(pseudo);
+            let mut packet = vec![0u8; 40 + len];
+            Ipv6Packet::new_unchecked(&mut packet[..]).emit_header(&Ipv6Header {
+                src: s,
+                dst: d,
+                next_header: next_header::TCP,
+                payload_len: len as u16,
+                hop_limit: 64,
+            });
+            packet[40..].copy_from_slice(&segment);
+            ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv6, &packet)
+        }
+        _ => unreachable!("one family"),
+    }
+}
+
+/// The TCP headers of the IPv4 segments the stack sent.
+fn sent(port: &mut MemPort) -> Vec<TcpRepr> {
+    port.take_tx()
+        .iter()
+        .filter_map(|frame| {
+            let ip = Ipv4Packet::new_checked(&frame[14..]).ok()?;
+            if ip.protocol() != protocol::TCP {
+                return None;
+            }
+            let tcp = TcpPacket::new_checked(&frame[14 + ip.header_len()..]).ok()?;
+            Some(TcpRepr::parse(&tcp).expect("our segments parse"))
+        })
+        .collect()
+}
+
+/// The peer: its side of one connection to our port 7 over IPv4, with
+/// timestamps (so PAWS applies) and no window scaling.
+struct Peer {
+    iface: Interface<MemBuf>,
+    port: MemPort,
+    /// Our ISN, from the SYN-ACK.
+    iss: u32,
+    /// The peer's next sequence number (our RCV.NXT).
+    next: u32,
+    /// Our last timestamp value, which the peer echoes.
+    echo: u32,
+}
+
+impl Peer {
+    /// `0 < S 1000:1000(0) win 8000 <mss 1460,TS val 5000 ecr 0>`, then
+    /// `0 > S. iss:iss(0) ack 1001`: the connection in SYN-RECEIVED.
+    fn syn_received() -> Peer {
+        let (mut iface, port) = stack_knowing_peer();
+        iface
+            .tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 8)
+            .unwrap();
+        let mut peer = Peer {
+            iface,
+            port,
+            iss: 0,
+            next: PEER_ISN,
+            echo: 0,
+        };
+        let syn = TcpRepr {
+            flags: flags::SYN,
+            options: TcpOptions {
+                mss: Some(1460),
+                timestamps: Some((PEER_TS, 0)),
+                ..TcpOptions::default()
+            },
+            ..peer.repr(0)
+        };
+        let out = peer.send(&syn, &[]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].flags, flags::SYN | flags::ACK);
+        assert_eq!(out[0].ack, PEER_ISN + 1);
+        peer.iss = out[0].seq;
+        peer.echo = out[0].options.timestamps.expect("timestamps agreed").0;
+        peer.next = PEER_ISN + 1;
+        assert_eq!(peer.state(), State::SynReceived);
+        peer
+    }
+
+    /// [`Peer::syn_received`], then `0 < . 1001:1001(0) ack iss+1`:
+    /// ESTABLISHED, with nothing dropped on the way.
+    fn established() -> Peer {
+        let mut peer = Peer::syn_received();
+        let ack = peer.repr(flags::ACK);
+        assert!(peer.send(&ack, &[]).is_empty());
+        assert_eq!(peer.state(), State::Established);
+        assert_eq!(peer.iface.counters().total_dropped(), 0);
+        peer
+    }
+
+    /// A segment at the peer's next sequence number, acknowledging our SYN,
+    /// with `bits` and a current timestamp.
+    fn repr(&self, bits: u8) -> TcpRepr {
+        TcpRepr {
+            src_port: PEER_PORT,
+            dst_port: PORT,
+            seq: self.next,
+            ack: self.iss.wrapping_add(1),
+            flags: bits,
+            window: PEER_WINDOW,
+            options: TcpOptions {
+                timestamps: Some((PEER_TS + 1, self.echo)),
+                ..TcpOptions::default()
+            },
+        }
+    }
+
+    /// Sends one segment; what the stack answered.
+    fn send(&mut self, repr: &TcpRepr, payload: &[u8]) -> Vec<TcpRepr> {
+        let frame = tcp_frame(IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP), repr, payload);
+        self.port.push_rx(&frame);
+        poll(&mut self.iface, &mut self.port, &mut DropDatagrams);
+        sent(&mut self.port)
+    }
+
+    fn state(&self) -> State {
+        let connections = self.iface.tcp_connections();
+        assert_eq!(connections.len(), 1);
+        connections[0].state
+    }
+
+    fn drops(&self) -> Vec<u64> {
+        let c = self.iface.counters();
+        DropReason::ALL.iter().map(|&r| c.dropped(r)).collect()
+    }
+}
+
+/// What the stack answers a refused segment with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Nothing.
+    Silence,
+    /// An ACK of RCV.NXT from SND.NXT (a duplicate or a challenge ACK).
+    Ack,
+    /// A reset at the segment's ACK number.
+    Reset,
+}
+
+/// Sends `repr` + `payload` and checks it was refused: `reason` counted
+/// once and no other reason moved, a challenge ACK counted if `challenged`,
+/// `answer` sent, and the connection still in the state it was.
+fn refused(
+    peer: &mut Peer,
+    (repr, payload): (TcpRepr, &[u8]),
+    reason: DropReason,
+    challenged: bool,
+    answer: Answer,
+) -> Result<(), String> {
+    let state = peer.state();
+    let drops = peer.drops();
+    let challenges = peer.iface.counters().get(Stat::TcpChallengeACK);
+    let out = peer.send(&repr, payload);
+    let moved: Vec<(DropReason, u64)> = (DropReason::ALL.iter().zip(peer.drops()))
+        .zip(&drops)
+        .filter(|((_, after), before)| after != *before)
+        .map(|((&r, after), before)| (r, after - before))
+        .collect();
+    if moved != [(reason, 1)] {
+        return Err(format!("drops moved {moved:?}, not {reason:?} by one"));
+    }
+    let challenged_now = peer.iface.counters().get(Stat::TcpChallengeACK) - challenges;
+    if challenged_now != u64::from(challenged) {
+        return Err(format!("{challenged_now} challenge ACKs counted"));
+    }
+    let got = match out.as_slice() {
+        [] => Answer::Silence,
+        [seg] if seg.flags == flags::ACK && seg.ack == peer.next => Answer::Ack,
+        [seg] if seg.flags == flags::RST && seg.seq == repr.ack => Answer::Reset,
+        _ => return Err(format!("answered with {out:?}")),
+    };
+    if got != answer {
+        return Err(format!("answered {got:?}, not {answer:?}"));
+    }
+    if peer.state() != state {
+        return Err(format!("moved from {state:?} to {:?}", peer.state()));
+    }
+    Ok(())
+}
+
+#[test]
+fn segments_an_established_connection_refuses_are_counted_by_reason() {
+    // Each row on a fresh connection: the segment (made from one at
+    // RCV.NXT with a current timestamp), its drop reason, whether a
+    // challenge ACK is counted, and the answer.
+    type Make = fn(&Peer) -> (TcpRepr, &'static [u8]);
+    let rows: [(&str, Make, DropReason, bool, Answer); 8] = [
+        (
+            "< P. 1001:1002(1) ack 1 <TS val 4000>: older than TS.Recent (RFC 7323 5.3)",
+            |p| {
+                let mut r = p.repr(flags::PSH | flags::ACK);
+                r.options.timestamps = Some((PEER_TS - 1000, p.echo));
+                (r, b"x")
+            },
+            DropReason::TcpPawsEstab,
+            false,
+            Answer::Ack,
+        ),
+        (
+            "< P. 1001001:1001002(1) ack 1: beyond the window (RFC 9293 3.10.7.4)",
+            |p| {
+                let mut r = p.repr(flags::PSH | flags::ACK);
+                r.seq = p.next.wrapping_add(1_000_000);
+                (r, b"x")
+            },
+            DropReason::TcpOutOfWindow,
+            false,
+            Answer::Ack,
+        ),
+        (
+            "< . 1001:1001(0) ack 10001: acknowledges unsent data (RFC 5961 5.2)",
+            |p| {
+                let mut r = p.repr(flags::ACK);
+                r.ack = p.iss.wrapping_add(10_001);
+                (r, b"")
+            },
+            DropReason::TcpBadAck,
+            true,
+            Answer::Ack,
+        ),
+        (
+            "< . 1001:1001(0) ack -19999: older than the peer's window (RFC 5961 5.2)",
+            |p| {
+                let mut r = p.repr(flags::ACK);
+                r.ack = p.iss.wrapping_add(1).wrapping_sub(20_000);
+                (r, b"")
+            },
+            DropReason::TcpBadAck,
+            true,
+            Answer::Ack,
+        ),
+        (
+            "< R 1001001:1001001(0): a reset outside the window, dropped",
+            |p| {
+                let mut r = p.repr(flags::RST);
+                r.seq = p.next.wrapping_add(1_000_000);
+                (r, b"")
+            },
+            DropReason::TcpBadRst,
+            false,
+            Answer::Silence,
+        ),
+        (
+            "< R 1101:1101(0): a reset in the window, not at RCV.NXT (RFC 5961 3.2)",
+            |p| {
+                let mut r = p.repr(flags::RST);
+                r.seq = p.next.wrapping_add(100);
+                (r, b"")
+            },
+            DropReason::TcpBadRst,
+            true,
+            Answer::Ack,
+        ),
+        (
+            "< S 1006:1006(0): a SYN on a synchronized connection (RFC 5961 4.2)",
+            |p| {
+                let mut r = p.repr(flags::SYN);
+                r.seq = p.next.wrapping_add(5);
+                (r, b"")
+            },
+            DropReason::TcpBadSyn,
+            true,
+            Answer::Ack,
+        ),
+        (
+            "< P 1001:1002(1): no ACK flag (RFC 9293 3.10.7.4, fifth check)",
+            |p| (p.repr(flags::PSH), b"x"),
+            DropReason::TcpBadFlags,
+            false,
+            Answer::Silence,
+        ),
+    ];
+    for (script, make, reason, challenged, answer) in rows {
+        let mut peer = Peer::established();
+        let segment = make(&peer);
+        if let Err(why) = refused(&mut peer, segment, reason, challenged, answer) {
+            panic!("{script}: {why}");
+        }
+        // Still in step: in-order data is taken, nothing more dropped.
+        let drops = peer.drops();
+        peer.send(&peer.repr(flags::PSH | flags::ACK), b"ok");
+        assert_eq!(peer.drops(), drops, "{script}: the next segment");
+    }
+}
+
+#[test]
+fn a_syn_received_connection_resets_an_unacceptable_ack() {
+    // < . 1001:1001(0) ack iss: our SYN not acknowledged (RFC 9293
+    // 3.10.7.4: a reset at SEG.ACK), the handshake left pending.
+    let mut peer = Peer::syn_received();
+    let mut ack = peer.repr(flags::ACK);
+    ack.ack = peer.iss;
+    let resets = peer.iface.counters().get(Stat::TcpOutRsts);
+    let result = refused(
+        &mut peer,
+        (ack, b""),
+        DropReason::TcpBadAck,
+        false,
+        Answer::Reset,
+    );
+    result.unwrap();
+    assert_eq!(peer.iface.counters().get(Stat::TcpOutRsts), resets + 1);
+    // The right ACK still completes the handshake.
+    assert!(peer.send(&peer.repr(flags::ACK), &[]).is_empty());
+    assert_eq!(peer.state(), State::Established);
+}
+
+/// A stack with `policy`, listening on `[::]:7` (both families) with a UDP
+/// socket on port 7.
+fn stack_checking(policy: ChecksumPolicy) -> (Interface<MemBuf>, MemPort) {
+    let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    link.addresses6
+        .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0;
+    config.checksum = policy;
+    let mut iface = Interface::new(config).unwrap();
+    let mut port = MemPort::new(MemPortConfig {
+        mac: OUR_MAC,
+        ..MemPortConfig::default()
+    });
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    port.take_tx();
+    iface
+        .tcp_listen("[::]:7".parse::<core::net::SocketAddr>().unwrap(), 8)
+        .unwrap();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, PORT), BindOptions::default())
+        .unwrap();
+    (iface, port)
+}
+
+#[test]
+fn tcp_checksums_follow_the_policy_as_udp_checksums_do() {
+    use ChecksumPolicy::{Software, TrustOffload};
+    use ChecksumStatus::{Bad, Good, Unknown};
+    // Policy, what the device said about the L4 checksum, whether the
+    // checksum is right: taken, or dropped as a bad checksum.
+    let rows = [
+        (TrustOffload, Unknown, false, false),
+        (TrustOffload, Unknown, true, true),
+        (TrustOffload, Good, false, true), // the device vouched for it
+        (TrustOffload, Bad, true, false),  // the device's verdict stands
+        (Software, Unknown, false, false),
+        (Software, Unknown, true, true),
+        (Software, Good, false, false),
+        (Software, Bad, true, true),
+    ];
+    let syn = TcpRepr {
+        src_port: PEER_PORT,
+        dst_port: PORT,
+        seq: PEER_ISN,
+        flags: flags::SYN,
+        window: PEER_WINDOW,
+        options: TcpOptions {
+            mss: Some(1460),
+            ..TcpOptions::default()
+        },
+        ..TcpRepr::default()
+    };
+    let families: [(&str, IpAddr, IpAddr); 2] = [
+        ("ipv4", IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP)),
+        ("ipv6", IpAddr::V6(PEER6), IpAddr::V6(GLOBAL)),
+    ];
+    for (policy, status, right, taken) in rows {
+        let offload = RxOffload {
+            l4_checksum: status,
+            ..RxOffload::default()
+        };
+        let row = format!("{policy:?}, device says {status:?}, checksum right: {right}");
+
+        let (mut iface, mut port) = stack_checking(policy);
+        let mut frame = udp_frame(PEER_PORT, PORT, b"data");
+        if !right {
+            *frame.last_mut().unwrap() ^= 0xff; // the payload, not the checksum
+        }
+        port.push_rx_with(&frame, offload);
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        let c = iface.counters();
+        let got = (
+            c.get(Stat::UdpInDatagrams),
+            c.dropped(DropReason::UdpBadChecksum),
+        );
+        assert_eq!(got, (u64::from(taken), u64::from(!taken)), "udp: {row}");
+
+        for (family, src, dst) in families {
+            let (mut iface, mut port) = stack_checking(policy);
+            let mut frame = tcp_frame(src, dst, &syn, &[]);
+            if !right {
+                let window = frame.len() - syn.header_len() + 14;
+                frame[window] ^= 0xff; // the window field, not the checksum
+            }
+            port.push_rx_with(&frame, offload);
+            poll(&mut iface, &mut port, &mut DropDatagrams);
+            let c = iface.counters();
+            let got = (
+                c.get(Stat::TcpPassiveOpens),
+                c.dropped(DropReason::TcpBadChecksum),
+            );
+            assert_eq!(
+                got,
+                (u64::from(taken), u64::from(!taken)),
+                "tcp over {family}: {row}"
+            );
+            assert_eq!(
+                c.total_dropped(),
+                u64::from(!taken),
+                "tcp over {family}: {row}"
+            );
+        }
+    }
+}
