@@ -1,8 +1,9 @@
 //! `dpstack-console -i` on a terminal, typed at like a person would: Tab
-//! completion, the `?` and second-Tab listings, history (Up), Ctrl-C,
-//! Ctrl-D, and a signal while a line is being edited. The console runs in
-//! a pseudo-terminal (rexpect); escape sequences are stripped from what it
-//! prints, so the checks read as the screen does.
+//! completion, the `?` and second-Tab listings, keys typed ahead while a
+//! listing prints, history (Up), Ctrl-C, Ctrl-D, and a signal while a line
+//! is being edited. The console runs in a pseudo-terminal (rexpect);
+//! escape sequences are stripped from what it prints, so the checks read as
+//! the screen does.
 
 mod common;
 
@@ -178,6 +179,90 @@ fn question_mark_lists_with_help_history_recalls_and_ctrl_c_clears() {
         "a listing or a cleared line never runs:\n{}",
         screen.transcript
     );
+    assert_eq!(screen.exit_code(), 0);
+}
+
+/// No key was echoed by the terminal itself (a control key shown as `^X`
+/// means it left raw mode and the key was not edited) and every line ran.
+fn assert_no_literal_keys_and_no_errors(transcript: &str) {
+    assert!(
+        !transcript.contains('^'),
+        "a key was echoed instead of edited:\n{transcript}"
+    );
+    assert!(
+        !transcript.contains("Command not found") && !transcript.contains("Bad arguments"),
+        "a line ran other than as typed:\n{transcript}"
+    );
+}
+
+#[test]
+fn keys_typed_while_question_mark_lists_are_applied_in_order() {
+    let mut screen = Screen::console();
+    screen.keys("set fwd ");
+    screen.expect("set fwd ");
+    // One burst, sent before the listing can have been printed: each line
+    // below is what the keys leave on the command line.
+    screen.keys(concat!(
+        "?io\r",                                                 // set fwd io
+        "burst 21\x01set \r",                                    // Ctrl-A: set burst 21
+        "set burst 32 junk\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x0b\r", // Left x5, Ctrl-K: set burst 32
+        "frob\x15set burst 45\x7f\x7f4\r", // Ctrl-U, Backspace x2: set burst 4
+        "set fwd rx?only\r",               // a second listing: set fwd rxonly
+        "\x1b[A\x1b[A\x1b[A\r",            // Up x3: set burst 32
+        "show config fwd\r",
+    ));
+    screen.expect("\r\n io [Mul-choice STRING]: set fwd io: ");
+    screen.expect(" txonly [Mul-choice STRING]: ");
+    screen.expect("dpstack> set fwd ");
+    screen.expect("Set io packet forwarding mode\r\n");
+    screen.expect("Number of packets per burst set to 21\r\n");
+    screen.expect("Number of packets per burst set to 32\r\n");
+    screen.expect("Number of packets per burst set to 4\r\n");
+    screen.expect("\r\n rxonly [Mul-choice STRING]: set fwd rxonly: ");
+    screen.expect("dpstack> set fwd rx");
+    screen.expect("Set rxonly packet forwarding mode\r\n");
+    screen.expect("Number of packets per burst set to 32\r\n");
+    screen.expect("rxonly packet forwarding - ports=2 - cores=1 - streams=2");
+    screen.expect(PROMPT);
+    screen.keys("quit\r");
+    screen.expect("Bye...\r\n");
+    assert_no_literal_keys_and_no_errors(&screen.transcript);
+    assert_eq!(screen.exit_code(), 0);
+}
+
+#[test]
+fn keys_typed_while_a_second_tab_lists_are_applied_in_order() {
+    let mut screen = Screen::console();
+    screen.keys("show port s");
+    screen.expect("show port s");
+    // One burst, as above; the second Tab of each pair lists.
+    screen.keys(concat!(
+        "\t\tummary 1\r",                                // show port summary 1
+        "show port summry 0\x1b[D\x1b[D\x1b[D\x1b[Da\r", // Left x4: show port summary 0
+        "clear port stats \t\tal\t\r",                   // a listing, then Tab completes all
+        "set fwd mac\t\tswap\r",                         // set fwd macswap
+        "show config fwd\r",
+    ));
+    screen.expect("\r\n stats [Fixed STRING]: show port stats ");
+    screen.expect("\r\n summary [Fixed STRING]: show port summary ");
+    screen.expect("dpstack> show port s");
+    screen.expect("Port MAC Address       Name         Driver         Status   Link\r\n1    ");
+    screen.expect(" net_null1    net_null       up       10 Gbps\r\n");
+    screen.expect("Port MAC Address       Name         Driver         Status   Link\r\n0    ");
+    screen.expect(" net_null0    net_null       up       10 Gbps\r\n");
+    screen.expect("\r\n all [Fixed STRING]: clear port stats (port_id|all): ");
+    screen.expect("dpstack> clear port stats ");
+    screen.expect(
+        "\r\n  NIC statistics for port 0 cleared\r\n\r\n  NIC statistics for port 1 cleared\r\n",
+    );
+    screen.expect("\r\n macswap [Mul-choice STRING]: set fwd macswap: ");
+    screen.expect("dpstack> set fwd mac");
+    screen.expect("Set macswap packet forwarding mode\r\n");
+    screen.expect("macswap packet forwarding - ports=2 - cores=1 - streams=2");
+    screen.expect(PROMPT);
+    screen.keys("quit\r");
+    screen.expect("Bye...\r\n");
+    assert_no_literal_keys_and_no_errors(&screen.transcript);
     assert_eq!(screen.exit_code(), 0);
 }
 

@@ -9,12 +9,26 @@
 //! back with the line as it was. Up/Down walk the history, Ctrl-C clears
 //! the line, Ctrl-D on an empty line ends the input (the caller quits).
 //!
+//! Type-ahead is kept: keys that arrive while a listing prints are edited
+//! after it, in order, as if typed later. The key handler prints the
+//! listing itself and asks rustyline to repaint, so the line is never
+//! handed back and the terminal never leaves raw mode for a listing:
+//! unread keys wait in the tty's queue (neither echoed nor line-edited by
+//! it) and the line, cursor, kill ring and history position stay those of
+//! one edit. rustyline keeps the keys it has read but not used from one
+//! line to the next (its `buffer-redux` feature), so keys typed behind an
+//! Enter reach the next prompt. (rustyline's `ExternalPrinter` would print
+//! only once no key is waiting, after the keys typed behind the `?`.)
+//! For the repaint to land under the listing, the handler works out where
+//! rustyline drew the line as its renderer does: the same wrapping at the
+//! terminal's width, tab stops and character widths.
+//!
 //! rustyline runs on a thread of its own, one line per request, so the
 //! main thread can watch for SIGINT/SIGTERM while a line is being edited.
 //! On a signal the main thread puts back the terminal mode saved when the
 //! prompt opened (the editor thread stays blocked in its read and ends with
 //! the process). The state the key handlers share with the editor loop
-//! (port ids, the last Tab, a pending listing) belongs to that one editor.
+//! (port ids, the last Tab) belongs to that one editor.
 
 use crate::commands::{alternatives, Completion};
 use crate::interactive::{Input, PROMPT};
@@ -30,9 +44,12 @@ use rustyline::{
     Cmd, CompletionType, ConditionalEventHandler, Config, Context, Editor, Event, EventContext,
     EventHandler, KeyCode, KeyEvent, Modifiers, RepeatCount,
 };
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+use unicode_width::UnicodeWidthChar;
 
 /// What the editor thread sends back for a request.
 enum Edited {
@@ -103,8 +120,6 @@ struct KeyState {
     /// The line and cursor after the last Tab: a Tab that finds them
     /// unchanged (and cannot complete) lists the alternatives.
     last_tab: Option<(String, usize)>,
-    /// Cursor position of a listing asked for by `?` or a second Tab.
-    listing: Option<usize>,
 }
 
 type Shared = Arc<Mutex<KeyState>>;
@@ -154,32 +169,21 @@ fn serve(
     }
 }
 
-/// Edits until a command line is entered, printing listings on the way.
+/// Edits until a command line is entered (listings print on the way,
+/// from the key handlers).
 fn read_line(editor: &mut ConsoleEditor, state: &Shared) -> Edited {
-    let mut initial = (String::new(), String::new());
     loop {
-        let read = editor.readline_with_initial(PROMPT, (&initial.0, &initial.1));
-        let mut state = lock(state);
-        state.last_tab = None;
+        let read = editor.readline(PROMPT);
+        lock(state).last_tab = None;
         match read {
             Ok(line) => {
-                let Some(pos) = state.listing.take().filter(|&p| line.is_char_boundary(p)) else {
-                    drop(state);
-                    if !line.trim().is_empty() {
-                        let _ = editor.add_history_entry(line.as_str());
-                    }
-                    return Edited::Line(line);
-                };
-                let (before, after) = line.split_at(pos);
-                for alternative in alternatives(before) {
-                    println!("{alternative}");
+                if !line.trim().is_empty() {
+                    let _ = editor.add_history_entry(line.as_str());
                 }
-                initial = (before.to_owned(), after.to_owned());
+                return Edited::Line(line);
             }
-            Err(ReadlineError::Interrupted) => {
-                state.listing = None;
-                initial = Default::default();
-            }
+            // Ctrl-C: a fresh, empty line.
+            Err(ReadlineError::Interrupted) => {}
             Err(ReadlineError::Eof) => return Edited::End,
             Err(e) => return Edited::Failed(e.to_string()),
         }
@@ -237,8 +241,9 @@ impl ConditionalEventHandler for TabKey {
         }
         let here = (line.to_owned(), pos);
         if state.last_tab.as_ref() == Some(&here) {
-            state.listing = Some(pos);
-            return Some(Cmd::AcceptLine);
+            // As after a `?`: the next Tab on this line starts a new pair.
+            state.last_tab = None;
+            return Some(list(ctx));
         }
         state.last_tab = Some(here);
         Some(Cmd::Noop)
@@ -250,7 +255,202 @@ struct HelpKey(Shared);
 
 impl ConditionalEventHandler for HelpKey {
     fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
-        lock(&self.0).listing = Some(ctx.pos());
-        Some(Cmd::AcceptLine)
+        lock(&self.0).last_tab = None;
+        Some(list(ctx))
+    }
+}
+
+/// Prints, under the line being edited, the alternatives for what precedes
+/// the cursor; returns the command that draws the prompt and the line again
+/// under them. Runs inside rustyline's key handling, with the terminal in
+/// raw mode; rustyline leaves output processing on there, so `\n` starts
+/// a row at its first column, as its own renderer relies on.
+fn list(ctx: &EventContext) -> Cmd {
+    let (line, pos) = (ctx.line(), ctx.pos());
+    let drawn = Drawn::of(line, pos, columns());
+    let mut out = drawn.leave();
+    for alternative in alternatives(&line[..pos]) {
+        out.push_str(&alternative);
+        out.push('\n');
+    }
+    out.push_str(&drawn.make_room());
+    // Best effort, as println! would be without its panic: a terminal that
+    // cannot be written to fails the next read too.
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+    Cmd::Repaint
+}
+
+/// The terminal's width in columns; 80 when it says 0 or cannot say, as
+/// rustyline assumes.
+fn columns() -> usize {
+    match rustix::termios::tcgetwinsize(std::io::stdout()) {
+        Ok(size) if size.ws_col > 0 => usize::from(size.ws_col),
+        _ => 80,
+    }
+}
+
+/// rustyline's tab stop (its default).
+const TAB_STOP: usize = 8;
+
+/// A place on the screen, counted from the prompt's first character.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Place {
+    row: usize,
+    col: usize,
+}
+
+impl Place {
+    /// Where `text` printed from here ends, wrapping at `cols` as
+    /// rustyline's renderer counts (`calculate_position`): a character that
+    /// does not fit goes to the next row, and a row filled to the last
+    /// column ends at the start of the next one.
+    fn after(self, text: &str, cols: usize) -> Place {
+        let mut at = self;
+        for c in text.chars() {
+            if c == '\n' {
+                at = Place {
+                    row: at.row + 1,
+                    col: 0,
+                };
+                continue;
+            }
+            let width = if c == '\t' {
+                TAB_STOP - at.col % TAB_STOP
+            } else {
+                c.width().unwrap_or(0)
+            };
+            at.col += width;
+            if at.col > cols {
+                at = Place {
+                    row: at.row + 1,
+                    col: width,
+                };
+            }
+        }
+        if at.col == cols {
+            at = Place {
+                row: at.row + 1,
+                col: 0,
+            };
+        }
+        at
+    }
+}
+
+/// How rustyline has drawn the prompt and the line: where its cursor is
+/// and where the line ends (nothing follows it: the helper gives no hints).
+#[derive(Debug, PartialEq, Eq)]
+struct Drawn {
+    cursor: Place,
+    end: Place,
+}
+
+impl Drawn {
+    fn of(line: &str, pos: usize, cols: usize) -> Drawn {
+        let cursor = Place::default()
+            .after(PROMPT, cols)
+            .after(&line[..pos], cols);
+        Drawn {
+            cursor,
+            end: cursor.after(&line[pos..], cols),
+        }
+    }
+
+    /// Moves from the cursor to the start of the row under the line, so a
+    /// listing does not overwrite it.
+    fn leave(&self) -> String {
+        let mut out = String::new();
+        if self.end.row > self.cursor.row {
+            let _ = write!(out, "\x1b[{}B", self.end.row - self.cursor.row);
+        }
+        // A line that fills its last row was ended with a newline by
+        // rustyline: the row under it is already the cursor's.
+        if self.end.col == 0 && self.end.row > 0 {
+            out.push('\r');
+        } else {
+            out.push('\n');
+        }
+        out
+    }
+
+    /// From the start of the row under a listing, goes where rustyline
+    /// believes its cursor is, counting from that row: its repaint moves
+    /// down to the line's last row and clears the rows up to the first,
+    /// which is then the row under the listing. The newlines add rows at
+    /// the bottom of the screen for that move down.
+    fn make_room(&self) -> String {
+        let mut out = "\n".repeat(self.end.row);
+        if self.end.row > self.cursor.row {
+            let _ = write!(out, "\x1b[{}A", self.end.row - self.cursor.row);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(row: usize, col: usize) -> Place {
+        Place { row, col }
+    }
+
+    #[test]
+    fn places_wrap_as_rustyline_draws() {
+        let start = Place::default();
+        assert_eq!(start.after("dpstack> ", 80), place(0, 9));
+        // Filling the last column ends at the start of the next row.
+        assert_eq!(start.after(&"x".repeat(80), 80), place(1, 0));
+        assert_eq!(start.after(&"x".repeat(81), 80), place(1, 1));
+        // A wide character that does not fit goes whole to the next row.
+        assert_eq!(place(0, 79).after("\u{4e00}", 80), place(1, 2));
+        assert_eq!(place(0, 3).after("\t", 80), place(0, 8));
+        assert_eq!(place(0, 3).after("e\u{301}", 80), place(0, 4));
+    }
+
+    #[test]
+    fn a_one_row_line_lists_on_the_next_row_and_repaints_there() {
+        let drawn = Drawn::of("set fwd ", 8, 80);
+        assert_eq!(
+            drawn,
+            Drawn {
+                cursor: place(0, 17),
+                end: place(0, 17)
+            }
+        );
+        assert_eq!(drawn.leave(), "\n");
+        assert_eq!(drawn.make_room(), "");
+    }
+
+    #[test]
+    fn a_wrapped_line_lists_under_its_last_row_and_leaves_room_for_it() {
+        // 9 + 30 columns on a 20-column screen: rows 0 to 1, end at (1, 19);
+        // the cursor after "show " is at (0, 14).
+        let line = format!("show {}", "x".repeat(25));
+        let drawn = Drawn::of(&line, 5, 20);
+        assert_eq!(
+            drawn,
+            Drawn {
+                cursor: place(0, 14),
+                end: place(1, 19)
+            }
+        );
+        assert_eq!(drawn.leave(), "\x1b[1B\n");
+        assert_eq!(drawn.make_room(), "\n\x1b[1A");
+        // A line that ends exactly at the last column: rustyline already
+        // moved to the next row.
+        let drawn = Drawn::of(&"x".repeat(11), 11, 20);
+        assert_eq!(
+            drawn,
+            Drawn {
+                cursor: place(1, 0),
+                end: place(1, 0)
+            }
+        );
+        assert_eq!(drawn.leave(), "\r");
+        assert_eq!(drawn.make_room(), "\n");
     }
 }
