@@ -138,6 +138,9 @@ fn new_editor() -> rustyline::Result<(ConsoleEditor, Shared)> {
         .history_ignore_dups(true)?
         .max_history_size(1000)?
         .completion_type(CompletionType::List)
+        // A pasted block of commands runs line by line, as in testpmd,
+        // instead of landing as one multi-line command.
+        .bracketed_paste(false)
         .build();
     let mut editor = ConsoleEditor::with_config(config)?;
     let state = Shared::default();
