@@ -247,8 +247,10 @@ fn configure(
         )?;
     }
     if let Some(rss) = &config.rss {
-        // Some drivers (net_null) take the key only from an update.
+        // Some drivers (net_null) take the key only from an update, and
+        // leave the redirection table as it was.
         rss::update_hash(id, &info, rss)?;
+        rss::spread_evenly(id, &info, config.rx_queues)?;
     }
     Ok(too_few)
 }

@@ -244,6 +244,19 @@ impl Mempool {
         })
     }
 
+    /// The pool's name.
+    pub fn name(&self) -> String {
+        // SAFETY: the pool pointer is valid for the life of the process and
+        // `name` is a NUL-terminated array set once at creation.
+        let name = unsafe { &(*self.ptr.as_ptr()).name };
+        let bytes: Vec<u8> = name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
     /// Buffers in the pool, in use or not.
     pub fn size(&self) -> u32 {
         // SAFETY: the pool pointer is valid for the life of the process and

@@ -60,6 +60,26 @@ pub struct Cli {
     #[arg(long)]
     pub tx_first: bool,
 
+    /// Forwarding lcores (at most the worker lcores EAL has: `-l`/`--lcores`).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub nb_cores: u16,
+
+    /// Receive queues per port (flows are spread by RSS where the device has it).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub rxq: u16,
+
+    /// Transmit queues per port.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub txq: u16,
+
+    /// With several rx queues, hash IP addresses only (the default).
+    #[arg(long, conflicts_with = "rss_udp")]
+    pub rss_ip: bool,
+
+    /// With several rx queues, hash IP addresses and UDP ports.
+    #[arg(long)]
+    pub rss_udp: bool,
+
     /// Receive descriptors per queue.
     #[arg(long, default_value_t = 1024)]
     pub rxd: u16,
@@ -150,9 +170,18 @@ mod tests {
             "--stack-ip",
             "1,10.0.0.1/24",
             "--stack-ip=0,2001:db8::1/64",
+            "--nb-cores=2",
+            "--rxq=2",
+            "--txq",
+            "2",
+            "--rss-udp",
         ])
         .expect("parses");
         assert_eq!(cli.forward_mode, ForwardMode::MacSwap);
+        assert_eq!(
+            (cli.nb_cores, cli.rxq, cli.txq, cli.rss_udp),
+            (2, 2, 2, true)
+        );
         assert!(cli.auto_start && cli.record_core_cycles && !cli.interactive);
         assert_eq!((cli.stats_period, cli.burst), (Some(2), 64));
         assert_eq!(cli.port_topology, Topology::Loop);
@@ -178,5 +207,8 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--eth-peer", "1,zz"]).is_err());
         assert!(Cli::try_parse_from(["x", "--stack-ip", "10.0.0.1/24"]).is_err());
         assert!(Cli::try_parse_from(["x", "--stack-ip", "0,10.0.0.1/33"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--nb-cores", "0"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--rxq", "65"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--rss-ip", "--rss-udp"]).is_err());
     }
 }

@@ -8,6 +8,7 @@ pub mod rss;
 
 pub use port_info::port_info;
 
+use crate::forward::StreamCounters;
 use dpstack::ethdev::PortStats;
 use dpstack::stack::port::MacAddr;
 use std::fmt::Write;
@@ -64,6 +65,8 @@ impl ThroughputTracker {
 
 const NIC_BORDER: &str = "########################";
 const FWD_BORDER: &str = "----------------------";
+/// testpmd's border of a stream's forward statistics.
+const STREAM_BORDER: &str = "-------";
 
 /// The `show port stats` block of one port.
 pub fn port_stats(port: u16, s: &PortStats, t: &Throughput) -> String {
@@ -174,15 +177,20 @@ pub fn forward_stats(ports: &[(u16, PortForwardTotals)], cycles: Option<(u64, u6
     out
 }
 
-/// One stream of the forwarding configuration, by port id and socket.
+/// One stream of the forwarding configuration, by port id, queue and
+/// socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamLine {
     /// The receiving port.
     pub rx_port: u16,
+    /// Its rx queue.
+    pub rx_queue: u16,
     /// Its NUMA socket.
     pub rx_socket: u32,
     /// The transmitting port.
     pub tx_port: u16,
+    /// Its tx queue.
+    pub tx_queue: u16,
     /// Its NUMA socket.
     pub tx_socket: u32,
     /// The peer MAC the `mac` and `txonly` engines write (`None` in stack
@@ -190,44 +198,80 @@ pub struct StreamLine {
     pub peer: Option<MacAddr>,
 }
 
+/// One forwarding lcore and its streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LcoreLine {
+    /// The lcore id.
+    pub lcore: u32,
+    /// Its NUMA socket.
+    pub socket: u32,
+    /// The streams it forwards.
+    pub streams: Vec<StreamLine>,
+}
+
 /// The forwarding configuration as testpmd prints it on `start` and
-/// `show config fwd`. `lcore` is (lcore id, socket). One pool on any socket
-/// is testpmd's "NUMA support disabled" with native allocation.
-pub fn forward_config(
-    mode: &str,
-    ports: usize,
-    lcore: (u32, u32),
-    streams: &[StreamLine],
-) -> String {
+/// `show config fwd`. One pool on any socket is testpmd's "NUMA support
+/// disabled" with native allocation.
+pub fn forward_config(mode: &str, ports: usize, lcores: &[LcoreLine]) -> String {
     let mut out = String::new();
+    let streams: usize = lcores.iter().map(|l| l.streams.len()).sum();
     let _ = writeln!(
         out,
-        "{mode} packet forwarding - ports={ports} - cores=1 - streams={} - NUMA support \
-         disabled, MP allocation mode: native",
-        streams.len()
+        "{mode} packet forwarding - ports={ports} - cores={} - streams={streams} - NUMA \
+         support disabled, MP allocation mode: native",
+        lcores.len()
     );
-    let _ = writeln!(
-        out,
-        "Logical Core {} (socket {}) forwards packets on {} streams:",
-        lcore.0,
-        lcore.1,
-        streams.len()
-    );
-    for s in streams {
-        let _ = write!(
+    for l in lcores {
+        let _ = writeln!(
             out,
-            "  RX P={}/Q=0 (socket {}) -> TX P={}/Q=0 (socket {})",
-            s.rx_port, s.rx_socket, s.tx_port, s.tx_socket
+            "Logical Core {} (socket {}) forwards packets on {} streams:",
+            l.lcore,
+            l.socket,
+            l.streams.len()
         );
-        match s.peer {
-            Some(peer) => {
-                let _ = writeln!(out, " peer={peer}");
+        for s in &l.streams {
+            let _ = write!(
+                out,
+                "  RX P={}/Q={} (socket {}) -> TX P={}/Q={} (socket {})",
+                s.rx_port, s.rx_queue, s.rx_socket, s.tx_port, s.tx_queue, s.tx_socket
+            );
+            match s.peer {
+                Some(peer) => {
+                    let _ = writeln!(out, " peer={peer}");
+                }
+                None => out.push('\n'),
             }
-            None => out.push('\n'),
         }
     }
     out.push('\n');
     out
+}
+
+/// One stream's forward statistics, in testpmd's format (printed when
+/// there are more streams than ports); nothing for a stream that moved
+/// nothing, as testpmd. `ends` is ((rx port, queue), (tx port, queue)).
+pub fn stream_stats(ends: ((u16, u16), (u16, u16)), c: &StreamCounters) -> String {
+    if c.rx_packets == 0 && c.tx_packets == 0 && c.tx_dropped == 0 {
+        return String::new();
+    }
+    let ((rx_port, rx_queue), (tx_port, tx_queue)) = ends;
+    format!(
+        "\n  {STREAM_BORDER} Forward Stats for RX Port={rx_port:2}/Queue={rx_queue:2} -> TX \
+         Port={tx_port:2}/Queue={tx_queue:2} {STREAM_BORDER}\n  RX-packets: {:<14} TX-packets: \
+         {:<14} TX-dropped: {:<14}\n",
+        c.rx_packets, c.tx_packets, c.tx_dropped
+    )
+}
+
+/// One forwarding lcore's share of `--record-core-cycles`.
+pub fn lcore_cycles(lcore: u32, busy: u64, packets: u64) -> String {
+    if packets == 0 {
+        return String::new();
+    }
+    format!(
+        "  Lcore {lcore}: CPU cycles/packet={:.2} (busy cycles={busy} / packets={packets})\n",
+        busy as f64 / packets as f64
+    )
 }
 
 #[cfg(test)]
@@ -317,21 +361,49 @@ mod tests {
 
     #[test]
     fn forward_config_matches_testpmd_layout() {
-        let stream = |rx, tx| StreamLine {
+        let stream = |rx, tx, queue| StreamLine {
             rx_port: rx,
+            rx_queue: queue,
             rx_socket: 0,
             tx_port: tx,
+            tx_queue: queue,
             tx_socket: 0,
             peer: Some(MacAddr([2, 0, 0, 0, 0, tx as u8])),
         };
-        let text = forward_config("io", 2, (1, 0), &[stream(0, 1), stream(1, 0)]);
+        let lcore = |lcore, queue| LcoreLine {
+            lcore,
+            socket: 0,
+            streams: vec![stream(0, 1, queue), stream(1, 0, queue)],
+        };
+        let text = forward_config("io", 2, &[lcore(1, 0), lcore(2, 1)]);
         let expected = "\
-io packet forwarding - ports=2 - cores=1 - streams=2 - NUMA support disabled, MP allocation mode: native
+io packet forwarding - ports=2 - cores=2 - streams=4 - NUMA support disabled, MP allocation mode: native
 Logical Core 1 (socket 0) forwards packets on 2 streams:
   RX P=0/Q=0 (socket 0) -> TX P=1/Q=0 (socket 0) peer=02:00:00:00:00:01
   RX P=1/Q=0 (socket 0) -> TX P=0/Q=0 (socket 0) peer=02:00:00:00:00:00
+Logical Core 2 (socket 0) forwards packets on 2 streams:
+  RX P=0/Q=1 (socket 0) -> TX P=1/Q=1 (socket 0) peer=02:00:00:00:00:01
+  RX P=1/Q=1 (socket 0) -> TX P=0/Q=1 (socket 0) peer=02:00:00:00:00:00
 
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn stream_stats_match_testpmd_and_skip_idle_streams() {
+        let c = StreamCounters {
+            rx_packets: 32352,
+            tx_packets: 32352,
+            ..StreamCounters::default()
+        };
+        assert_eq!(
+            stream_stats(((0, 1), (1, 1)), &c),
+            "\n  ------- Forward Stats for RX Port= 0/Queue= 1 -> TX Port= 1/Queue= 1 -------\n  \
+             RX-packets: 32352          TX-packets: 32352          TX-dropped: 0             \n"
+        );
+        assert_eq!(
+            stream_stats(((0, 1), (1, 1)), &StreamCounters::default()),
+            ""
+        );
     }
 }

@@ -1,9 +1,14 @@
 //! The forwarding lcore: streams, port topology, counters and the loop.
 //!
-//! A stream is "receive on port A, transmit on port B". The topology (testpmd's
-//! `--port-topology`) decides the streams. One lcore runs every stream in turn
-//! until told to stop; the engine is chosen once, before the loop, and the loop
-//! is monomorphized per engine and port type.
+//! A stream is "receive on queue q of port A, transmit on queue q of port B".
+//! The topology (testpmd's `--port-topology`) pairs the ports; with several
+//! queues each queue of each port is a stream, queue-major, as testpmd's RSS
+//! configuration lays them out. Streams are dealt to the forwarding lcores in
+//! contiguous blocks ([`lcore_blocks`], testpmd's rule), and each lcore takes
+//! the queue halves its streams use ([`LcorePlan`]), so no two lcores ever
+//! touch one DPDK queue. Each lcore runs its streams in turn until told to
+//! stop; the engine is chosen once, before the loop, and the loop is
+//! monomorphized per engine and port type.
 //!
 //! Counters: the lcore keeps plain per-stream counters and publishes them into
 //! [`ForwardStats`] (relaxed atomic stores, one writer) after each busy burst,
@@ -27,10 +32,14 @@ pub enum Topology {
 /// One direction of forwarding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stream {
-    /// Index of the receiving port.
+    /// Index of the receiving port (on an lcore: of its queue handle).
     pub rx_port: usize,
-    /// Index of the transmitting port.
+    /// The rx queue.
+    pub rx_queue: u16,
+    /// Index of the transmitting port (on an lcore: of its queue handle).
     pub tx_port: usize,
+    /// The tx queue.
+    pub tx_queue: u16,
     /// Destination MAC the `mac` and `txonly` engines write.
     pub peer_mac: MacAddr,
 }
@@ -40,24 +49,109 @@ pub fn default_peer(port: usize) -> MacAddr {
     MacAddr([0x02, 0, 0, 0, 0, port as u8])
 }
 
-/// The streams for `ports` ports in `topology`; `peers[i]` is the peer MAC
-/// of port i.
-pub fn streams(topology: Topology, peers: &[MacAddr]) -> Vec<Stream> {
+/// The streams for `peers.len()` ports in `topology`, with `queues` (rx,
+/// tx) per port; `peers[i]` is the peer MAC of port i. With several queues
+/// both ways there is a stream per port and queue, queue-major, over
+/// min(rx, tx) queues (testpmd's RSS layout); otherwise one per port, on
+/// queue 0.
+pub fn streams(topology: Topology, peers: &[MacAddr], queues: (u16, u16)) -> Vec<Stream> {
     let n = peers.len();
-    let to = |rx: usize, tx: usize| Stream {
-        rx_port: rx,
-        tx_port: tx,
-        peer_mac: peers[tx],
+    let tx_of = |p: usize| match topology {
+        Topology::Loop => p,
+        Topology::Chained => (p + 1) % n,
+        Topology::Paired => {
+            let peer = if p % 2 == 0 { p + 1 } else { p - 1 };
+            if peer < n {
+                peer
+            } else {
+                p
+            }
+        }
     };
-    match topology {
-        Topology::Loop => (0..n).map(|p| to(p, p)).collect(),
-        Topology::Chained => (0..n).map(|p| to(p, (p + 1) % n)).collect(),
-        Topology::Paired => (0..n)
-            .map(|p| {
-                let peer = if p % 2 == 0 { p + 1 } else { p - 1 };
-                to(p, if peer < n { peer } else { p })
+    let per_port = if queues.0 > 1 && queues.1 > 1 {
+        queues.0.min(queues.1)
+    } else {
+        1
+    };
+    (0..per_port)
+        .flat_map(|q| {
+            (0..n).map(move |p| Stream {
+                rx_port: p,
+                rx_queue: q,
+                tx_port: tx_of(p),
+                tx_queue: q,
+                peer_mac: peers[tx_of(p)],
             })
-            .collect(),
+        })
+        .collect()
+}
+
+/// testpmd's split of `streams` streams over `lcores` lcores: contiguous
+/// blocks, the last lcores taking one more when it does not divide; never
+/// more lcores than streams.
+pub fn lcore_blocks(streams: usize, lcores: usize) -> Vec<std::ops::Range<usize>> {
+    let lcores = lcores.clamp(1, streams.max(1));
+    let (each, extra) = (streams / lcores, streams % lcores);
+    let mut start = 0;
+    (0..lcores)
+        .map(|l| {
+            let len = each + usize::from(l >= lcores - extra);
+            let block = start..start + len;
+            start += len;
+            block
+        })
+        .collect()
+}
+
+/// What one forwarding lcore needs: the queue halves to take, and its
+/// streams renumbered onto them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LcorePlan {
+    /// (port index, rx queue, tx queue) of each handle to take.
+    pub handles: Vec<(usize, Option<u16>, Option<u16>)>,
+    /// The lcore's streams, with `rx_port`/`tx_port` indexing `handles`.
+    pub streams: Vec<Stream>,
+    /// Index of its first stream among all streams (for the counters).
+    pub first: usize,
+}
+
+impl LcorePlan {
+    /// The plan for the streams `block` of `all`.
+    pub fn new(all: &[Stream], block: std::ops::Range<usize>) -> LcorePlan {
+        let mut handles: Vec<(usize, Option<u16>, Option<u16>)> = Vec::new();
+        let mut slot = |port: usize, rx: Option<u16>, tx: Option<u16>| {
+            let found = handles.iter().position(|&(p, r, t)| {
+                p == port
+                    && (rx.is_none() || r.is_none() || r == rx)
+                    && (tx.is_none() || t.is_none() || t == tx)
+            });
+            let i = found.unwrap_or_else(|| {
+                handles.push((port, None, None));
+                handles.len() - 1
+            });
+            let h = &mut handles[i];
+            h.1 = h.1.or(rx);
+            h.2 = h.2.or(tx);
+            i
+        };
+        let first = block.start;
+        let streams = all[block]
+            .iter()
+            .map(|s| {
+                let rx = slot(s.rx_port, Some(s.rx_queue), None);
+                let tx = slot(s.tx_port, None, Some(s.tx_queue));
+                Stream {
+                    rx_port: rx,
+                    tx_port: tx,
+                    ..*s
+                }
+            })
+            .collect();
+        LcorePlan {
+            handles,
+            streams,
+            first,
+        }
     }
 }
 
@@ -141,13 +235,14 @@ pub struct ForwardConfig {
     pub record_cycles: bool,
 }
 
-/// Runs the forwarding loop until `stop` is set. `cycles` reads the cycle
-/// counter (only called with `record_cycles`). Stack mode is not an engine:
-/// it returns at once.
+/// Runs the forwarding loop of one lcore until `stop` is set: `streams`
+/// index `ports` (the lcore's queue handles) and are streams `first..` of
+/// `stats`. `cycles` reads the cycle counter (only called with
+/// `record_cycles`). Stack mode is not an engine: it returns at once.
 pub fn run<P: Port>(
     config: &ForwardConfig,
     ports: &mut [P],
-    streams: &[Stream],
+    (streams, first): (&[Stream], usize),
     stats: &ForwardStats,
     stop: &AtomicBool,
     cycles: impl Fn() -> u64,
@@ -155,6 +250,7 @@ pub fn run<P: Port>(
     let mut lcore = Lcore {
         config,
         streams,
+        first,
         stats,
         stop,
         cycles,
@@ -173,6 +269,7 @@ pub fn run<P: Port>(
 struct Lcore<'a, C> {
     config: &'a ForwardConfig,
     streams: &'a [Stream],
+    first: usize,
     stats: &'a ForwardStats,
     stop: &'a AtomicBool,
     cycles: C,
@@ -190,7 +287,7 @@ impl<C: Fn() -> u64> Lcore<'_, C> {
             let mut first = TxOnly::default();
             for (i, stream) in self.streams.iter().enumerate() {
                 first.burst(stream, &mut ctx, &mut counters[i]);
-                self.stats.publish(i, &counters[i]);
+                self.stats.publish(self.first + i, &counters[i]);
             }
         }
         let record = self.config.record_cycles;
@@ -202,12 +299,12 @@ impl<C: Fn() -> u64> Lcore<'_, C> {
                     if record {
                         counters[i].busy_cycles += (self.cycles)().saturating_sub(start);
                     }
-                    self.stats.publish(i, &counters[i]);
+                    self.stats.publish(self.first + i, &counters[i]);
                 }
             }
         }
         for (i, c) in counters.iter().enumerate() {
-            self.stats.publish(i, c);
+            self.stats.publish(self.first + i, c);
         }
     }
 }
@@ -229,21 +326,94 @@ mod tests {
     #[test]
     fn topologies_match_testpmd() {
         assert_eq!(
-            pairs(&streams(Topology::Paired, &peers(2))),
+            pairs(&streams(Topology::Paired, &peers(2), (1, 1))),
             [(0, 1), (1, 0)]
         );
         assert_eq!(
-            pairs(&streams(Topology::Paired, &peers(3))),
+            pairs(&streams(Topology::Paired, &peers(3), (1, 1))),
             [(0, 1), (1, 0), (2, 2)],
             "an odd last port pairs with itself"
         );
         assert_eq!(
-            pairs(&streams(Topology::Chained, &peers(3))),
+            pairs(&streams(Topology::Chained, &peers(3), (1, 1))),
             [(0, 1), (1, 2), (2, 0)]
         );
-        assert_eq!(pairs(&streams(Topology::Loop, &peers(2))), [(0, 0), (1, 1)]);
-        let s = streams(Topology::Paired, &peers(2));
+        assert_eq!(
+            pairs(&streams(Topology::Loop, &peers(2), (1, 1))),
+            [(0, 0), (1, 1)]
+        );
+        let s = streams(Topology::Paired, &peers(2), (1, 1));
         assert_eq!(s[0].peer_mac, default_peer(1), "peer is the tx port's");
+    }
+
+    #[test]
+    fn queues_make_streams_queue_major_and_lcores_take_blocks_as_testpmd() {
+        let s = streams(Topology::Paired, &peers(2), (2, 2));
+        let layout: Vec<(usize, u16, usize, u16)> = s
+            .iter()
+            .map(|s| (s.rx_port, s.rx_queue, s.tx_port, s.tx_queue))
+            .collect();
+        assert_eq!(
+            layout,
+            [(0, 0, 1, 0), (1, 0, 0, 0), (0, 1, 1, 1), (1, 1, 0, 1)]
+        );
+        assert_eq!(
+            streams(Topology::Paired, &peers(2), (4, 2)).len(),
+            4,
+            "min(rx, tx) queues"
+        );
+        assert_eq!(
+            streams(Topology::Paired, &peers(2), (2, 1)).len(),
+            2,
+            "one tx queue: one stream per port, as testpmd"
+        );
+        assert_eq!(lcore_blocks(4, 2), [0..2, 2..4]);
+        assert_eq!(
+            lcore_blocks(5, 2),
+            [0..2, 2..5],
+            "the last lcores take the extra"
+        );
+        assert_eq!(
+            lcore_blocks(2, 4),
+            [0..1, 1..2],
+            "no more lcores than streams"
+        );
+        assert_eq!(lcore_blocks(3, 1).len(), 1);
+        assert_eq!(lcore_blocks(3, 1)[0], 0..3);
+    }
+
+    #[test]
+    fn each_lcore_takes_only_the_queue_halves_its_streams_use() {
+        // One queue, two lcores: each receives on one port and transmits
+        // on the other, so a port's rx and tx halves go to different lcores.
+        let all = streams(Topology::Paired, &peers(2), (1, 1));
+        let first = LcorePlan::new(&all, 0..1);
+        let second = LcorePlan::new(&all, 1..2);
+        assert_eq!(first.handles, [(0, Some(0), None), (1, None, Some(0))]);
+        assert_eq!(second.handles, [(1, Some(0), None), (0, None, Some(0))]);
+        assert_eq!(
+            (second.streams[0].rx_port, second.streams[0].tx_port),
+            (0, 1)
+        );
+        assert_eq!(second.first, 1);
+        // Two queues on two lcores: each lcore has whole queue pairs.
+        let all = streams(Topology::Paired, &peers(2), (2, 2));
+        let q1 = LcorePlan::new(&all, 2..4);
+        assert_eq!(q1.handles, [(0, Some(1), Some(1)), (1, Some(1), Some(1))]);
+        // Every queue half is taken by exactly one lcore.
+        for lcores in 1..=4 {
+            let mut taken = std::collections::HashSet::new();
+            for block in lcore_blocks(all.len(), lcores) {
+                for (port, rx, tx) in LcorePlan::new(&all, block).handles {
+                    if let Some(q) = rx {
+                        assert!(taken.insert((port, "rx", q)), "{lcores} lcores");
+                    }
+                    if let Some(q) = tx {
+                        assert!(taken.insert((port, "tx", q)), "{lcores} lcores");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -257,7 +427,7 @@ mod tests {
         for _ in 0..40 {
             ports[1].push_rx(&[1u8; 64]);
         }
-        let streams = streams(Topology::Paired, &peers(2));
+        let streams = streams(Topology::Paired, &peers(2), (1, 1));
         let stats = ForwardStats::new(streams.len());
         let stop = Arc::new(AtomicBool::new(false));
         let config = ForwardConfig {
@@ -277,7 +447,7 @@ mod tests {
             }
             tick.get()
         };
-        run(&config, &mut ports, &streams, &stats, &stop, cycles);
+        run(&config, &mut ports, (&streams, 0), &stats, &stop, cycles);
         let snap = stats.snapshot();
         assert_eq!((snap[0].rx_packets, snap[0].tx_packets), (100, 100));
         assert_eq!((snap[1].rx_packets, snap[1].tx_packets), (40, 40));
@@ -291,7 +461,7 @@ mod tests {
         let mut ports: Vec<MemPort> = (0..2)
             .map(|_| MemPort::new(MemPortConfig::default()))
             .collect();
-        let streams = streams(Topology::Paired, &peers(2));
+        let streams = streams(Topology::Paired, &peers(2), (1, 1));
         let stats = ForwardStats::new(streams.len());
         let stop = AtomicBool::new(true);
         let config = ForwardConfig {
@@ -301,7 +471,7 @@ mod tests {
             tx_first: true,
             record_cycles: false,
         };
-        run(&config, &mut ports, &streams, &stats, &stop, || 0);
+        run(&config, &mut ports, (&streams, 0), &stats, &stop, || 0);
         assert_eq!(ports[0].tx_pending(), 16);
         assert_eq!(ports[1].tx_pending(), 16);
         assert_eq!(stats.snapshot()[0].tx_packets, 16);

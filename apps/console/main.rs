@@ -25,7 +25,7 @@ mod terminal;
 use cli::Cli;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use dpstack::eal::Eal;
-use dpstack::ethdev::{available_ports, EthPort, PortConfig};
+use dpstack::ethdev::{available_ports, EthPort, PortConfig, RssConfig};
 use dpstack::lcore::Lcore;
 use dpstack::mempool::PoolConfig;
 use dpstack::stack::port::MacAddr;
@@ -106,16 +106,38 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
                 .into(),
         );
     }
-    let lcore = *Lcore::workers().first().ok_or(
-        "no worker lcore to forward on: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0 \
-         on a single CPU)",
-    )?;
+    let lcores = Lcore::workers();
+    if lcores.is_empty() {
+        return Err(
+            "no worker lcore to forward on: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0 \
+             on a single CPU)"
+                .into(),
+        );
+    }
+    let nb_cores = usize::from(cli.nb_cores);
+    if nb_cores > lcores.len() {
+        return Err(format!(
+            "--nb-cores={nb_cores}: EAL has {} worker lcore(s); give it more, e.g. -l 0-{nb_cores} \
+             or, on fewer CPUs, --lcores=0@0,1@0,2@1",
+            lcores.len()
+        ));
+    }
     let config = PortConfig {
+        rx_queues: cli.rxq,
+        tx_queues: cli.txq,
         rx_descriptors: cli.rxd,
         tx_descriptors: cli.txd,
         ..PortConfig::default()
     };
-    let per_port = u32::from(cli.rxd) + u32::from(cli.txd) + 2 * cli.burst as u32 + 512;
+    let rss = if cli.rss_udp {
+        RssConfig::ip_udp()
+    } else {
+        RssConfig::ip()
+    };
+    let per_port = u32::from(cli.rxd) * u32::from(cli.rxq)
+        + u32::from(cli.txd) * u32::from(cli.txq)
+        + 2 * cli.burst as u32 * u32::from(cli.rxq)
+        + 512;
     let count = cli.total_num_mbufs.unwrap_or_else(|| {
         let need = common::pool_need(&config, ids.len(), PoolConfig::default().cache);
         (per_port * ids.len() as u32).max(need.minimum()).max(8191)
@@ -127,7 +149,11 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
     let pool = common::packet_pool("mbuf_pool_socket_0", &pool_config, &config, ids.len())?;
     let mut ports = Vec::new();
     for id in ids {
-        let port = EthPort::open(id, &config, pool).map_err(|e| e.to_string())?;
+        let (port_config, note) = session::with_rss(&config, &rss, id);
+        if let Some(note) = note {
+            println!("{note}");
+        }
+        let port = EthPort::open(id, &port_config, pool).map_err(|e| e.to_string())?;
         // testpmd's lines (it prints the first before configuring).
         let socket = port.info().ok().and_then(|i| i.socket).unwrap_or(0);
         println!("Configuring Port {id} (socket {socket})");
@@ -152,7 +178,13 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
         tx_first: cli.tx_first,
         record_cycles: cli.record_core_cycles,
     };
-    let mut session = Session::new(ports, peers, forward, cli.port_topology, lcore);
+    let mut session = Session::new(
+        ports,
+        peers,
+        (forward, cli.port_topology),
+        (lcores, nb_cores),
+        (config, rss),
+    );
     session.stack.setup = cli.stack_ip.clone();
     Ok(session)
 }

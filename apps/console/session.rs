@@ -1,5 +1,5 @@
 //! The console's state: open ports, the forwarding settings, and the
-//! forwarding lcore while it runs. The prompt, `--cmdline-file` and the
+//! forwarding lcores while they run. The prompt, `--cmdline-file` and the
 //! non-interactive mode all drive it; every method returns the text to
 //! print (errors as `Err` text).
 //!
@@ -9,24 +9,52 @@
 //! the list: they are no longer valid port ids, as in testpmd.
 
 mod ports;
+mod queues;
 mod stack;
+
+pub use queues::RSS_TYPES;
 
 pub use stack::StackSlot;
 
 use crate::commands::PortSel;
-use crate::display::{self, PortForwardTotals, StreamLine, ThroughputTracker};
+use crate::display::{self, LcoreLine, PortForwardTotals, StreamLine, ThroughputTracker};
 use crate::engines::ForwardMode;
-use crate::forward::{self, ForwardConfig, ForwardStats, Stream, Topology};
+use crate::forward::{self, ForwardConfig, ForwardStats, LcorePlan, Stream, Topology};
 use dpstack::clock::TscClock;
-use dpstack::ethdev::{EthPort, EthQueue, PortStats};
+use dpstack::ethdev::{EthPort, EthQueue, PortConfig, PortInfo, PortStats, RssConfig};
 use dpstack::lcore::{launch, LaunchHandle, LaunchResult, Lcore};
 use dpstack::stack::port::MacAddr;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// `base` for port `id`, with `rss` when it has several rx queues and its
+/// device hashes flows; otherwise without, and a note that says what the
+/// device does with flows instead (as testpmd, which enables RSS only where
+/// the device has it).
+pub fn with_rss(base: &PortConfig, rss: &RssConfig, id: u16) -> (PortConfig, Option<String>) {
+    let mut config = base.clone();
+    if base.rx_queues < 2 {
+        return (config, None);
+    }
+    let Ok(info) = PortInfo::query(id) else {
+        return (config, None);
+    };
+    let spreading = dpstack::ethdev::QueueSpreading::of(&info);
+    if spreading.is_predictable() {
+        config.rss = Some(rss.clone());
+        (config, None)
+    } else {
+        let note = format!(
+            "Port {id}: {} has no RSS ({spreading}); its {} rx queues are not spread by hash",
+            info.driver, base.rx_queues
+        );
+        (config, Some(note))
+    }
+}
+
 struct Running {
-    handle: LaunchHandle,
+    handles: Vec<LaunchHandle>,
     stop: Arc<AtomicBool>,
     record: RunRecord,
     /// Stack mode's channels.
@@ -37,6 +65,8 @@ struct Running {
 struct RunRecord {
     stats: Arc<ForwardStats>,
     streams: Vec<Stream>,
+    /// Each forwarding lcore and the block of `streams` it runs.
+    lcores: Vec<(Lcore, std::ops::Range<usize>)>,
     ports_at_start: Vec<PortStats>,
 }
 
@@ -53,7 +83,15 @@ pub struct Session {
     /// Settings used by the next `start`.
     pub config: ForwardConfig,
     topology: Topology,
-    lcore: Lcore,
+    /// The worker lcores forwarding may use.
+    lcores: Vec<Lcore>,
+    /// How many of them the next `start` uses (`--nb-cores`, `set nbcore`).
+    nb_cores: usize,
+    /// How the ports are configured (queue counts, descriptors), for
+    /// `port config`; RSS is added per port where the device has it.
+    port_config: PortConfig,
+    /// The RSS hash types and key asked for (`--rss-ip`, `--rss-udp`).
+    rss: RssConfig,
     running: Option<Running>,
     finished: Option<Finished>,
     throughput: ThroughputTracker,
@@ -63,20 +101,24 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session over `ports` (with their peer MACs), forwarding on `lcore`.
+    /// A session over `ports` (with their peer MACs), configured with
+    /// `port_config`, forwarding on the first `nb_cores` of `lcores`.
     pub fn new(
         ports: Vec<EthPort>,
         peers: Vec<MacAddr>,
-        config: ForwardConfig,
-        topology: Topology,
-        lcore: Lcore,
+        (config, topology): (ForwardConfig, Topology),
+        (lcores, nb_cores): (Vec<Lcore>, usize),
+        (port_config, rss): (PortConfig, RssConfig),
     ) -> Session {
         Session {
             ports,
             peers,
             config,
             topology,
-            lcore,
+            lcores,
+            nb_cores,
+            port_config,
+            rss,
             running: None,
             finished: None,
             throughput: ThroughputTracker::default(),
@@ -132,62 +174,82 @@ impl Session {
         if self.ports.iter().any(|p| !p.is_started()) {
             return Err("Not all ports were started".into());
         }
-        let streams = self.streams();
-        let mut text = self.forward_config()?;
-        let _ = writeln!(
-            text,
-            "  {} packet forwarding packets/burst={}\n  nb forwarding cores=1 - nb forwarding \
-             ports={}",
-            self.config.mode.name(),
-            self.config.burst,
-            self.ports.len()
-        );
-        for p in &self.ports {
-            let _ = writeln!(
-                text,
-                "  port {}: RX queue number: 1 Tx queue number: 1",
-                p.id()
-            );
+        if self.config.mode == ForwardMode::Stack && self.port_config.rx_queues > 1 {
+            return Err(format!(
+                "stack mode runs on one lcore and polls queue 0 of each port: configure one rx \
+                 queue (port stop all, port config all rxq 1, port start all); {} are configured",
+                self.port_config.rx_queues
+            ));
         }
-        let queues = self
-            .ports
-            .iter()
-            .map(|p| p.queue(0, 0))
-            .collect::<dpstack::Result<Vec<EthQueue>>>()
-            .map_err(|e| e.to_string())?;
+        let streams = self.streams();
+        let blocks = self.lcore_blocks(streams.len());
+        let mut text = self.forward_config()?;
+        text.push_str(&self.rxtx_config());
         let ports_at_start = self.port_stats().map_err(|e| e.to_string())?;
         let mut config = self.config.clone();
         config.tx_first = tx_first;
         let stats = Arc::new(ForwardStats::new(streams.len()));
         let stop = Arc::new(AtomicBool::new(false));
         let mut stack = None;
-        let handle = if config.mode == ForwardMode::Stack {
+        let mut handles = Vec::new();
+        if config.mode == ForwardMode::Stack {
+            let queues = self
+                .ports
+                .iter()
+                .map(|p| p.queue(0, 0))
+                .collect::<dpstack::Result<Vec<EthQueue>>>()
+                .map_err(|e| e.to_string())?;
             let (handle, run) = self.launch_stack(queues, Arc::clone(&stats), Arc::clone(&stop))?;
             stack = Some(run);
-            handle
+            handles.push(handle);
         } else {
-            let (stats, stop, streams) = (Arc::clone(&stats), Arc::clone(&stop), streams.clone());
-            let mut queues = queues;
-            launch(self.lcore, move || {
-                forward::run(
-                    &config,
-                    &mut queues,
-                    &streams,
-                    &stats,
-                    &stop,
-                    TscClock::cycles,
-                );
-                0
-            })
-            .map_err(|e| e.to_string())?
-        };
+            // Take every lcore's queues before launching any, so a refusal
+            // leaves nothing running.
+            let mut planned = Vec::new();
+            for (lcore, block) in &blocks {
+                let plan = LcorePlan::new(&streams, block.clone());
+                let queues = plan
+                    .handles
+                    .iter()
+                    .map(|&(port, rx, tx)| self.ports[port].queue_parts(rx, tx))
+                    .collect::<dpstack::Result<Vec<EthQueue>>>()
+                    .map_err(|e| e.to_string())?;
+                planned.push((*lcore, plan, queues));
+            }
+            for (lcore, plan, mut queues) in planned {
+                let (lcore_stats, lcore_stop) = (Arc::clone(&stats), Arc::clone(&stop));
+                let lcore_config = config.clone();
+                let launched = launch(lcore, move || {
+                    forward::run(
+                        &lcore_config,
+                        &mut queues,
+                        (&plan.streams, plan.first),
+                        &lcore_stats,
+                        &lcore_stop,
+                        TscClock::cycles,
+                    );
+                    0
+                });
+                match launched {
+                    Ok(handle) => handles.push(handle),
+                    Err(e) => {
+                        stop.store(true, Ordering::SeqCst);
+                        for handle in handles {
+                            handle.wait();
+                        }
+                        return Err(e.to_string());
+                    }
+                }
+            }
+        }
         self.running = Some(Running {
-            handle,
+            handles,
             stop,
             stack,
             record: RunRecord {
                 stats,
                 streams,
+                lcores: blocks,
                 ports_at_start,
             },
         });
@@ -203,7 +265,93 @@ impl Session {
             ForwardMode::Stack => Topology::Loop,
             _ => self.topology,
         };
-        forward::streams(topology, &self.peers)
+        forward::streams(topology, &self.peers, self.queues())
+    }
+
+    /// The rx and tx queues each port has.
+    pub fn queues(&self) -> (u16, u16) {
+        (self.port_config.rx_queues, self.port_config.tx_queues)
+    }
+
+    /// The forwarding lcores of a run of `streams` streams and the block
+    /// of streams each runs (stack mode: the first lcore, every stream).
+    fn lcore_blocks(&self, streams: usize) -> Vec<(Lcore, std::ops::Range<usize>)> {
+        let cores = if self.config.mode == ForwardMode::Stack {
+            1
+        } else {
+            self.nb_cores
+        };
+        self.lcores
+            .iter()
+            .copied()
+            .zip(forward::lcore_blocks(streams, cores))
+            .collect()
+    }
+
+    /// `set nbcore N`: at most the worker lcores EAL was given.
+    pub fn set_nb_cores(&mut self, n: usize) -> Result<String, String> {
+        if n == 0 {
+            return Err("nb fwd cores 0: at least 1 - ignored".into());
+        }
+        if n > self.lcores.len() {
+            return Err(format!(
+                "nb fwd cores {n} > {} (max. number of configured lcores) - ignored",
+                self.lcores.len()
+            ));
+        }
+        self.nb_cores = n;
+        Ok(format!("Number of forwarding cores set to {n}\n"))
+    }
+
+    /// `show config rxtx`: the engine, burst, cores and each port's queues.
+    pub fn rxtx_config(&self) -> String {
+        let (rxq, txq) = self.queues();
+        let mut text = String::new();
+        let cores = self.lcore_blocks(self.streams().len()).len();
+        let _ = writeln!(
+            text,
+            "  {} packet forwarding packets/burst={}\n  nb forwarding cores={cores} - nb \
+             forwarding ports={}",
+            self.config.mode.name(),
+            self.config.burst,
+            self.ports.len()
+        );
+        for p in &self.ports {
+            let _ = writeln!(
+                text,
+                "  port {}: RX queue number: {rxq} Tx queue number: {txq}",
+                p.id()
+            );
+            // testpmd shows queue 0's settings: the device's where it
+            // reports them, else what was asked for.
+            let rx = p.rx_queue_info(0).unwrap_or_default();
+            let tx = p.tx_queue_info(0).unwrap_or_default();
+            let desc = |reported: u16, asked: u16| if reported > 0 { reported } else { asked };
+            let _ = writeln!(
+                text,
+                "    Rx offloads=0x{:x} Tx offloads=0x{:x}\n    RX queue: 0\n      RX desc={} - RX free \
+                 threshold={}\n      RX threshold registers: pthresh={} hthresh={}  wthresh={}\n      \
+                 RX Offloads=0x{:x}\n    TX queue: 0\n      TX desc={} - TX free threshold={}\n      \
+                 TX threshold registers: pthresh={} hthresh={}  wthresh={}\n      TX offloads=0x{:x} - \
+                 TX RS bit threshold={}",
+                rx.offloads,
+                tx.offloads,
+                desc(rx.descriptors, self.port_config.rx_descriptors),
+                rx.free_threshold,
+                rx.thresholds.0,
+                rx.thresholds.1,
+                rx.thresholds.2,
+                rx.offloads,
+                desc(tx.descriptors, self.port_config.tx_descriptors),
+                tx.free_threshold,
+                tx.thresholds.0,
+                tx.thresholds.1,
+                tx.thresholds.2,
+                tx.offloads,
+                tx.rs_threshold
+            );
+        }
+        text
     }
 
     /// `show config fwd`: the engine, lcore and streams of the current
@@ -213,22 +361,32 @@ impl Session {
             let info = self.ports[i].info().map_err(|e| e.to_string())?;
             Ok(info.socket.map_or(0, |s| s.max(0) as u32))
         };
-        let mut lines = Vec::new();
         let stack = self.config.mode == ForwardMode::Stack;
-        for s in self.streams() {
-            lines.push(StreamLine {
-                rx_port: self.ports[s.rx_port].id(),
-                rx_socket: socket(s.rx_port)?,
-                tx_port: self.ports[s.tx_port].id(),
-                tx_socket: socket(s.tx_port)?,
-                peer: (!stack).then_some(s.peer_mac),
+        let streams = self.streams();
+        let mut lcores = Vec::new();
+        for (lcore, block) in self.lcore_blocks(streams.len()) {
+            let mut lines = Vec::new();
+            for s in &streams[block] {
+                lines.push(StreamLine {
+                    rx_port: self.ports[s.rx_port].id(),
+                    rx_queue: s.rx_queue,
+                    rx_socket: socket(s.rx_port)?,
+                    tx_port: self.ports[s.tx_port].id(),
+                    tx_queue: s.tx_queue,
+                    tx_socket: socket(s.tx_port)?,
+                    peer: (!stack).then_some(s.peer_mac),
+                });
+            }
+            lcores.push(LcoreLine {
+                lcore: lcore.0,
+                socket: lcore.socket(),
+                streams: lines,
             });
         }
         Ok(display::forward_config(
             self.config.mode.name(),
             self.ports.len(),
-            (self.lcore.0, self.lcore.socket()),
-            &lines,
+            &lcores,
         ))
     }
 
@@ -239,8 +397,14 @@ impl Session {
         };
         let mut out = String::from("Telling cores to stop...\nWaiting for lcores to finish...\n");
         running.stop.store(true, Ordering::SeqCst);
-        if running.handle.wait() == LaunchResult::Panicked {
-            out.push_str("The forwarding lcore panicked; its counters may be incomplete.\n");
+        for handle in running.handles {
+            let lcore = handle.lcore().0;
+            if handle.wait() == LaunchResult::Panicked {
+                let _ = writeln!(
+                    out,
+                    "Forwarding lcore {lcore} panicked; its counters may be incomplete."
+                );
+            }
         }
         if let Some(stack) = &running.stack {
             self.stack_returned(stack);
@@ -278,8 +442,34 @@ impl Session {
             totals[stream.tx_port].1.tx_dropped += c.tx_dropped;
             busy += c.busy_cycles;
         }
+        // testpmd shows each stream when there are more streams than ports.
+        let mut out = String::new();
+        if running.streams.len() > self.ports.len() {
+            for (s, c) in running.streams.iter().zip(&snapshot) {
+                let ends = (
+                    (self.ports[s.rx_port].id(), s.rx_queue),
+                    (self.ports[s.tx_port].id(), s.tx_queue),
+                );
+                out.push_str(&display::stream_stats(ends, c));
+            }
+        }
         let cycles = self.config.record_cycles.then_some((busy, self.tsc_mhz));
-        display::forward_stats(&totals, cycles)
+        out.push_str(&display::forward_stats(&totals, cycles));
+        if self.config.record_cycles && running.lcores.len() > 1 {
+            for (lcore, block) in &running.lcores {
+                let (mut busy, mut packets) = (0, 0);
+                for c in &snapshot[block.clone()] {
+                    busy += c.busy_cycles;
+                    packets += if c.rx_packets > 0 {
+                        c.rx_packets
+                    } else {
+                        c.tx_packets
+                    };
+                }
+                out.push_str(&display::lcore_cycles(lcore.0, busy, packets));
+            }
+        }
+        out
     }
 
     /// `show fwd stats all`: live while forwarding, else the last run's;

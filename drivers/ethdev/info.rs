@@ -163,7 +163,8 @@ pub fn device_capability_name(capability: u64) -> String {
 }
 
 impl PortInfo {
-    pub(crate) fn query(id: u16) -> Result<PortInfo> {
+    /// The facts of port `id`, open or not (`rte_eth_dev_info_get`).
+    pub fn query(id: u16) -> Result<PortInfo> {
         let mut info = sys::rte_eth_dev_info::default();
         // SAFETY: info is valid for writes for the call.
         let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };

@@ -189,6 +189,26 @@ pub(super) fn update_hash(id: u16, info: &PortInfo, rss: &RssConfig) -> Result<(
     check(id, "set the RSS hash configuration", ret)
 }
 
+/// Points the redirection table's entries at the `queues` rx queues round
+/// robin (entry i at queue i % queues), so where a hash lands is known
+/// whatever the driver left there. A driver that cannot set it keeps its
+/// own.
+pub(super) fn spread_evenly(id: u16, info: &PortInfo, queues: u16) -> Result<()> {
+    let size = info.reta_size;
+    let mut groups = reta_groups(size);
+    for entry in 0..size {
+        let g = &mut groups[usize::from(entry) / 64];
+        g.mask |= 1 << (entry % 64);
+        g.reta[usize::from(entry % 64)] = entry % queues.max(1);
+    }
+    // SAFETY: `groups` holds `size` entries, the size the device gave.
+    let ret = unsafe { sys::rte_eth_dev_rss_reta_update(id, groups.as_mut_ptr(), size) };
+    if ret == -libc::ENOTSUP {
+        return Ok(());
+    }
+    check(id, "set the RSS redirection table", ret)
+}
+
 /// Counters of one queue (`rte_eth_stats`' per-queue arrays; DPDK keeps
 /// them for the first 16 queues).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -279,6 +299,15 @@ impl EthPort {
     /// Changes the hash types (and the key, if given) while the port runs.
     pub fn set_rss_hash(&self, rss: &RssConfig) -> Result<()> {
         update_hash(self.id(), &self.info()?, rss)
+    }
+
+    /// Stops hashing flows (`port config all rss none`): every packet goes
+    /// to the queue of the redirection table's first entry.
+    pub fn disable_rss(&self) -> Result<()> {
+        let mut conf = sys::rte_eth_rss_conf::default();
+        // SAFETY: `conf` (no key, no hash types) lives for the call.
+        let ret = unsafe { sys::rte_eth_dev_rss_hash_update(self.id(), &mut conf) };
+        check(self.id(), "switch RSS off", ret)
     }
 
     /// Counters of each configured queue (at most the first 16).

@@ -97,7 +97,9 @@ fn token_words(token: Token, ports: &[u16]) -> Vec<String> {
         Token::Mode => ENGINES.iter().map(|e| e.name.to_owned()).collect(),
         Token::Port => ids().collect(),
         Token::PortOrAll => std::iter::once("all".to_owned()).chain(ids()).collect(),
-        Token::Number(_) | Token::Addr | Token::Prefix | Token::Endpoint => Vec::new(),
+        Token::Number(_) | Token::Addr | Token::Prefix | Token::Endpoint | Token::Text(_) => {
+            Vec::new()
+        }
     }
 }
 
@@ -149,6 +151,7 @@ pub fn alternatives(before: &str) -> Vec<String> {
             Token::Addr => add(format!(" [IPADDR]: {help}")),
             Token::Prefix => add(format!(" [IPNET]: {help}")),
             Token::Endpoint => add(format!(" [IPADDR:PORT]: {help}")),
+            Token::Text(_) => add(format!(" [TOKEN]: {help}")),
             Token::Word(_) => {}
         }
     }

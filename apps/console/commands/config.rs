@@ -29,7 +29,7 @@ pub const COMMANDS: &[Command] = &[
             Token::Word("nbcore"),
             Token::Number("num"),
         ],
-        help: "Set number of cores (dpstack-console forwards on one).",
+        help: "Set number of forwarding cores (at most the worker lcores EAL has).",
         section: Section::Config,
         run: set_nbcore,
     },
@@ -63,12 +63,9 @@ fn set_burst(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
     )))
 }
 
-fn set_nbcore(_: &mut Session, values: &[Value]) -> Result<Reply, String> {
+fn set_nbcore(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
     match values {
-        [Value::Number(1)] => Ok(Reply::Print("Number of forwarding cores set to 1\n".into())),
-        [Value::Number(n)] => Err(format!(
-            "nb fwd cores {n} > 1 (max. number of configured lcores) - ignored"
-        )),
+        [Value::Number(n)] => session.set_nb_cores(usize::from(*n)).map(Reply::Print),
         _ => Err(ParseError::BadArguments.to_string()),
     }
 }

@@ -22,6 +22,7 @@ mod control;
 mod display;
 mod help;
 mod ports;
+mod queues;
 mod stack;
 
 pub use complete::{alternatives, Completion};
@@ -131,10 +132,18 @@ pub enum Token {
     Prefix,
     /// `IPV4:PORT` or `[IPV6]:PORT` ([`Value::Endpoint`]).
     Endpoint,
+    /// Any word of at most [`TEXT_MAX`] bytes, named for help
+    /// ([`Value::Text`]): hex keys, masks, `(entry,queue)` lists.
+    Text(&'static str),
 }
 
-/// The value of one argument token.
+/// The longest word a [`Token::Text`] takes.
+pub const TEXT_MAX: usize = 512;
+
+/// The value of one argument token. A command line's few values are made
+/// once per command, so the inline text's size costs nothing that matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Value {
     /// The word given for a [`Token::Choice`].
     Word(&'static str),
@@ -150,6 +159,8 @@ pub enum Value {
     Prefix(Prefix),
     /// An address and port.
     Endpoint(SocketAddr),
+    /// The word given for a [`Token::Text`].
+    Text(arrayvec::ArrayString<TEXT_MAX>),
 }
 
 /// Which ports a command applies to.
@@ -192,6 +203,7 @@ const GROUPS: &[&[Command]] = &[
     display::COMMANDS,
     config::COMMANDS,
     ports::COMMANDS,
+    queues::COMMANDS,
     stack::COMMANDS,
     crate::stack::rtp::COMMANDS,
 ];
@@ -219,6 +231,9 @@ impl Token {
             Token::Addr => word.parse().ok().map(|ip| Some(Value::Addr(ip))),
             Token::Prefix => parse_prefix(word).map(|p| Some(Value::Prefix(p))),
             Token::Endpoint => word.parse().ok().map(|a| Some(Value::Endpoint(a))),
+            Token::Text(_) => arrayvec::ArrayString::from(word)
+                .ok()
+                .map(|t| Some(Value::Text(t))),
         }
     }
 
@@ -234,6 +249,7 @@ impl Token {
             Token::Addr => "(ip_addr)".to_owned(),
             Token::Prefix => "(ip_addr/len|default)".to_owned(),
             Token::Endpoint => "(ip_addr:port)".to_owned(),
+            Token::Text(name) => format!("({name})"),
         }
     }
 }
@@ -355,12 +371,20 @@ pub fn execute(session: &mut Session, line: &str) -> Reply {
 /// The port selection among a handler's values (its table row has a port
 /// token).
 fn port_arg(values: &[Value]) -> Result<PortSel, String> {
+    find_value(values, |v| match v {
+        Value::Port(sel) => Some(*sel),
+        _ => None,
+    })
+}
+
+/// The first value `pick` takes, or "Bad arguments".
+fn find_value<'a, T>(
+    values: &'a [Value],
+    pick: impl Fn(&'a Value) -> Option<T>,
+) -> Result<T, String> {
     values
         .iter()
-        .find_map(|v| match v {
-            Value::Port(sel) => Some(*sel),
-            _ => None,
-        })
+        .find_map(pick)
         .ok_or_else(|| ParseError::BadArguments.to_string())
 }
 
@@ -383,6 +407,7 @@ mod tests {
                 Token::Addr => "10.0.0.2".to_owned(),
                 Token::Prefix => "10.0.0.1/24".to_owned(),
                 Token::Endpoint => "10.0.0.2:6000".to_owned(),
+                Token::Text(_) => "(0,1)".to_owned(),
             })
             .collect();
         words.join(" ")

@@ -177,7 +177,9 @@ pub(crate) mod test_support {
     pub fn stream_0_to_1() -> Stream {
         Stream {
             rx_port: 0,
+            rx_queue: 0,
             tx_port: 1,
+            tx_queue: 0,
             peer_mac: MacAddr([0x02, 0, 0, 0, 0, 0x01]),
         }
     }

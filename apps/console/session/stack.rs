@@ -49,7 +49,7 @@ impl Session {
         };
         let (requests, requested) = crossbeam_channel::unbounded::<Envelope>();
         let (give_back, returned) = crossbeam_channel::bounded(1);
-        let handle = launch(self.lcore, move || {
+        let handle = launch(self.lcores[0], move || {
             let mut ports: Vec<StackPort<EthQueue>> =
                 queues.into_iter().map(StackPort::new).collect();
             let clock = TscClock::new();
