@@ -240,3 +240,92 @@ fn software_toeplitz_agrees_with_rte_softrss() {
         }
     }
 }
+
+#[test]
+fn a_multi_queue_tap_keeps_each_kernel_flow_on_one_queue_and_uses_both() {
+    let iface = common::unique_name("dpsmq");
+    let vdev = format!("net_tap0,iface={iface}");
+    let _eal = common::eal(1, &[&vdev]);
+    let port = EthPort::open(available_ports()[0], &two_queues(None), pool("rss_tap"))
+        .expect("open a 2-queue tap");
+    assert_eq!(
+        port.spreading().expect("spreading"),
+        QueueSpreading::KernelFlowHash
+    );
+    let ns = common::kernel_side("dpsmq-", &iface, "02:00:00:00:77:02", &["10.77.0.2/24"]);
+    let ours = port.mac().to_string();
+    common::run(
+        "ip",
+        &[
+            "-n",
+            &ns.name,
+            "neigh",
+            "add",
+            "10.77.0.1",
+            "lladdr",
+            &ours,
+            "dev",
+            &iface,
+            "nud",
+            "permanent",
+        ],
+    );
+    // 64 flows (source ports 40000..40064), 8 datagrams each.
+    const FLOWS: u16 = 64;
+    const EACH: usize = 8;
+    let script = format!(
+        "import socket\n\
+         for p in range(40000, {}):\n\
+         \x20   s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         \x20   s.bind(('10.77.0.2', p))\n\
+         \x20   for i in range({EACH}):\n\
+         \x20       s.sendto(b'x' * 20, ('10.77.0.1', 9))\n\
+         \x20   s.close()\n",
+        40000 + FLOWS
+    );
+    let sent = ns.exec_bounded(30, "python3", &["-c", &script]);
+    assert!(sent.status.success(), "{sent:?}");
+    let mut queues = [
+        port.queue_parts(Some(0), None).expect("rx 0"),
+        port.queue_parts(Some(1), None).expect("rx 1"),
+    ];
+    let mut seen: std::collections::BTreeMap<u16, Vec<usize>> = Default::default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut frames = 0;
+    while frames < usize::from(FLOWS) * EACH && std::time::Instant::now() < deadline {
+        for (q, queue) in queues.iter_mut().enumerate() {
+            let mut burst: ArrayVec<Mbuf, 32> = ArrayVec::new();
+            queue.rx_burst(&mut burst, 32);
+            for m in &burst {
+                let f = m.data();
+                // IPv4 (no options) carrying UDP from one of the flows.
+                if f.len() >= 42 && f[12..14] == [0x08, 0x00] && f[14] == 0x45 && f[23] == 17 {
+                    let sport = u16::from_be_bytes([f[34], f[35]]);
+                    if (40000..40000 + FLOWS).contains(&sport) {
+                        seen.entry(sport).or_default().push(q);
+                        frames += 1;
+                    }
+                }
+            }
+            free_burst(&mut burst);
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        usize::from(FLOWS),
+        "every flow arrived: {seen:?}"
+    );
+    for (flow, on) in &seen {
+        assert!(
+            on.iter().all(|&q| q == on[0]),
+            "flow {flow} stayed on one queue: {on:?}"
+        );
+    }
+    let on_queue = |q: usize| seen.values().filter(|on| on[0] == q).count();
+    assert!(
+        on_queue(0) > 0 && on_queue(1) > 0,
+        "both queues used: {} and {} flows",
+        on_queue(0),
+        on_queue(1)
+    );
+}
