@@ -39,6 +39,10 @@ reasons! {
     EthNotForUs = "eth_not_for_us",
     /// EtherType the stack does not handle.
     EthUnknownType = "eth_unknown_type",
+    /// Source MAC with the group (I/G) bit set: multicast or broadcast,
+    /// which no station sends from (IEEE 802.3). Answering one would send
+    /// the reply to a whole group.
+    EthGroupSource = "eth_group_source",
     /// ARP packet too short or malformed.
     ArpMalformed = "arp_malformed",
     /// ARP for another hardware/protocol type or operation.

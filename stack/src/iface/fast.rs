@@ -63,7 +63,8 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(h) = data.first_chunk::<HEADERS>() else {
         return Fast::General(buf);
     };
-    // Ethernet: to our MAC, IPv4. IPv4: version 4, IHL 5, UDP, TTL > 0,
+    // Ethernet: to our MAC, from a unicast MAC (the group bit clear: the
+    // reply goes back to it), IPv4. IPv4: version 4, IHL 5, UDP, TTL > 0,
     // not a fragment (MF clear, offset 0), total length within the frame.
     let frame_len = data.len();
     let total = usize::from(word(h, 16));
@@ -72,6 +73,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let [m0, m1, m2, m3, m4, m5] = our_mac.0;
     let plain = h[..4] == [m0, m1, m2, m3]
         && h[4..6] == [m4, m5]
+        && h[6] & 1 == 0
         && h[12..14] == [0x08, 0x00]
         && h[14] == 0x45
         && h[23] == crate::wire::ipv4::protocol::UDP

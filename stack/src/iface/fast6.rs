@@ -43,11 +43,13 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(h) = data.first_chunk::<HEADERS6>() else {
         return Fast::General(buf);
     };
-    // Ethernet: to our MAC, IPv6. IPv6: version 6, UDP next, hop limit > 0,
-    // payload within the frame and exactly the UDP datagram.
+    // Ethernet: to our MAC, from a unicast MAC (the group bit clear: the
+    // reply goes back to it), IPv6. IPv6: version 6, UDP next, hop limit
+    // > 0, payload within the frame and exactly the UDP datagram.
     let payload_len = usize::from(word(h, 18));
     let udp_len = usize::from(word(h, 58));
     let plain = h[..6] == our_mac.0
+        && h[6] & 1 == 0
         && h[12..14] == [0x86, 0xdd]
         && h[14] >> 4 == 6
         && h[20] == crate::wire::ipv6::next_header::UDP

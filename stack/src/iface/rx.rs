@@ -1,4 +1,6 @@
 //! The receive path: one frame through Ethernet, ARP, IPv4, ICMP and UDP.
+//! Ethernet drops frames from a group (multicast or broadcast) source MAC
+//! before anything else: replies go back to the source MAC.
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
 //! table's hash probes, no panic (every view is checked before it is read).
@@ -44,6 +46,12 @@ pub(super) fn receive_frame<P: Port>(
         Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
         Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
     };
+    if src.is_multicast() {
+        // No station sends from a group address; our in-place replies go
+        // back to the source MAC, so one spoofed frame would make us
+        // answer the whole group.
+        return core.counters.count_drop(DropReason::EthGroupSource);
+    }
     let multicast_for_us = || core.links.get(link).is_some_and(|l| l.listens(dst));
     if dst != our_mac && !dst.is_broadcast() && !multicast_for_us() {
         return core.counters.count_drop(DropReason::EthNotForUs);

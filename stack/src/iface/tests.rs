@@ -884,3 +884,5 @@ mod tos;
 mod batch;
 
 mod sending;
+
+mod hostile;
