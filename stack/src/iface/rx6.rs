@@ -13,7 +13,7 @@ use super::next_hop::release_waiting;
 use super::rx::{reassemble, Delivered};
 use super::tx::Out;
 use super::tx6::MIN_MTU;
-use super::tx6::{icmp6_error, Icmp6Error, Invoking};
+use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
 use super::{ChecksumPolicy, Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
 use crate::counters::{DropReason, Stat};
 use crate::port::ChecksumStatus;
@@ -616,7 +616,8 @@ fn solicitation<P: Port>(
 /// Turns an echo request into its reply in place: the ICMPv6 message moves
 /// up to right after a fresh IPv6 header (extension headers are not
 /// echoed), addresses swap (a request to a group is answered from our
-/// link-local address), and the checksum is recomputed.
+/// link-local address), and the checksum is recomputed. A reply over the
+/// path MTU leaves in fragments.
 fn reply_echo<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -658,6 +659,6 @@ fn reply_echo<P: Port>(
         buf.trim(excess);
     }
     core.counters.count(Stat::Icmp6OutEchoReplies);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    // A reassembled request's reply may exceed the MTU: fragmented then.
+    let _ = transmit6(core, out, link, buf); // failures are counted inside
 }

@@ -4,7 +4,9 @@
 
 use super::ipv6::{echo6, frame6, ip6_icmp, ip6_udp, stack6, GLOBAL, PEER6};
 use super::*;
-use core::net::SocketAddrV6;
+use crate::wire::icmpv6::{msg_type as icmp6, Icmpv6Packet};
+use crate::wire::ipv6::{next_header, Ipv6Packet};
+use core::net::{Ipv6Addr, SocketAddrV6};
 
 /// `frame` with its Ethernet source replaced.
 fn from_mac(mut frame: Vec<u8>, src: MacAddr) -> Vec<u8> {
@@ -52,5 +54,92 @@ fn frames_from_a_group_source_mac_are_dropped_whatever_they_carry() {
     }
     poll(&mut iface, &mut port, &mut Echo);
     assert_eq!(port.take_tx().len(), frames.len());
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// Puts the IPv6 fragments we sent back together, checking each fits
+/// the 1500-byte MTU and carries one identification: (source,
+/// destination, upper-layer protocol, payload).
+fn reassemble_sent6(frames: &[Vec<u8>]) -> (Ipv6Addr, Ipv6Addr, u8, Vec<u8>) {
+    let mut pieces = Vec::new();
+    let mut idents = Vec::new();
+    let mut addresses = None;
+    for frame in frames {
+        assert!(frame.len() <= 14 + 1500, "{} bytes", frame.len());
+        let ip = Ipv6Packet::new_checked(&frame[14..]).unwrap();
+        assert_eq!(ip.next_header(), next_header::FRAGMENT, "a fragment");
+        addresses = Some((ip.src(), ip.dst()));
+        let header = &ip.payload()[..8];
+        let field = u16::from_be_bytes([header[2], header[3]]);
+        idents.push(u32::from_be_bytes([
+            header[4], header[5], header[6], header[7],
+        ]));
+        let (offset, more) = (usize::from(field & !7), field & 1 == 1);
+        pieces.push((offset, more, header[0], ip.payload()[8..].to_vec()));
+    }
+    idents.dedup();
+    assert_eq!(idents.len(), 1, "one datagram");
+    pieces.sort_by_key(|p| p.0);
+    let mut payload = Vec::new();
+    for (offset, _, _, bytes) in &pieces {
+        assert_eq!(*offset, payload.len(), "no hole, no overlap");
+        payload.extend_from_slice(bytes);
+    }
+    assert!(pieces.iter().rev().skip(1).all(|p| p.1) && !pieces.last().unwrap().1);
+    let (src, dst) = addresses.unwrap();
+    (src, dst, pieces[0].2, payload)
+}
+
+#[test]
+fn ipv6_echo_replies_over_the_mtu_leave_in_fragments() {
+    // `ping -6 -s 1453` (the reply is one byte over a 1500-byte MTU) and
+    // `-s 1480`: the requests come fragmented, as the kernel sends them.
+    for size in [1453, 1480, 4000] {
+        let (mut iface, mut port) = stack6();
+        let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+        let request = ip6_icmp(PEER6, GLOBAL, 64, &[], &echo6(5, &data));
+        for frame in super::ipv6_frag::fragments(&request, 1448, 77) {
+            port.push_rx(&frame);
+        }
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        let out = port.take_tx();
+        assert!(out.len() >= 2, "-s {size}: {} frames", out.len());
+        assert!(out
+            .iter()
+            .all(|f| f[..6] == PEER_MAC.0 && f[6..12] == OUR_MAC.0));
+        let (src, dst, protocol, message) = reassemble_sent6(&out);
+        assert_eq!((src, dst, protocol), (GLOBAL, PEER6, next_header::ICMPV6));
+        let icmp = Icmpv6Packet::new_checked(&message[..]).unwrap();
+        assert!(icmp.verify_checksum(src, dst), "-s {size}");
+        assert_eq!(message[0], icmp6::ECHO_REPLY);
+        assert_eq!(&message[4..], &echo6(5, &data)[4..], "-s {size}");
+        let c = iface.counters();
+        assert_eq!(c.get(Stat::Icmp6OutEchoReplies), 1);
+        assert_eq!(c.get(Stat::Ip6FragOKs), 1);
+        assert_eq!(c.get(Stat::Ip6OutRequests), out.len() as u64);
+        assert_eq!(port.buffers_in_use(), 0);
+    }
+}
+
+#[test]
+fn a_plain_udp6_echo_over_the_mtu_leaves_in_fragments() {
+    // A peer with a larger MTU sent one unfragmented 1600-byte frame: the
+    // in-place turnaround must not send it back whole.
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 7, 0, 0), BindOptions::default())
+        .unwrap();
+    let data: Vec<u8> = (0..1538).map(|i| (i * 3 % 251) as u8).collect();
+    port.push_rx(&frame6(
+        OUR_MAC,
+        &ip6_udp((PEER6, 40000), (GLOBAL, 7), &data, None),
+    ));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 2);
+    let (src, dst, protocol, udp) = reassemble_sent6(&out);
+    assert_eq!((src, dst, protocol), (GLOBAL, PEER6, next_header::UDP));
+    assert_eq!(udp, ip6_udp((GLOBAL, 7), (PEER6, 40000), &data, None)[40..]);
+    assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 1);
     assert_eq!(port.buffers_in_use(), 0);
 }
