@@ -83,6 +83,8 @@ reasons! {
     UdpMalformed = "udp_malformed",
     /// UDP checksum wrong.
     UdpBadChecksum = "udp_bad_checksum",
+    /// UDP datagram from source port 0: nothing can be sent back to it.
+    UdpSourcePortZero = "udp_source_port_zero",
     /// No socket bound to the destination port.
     UdpNoSocket = "udp_no_socket",
     /// The socket's receive queue was full.

@@ -88,8 +88,9 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     if core.class(dst_ip.to_bits()) != super::LOCAL || is_martian(core, src_ip) {
         return Fast::General(buf);
     }
+    // Source port 0 (nothing can answer it) is the general path's to drop.
     let udp_len = usize::from(word(h, 38));
-    if udp_len < 8 || 34 + udp_len > 14 + total {
+    if udp_len < 8 || 34 + udp_len > 14 + total || word(h, 34) == 0 {
         return Fast::General(buf);
     }
     let offload = buf.rx_offload();

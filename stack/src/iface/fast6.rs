@@ -45,7 +45,8 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     };
     // Ethernet: to our MAC, from a unicast MAC (the group bit clear: the
     // reply goes back to it), IPv6. IPv6: version 6, UDP next, hop limit
-    // > 0, payload within the frame and exactly the UDP datagram.
+    // > 0, payload within the frame and exactly the UDP datagram, from a
+    // source port other than 0 (nothing can answer it), with a checksum.
     let payload_len = usize::from(word(h, 18));
     let udp_len = usize::from(word(h, 58));
     let plain = h[..6] == our_mac.0
@@ -57,6 +58,7 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         && udp_len >= 8
         && udp_len == payload_len
         && 54 + payload_len <= data.len()
+        && word(h, 54) != 0
         && word(h, 60) != 0;
     if !plain {
         return Fast::General(buf);

@@ -413,6 +413,11 @@ fn udp_input<P: Port>(
     }) {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
     }
+    if udp.src_port() == 0 {
+        // Port 0 is no destination: an answer (an echo, a port
+        // unreachable) could only go nowhere.
+        return core.counters.count_drop(DropReason::UdpSourcePortZero);
+    }
     let src = SocketAddrV4::new(l4.src, udp.src_port());
     let dst = SocketAddrV4::new(l4.dst, udp.dst_port());
     let payload = start + UDP_LEN..start + usize::from(udp.len());

@@ -479,8 +479,8 @@ fn error_input<B: Buf>(core: &mut Core<B>, link: usize, now: Instant, message: &
     }
 }
 
-/// UDP over IPv6: length and (mandatory) checksum checked, the socket
-/// looked up, the datagram handed back for delivery.
+/// UDP over IPv6: length and (mandatory) checksum checked, source port 0
+/// refused, the socket looked up, the datagram handed back for delivery.
 #[allow(clippy::too_many_arguments)]
 fn udp6_input<P: Port>(
     core: &mut Core<P::Buf>,
@@ -507,6 +507,10 @@ fn udp6_input<P: Port>(
     };
     if !checksum_ok {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
+    }
+    if udp.src_port() == 0 {
+        // No answer can go to port 0 (as over IPv4).
+        return core.counters.count_drop(DropReason::UdpSourcePortZero);
     }
     let key = FlowKey6 {
         src: SocketAddrV6::new(local.src, udp.src_port(), 0, 0),

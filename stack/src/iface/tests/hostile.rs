@@ -2,10 +2,10 @@
 //! kernel side found: each sends the frames, asserts the drop by reason,
 //! and that nothing (or only the right thing) went out.
 
-use super::ipv6::{echo6, frame6, ip6_icmp, ip6_udp, stack6, GLOBAL, PEER6};
+use super::ipv6::{echo6, frame6, ip6_icmp, ip6_udp, stack6, GLOBAL, PEER6, PEER_LL};
 use super::*;
 use crate::wire::icmpv6::{msg_type as icmp6, Icmpv6Packet};
-use crate::wire::ipv6::{next_header, Ipv6Packet};
+use crate::wire::ipv6::{multicast_mac, next_header, Ipv6Packet};
 use core::net::{Ipv6Addr, SocketAddrV6};
 
 /// `frame` with its Ethernet source replaced.
@@ -141,5 +141,72 @@ fn a_plain_udp6_echo_over_the_mtu_leaves_in_fragments() {
     assert_eq!((src, dst, protocol), (GLOBAL, PEER6, next_header::UDP));
     assert_eq!(udp, ip6_udp((GLOBAL, 7), (PEER6, 40000), &data, None)[40..]);
     assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn udp_from_source_port_zero_is_dropped_on_every_path() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let broadcast = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 255), 7);
+    let frames = [
+        // IPv4 fast path, and the general path (a broadcast).
+        udp_frame(0, 7, b"fast"),
+        ethernet(
+            MacAddr::BROADCAST,
+            PEER_MAC,
+            EtherType::Ipv4,
+            &ipv4(
+                PEER_IP,
+                *broadcast.ip(),
+                protocol::UDP,
+                &udp(SocketAddrV4::new(PEER_IP, 0), broadcast, b"general"),
+            ),
+        ),
+        // A closed port: no port unreachable either.
+        udp_frame(0, 9999, b"closed"),
+        // IPv6 fast path, and the general path (to a group).
+        frame6(OUR_MAC, &ip6_udp((PEER6, 0), (GLOBAL, 7), b"fast6", None)),
+        frame6(
+            multicast_mac(all_nodes),
+            &ip6_udp((PEER_LL, 0), (all_nodes, 7), b"general6", None),
+        ),
+        frame6(
+            OUR_MAC,
+            &ip6_udp((PEER6, 0), (GLOBAL, 9999), b"closed", None),
+        ),
+    ];
+    for frame in &frames {
+        port.push_rx(frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty(), "nothing sent to port 0");
+    let c = iface.counters();
+    assert_eq!(
+        c.dropped(DropReason::UdpSourcePortZero),
+        frames.len() as u64
+    );
+    assert_eq!(c.total_dropped(), frames.len() as u64);
+    assert_eq!(c.get(Stat::UdpInDatagrams), 0);
+    // From any other port, the same datagrams are answered (the closed
+    // ports with port unreachable).
+    for frame in &frames {
+        let mut frame = frame.clone();
+        let ipv6 = frame[12..14] == [0x86, 0xdd];
+        let udp_at = if ipv6 { 14 + 40 } else { 14 + 20 };
+        frame[udp_at + 1] = 9; // source port 9: the checksum sum gains 9
+        let check = u16::from_be_bytes([frame[udp_at + 6], frame[udp_at + 7]]);
+        let check = !crate::wire::checksum::fold(u64::from(!check) + 9);
+        frame[udp_at + 6..udp_at + 8].copy_from_slice(&check.to_be_bytes());
+        port.push_rx(&frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    assert_eq!(port.take_tx().len(), frames.len());
     assert_eq!(port.buffers_in_use(), 0);
 }
