@@ -109,6 +109,9 @@ reasons! {
     /// Multicast source, or the unspecified source outside duplicate address
     /// detection.
     Ipv6BadSource = "ipv6_bad_source",
+    /// The loopback address (::1) as the source or destination of a packet
+    /// from the wire (RFC 4291 2.5.3), as IPv4 counts 127/8 sources.
+    Ipv6Martian = "ipv6_martian",
     /// Destination is neither one of our addresses nor a group we joined.
     Ipv6NotForUs = "ipv6_not_for_us",
     /// Hop limit of zero.

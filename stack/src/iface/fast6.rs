@@ -67,9 +67,9 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(here) = core.links.get(link) else {
         return Fast::General(buf);
     };
-    // A unicast source; a destination of this link (the general path takes
-    // the rest: other links' addresses, groups).
-    if src.is_multicast() || src.is_unspecified() || !here.has_address6(dst) {
+    // A unicast source, not loopback; a destination of this link (the
+    // general path takes the rest: other links' addresses, groups).
+    if src.is_multicast() || src.is_unspecified() || src.is_loopback() || !here.has_address6(dst) {
         return Fast::General(buf);
     }
     let trusted = core.config.checksum == ChecksumPolicy::TrustOffload

@@ -91,6 +91,12 @@ pub(super) fn ipv6_input<P: Port>(
     if src.is_multicast() {
         return core.counters.count_drop(DropReason::Ipv6BadSource);
     }
+    if src.is_loopback() || dst.is_loopback() {
+        // RFC 4291 2.5.3: ::1 never leaves a node, so a packet that has it
+        // came from a liar, and a reply would go onto the wire to ::1 (as
+        // IPv4 drops 127/8 sources).
+        return core.counters.count_drop(DropReason::Ipv6Martian);
+    }
     let for_us = if dst.is_multicast() {
         core.links[link].joined(dst)
     } else {

@@ -210,3 +210,37 @@ fn udp_from_source_port_zero_is_dropped_on_every_path() {
     assert_eq!(port.take_tx().len(), frames.len());
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn ipv6_loopback_from_the_wire_is_a_martian() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 7, 0, 0), BindOptions::default())
+        .unwrap();
+    let loopback = Ipv6Addr::LOCALHOST;
+    let frames = [
+        // From ::1: a ping, a UDP echo request (IPv6 fast path).
+        frame6(
+            OUR_MAC,
+            &ip6_icmp(loopback, GLOBAL, 64, &[], &echo6(1, b"lo")),
+        ),
+        frame6(
+            OUR_MAC,
+            &ip6_udp((loopback, 4000), (GLOBAL, 7), b"lo", None),
+        ),
+        // To ::1.
+        frame6(
+            OUR_MAC,
+            &ip6_icmp(PEER6, loopback, 64, &[], &echo6(2, b"lo")),
+        ),
+    ];
+    for frame in &frames {
+        port.push_rx(frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty(), "nothing sent to ::1");
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv6Martian), frames.len() as u64);
+    assert_eq!(c.total_dropped(), frames.len() as u64);
+    assert_eq!(port.buffers_in_use(), 0);
+}
