@@ -49,6 +49,12 @@ reasons! {
     ArpUnsupported = "arp_unsupported",
     /// ARP request for an address that is not ours.
     ArpNotForUs = "arp_not_for_us",
+    /// ARP whose sender address no neighbour can have: a network or
+    /// broadcast address of one of our subnets, multicast, loopback, or
+    /// ours from our own MAC (our own packet looped back).
+    ArpMartianSender = "arp_martian_sender",
+    /// ARP from another MAC claiming one of our addresses as its own.
+    ArpAddressConflict = "arp_address_conflict",
     /// IPv4 header or total length beyond the frame.
     Ipv4Truncated = "ipv4_truncated",
     /// IPv4 version or length fields invalid.

@@ -14,6 +14,7 @@ use super::{ChecksumPolicy, Core};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
+use crate::route::Ipv4Cidr;
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, PeerError, SocketId};
@@ -65,7 +66,7 @@ pub(super) fn receive_frame<P: Port>(
 }
 
 /// ARP on `link`: we answer for that link's own addresses, and learn
-/// neighbours into that link's cache.
+/// neighbours into that link's cache; martian senders are refused.
 fn arp_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -82,6 +83,11 @@ fn arp_input<P: Port>(
         || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
     {
         return core.counters.count_drop(DropReason::ArpMalformed);
+    }
+    if let Some(reason) = martian_sender(core, link, &arp) {
+        // Neither learned (the entry would capture traffic to that
+        // address) nor answered.
+        return core.counters.count_drop(reason);
     }
     let here = &core.links[link];
     let our_mac = here.mac;
@@ -121,6 +127,32 @@ fn arp_input<P: Port>(
         }
         ArpOperation::Request => core.counters.count_drop(DropReason::ArpNotForUs),
     }
+}
+
+/// Why the sender of `arp` cannot be a neighbour, if it cannot: one of our
+/// addresses (claimed by another MAC: an address conflict; from our own
+/// MAC: our own packet looped back), a network or broadcast address of one
+/// of our subnets, or any source IPv4 never accepts. The unspecified sender
+/// of an address probe (RFC 5227) is not one: it teaches nothing.
+fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<DropReason> {
+    let ip = arp.sender_ip;
+    if ip.is_unspecified() {
+        return None;
+    }
+    if core.is_local(ip) {
+        let looped_back = core
+            .links
+            .get(link)
+            .is_some_and(|l| l.mac == arp.sender_mac);
+        return Some(if looped_back {
+            DropReason::ArpMartianSender
+        } else {
+            DropReason::ArpAddressConflict
+        });
+    }
+    let network = |a: &Ipv4Cidr| a.len < 31 && a.network() == ip;
+    let network = core.links.iter().any(|l| l.addresses.iter().any(network));
+    (network || is_martian(core, ip)).then_some(DropReason::ArpMartianSender)
 }
 
 use super::fast::is_martian;

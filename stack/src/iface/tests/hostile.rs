@@ -244,3 +244,51 @@ fn ipv6_loopback_from_the_wire_is_a_martian() {
     assert_eq!(c.total_dropped(), frames.len() as u64);
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn arp_from_martian_senders_is_refused_and_our_address_claimed_is_a_conflict() {
+    let (mut iface, mut port) = stack();
+    let martians = [
+        Ipv4Addr::new(10, 0, 0, 255), // the subnet's broadcast address
+        Ipv4Addr::new(10, 0, 0, 0),   // its network address
+        Ipv4Addr::BROADCAST,
+        Ipv4Addr::new(224, 0, 0, 1),
+        Ipv4Addr::new(127, 0, 0, 1),
+    ];
+    let ask = |sender: (MacAddr, Ipv4Addr)| {
+        arp(ArpOperation::Request, sender, (MacAddr::default(), OUR_IP))
+    };
+    let answer = |sender: (MacAddr, Ipv4Addr)| arp(ArpOperation::Reply, sender, (OUR_MAC, OUR_IP));
+    for ip in martians {
+        port.push_rx(&ask((PEER_MAC, ip)));
+        port.push_rx(&answer((PEER_MAC, ip)));
+    }
+    // Our own address looped back from our own MAC is no neighbour either.
+    port.push_rx(&ask((OUR_MAC, OUR_IP)));
+    // Another MAC claiming our address: a request, an announcement, a reply.
+    port.push_rx(&ask((PEER_MAC, OUR_IP)));
+    port.push_rx(&arp(
+        ArpOperation::Request,
+        (PEER_MAC, OUR_IP),
+        (MacAddr::default(), OUR_IP),
+    ));
+    port.push_rx(&answer((PEER_MAC, OUR_IP)));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty(), "no martian answered");
+    for ip in martians.into_iter().chain([OUR_IP]) {
+        assert_eq!(iface.neighbor(ip), None, "{ip} not learned");
+    }
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::ArpMartianSender), 11);
+    assert_eq!(c.dropped(DropReason::ArpAddressConflict), 3);
+    assert_eq!(c.total_dropped(), 14);
+    assert_eq!(
+        (c.get(Stat::ArpInRequests), c.get(Stat::ArpInReplies)),
+        (0, 0)
+    );
+    // A real neighbour is still answered and learned.
+    port.push_rx(&ask((PEER_MAC, PEER_IP)));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1);
+    assert_eq!(iface.neighbor(PEER_IP), Some(PEER_MAC));
+}
