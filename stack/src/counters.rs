@@ -167,6 +167,10 @@ reasons! {
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.
     NdNotForUs = "nd_not_for_us",
+    /// Neighbor Discovery message whose link-layer address option holds a
+    /// multicast or broadcast MAC, which no neighbour has (ARP refuses
+    /// such senders too).
+    NdGroupLinkAddress = "nd_group_link_address",
 }
 
 /// Number of drop reasons.

@@ -319,6 +319,15 @@ fn icmp6_input<P: Port>(
                 Ok(ndp) if local.hop_limit == ND_HOP_LIMIT => ndp,
                 _ => return core.counters.count_drop(DropReason::NdInvalid),
             };
+            let link_address = match &ndp {
+                NdpRepr::Solicitation { source_mac, .. } => source_mac,
+                NdpRepr::Advertisement { target_mac, .. } => target_mac,
+            };
+            if link_address.is_some_and(|mac| mac.is_multicast()) {
+                // No neighbour has a group MAC: learned, it would send our
+                // unicast traffic (and our advertisement) to a group.
+                return core.counters.count_drop(DropReason::NdGroupLinkAddress);
+            }
             match ndp {
                 NdpRepr::Solicitation { target, source_mac } => solicitation(
                     core, out, link, now, buf, eth_src, &local, target, source_mac,
@@ -362,7 +371,8 @@ fn icmp6_input<P: Port>(
 }
 
 /// A router advertisement (RFC 4861 6.1.2 validity: hop limit 255, from a
-/// link-local address). The router's MAC is learned (stale); with
+/// link-local address; and no group MAC as its link-layer address). The
+/// router's MAC is learned (stale); with
 /// [`super::InterfaceConfig::accept_ra`], a non-zero router lifetime
 /// installs (or refreshes) the default route through it, and zero from the
 /// current default router removes it. A static default route is left alone.
@@ -380,6 +390,9 @@ fn router_advert<P: Port>(
         }
         _ => return core.counters.count_drop(DropReason::NdInvalid),
     };
+    if advert.source_mac.is_some_and(|mac| mac.is_multicast()) {
+        return core.counters.count_drop(DropReason::NdGroupLinkAddress);
+    }
     if !core.config.accept_ra {
         return core.counters.count_drop(DropReason::Icmp6Unhandled);
     }

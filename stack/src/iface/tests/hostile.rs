@@ -292,3 +292,53 @@ fn arp_from_martian_senders_is_refused_and_our_address_claimed_is_a_conflict() {
     assert_eq!(port.take_tx().len(), 1);
     assert_eq!(iface.neighbor(PEER_IP), Some(PEER_MAC));
 }
+
+#[test]
+fn neighbor_discovery_refuses_group_link_layer_addresses() {
+    let (mut iface, mut port) = stack6();
+    super::ipv6::learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let group_macs = [MacAddr::BROADCAST, MacAddr([0x33, 0x33, 0, 0, 0, 1])];
+    for mac in group_macs {
+        // A solicitation for our address from a new neighbour, and one
+        // from the known one, each with a group source link-layer address.
+        let sender: Ipv6Addr = "2001:db8::77".parse().unwrap();
+        for from in [sender, PEER6] {
+            let ns = super::ipv6::ns(GLOBAL, Some(mac));
+            port.push_rx(&frame6(OUR_MAC, &ip6_icmp(from, GLOBAL, 255, &[], &ns)));
+        }
+        // An advertisement moving the known neighbour to a group MAC.
+        let na = super::ipv6::na(PEER6, mac);
+        port.push_rx(&frame6(OUR_MAC, &ip6_icmp(PEER6, GLOBAL, 255, &[], &na)));
+    }
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty(), "no advertisement to a group MAC");
+    let neighbors = iface.neighbors6();
+    assert_eq!(neighbors.len(), 1, "{neighbors:?}");
+    assert_eq!((neighbors[0].1, neighbors[0].2), (PEER6, Some(PEER_MAC)));
+    assert_eq!(iface.counters().dropped(DropReason::NdGroupLinkAddress), 6);
+    assert_eq!(iface.counters().total_dropped(), 6);
+
+    // A router advertisement's source link-layer address, with RAs taken.
+    let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    link.addresses6
+        .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.dad_transmits = 0;
+    config.accept_ra = true;
+    let mut iface = Interface::new(config).unwrap();
+    iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
+    port.take_tx();
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let mut ra = vec![icmp6::ROUTER_ADVERTISEMENT, 0, 0, 0, 64, 0, 0x07, 0x08];
+    ra.extend_from_slice(&[0; 8]); // reachable time, retransmit timer
+    ra.extend_from_slice(&[1, 1]); // source link-layer address option
+    ra.extend_from_slice(&MacAddr::BROADCAST.0);
+    port.push_rx(&frame6(
+        multicast_mac(all_nodes),
+        &ip6_icmp(PEER_LL, all_nodes, 255, &[], &ra),
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(iface.neighbors6().is_empty(), "the router not learned");
+    assert_eq!(iface.counters().dropped(DropReason::NdGroupLinkAddress), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
