@@ -72,6 +72,9 @@ reasons! {
     Ipv4ReassemblyFull = "ipv4_reassembly_full",
     /// A fragment overlapped another: the whole datagram is dropped.
     Ipv4ReassemblyOverlap = "ipv4_reassembly_overlap",
+    /// A fragment repeating bytes already received exactly (a duplicate):
+    /// dropped alone, its datagram kept.
+    Ipv4ReassemblyDuplicate = "ipv4_reassembly_duplicate",
     /// A fragment reached past the largest datagram we reassemble.
     Ipv4ReassemblyTooBig = "ipv4_reassembly_too_big",
     /// A fragment's length was not a multiple of 8 (and it was not the last).
@@ -130,6 +133,9 @@ reasons! {
     /// An IPv6 fragment overlapped another, or belonged to a datagram that
     /// had (RFC 5722: the whole datagram is dropped).
     Ipv6ReassemblyOverlap = "ipv6_reassembly_overlap",
+    /// An IPv6 fragment repeating bytes already received exactly (RFC 5722
+    /// erratum 3089: a duplicate is not an overlap): dropped alone.
+    Ipv6ReassemblyDuplicate = "ipv6_reassembly_duplicate",
     /// An IPv6 fragment reached past 65,535 bytes or the reassembly buffer.
     Ipv6ReassemblyTooBig = "ipv6_reassembly_too_big",
     /// An IPv6 fragment's length was not a multiple of 8 (and it was not

@@ -13,7 +13,9 @@
 //! Bounds and rules: at most `max_datagrams` in reassembly (further ones are
 //! dropped, not evicting older ones, so a flood of bogus first fragments
 //! cannot push out real traffic); a datagram not completed within `timeout`
-//! is dropped; non-final fragments must carry a multiple of 8 bytes. An
+//! is dropped; non-final fragments must carry a multiple of 8 bytes. A
+//! fragment that only repeats bytes already received (a duplicate, which
+//! networks make) is dropped alone (RFC 5722 erratum 3089, as Linux). An
 //! overlapping fragment drops the whole datagram (as Linux does since
 //! FragmentSmack) and, per RFC 5722, poisons its key until the timeout: the
 //! datagram's later fragments are dropped too rather than starting a new
@@ -47,6 +49,8 @@ pub enum ReassemblyError {
     Full,
     /// It overlapped another fragment (or belonged to a datagram that did).
     Overlap,
+    /// It repeated bytes already received, exactly: dropped alone.
+    Duplicate,
     /// It reached past the largest datagram we reassemble.
     TooBig,
     /// A non-final fragment whose length is not a multiple of 8, or an
@@ -89,6 +93,7 @@ impl FragmentKey for Key4 {
         match error {
             ReassemblyError::Full => DropReason::Ipv4ReassemblyFull,
             ReassemblyError::Overlap => DropReason::Ipv4ReassemblyOverlap,
+            ReassemblyError::Duplicate => DropReason::Ipv4ReassemblyDuplicate,
             ReassemblyError::TooBig => DropReason::Ipv4ReassemblyTooBig,
             ReassemblyError::Malformed => DropReason::Ipv4FragmentMalformed,
         }
@@ -127,6 +132,7 @@ impl FragmentKey for Key6 {
         match error {
             ReassemblyError::Full => DropReason::Ipv6ReassemblyFull,
             ReassemblyError::Overlap => DropReason::Ipv6ReassemblyOverlap,
+            ReassemblyError::Duplicate => DropReason::Ipv6ReassemblyDuplicate,
             ReassemblyError::TooBig => DropReason::Ipv6ReassemblyTooBig,
             ReassemblyError::Malformed => DropReason::Ipv6FragmentMalformed,
         }
@@ -289,11 +295,14 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         }
         let datagram = self.datagrams.get_mut(&key).ok_or(ReassemblyError::Full)?;
         if let Err(error) = Self::store(datagram, frame, fragment) {
-            if error == ReassemblyError::Overlap {
+            match error {
+                // The datagram is still whole.
+                ReassemblyError::Duplicate => {}
                 // RFC 5722: the rest of this datagram is dropped as it comes.
-                datagram.buf = None;
-            } else {
-                self.datagrams.remove(&key);
+                ReassemblyError::Overlap => datagram.buf = None,
+                _ => {
+                    self.datagrams.remove(&key);
+                }
             }
             return Err(error);
         }
@@ -326,8 +335,8 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         Ok(Reassembly::Complete(buf))
     }
 
-    /// Copies the fragment's payload in, or says why the datagram must be
-    /// dropped.
+    /// Copies the fragment's payload in, or says why it (a duplicate) or
+    /// the datagram must be dropped.
     fn store(
         datagram: &mut Datagram<B>,
         frame: &B,
@@ -341,6 +350,30 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         if at + fragment.payload_len > buf.len() {
             return Err(ReassemblyError::TooBig);
         }
+        let source = frame
+            .data()
+            .get(fragment.payload_start..fragment.payload_start + fragment.payload_len)
+            .ok_or(ReassemblyError::Malformed)?;
+        let (first, last) = (fragment.offset / 8, end.div_ceil(8));
+        let arrived = |b: usize| datagram.blocks[b / 64] & (1 << (b % 64)) != 0;
+        if (first..last).any(arrived) {
+            // RFC 5722 with erratum 3089, as Linux: a fragment that only
+            // repeats what arrived (every block in, the same end of the
+            // datagram, the same bytes) is a duplicate, which networks
+            // make; anything else is an overlap.
+            let same_end = match (fragment.more, datagram.total) {
+                (true, total) => total.is_none_or(|t| end <= t),
+                (false, total) => total == Some(end),
+            };
+            let repeated = (first..last).all(arrived)
+                && same_end
+                && buf.data()[at..at + fragment.payload_len] == *source;
+            return Err(if repeated {
+                ReassemblyError::Duplicate
+            } else {
+                ReassemblyError::Overlap
+            });
+        }
         if !fragment.more {
             if datagram.total.is_some_and(|t| t != end) {
                 return Err(ReassemblyError::Overlap);
@@ -350,10 +383,6 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         if datagram.total.is_some_and(|t| end > t) {
             return Err(ReassemblyError::Overlap);
         }
-        let (first, last) = (fragment.offset / 8, end.div_ceil(8));
-        if (first..last).any(|b| datagram.blocks[b / 64] & (1 << (b % 64)) != 0) {
-            return Err(ReassemblyError::Overlap);
-        }
         for b in first..last {
             datagram.blocks[b / 64] |= 1 << (b % 64);
         }
@@ -361,10 +390,6 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             datagram.protocol = fragment.protocol;
             datagram.ttl = fragment.ttl;
         }
-        let source = frame
-            .data()
-            .get(fragment.payload_start..fragment.payload_start + fragment.payload_len)
-            .ok_or(ReassemblyError::Malformed)?;
         buf.data_mut()[at..at + fragment.payload_len].copy_from_slice(source);
         Ok(())
     }

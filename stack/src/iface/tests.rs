@@ -610,6 +610,7 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
         DropReason::Ipv4FragmentMalformed,
         DropReason::Ipv4ReassemblyFull,
         DropReason::Ipv4ReassemblyOverlap,
+        DropReason::Ipv4ReassemblyDuplicate,
         DropReason::Ipv4ReassemblyTooBig,
         DropReason::Ipv4ReassemblyTimeout,
         DropReason::IcmpRateLimited,

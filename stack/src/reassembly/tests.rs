@@ -173,3 +173,54 @@ fn malformed_and_oversized_fragments_are_refused() {
         Reassembly::Dropped(DropReason::Ipv4ReassemblyTooBig)
     ));
 }
+
+#[test]
+fn an_exact_duplicate_is_dropped_alone() {
+    let data = payload(3000);
+    let mut port = port();
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    let pieces = [(0, 1480), (0, 1480), (1480, 1520)];
+    let mut outcomes = feed(&mut r, &mut port, 3, &data, &pieces[..2], Instant::ZERO);
+    assert!(matches!(
+        outcomes[1],
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyDuplicate)
+    ));
+    // A part of the first fragment again is a duplicate too.
+    outcomes = feed(&mut r, &mut port, 3, &data, &[(8, 16)], Instant::ZERO);
+    assert!(matches!(
+        outcomes[0],
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyDuplicate)
+    ));
+    outcomes = feed(&mut r, &mut port, 3, &data, &pieces[2..], Instant::ZERO);
+    let ip_payload = |b: &MemBuf| {
+        Ipv4Packet::new_checked(&b.data()[ETH_LEN..])
+            .unwrap()
+            .payload()
+            .to_vec()
+    };
+    assert_eq!(ip_payload(&complete(outcomes.remove(0))), data);
+    assert!(r.is_empty());
+}
+
+#[test]
+fn the_same_extent_with_other_bytes_or_another_end_is_an_overlap() {
+    let data = payload(3000);
+    let mut port = port();
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    feed(&mut r, &mut port, 4, &data, &[(0, 1480)], Instant::ZERO);
+    let (mut frame, fragment) = fragment_frame(&mut port, 4, &data, 0, 1480);
+    frame.data_mut()[ETH_LEN + IP_LEN + 100] ^= 1;
+    assert!(matches!(
+        r.add(&mut port, &frame, fragment, Instant::ZERO),
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyOverlap)
+    ));
+    // The first fragment's bytes again, claiming to be the last.
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    feed(&mut r, &mut port, 5, &data, &[(0, 1480)], Instant::ZERO);
+    let (frame, mut fragment) = fragment_frame(&mut port, 5, &data, 0, 1480);
+    fragment.more = false;
+    assert!(matches!(
+        r.add(&mut port, &frame, fragment, Instant::ZERO),
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyOverlap)
+    ));
+}

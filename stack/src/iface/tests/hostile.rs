@@ -342,3 +342,79 @@ fn neighbor_discovery_refuses_group_link_layer_addresses() {
     assert_eq!(iface.counters().dropped(DropReason::NdGroupLinkAddress), 1);
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+/// Splits a UDP datagram from `src` to us into IPv4 fragments of `chunk`
+/// bytes (a multiple of 8), as Ethernet frames.
+fn fragments4(src: Ipv4Addr, datagram: &[u8], chunk: usize, ident: u16) -> Vec<Vec<u8>> {
+    datagram
+        .chunks(chunk)
+        .enumerate()
+        .map(|(i, piece)| {
+            let mut ip = ipv4(src, OUR_IP, protocol::UDP, piece);
+            let more = (i + 1) * chunk < datagram.len();
+            let field = ((i * chunk / 8) as u16) | if more { 0x2000 } else { 0 };
+            ip[4..6].copy_from_slice(&ident.to_be_bytes());
+            ip[6..8].copy_from_slice(&field.to_be_bytes());
+            Ipv4Packet::new_unchecked(&mut ip[..]).fill_checksum();
+            ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip)
+        })
+        .collect()
+}
+
+fn payload(len: usize, seed: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i + seed) * 13 % 251) as u8).collect()
+}
+
+#[test]
+fn a_duplicated_fragment_is_dropped_alone_and_its_datagram_completes() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 7, 0, 0), BindOptions::default())
+        .unwrap();
+    let data = payload(3000, 0);
+    let datagram = udp(
+        SocketAddrV4::new(PEER_IP, 4000),
+        SocketAddrV4::new(OUR_IP, 7),
+        &data,
+    );
+    let v4 = fragments4(PEER_IP, &datagram, 1480, 11);
+    let packet6 = ip6_udp((PEER6, 4000), (GLOBAL, 7), &data, None);
+    let v6 = super::ipv6_frag::fragments(&packet6, 1448, 11);
+    // Each family: the first fragment, the middle one twice (a network
+    // duplicated it), the first again, then the last.
+    for frames in [&v4, &v6] {
+        for i in [0, 1, 1, 0, 2] {
+            port.push_rx(&frames[i]);
+        }
+    }
+    let mut got = Recorder::default();
+    poll(&mut iface, &mut port, &mut got);
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv4ReassemblyDuplicate), 2);
+    assert_eq!(c.dropped(DropReason::Ipv6ReassemblyDuplicate), 2);
+    assert_eq!(c.total_dropped(), 4, "{:?}", c.nonzero());
+    assert_eq!((c.get(Stat::IpReasmOKs), c.get(Stat::Ip6ReasmOKs)), (1, 1));
+    assert_eq!(got.calls.len(), 2);
+    assert!(got
+        .calls
+        .iter()
+        .all(|(_, d)| d == std::slice::from_ref(&data)));
+    // At the same place with other bytes, it is an overlap (RFC 5722: the
+    // datagram is gone, and so is its last fragment).
+    let v6 = super::ipv6_frag::fragments(&packet6, 1448, 12);
+    let mut forged = v6[1].clone();
+    let last = forged.len() - 1;
+    forged[last] ^= 0xff;
+    for frame in [&v6[0], &v6[1], &forged, &v6[2]] {
+        port.push_rx(frame);
+    }
+    poll(&mut iface, &mut port, &mut got);
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv6ReassemblyOverlap), 2);
+    assert_eq!(c.dropped(DropReason::Ipv6ReassemblyDuplicate), 2);
+    assert_eq!((got.calls.len(), c.get(Stat::Ip6ReasmOKs)), (2, 1));
+    assert_eq!(port.buffers_in_use(), 0);
+}
