@@ -70,7 +70,8 @@ reasons! {
     /// A fragment that could not be queued: no reassembly buffer free, or
     /// too many datagrams in reassembly.
     Ipv4ReassemblyFull = "ipv4_reassembly_full",
-    /// A fragment overlapped another: the whole datagram is dropped.
+    /// A fragment overlapped another: the whole datagram is dropped (its
+    /// later fragments start a new one, as in Linux).
     Ipv4ReassemblyOverlap = "ipv4_reassembly_overlap",
     /// A fragment repeating bytes already received exactly (a duplicate):
     /// dropped alone, its datagram kept.

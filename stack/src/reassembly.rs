@@ -17,9 +17,9 @@
 //! fragment that only repeats bytes already received (a duplicate, which
 //! networks make) is dropped alone (RFC 5722 erratum 3089, as Linux). An
 //! overlapping fragment drops the whole datagram (as Linux does since
-//! FragmentSmack) and, per RFC 5722, poisons its key until the timeout: the
-//! datagram's later fragments are dropped too rather than starting a new
-//! reassembly. The table is keyed with a randomly seeded hash (peers choose
+//! FragmentSmack); for IPv6 it also poisons the key until the timeout (RFC
+//! 5722): the datagram's later fragments are dropped too rather than
+//! starting a new reassembly. An IPv4 key starts afresh, as in Linux. The table is keyed with a randomly seeded hash (peers choose
 //! the keys) and its capacity is reserved up front. Slow path; owning lcore
 //! only.
 
@@ -65,6 +65,10 @@ pub trait FragmentKey: Copy + Eq + Hash + core::fmt::Debug {
     const HEADER_LEN: usize;
     /// Largest payload the family allows.
     const MAX_PAYLOAD: usize;
+    /// An overlap poisons the key until the timeout (RFC 5722, IPv6), or
+    /// only drops the datagram so that the key may start afresh (IPv4, as
+    /// Linux: no RFC asks more of it).
+    const OVERLAP_POISONS: bool;
     /// The drop reason a family counts for `error`.
     fn reason(error: ReassemblyError) -> DropReason;
     /// Writes the unfragmented header of a `payload_len`-byte datagram
@@ -88,6 +92,7 @@ pub struct Key4 {
 impl FragmentKey for Key4 {
     const HEADER_LEN: usize = IP_LEN;
     const MAX_PAYLOAD: usize = 65535 - IP_LEN;
+    const OVERLAP_POISONS: bool = false;
 
     fn reason(error: ReassemblyError) -> DropReason {
         match error {
@@ -127,6 +132,7 @@ pub struct Key6 {
 impl FragmentKey for Key6 {
     const HEADER_LEN: usize = IP6_LEN;
     const MAX_PAYLOAD: usize = 65535;
+    const OVERLAP_POISONS: bool = true;
 
     fn reason(error: ReassemblyError) -> DropReason {
         match error {
@@ -189,7 +195,7 @@ pub struct Fragment<K> {
 #[derive(Debug)]
 struct Datagram<B> {
     /// The reassembly buffer; `None` once the datagram was poisoned by an
-    /// overlap (its key is remembered until the deadline).
+    /// overlap (IPv6: its key is remembered until the deadline).
     buf: Option<B>,
     blocks: Box<[u64; WORDS]>,
     /// Payload length, known once the last fragment arrived.
@@ -299,7 +305,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
                 // The datagram is still whole.
                 ReassemblyError::Duplicate => {}
                 // RFC 5722: the rest of this datagram is dropped as it comes.
-                ReassemblyError::Overlap => datagram.buf = None,
+                ReassemblyError::Overlap if K::OVERLAP_POISONS => datagram.buf = None,
                 _ => {
                     self.datagrams.remove(&key);
                 }

@@ -418,3 +418,43 @@ fn a_duplicated_fragment_is_dropped_alone_and_its_datagram_completes() {
     assert_eq!((got.calls.len(), c.get(Stat::Ip6ReasmOKs)), (2, 1));
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn an_ipv4_overlap_drops_its_datagram_without_poisoning_the_key_as_linux() {
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    let data = payload(3000, 1);
+    let datagram = udp(
+        SocketAddrV4::new(PEER_IP, 4000),
+        SocketAddrV4::new(OUR_IP, 7),
+        &data,
+    );
+    let frames = fragments4(PEER_IP, &datagram, 1480, 21);
+    // The second fragment again, 8 bytes early: a real overlap.
+    let mut overlapping = frames[1].clone();
+    overlapping[14 + 7] -= 1;
+    Ipv4Packet::new_unchecked(&mut overlapping[14..]).fill_checksum();
+    port.push_rx(&frames[0]);
+    port.push_rx(&overlapping);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv4ReassemblyOverlap),
+        1
+    );
+    assert_eq!(port.buffers_in_use(), 0, "the datagram is gone");
+    // Its identification is free again (RFC 5722's poisoning is IPv6's):
+    // the datagram sent again with it reassembles.
+    for frame in &frames {
+        port.push_rx(frame);
+    }
+    let mut got = Recorder::default();
+    poll(&mut iface, &mut port, &mut got);
+    assert_eq!(got.calls.len(), 1);
+    assert_eq!(got.calls[0].1, [data]);
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv4ReassemblyOverlap),
+        1
+    );
+}
