@@ -67,8 +67,9 @@ reasons! {
     Ipv4TtlExpired = "ipv4_ttl_expired",
     /// Destination is not one of our addresses (we do not forward).
     Ipv4NotForUs = "ipv4_not_for_us",
-    /// A fragment that could not be queued: no reassembly buffer free, or
-    /// too many datagrams in reassembly.
+    /// A fragment that could not be queued even after evicting: no
+    /// reassembly buffer free and none of ours to give back, or a datagram
+    /// larger than one source may hold.
     Ipv4ReassemblyFull = "ipv4_reassembly_full",
     /// A fragment overlapped another: the whole datagram is dropped (its
     /// later fragments start a new one, as in Linux).
@@ -83,6 +84,13 @@ reasons! {
     /// A datagram was not complete before the reassembly timeout (one count
     /// per datagram; its fragments were already counted as received).
     Ipv4ReassemblyTimeout = "ipv4_reassembly_timeout",
+    /// A datagram in reassembly evicted for a new one because its source
+    /// held more than its share of the reassembly memory (one count per
+    /// datagram, as timeouts).
+    Ipv4ReassemblyEvictedShare = "ipv4_reassembly_evicted_share",
+    /// A datagram in reassembly evicted for a new one because the memory
+    /// or the table was full: the oldest of the source holding the most.
+    Ipv4ReassemblyEvictedMemory = "ipv4_reassembly_evicted_memory",
     /// Protocol the stack does not handle.
     Ipv4UnknownProtocol = "ipv4_unknown_protocol",
     /// ICMP message too short or with a bad checksum.
@@ -128,8 +136,8 @@ reasons! {
     Ipv6HopLimitZero = "ipv6_hop_limit_zero",
     /// Extension-header chain malformed, too long or past the packet.
     Ipv6BadExtensions = "ipv6_bad_extensions",
-    /// An IPv6 fragment that could not be queued: no reassembly buffer
-    /// free, or too many datagrams in reassembly.
+    /// An IPv6 fragment that could not be queued even after evicting (as
+    /// for IPv4).
     Ipv6ReassemblyFull = "ipv6_reassembly_full",
     /// An IPv6 fragment overlapped another, or belonged to a datagram that
     /// had (RFC 5722: the whole datagram is dropped).
@@ -146,6 +154,12 @@ reasons! {
     Ipv6FragmentIncomplete = "ipv6_fragment_incomplete",
     /// An IPv6 datagram not complete before the reassembly timeout.
     Ipv6ReassemblyTimeout = "ipv6_reassembly_timeout",
+    /// An IPv6 datagram in reassembly evicted because its source (its /64)
+    /// held more than its share.
+    Ipv6ReassemblyEvictedShare = "ipv6_reassembly_evicted_share",
+    /// An IPv6 datagram in reassembly evicted because the memory or the
+    /// table was full.
+    Ipv6ReassemblyEvictedMemory = "ipv6_reassembly_evicted_memory",
     /// An unrecognized hop-by-hop or destination option whose type says
     /// "discard" (RFC 8200 4.2).
     Ipv6BadOption = "ipv6_bad_option",

@@ -258,7 +258,7 @@ pub(super) fn reassemble<P: Port, K: FragmentKey>(
         counters.count_drop(DropReason::EthNotForUs);
         return None;
     };
-    match reassembler.add(port, buf, fragment, now) {
+    match reassembler.add(port, buf, fragment, now, counters) {
         Reassembly::Pending => None,
         Reassembly::Dropped(reason) => {
             counters.count_drop(reason);

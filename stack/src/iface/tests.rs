@@ -613,6 +613,8 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
         DropReason::Ipv4ReassemblyDuplicate,
         DropReason::Ipv4ReassemblyTooBig,
         DropReason::Ipv4ReassemblyTimeout,
+        DropReason::Ipv4ReassemblyEvictedShare,
+        DropReason::Ipv4ReassemblyEvictedMemory,
         DropReason::IcmpRateLimited,
         DropReason::TxNoRoute,
         DropReason::TxNeighborUnresolved,

@@ -458,3 +458,116 @@ fn an_ipv4_overlap_drops_its_datagram_without_poisoning_the_key_as_linux() {
         1
     );
 }
+
+/// A first fragment of 8 bytes (more to come) of datagram `ident`.
+fn tiny_first_fragment4(src: Ipv4Addr, ident: u16) -> Vec<u8> {
+    let mut ip = ipv4(src, OUR_IP, protocol::UDP, &[0x55; 8]);
+    ip[4..6].copy_from_slice(&ident.to_be_bytes());
+    ip[6..8].copy_from_slice(&0x2000u16.to_be_bytes());
+    Ipv4Packet::new_unchecked(&mut ip[..]).fill_checksum();
+    ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip)
+}
+
+/// The same for IPv6 (the 8 bytes are the UDP header: RFC 7112 is met).
+fn tiny_first_fragment6(src: Ipv6Addr, ident: u32) -> Vec<u8> {
+    let mut p = vec![0u8; 40 + 8 + 8];
+    Ipv6Packet::new_unchecked(&mut p[..]).emit_header(&crate::wire::ipv6::Ipv6Header {
+        src,
+        dst: GLOBAL,
+        next_header: next_header::FRAGMENT,
+        payload_len: 16,
+        hop_limit: 64,
+    });
+    p[40] = next_header::UDP;
+    p[42..44].copy_from_slice(&1u16.to_be_bytes()); // offset 0, more
+    p[44..48].copy_from_slice(&ident.to_be_bytes());
+    frame6(OUR_MAC, &p)
+}
+
+#[test]
+fn a_flood_of_tiny_fragments_does_not_lock_real_traffic_out_of_reassembly() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    iface
+        .udp_bind(SocketAddrV6::new(GLOBAL, 7, 0, 0), BindOptions::default())
+        .unwrap();
+    // One source sending 40, then eight more sending 10 each: over a
+    // source's share, then over the table. (IPv6 sources in one /64 count
+    // as one: a host has the whole prefix.)
+    let flood4 = |round: u16| -> Vec<Vec<u8>> {
+        let heavy = (0..40).map(|i| tiny_first_fragment4(Ipv4Addr::new(192, 0, 2, 1), round + i));
+        let many = (0..80).map(|i| {
+            let src = Ipv4Addr::new(198, 51, 100, 1 + (i % 8) as u8);
+            tiny_first_fragment4(src, round + i)
+        });
+        heavy.chain(many).collect()
+    };
+    let flood6 = |round: u32| -> Vec<Vec<u8>> {
+        let heavy = (0..40).map(|i| {
+            let src = Ipv6Addr::new(0x2001, 0xdb8, 0xa, 0, 0, 0, 0, 1 + i as u16);
+            tiny_first_fragment6(src, round + i)
+        });
+        let many = (0..80).map(|i| {
+            let src = Ipv6Addr::new(0x2001, 0xdb8, 0xb0 + (i % 8) as u16, 0, 0, 0, 0, 1);
+            tiny_first_fragment6(src, round + i)
+        });
+        heavy.chain(many).collect()
+    };
+    let data = payload(3000, 2);
+    let datagram = udp(
+        SocketAddrV4::new(PEER_IP, 4000),
+        SocketAddrV4::new(OUR_IP, 7),
+        &data,
+    );
+    let real4 = fragments4(PEER_IP, &datagram, 1480, 999);
+    let packet6 = ip6_udp((PEER6, 4000), (GLOBAL, 7), &data, None);
+    let real6 = super::ipv6_frag::fragments(&packet6, 1448, 999);
+    let mut got = Recorder::default();
+    let mut send = |frames: &[Vec<u8>], got: &mut Recorder| {
+        for frame in frames {
+            port.push_rx(frame);
+            poll(&mut iface, &mut port, got);
+        }
+    };
+    // The flood; then a real datagram from another source, its first
+    // fragment, more flood, and the rest: it reassembles.
+    send(&flood4(0), &mut got);
+    send(&flood6(0), &mut got);
+    send(&real4[..1], &mut got);
+    send(&real6[..1], &mut got);
+    send(&flood4(1000), &mut got);
+    send(&flood6(1000), &mut got);
+    send(&real4[1..], &mut got);
+    send(&real6[1..], &mut got);
+    assert_eq!(got.calls.len(), 2, "{:?}", iface.counters().nonzero());
+    assert!(got
+        .calls
+        .iter()
+        .all(|(_, d)| d == std::slice::from_ref(&data)));
+    let c = iface.counters();
+    for (share, memory, full, held, name) in [
+        (
+            DropReason::Ipv4ReassemblyEvictedShare,
+            DropReason::Ipv4ReassemblyEvictedMemory,
+            DropReason::Ipv4ReassemblyFull,
+            iface.core.reassembler.len(),
+            "IPv4",
+        ),
+        (
+            DropReason::Ipv6ReassemblyEvictedShare,
+            DropReason::Ipv6ReassemblyEvictedMemory,
+            DropReason::Ipv6ReassemblyFull,
+            iface.core.reassembler6.len(),
+            "IPv6",
+        ),
+    ] {
+        let (share, memory) = (c.dropped(share), c.dropped(memory));
+        assert!(share > 0 && memory > 0, "{name}: {share} {memory}");
+        assert_eq!(c.dropped(full), 0, "{name}: no fragment refused");
+        // Every flood datagram is still held or was evicted (once).
+        assert_eq!(held as u64 + share + memory, 240, "{name}");
+    }
+    assert_eq!(port.take_tx().len(), 0);
+}
