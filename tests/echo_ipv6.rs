@@ -1,7 +1,8 @@
 //! `dpstack-echo` answering IPv6 with the Linux kernel as its peer: a
 //! `net_tap` port moved into a network namespace the test creates. Neighbor
 //! Discovery both ways (the stack resolving the kernel by itself too) and
-//! `ping -6` to the link-local and global addresses; UDP echo with `socat`,
+//! `ping -6` to the link-local and global addresses (and over the MTU, the
+//! replies fragmented); UDP echo with `socat`,
 //! large datagrams reassembled and fragmented; a static route through the
 //! kernel as gateway; hostile IPv6 packets (hop limit 0, a long extension
 //! chain, malformed and overlapping fragments, an unknown next header)
@@ -98,6 +99,31 @@ fn ping6_reaches_the_global_and_link_local_addresses_and_both_sides_learn_each_o
             .lines()
             .any(|l| l.starts_with("neighbor6 ") && l.contains(&kernel_mac)),
         "the stack's IPv6 neighbour cache holds the kernel: {}",
+        done.stdout
+    );
+}
+
+#[test]
+fn pings6_over_the_mtu_are_answered_in_fragments() {
+    // -s 1453: the reply is one byte over the 1500-byte MTU; -s 1480 and
+    // larger: the request came in fragments too.
+    let s = start();
+    for size in ["1453", "1480", "4000"] {
+        let out = s.ns.exec(
+            "ping",
+            &[
+                "-6", "-c", "1", "-s", size, "-W", "2", "-I", &s.iface, STACK6,
+            ],
+        );
+        let out = String::from_utf8_lossy(&out.stdout);
+        assert!(out.contains("1 received"), "ping -6 -s {size}: {out}");
+    }
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert_eq!(
+        app_counter(&done.stdout, "Ip6FragOKs"),
+        3,
+        "{}",
         done.stdout
     );
 }

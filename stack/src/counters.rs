@@ -39,12 +39,22 @@ reasons! {
     EthNotForUs = "eth_not_for_us",
     /// EtherType the stack does not handle.
     EthUnknownType = "eth_unknown_type",
+    /// Source MAC with the group (I/G) bit set: multicast or broadcast,
+    /// which no station sends from (IEEE 802.3). Answering one would send
+    /// the reply to a whole group.
+    EthGroupSource = "eth_group_source",
     /// ARP packet too short or malformed.
     ArpMalformed = "arp_malformed",
     /// ARP for another hardware/protocol type or operation.
     ArpUnsupported = "arp_unsupported",
     /// ARP request for an address that is not ours.
     ArpNotForUs = "arp_not_for_us",
+    /// ARP whose sender address no neighbour can have: a network or
+    /// broadcast address of one of our subnets, multicast, loopback, or
+    /// ours from our own MAC (our own packet looped back).
+    ArpMartianSender = "arp_martian_sender",
+    /// ARP from another MAC claiming one of our addresses as its own.
+    ArpAddressConflict = "arp_address_conflict",
     /// IPv4 header or total length beyond the frame.
     Ipv4Truncated = "ipv4_truncated",
     /// IPv4 version or length fields invalid.
@@ -57,11 +67,16 @@ reasons! {
     Ipv4TtlExpired = "ipv4_ttl_expired",
     /// Destination is not one of our addresses (we do not forward).
     Ipv4NotForUs = "ipv4_not_for_us",
-    /// A fragment that could not be queued: no reassembly buffer free, or
-    /// too many datagrams in reassembly.
+    /// A fragment that could not be queued even after evicting: no
+    /// reassembly buffer free and none of ours to give back, or a datagram
+    /// larger than one source may hold.
     Ipv4ReassemblyFull = "ipv4_reassembly_full",
-    /// A fragment overlapped another: the whole datagram is dropped.
+    /// A fragment overlapped another: the whole datagram is dropped (its
+    /// later fragments start a new one, as in Linux).
     Ipv4ReassemblyOverlap = "ipv4_reassembly_overlap",
+    /// A fragment repeating bytes already received exactly (a duplicate):
+    /// dropped alone, its datagram kept.
+    Ipv4ReassemblyDuplicate = "ipv4_reassembly_duplicate",
     /// A fragment reached past the largest datagram we reassemble.
     Ipv4ReassemblyTooBig = "ipv4_reassembly_too_big",
     /// A fragment's length was not a multiple of 8 (and it was not the last).
@@ -69,6 +84,13 @@ reasons! {
     /// A datagram was not complete before the reassembly timeout (one count
     /// per datagram; its fragments were already counted as received).
     Ipv4ReassemblyTimeout = "ipv4_reassembly_timeout",
+    /// A datagram in reassembly evicted for a new one because its source
+    /// held more than its share of the reassembly memory (one count per
+    /// datagram, as timeouts).
+    Ipv4ReassemblyEvictedShare = "ipv4_reassembly_evicted_share",
+    /// A datagram in reassembly evicted for a new one because the memory
+    /// or the table was full: the oldest of the source holding the most.
+    Ipv4ReassemblyEvictedMemory = "ipv4_reassembly_evicted_memory",
     /// Protocol the stack does not handle.
     Ipv4UnknownProtocol = "ipv4_unknown_protocol",
     /// ICMP message too short or with a bad checksum.
@@ -79,6 +101,8 @@ reasons! {
     UdpMalformed = "udp_malformed",
     /// UDP checksum wrong.
     UdpBadChecksum = "udp_bad_checksum",
+    /// UDP datagram from source port 0: nothing can be sent back to it.
+    UdpSourcePortZero = "udp_source_port_zero",
     /// No socket bound to the destination port.
     UdpNoSocket = "udp_no_socket",
     /// The socket's receive queue was full.
@@ -103,18 +127,24 @@ reasons! {
     /// Multicast source, or the unspecified source outside duplicate address
     /// detection.
     Ipv6BadSource = "ipv6_bad_source",
+    /// The loopback address (::1) as the source or destination of a packet
+    /// from the wire (RFC 4291 2.5.3), as IPv4 counts 127/8 sources.
+    Ipv6Martian = "ipv6_martian",
     /// Destination is neither one of our addresses nor a group we joined.
     Ipv6NotForUs = "ipv6_not_for_us",
     /// Hop limit of zero.
     Ipv6HopLimitZero = "ipv6_hop_limit_zero",
     /// Extension-header chain malformed, too long or past the packet.
     Ipv6BadExtensions = "ipv6_bad_extensions",
-    /// An IPv6 fragment that could not be queued: no reassembly buffer
-    /// free, or too many datagrams in reassembly.
+    /// An IPv6 fragment that could not be queued even after evicting (as
+    /// for IPv4).
     Ipv6ReassemblyFull = "ipv6_reassembly_full",
     /// An IPv6 fragment overlapped another, or belonged to a datagram that
     /// had (RFC 5722: the whole datagram is dropped).
     Ipv6ReassemblyOverlap = "ipv6_reassembly_overlap",
+    /// An IPv6 fragment repeating bytes already received exactly (RFC 5722
+    /// erratum 3089: a duplicate is not an overlap): dropped alone.
+    Ipv6ReassemblyDuplicate = "ipv6_reassembly_duplicate",
     /// An IPv6 fragment reached past 65,535 bytes or the reassembly buffer.
     Ipv6ReassemblyTooBig = "ipv6_reassembly_too_big",
     /// An IPv6 fragment's length was not a multiple of 8 (and it was not
@@ -124,6 +154,12 @@ reasons! {
     Ipv6FragmentIncomplete = "ipv6_fragment_incomplete",
     /// An IPv6 datagram not complete before the reassembly timeout.
     Ipv6ReassemblyTimeout = "ipv6_reassembly_timeout",
+    /// An IPv6 datagram in reassembly evicted because its source (its /64)
+    /// held more than its share.
+    Ipv6ReassemblyEvictedShare = "ipv6_reassembly_evicted_share",
+    /// An IPv6 datagram in reassembly evicted because the memory or the
+    /// table was full.
+    Ipv6ReassemblyEvictedMemory = "ipv6_reassembly_evicted_memory",
     /// An unrecognized hop-by-hop or destination option whose type says
     /// "discard" (RFC 8200 4.2).
     Ipv6BadOption = "ipv6_bad_option",
@@ -177,6 +213,10 @@ reasons! {
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.
     NdNotForUs = "nd_not_for_us",
+    /// Neighbor Discovery message whose link-layer address option holds a
+    /// multicast or broadcast MAC, which no neighbour has (ARP refuses
+    /// such senders too).
+    NdGroupLinkAddress = "nd_group_link_address",
 }
 
 /// Number of drop reasons.

@@ -10,18 +10,31 @@
 //! plain Ethernet and IP header ([`FragmentKey::emit_header`]) and is handed
 //! back as one ordinary, unfragmented frame for the normal receive path.
 //!
-//! Bounds and rules: at most `max_datagrams` in reassembly (further ones are
-//! dropped, not evicting older ones, so a flood of bogus first fragments
-//! cannot push out real traffic); a datagram not completed within `timeout`
-//! is dropped; non-final fragments must carry a multiple of 8 bytes. An
-//! overlapping fragment drops the whole datagram (as Linux does since
-//! FragmentSmack) and, per RFC 5722, poisons its key until the timeout: the
+//! Bounds: memory, not a count of datagrams, as Linux bounds it
+//! (`ipfrag_high_thresh`). Each datagram is charged what it pins (its
+//! buffer's size and its bitmap), however few bytes its fragments brought,
+//! so a flood of 8-byte first fragments is charged what it costs. The
+//! charges stay within `max_bytes`, those of one source (an IPv4 address;
+//! an IPv6 /64, since a host has the whole prefix) within
+//! `max_source_bytes`, and the table within `max_datagrams` entries. A new
+//! datagram that would cross a bound evicts, oldest first, a datagram of
+//! its own source if that source is over its share, else one of the source
+//! holding the most: a flood from a few sources evicts its own datagrams,
+//! and real traffic keeps reassembling. Each eviction is counted by that
+//! reason. A datagram not completed within `timeout` is dropped.
+//!
+//! Rules: non-final fragments carry a multiple of 8 bytes. A fragment that
+//! only repeats bytes already received (a duplicate, which networks make)
+//! is dropped alone (RFC 5722 erratum 3089, as Linux). An overlapping
+//! fragment drops the whole datagram (as Linux does since FragmentSmack);
+//! for IPv6 it also poisons the key until the timeout (RFC 5722): the
 //! datagram's later fragments are dropped too rather than starting a new
-//! reassembly. The table is keyed with a randomly seeded hash (peers choose
-//! the keys) and its capacity is reserved up front. Slow path; owning lcore
-//! only.
+//! reassembly. An IPv4 key starts afresh, as in Linux.
+//!
+//! The table is keyed with a randomly seeded hash (peers choose the keys)
+//! and its capacity is reserved up front. Slow path; owning lcore only.
 
-use crate::counters::DropReason;
+use crate::counters::{Counters, DropReason};
 use crate::port::{Buf, Port};
 use crate::time::{Duration, Instant};
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
@@ -39,14 +52,20 @@ const WORDS: usize = BLOCKS.div_ceil(64);
 /// Where payloads go in the reassembly buffer: room for Ethernet and the
 /// larger (IPv6) header; an IPv4 datagram starts 20 bytes in.
 const PAYLOAD_AT: usize = ETH_LEN + IP6_LEN;
+/// What a datagram pins besides its buffer: its bitmap (a poisoned key
+/// keeps only this).
+const BOOKKEEPING: usize = core::mem::size_of::<[u64; WORDS]>();
 
 /// Why a fragment was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReassemblyError {
-    /// Too many datagrams in reassembly, or no large buffer free.
+    /// No room even after evicting: no large buffer free and nothing to
+    /// evict, or one datagram is more than a source may hold.
     Full,
     /// It overlapped another fragment (or belonged to a datagram that did).
     Overlap,
+    /// It repeated bytes already received, exactly: dropped alone.
+    Duplicate,
     /// It reached past the largest datagram we reassemble.
     TooBig,
     /// A non-final fragment whose length is not a multiple of 8, or an
@@ -54,15 +73,36 @@ pub enum ReassemblyError {
     Malformed,
 }
 
+/// Why a datagram in reassembly was evicted to make room for a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// The new datagram is from its source, which would hold more than
+    /// its share with it: it was that source's oldest.
+    SourceShare,
+    /// The memory, the table or the large buffers were exhausted: it was
+    /// the oldest of the source holding the most.
+    Memory,
+}
+
 /// What identifies a datagram's fragments, per family, and how its
 /// reassembled header is written.
 pub trait FragmentKey: Copy + Eq + Hash + core::fmt::Debug {
+    /// Who a datagram's memory is charged to: one sender.
+    type Source: Copy + Eq + Hash + core::fmt::Debug;
     /// The family's fixed header length.
     const HEADER_LEN: usize;
     /// Largest payload the family allows.
     const MAX_PAYLOAD: usize;
+    /// An overlap poisons the key until the timeout (RFC 5722, IPv6), or
+    /// only drops the datagram so that the key may start afresh (IPv4, as
+    /// Linux: no RFC asks more of it).
+    const OVERLAP_POISONS: bool;
     /// The drop reason a family counts for `error`.
     fn reason(error: ReassemblyError) -> DropReason;
+    /// The drop reason a family counts for an evicted datagram.
+    fn eviction_reason(eviction: Eviction) -> DropReason;
+    /// The sender charged for this datagram.
+    fn source(&self) -> Self::Source;
     /// Writes the unfragmented header of a `payload_len`-byte datagram
     /// carrying `protocol` into `header` (exactly `HEADER_LEN` bytes).
     fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8);
@@ -82,16 +122,30 @@ pub struct Key4 {
 }
 
 impl FragmentKey for Key4 {
+    type Source = Ipv4Addr;
     const HEADER_LEN: usize = IP_LEN;
     const MAX_PAYLOAD: usize = 65535 - IP_LEN;
+    const OVERLAP_POISONS: bool = false;
 
     fn reason(error: ReassemblyError) -> DropReason {
         match error {
             ReassemblyError::Full => DropReason::Ipv4ReassemblyFull,
             ReassemblyError::Overlap => DropReason::Ipv4ReassemblyOverlap,
+            ReassemblyError::Duplicate => DropReason::Ipv4ReassemblyDuplicate,
             ReassemblyError::TooBig => DropReason::Ipv4ReassemblyTooBig,
             ReassemblyError::Malformed => DropReason::Ipv4FragmentMalformed,
         }
+    }
+
+    fn eviction_reason(eviction: Eviction) -> DropReason {
+        match eviction {
+            Eviction::SourceShare => DropReason::Ipv4ReassemblyEvictedShare,
+            Eviction::Memory => DropReason::Ipv4ReassemblyEvictedMemory,
+        }
+    }
+
+    fn source(&self) -> Ipv4Addr {
+        self.src
     }
 
     fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8) {
@@ -120,15 +174,36 @@ pub struct Key6 {
 }
 
 impl FragmentKey for Key6 {
+    /// The /64 (a host has the whole prefix, so an address is no sender);
+    /// a link-local address by itself (every neighbour shares fe80::/64).
+    type Source = u128;
     const HEADER_LEN: usize = IP6_LEN;
     const MAX_PAYLOAD: usize = 65535;
+    const OVERLAP_POISONS: bool = true;
 
     fn reason(error: ReassemblyError) -> DropReason {
         match error {
             ReassemblyError::Full => DropReason::Ipv6ReassemblyFull,
             ReassemblyError::Overlap => DropReason::Ipv6ReassemblyOverlap,
+            ReassemblyError::Duplicate => DropReason::Ipv6ReassemblyDuplicate,
             ReassemblyError::TooBig => DropReason::Ipv6ReassemblyTooBig,
             ReassemblyError::Malformed => DropReason::Ipv6FragmentMalformed,
+        }
+    }
+
+    fn eviction_reason(eviction: Eviction) -> DropReason {
+        match eviction {
+            Eviction::SourceShare => DropReason::Ipv6ReassemblyEvictedShare,
+            Eviction::Memory => DropReason::Ipv6ReassemblyEvictedMemory,
+        }
+    }
+
+    fn source(&self) -> u128 {
+        let bits = self.src.to_bits();
+        if self.src.is_unicast_link_local() {
+            bits
+        } else {
+            bits & !u128::from(u64::MAX)
         }
     }
 
@@ -143,19 +218,29 @@ impl FragmentKey for Key6 {
     }
 }
 
-/// Tunables.
+/// Tunables (see the module documentation for how the bounds apply).
 #[derive(Debug, Clone)]
 pub struct ReassemblyConfig {
-    /// Datagrams in reassembly at once.
+    /// Entries in the table at once: datagrams, and IPv6 keys poisoned by
+    /// an overlap. Reserved up front.
     pub max_datagrams: usize,
+    /// Bytes the datagrams in reassembly may pin at once: each is charged
+    /// its buffer's size and its bitmap.
+    pub max_bytes: usize,
+    /// Bytes one source may pin (the rest stays for others).
+    pub max_source_bytes: usize,
     /// How long a datagram may take to complete.
     pub timeout: Duration,
 }
 
 impl Default for ReassemblyConfig {
+    /// Linux's default `ipfrag_high_thresh` (4 MiB): about 56 datagrams in
+    /// 64 KiB buffers; a quarter of it for one source.
     fn default() -> Self {
         ReassemblyConfig {
             max_datagrams: 64,
+            max_bytes: 4 << 20,
+            max_source_bytes: 1 << 20,
             timeout: Duration::from_secs(30),
         }
     }
@@ -183,8 +268,12 @@ pub struct Fragment<K> {
 #[derive(Debug)]
 struct Datagram<B> {
     /// The reassembly buffer; `None` once the datagram was poisoned by an
-    /// overlap (its key is remembered until the deadline).
+    /// overlap (IPv6: its key is remembered until the deadline).
     buf: Option<B>,
+    /// What it is charged: its buffer's size and [`BOOKKEEPING`].
+    charge: usize,
+    /// When it came, in arrivals: the smallest is the oldest.
+    arrival: u64,
     blocks: Box<[u64; WORDS]>,
     /// Payload length, known once the last fragment arrived.
     total: Option<usize>,
@@ -217,9 +306,15 @@ pub enum Reassembly<B> {
 /// The reassembly table of one family (IPv4 by default). See the module
 /// documentation.
 #[derive(Debug)]
-pub struct Reassembler<B, K = Key4> {
+pub struct Reassembler<B, K: FragmentKey = Key4> {
     config: ReassemblyConfig,
     datagrams: HashMap<K, Datagram<B>>,
+    /// The charges of each source's entries (no entry: no source).
+    sources: HashMap<K::Source, usize>,
+    /// The charges of every entry.
+    bytes: usize,
+    /// Datagrams started so far (their arrival order).
+    arrivals: u64,
 }
 
 impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
@@ -227,8 +322,16 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
     pub fn new(config: ReassemblyConfig) -> Reassembler<B, K> {
         Reassembler {
             datagrams: HashMap::with_capacity(config.max_datagrams),
+            sources: HashMap::with_capacity(config.max_datagrams),
+            bytes: 0,
+            arrivals: 0,
             config,
         }
+    }
+
+    /// Bytes the entries pin (see [`ReassemblyConfig::max_bytes`]).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Datagrams in reassembly (not counting poisoned keys).
@@ -242,14 +345,17 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
     }
 
     /// Adds the fragment in `frame` (an Ethernet frame) to its datagram.
+    /// Datagrams evicted to make room for a new one are counted in
+    /// `counters`; the fragment's own fate is the outcome.
     pub fn add<P: Port<Buf = B>>(
         &mut self,
         port: &mut P,
         frame: &B,
         fragment: Fragment<K>,
         now: Instant,
+        counters: &Counters,
     ) -> Reassembly<B> {
-        match self.add_fragment(port, frame, &fragment, now) {
+        match self.add_fragment(port, frame, &fragment, now, counters) {
             Ok(outcome) => outcome,
             Err(error) => Reassembly::Dropped(K::reason(error)),
         }
@@ -261,6 +367,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         frame: &B,
         fragment: &Fragment<K>,
         now: Instant,
+        counters: &Counters,
     ) -> Result<Reassembly<B>, ReassemblyError> {
         let end = fragment.offset + fragment.payload_len;
         if fragment.more && fragment.payload_len % 8 != 0 || fragment.payload_len == 0 {
@@ -271,29 +378,16 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         }
         let key = fragment.key;
         if !self.datagrams.contains_key(&key) {
-            if self.datagrams.len() >= self.config.max_datagrams {
-                return Err(ReassemblyError::Full);
-            }
-            let mut buf = port.alloc_large().ok_or(ReassemblyError::Full)?;
-            let room = buf.tailroom();
-            buf.append(room).ok_or(ReassemblyError::Full)?;
-            let datagram = Datagram {
-                buf: Some(buf),
-                blocks: Box::new([0; WORDS]),
-                total: None,
-                deadline: now + self.config.timeout,
-                ttl: fragment.ttl,
-                protocol: fragment.protocol,
-            };
-            self.datagrams.insert(key, datagram);
+            self.start(port, key, fragment, now, counters)?;
         }
         let datagram = self.datagrams.get_mut(&key).ok_or(ReassemblyError::Full)?;
         if let Err(error) = Self::store(datagram, frame, fragment) {
-            if error == ReassemblyError::Overlap {
+            match error {
+                // The datagram is still whole.
+                ReassemblyError::Duplicate => {}
                 // RFC 5722: the rest of this datagram is dropped as it comes.
-                datagram.buf = None;
-            } else {
-                self.datagrams.remove(&key);
+                ReassemblyError::Overlap if K::OVERLAP_POISONS => self.poison(key),
+                _ => drop(self.remove(&key)),
             }
             return Err(error);
         }
@@ -306,7 +400,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             ttl,
             protocol,
             ..
-        }) = self.datagrams.remove(&key)
+        }) = self.remove(&key)
         else {
             return Ok(Reassembly::Pending);
         };
@@ -326,8 +420,109 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         Ok(Reassembly::Complete(buf))
     }
 
-    /// Copies the fragment's payload in, or says why the datagram must be
-    /// dropped.
+    /// Starts a datagram for `key` in a large buffer, making room for its
+    /// charge within the bounds (evicting, counted, as the module
+    /// documentation says).
+    fn start<P: Port<Buf = B>>(
+        &mut self,
+        port: &mut P,
+        key: K,
+        fragment: &Fragment<K>,
+        now: Instant,
+        counters: &Counters,
+    ) -> Result<(), ReassemblyError> {
+        let mut buf = match port.alloc_large() {
+            Some(buf) => buf,
+            None => {
+                // The large buffers are gone, perhaps to us: free one.
+                self.evict(Eviction::Memory, None, counters)
+                    .ok_or(ReassemblyError::Full)?;
+                port.alloc_large().ok_or(ReassemblyError::Full)?
+            }
+        };
+        let room = buf.tailroom();
+        buf.append(room).ok_or(ReassemblyError::Full)?;
+        let charge = buf.len() + BOOKKEEPING;
+        let source = key.source();
+        loop {
+            let held = self.sources.get(&source).copied().unwrap_or(0);
+            let eviction = if held + charge > self.config.max_source_bytes {
+                Eviction::SourceShare
+            } else if self.datagrams.len() >= self.config.max_datagrams
+                || self.bytes + charge > self.config.max_bytes
+            {
+                Eviction::Memory
+            } else {
+                break;
+            };
+            let only = (eviction == Eviction::SourceShare).then_some(source);
+            self.evict(eviction, only, counters)
+                .ok_or(ReassemblyError::Full)?;
+        }
+        self.arrivals += 1;
+        let datagram = Datagram {
+            buf: Some(buf),
+            charge,
+            arrival: self.arrivals,
+            blocks: Box::new([0; WORDS]),
+            total: None,
+            deadline: now + self.config.timeout,
+            ttl: fragment.ttl,
+            protocol: fragment.protocol,
+        };
+        self.bytes += charge;
+        *self.sources.entry(source).or_insert(0) += charge;
+        self.datagrams.insert(key, datagram);
+        Ok(())
+    }
+
+    /// Evicts the oldest entry of `source`, or (`None`) of the source
+    /// holding the most, and counts it (a poisoned key was counted when it
+    /// was poisoned). `None` if there was nothing to evict.
+    fn evict(
+        &mut self,
+        eviction: Eviction,
+        source: Option<K::Source>,
+        counters: &Counters,
+    ) -> Option<()> {
+        let sources = &self.sources;
+        let held = |key: &K| sources.get(&key.source()).copied().unwrap_or(0);
+        let victim = (self.datagrams.iter())
+            .filter(|(key, _)| source.is_none_or(|s| key.source() == s))
+            .max_by_key(|(key, d)| (held(key), core::cmp::Reverse(d.arrival)))
+            .map(|(key, _)| *key)?;
+        if self.remove(&victim)?.buf.is_some() {
+            counters.count_drop(K::eviction_reason(eviction));
+        }
+        Some(())
+    }
+
+    /// Takes `key`'s entry out of the table and its charge off the books.
+    fn remove(&mut self, key: &K) -> Option<Datagram<B>> {
+        let datagram = self.datagrams.remove(key)?;
+        uncharge(
+            &mut self.sources,
+            &mut self.bytes,
+            key.source(),
+            datagram.charge,
+        );
+        Some(datagram)
+    }
+
+    /// RFC 5722: the datagram's buffer goes, its key stays until the
+    /// deadline, charged its bookkeeping only.
+    fn poison(&mut self, key: K) {
+        let Some(datagram) = self.datagrams.get_mut(&key) else {
+            return;
+        };
+        datagram.buf = None;
+        let freed = datagram.charge - BOOKKEEPING;
+        datagram.charge = BOOKKEEPING;
+        uncharge(&mut self.sources, &mut self.bytes, key.source(), freed);
+    }
+
+    /// Copies the fragment's payload in, or says why it (a duplicate) or
+    /// the datagram must be dropped.
     fn store(
         datagram: &mut Datagram<B>,
         frame: &B,
@@ -341,6 +536,30 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         if at + fragment.payload_len > buf.len() {
             return Err(ReassemblyError::TooBig);
         }
+        let source = frame
+            .data()
+            .get(fragment.payload_start..fragment.payload_start + fragment.payload_len)
+            .ok_or(ReassemblyError::Malformed)?;
+        let (first, last) = (fragment.offset / 8, end.div_ceil(8));
+        let arrived = |b: usize| datagram.blocks[b / 64] & (1 << (b % 64)) != 0;
+        if (first..last).any(arrived) {
+            // RFC 5722 with erratum 3089, as Linux: a fragment that only
+            // repeats what arrived (every block in, the same end of the
+            // datagram, the same bytes) is a duplicate, which networks
+            // make; anything else is an overlap.
+            let same_end = match (fragment.more, datagram.total) {
+                (true, total) => total.is_none_or(|t| end <= t),
+                (false, total) => total == Some(end),
+            };
+            let repeated = (first..last).all(arrived)
+                && same_end
+                && buf.data()[at..at + fragment.payload_len] == *source;
+            return Err(if repeated {
+                ReassemblyError::Duplicate
+            } else {
+                ReassemblyError::Overlap
+            });
+        }
         if !fragment.more {
             if datagram.total.is_some_and(|t| t != end) {
                 return Err(ReassemblyError::Overlap);
@@ -350,10 +569,6 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         if datagram.total.is_some_and(|t| end > t) {
             return Err(ReassemblyError::Overlap);
         }
-        let (first, last) = (fragment.offset / 8, end.div_ceil(8));
-        if (first..last).any(|b| datagram.blocks[b / 64] & (1 << (b % 64)) != 0) {
-            return Err(ReassemblyError::Overlap);
-        }
         for b in first..last {
             datagram.blocks[b / 64] |= 1 << (b % 64);
         }
@@ -361,10 +576,6 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             datagram.protocol = fragment.protocol;
             datagram.ttl = fragment.ttl;
         }
-        let source = frame
-            .data()
-            .get(fragment.payload_start..fragment.payload_start + fragment.payload_len)
-            .ok_or(ReassemblyError::Malformed)?;
         buf.data_mut()[at..at + fragment.payload_len].copy_from_slice(source);
         Ok(())
     }
@@ -373,14 +584,33 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
     /// keys, already counted as overlaps, are forgotten without a count).
     pub fn expire(&mut self, now: Instant) -> usize {
         let mut expired = 0;
-        self.datagrams.retain(|_, d| {
+        let (sources, bytes) = (&mut self.sources, &mut self.bytes);
+        self.datagrams.retain(|key, d| {
             let keep = now < d.deadline;
-            if !keep && d.buf.is_some() {
-                expired += 1;
+            if !keep {
+                expired += usize::from(d.buf.is_some());
+                uncharge(sources, bytes, key.source(), d.charge);
             }
             keep
         });
         expired
+    }
+}
+
+/// Takes `charge` off the books of the table and of `source` (which is
+/// forgotten once it holds nothing: every entry is charged something).
+fn uncharge<S: Eq + Hash>(
+    sources: &mut HashMap<S, usize>,
+    bytes: &mut usize,
+    source: S,
+    charge: usize,
+) {
+    *bytes -= charge;
+    if let Some(held) = sources.get_mut(&source) {
+        *held -= charge;
+        if *held == 0 {
+            sources.remove(&source);
+        }
     }
 }
 

@@ -413,6 +413,26 @@ Dropped: 4
     }
 
     #[test]
+    fn every_counter_has_a_protocol_group() {
+        // A name no prefix matches would fall into the first group
+        // (Ethernet) unnoticed.
+        for reason in DropReason::ALL {
+            let name = reason.name();
+            let listed = GROUPS
+                .iter()
+                .any(|(_, _, p)| p.iter().any(|p| name.starts_with(p)));
+            assert!(listed, "drop reason {name} has no group");
+        }
+        for stat in Stat::ALL {
+            let name = stat.name();
+            let listed = GROUPS
+                .iter()
+                .any(|(_, p, _)| p.iter().any(|p| name.starts_with(p)));
+            assert!(listed, "counter {name} has no group");
+        }
+    }
+
+    #[test]
     fn sockets_have_sss_layout() {
         let text = sockets(&[SocketLine {
             netid: "udp",

@@ -63,7 +63,8 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(h) = data.first_chunk::<HEADERS>() else {
         return Fast::General(buf);
     };
-    // Ethernet: to our MAC, IPv4. IPv4: version 4, IHL 5, UDP, TTL > 0,
+    // Ethernet: to our MAC, from a unicast MAC (the group bit clear: the
+    // reply goes back to it), IPv4. IPv4: version 4, IHL 5, UDP, TTL > 0,
     // not a fragment (MF clear, offset 0), total length within the frame.
     let frame_len = data.len();
     let total = usize::from(word(h, 16));
@@ -72,6 +73,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let [m0, m1, m2, m3, m4, m5] = our_mac.0;
     let plain = h[..4] == [m0, m1, m2, m3]
         && h[4..6] == [m4, m5]
+        && h[6] & 1 == 0
         && h[12..14] == [0x08, 0x00]
         && h[14] == 0x45
         && h[23] == crate::wire::ipv4::protocol::UDP
@@ -86,8 +88,9 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     if core.class(dst_ip.to_bits()) != super::LOCAL || is_martian(core, src_ip) {
         return Fast::General(buf);
     }
+    // Source port 0 (nothing can answer it) is the general path's to drop.
     let udp_len = usize::from(word(h, 38));
-    if udp_len < 8 || 34 + udp_len > 14 + total {
+    if udp_len < 8 || 34 + udp_len > 14 + total || word(h, 34) == 0 {
         return Fast::General(buf);
     }
     let offload = buf.rx_offload();

@@ -43,11 +43,14 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(h) = data.first_chunk::<HEADERS6>() else {
         return Fast::General(buf);
     };
-    // Ethernet: to our MAC, IPv6. IPv6: version 6, UDP next, hop limit > 0,
-    // payload within the frame and exactly the UDP datagram.
+    // Ethernet: to our MAC, from a unicast MAC (the group bit clear: the
+    // reply goes back to it), IPv6. IPv6: version 6, UDP next, hop limit
+    // > 0, payload within the frame and exactly the UDP datagram, from a
+    // source port other than 0 (nothing can answer it), with a checksum.
     let payload_len = usize::from(word(h, 18));
     let udp_len = usize::from(word(h, 58));
     let plain = h[..6] == our_mac.0
+        && h[6] & 1 == 0
         && h[12..14] == [0x86, 0xdd]
         && h[14] >> 4 == 6
         && h[20] == crate::wire::ipv6::next_header::UDP
@@ -55,6 +58,7 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         && udp_len >= 8
         && udp_len == payload_len
         && 54 + payload_len <= data.len()
+        && word(h, 54) != 0
         && word(h, 60) != 0;
     if !plain {
         return Fast::General(buf);
@@ -63,9 +67,9 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(here) = core.links.get(link) else {
         return Fast::General(buf);
     };
-    // A unicast source; a destination of this link (the general path takes
-    // the rest: other links' addresses, groups).
-    if src.is_multicast() || src.is_unspecified() || !here.has_address6(dst) {
+    // A unicast source, not loopback; a destination of this link (the
+    // general path takes the rest: other links' addresses, groups).
+    if src.is_multicast() || src.is_unspecified() || src.is_loopback() || !here.has_address6(dst) {
         return Fast::General(buf);
     }
     let trusted = core.config.checksum == ChecksumPolicy::TrustOffload

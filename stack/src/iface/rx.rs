@@ -1,4 +1,6 @@
 //! The receive path: one frame through Ethernet, ARP, IPv4, ICMP and UDP.
+//! Ethernet drops frames from a group (multicast or broadcast) source MAC
+//! before anything else: replies go back to the source MAC.
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
 //! table's hash probes, no panic (every view is checked before it is read).
@@ -12,6 +14,7 @@ use super::{ChecksumPolicy, Core};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
+use crate::route::Ipv4Cidr;
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, PeerError, SocketId};
@@ -44,6 +47,12 @@ pub(super) fn receive_frame<P: Port>(
         Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
         Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
     };
+    if src.is_multicast() {
+        // No station sends from a group address; our in-place replies go
+        // back to the source MAC, so one spoofed frame would make us
+        // answer the whole group.
+        return core.counters.count_drop(DropReason::EthGroupSource);
+    }
     let multicast_for_us = || core.links.get(link).is_some_and(|l| l.listens(dst));
     if dst != our_mac && !dst.is_broadcast() && !multicast_for_us() {
         return core.counters.count_drop(DropReason::EthNotForUs);
@@ -57,7 +66,7 @@ pub(super) fn receive_frame<P: Port>(
 }
 
 /// ARP on `link`: we answer for that link's own addresses, and learn
-/// neighbours into that link's cache.
+/// neighbours into that link's cache; martian senders are refused.
 fn arp_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -74,6 +83,11 @@ fn arp_input<P: Port>(
         || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
     {
         return core.counters.count_drop(DropReason::ArpMalformed);
+    }
+    if let Some(reason) = martian_sender(core, link, &arp) {
+        // Neither learned (the entry would capture traffic to that
+        // address) nor answered.
+        return core.counters.count_drop(reason);
     }
     let here = &core.links[link];
     let our_mac = here.mac;
@@ -113,6 +127,32 @@ fn arp_input<P: Port>(
         }
         ArpOperation::Request => core.counters.count_drop(DropReason::ArpNotForUs),
     }
+}
+
+/// Why the sender of `arp` cannot be a neighbour, if it cannot: one of our
+/// addresses (claimed by another MAC: an address conflict; from our own
+/// MAC: our own packet looped back), a network or broadcast address of one
+/// of our subnets, or any source IPv4 never accepts. The unspecified sender
+/// of an address probe (RFC 5227) is not one: it teaches nothing.
+fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<DropReason> {
+    let ip = arp.sender_ip;
+    if ip.is_unspecified() {
+        return None;
+    }
+    if core.is_local(ip) {
+        let looped_back = core
+            .links
+            .get(link)
+            .is_some_and(|l| l.mac == arp.sender_mac);
+        return Some(if looped_back {
+            DropReason::ArpMartianSender
+        } else {
+            DropReason::ArpAddressConflict
+        });
+    }
+    let network = |a: &Ipv4Cidr| a.len < 31 && a.network() == ip;
+    let network = core.links.iter().any(|l| l.addresses.iter().any(network));
+    (network || is_martian(core, ip)).then_some(DropReason::ArpMartianSender)
 }
 
 use super::fast::is_martian;
@@ -222,7 +262,7 @@ pub(super) fn reassemble<P: Port, K: FragmentKey>(
         counters.count_drop(DropReason::EthNotForUs);
         return None;
     };
-    match reassembler.add(port, buf, fragment, now) {
+    match reassembler.add(port, buf, fragment, now, counters) {
         Reassembly::Pending => None,
         Reassembly::Dropped(reason) => {
             counters.count_drop(reason);
@@ -408,6 +448,11 @@ fn udp_input<P: Port>(
         udp.verify_checksum(l4.src, l4.dst)
     }) {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
+    }
+    if udp.src_port() == 0 {
+        // Port 0 is no destination: an answer (an echo, a port
+        // unreachable) could only go nowhere.
+        return core.counters.count_drop(DropReason::UdpSourcePortZero);
     }
     let src = SocketAddrV4::new(l4.src, udp.src_port());
     let dst = SocketAddrV4::new(l4.dst, udp.dst_port());

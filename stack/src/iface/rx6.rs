@@ -13,7 +13,7 @@ use super::next_hop::release_waiting;
 use super::rx::{reassemble, Delivered};
 use super::tx::Out;
 use super::tx6::MIN_MTU;
-use super::tx6::{icmp6_error, Icmp6Error, Invoking};
+use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
 use super::{ChecksumPolicy, Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
 use crate::counters::{DropReason, Stat};
 use crate::port::ChecksumStatus;
@@ -90,6 +90,12 @@ pub(super) fn ipv6_input<P: Port>(
     let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
     if src.is_multicast() {
         return core.counters.count_drop(DropReason::Ipv6BadSource);
+    }
+    if src.is_loopback() || dst.is_loopback() {
+        // RFC 4291 2.5.3: ::1 never leaves a node, so a packet that has it
+        // came from a liar, and a reply would go onto the wire to ::1 (as
+        // IPv4 drops 127/8 sources).
+        return core.counters.count_drop(DropReason::Ipv6Martian);
     }
     let for_us = if dst.is_multicast() {
         core.links[link].joined(dst)
@@ -314,6 +320,15 @@ fn icmp6_input<P: Port>(
                 Ok(ndp) if local.hop_limit == ND_HOP_LIMIT => ndp,
                 _ => return core.counters.count_drop(DropReason::NdInvalid),
             };
+            let link_address = match &ndp {
+                NdpRepr::Solicitation { source_mac, .. } => source_mac,
+                NdpRepr::Advertisement { target_mac, .. } => target_mac,
+            };
+            if link_address.is_some_and(|mac| mac.is_multicast()) {
+                // No neighbour has a group MAC: learned, it would send our
+                // unicast traffic (and our advertisement) to a group.
+                return core.counters.count_drop(DropReason::NdGroupLinkAddress);
+            }
             match ndp {
                 NdpRepr::Solicitation { target, source_mac } => solicitation(
                     core, out, link, now, buf, eth_src, &local, target, source_mac,
@@ -357,7 +372,8 @@ fn icmp6_input<P: Port>(
 }
 
 /// A router advertisement (RFC 4861 6.1.2 validity: hop limit 255, from a
-/// link-local address). The router's MAC is learned (stale); with
+/// link-local address; and no group MAC as its link-layer address). The
+/// router's MAC is learned (stale); with
 /// [`super::InterfaceConfig::accept_ra`], a non-zero router lifetime
 /// installs (or refreshes) the default route through it, and zero from the
 /// current default router removes it. A static default route is left alone.
@@ -375,6 +391,9 @@ fn router_advert<P: Port>(
         }
         _ => return core.counters.count_drop(DropReason::NdInvalid),
     };
+    if advert.source_mac.is_some_and(|mac| mac.is_multicast()) {
+        return core.counters.count_drop(DropReason::NdGroupLinkAddress);
+    }
     if !core.config.accept_ra {
         return core.counters.count_drop(DropReason::Icmp6Unhandled);
     }
@@ -480,8 +499,8 @@ fn error_input<B: Buf>(core: &mut Core<B>, link: usize, now: Instant, message: &
     }
 }
 
-/// UDP over IPv6: length and (mandatory) checksum checked, the socket
-/// looked up, the datagram handed back for delivery.
+/// UDP over IPv6: length and (mandatory) checksum checked, source port 0
+/// refused, the socket looked up, the datagram handed back for delivery.
 #[allow(clippy::too_many_arguments)]
 fn udp6_input<P: Port>(
     core: &mut Core<P::Buf>,
@@ -508,6 +527,10 @@ fn udp6_input<P: Port>(
     };
     if !checksum_ok {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
+    }
+    if udp.src_port() == 0 {
+        // No answer can go to port 0 (as over IPv4).
+        return core.counters.count_drop(DropReason::UdpSourcePortZero);
     }
     let key = FlowKey6 {
         src: SocketAddrV6::new(local.src, udp.src_port(), 0, 0),
@@ -617,7 +640,8 @@ fn solicitation<P: Port>(
 /// Turns an echo request into its reply in place: the ICMPv6 message moves
 /// up to right after a fresh IPv6 header (extension headers are not
 /// echoed), addresses swap (a request to a group is answered from our
-/// link-local address), and the checksum is recomputed.
+/// link-local address), and the checksum is recomputed. A reply over the
+/// path MTU leaves in fragments.
 fn reply_echo<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -659,6 +683,6 @@ fn reply_echo<P: Port>(
         buf.trim(excess);
     }
     core.counters.count(Stat::Icmp6OutEchoReplies);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    // A reassembled request's reply may exceed the MTU: fragmented then.
+    let _ = transmit6(core, out, link, buf); // failures are counted inside
 }

@@ -610,8 +610,11 @@ fn fuzzed_frames_never_panic_and_every_frame_is_accounted_for() {
         DropReason::Ipv4FragmentMalformed,
         DropReason::Ipv4ReassemblyFull,
         DropReason::Ipv4ReassemblyOverlap,
+        DropReason::Ipv4ReassemblyDuplicate,
         DropReason::Ipv4ReassemblyTooBig,
         DropReason::Ipv4ReassemblyTimeout,
+        DropReason::Ipv4ReassemblyEvictedShare,
+        DropReason::Ipv4ReassemblyEvictedMemory,
         DropReason::IcmpRateLimited,
         DropReason::TxNoRoute,
         DropReason::TxNeighborUnresolved,
@@ -885,3 +888,5 @@ mod tos;
 mod batch;
 
 mod sending;
+
+mod hostile;

@@ -325,8 +325,14 @@ pub(crate) fn reply_udp_in_place<P: Port>(
             {
                 super::tx6::turn_around_plain_udp6(h, mac, tos);
                 core.counters.count(Stat::UdpOutDatagrams);
-                core.counters.count(Stat::Ip6OutRequests);
-                return out.push(link, buf, &core.counters);
+                if buf.len() <= ETH_LEN + super::tx6::MIN_MTU {
+                    core.counters.count(Stat::Ip6OutRequests);
+                    return out.push(link, buf, &core.counters);
+                }
+                // It may exceed the link's or a learned path MTU (the
+                // sender's link may carry larger frames than ours).
+                let _ = super::tx6::transmit6(core, out, link, buf); // counted inside
+                return;
             }
         }
         let payload = payload_start as usize..payload_end as usize;

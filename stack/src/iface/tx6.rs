@@ -6,7 +6,8 @@
 //! the payload (extension headers are not repeated) and a computed UDP
 //! checksum (mandatory over IPv6); a request sent to a multicast group is
 //! answered from our own address on that link. Replies go back to the
-//! Ethernet source of the request.
+//! Ethernet source of the request; like every IPv6 packet we send, one over
+//! the path MTU leaves in fragments ([`transmit6`]).
 
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
 use super::next_hop::send_to_neighbor;

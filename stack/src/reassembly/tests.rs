@@ -1,6 +1,7 @@
 //! Fragments in, datagrams out.
 
 use super::*;
+use crate::counters::Counters;
 use crate::port::memory::{MemBuf, MemPort, MemPortConfig};
 use crate::wire::ipv4::protocol;
 
@@ -57,7 +58,7 @@ fn feed(
         .iter()
         .map(|&(offset, len)| {
             let (frame, fragment) = fragment_frame(port, ident, data, offset, len);
-            r.add(port, &frame, fragment, now)
+            r.add(port, &frame, fragment, now, &Counters::default())
         })
         .collect()
 }
@@ -126,28 +127,91 @@ fn incomplete_datagrams_time_out() {
     assert_eq!(port.buffers_in_use(), 0);
 }
 
+/// Adds `data[offset..offset+len]` of datagram `ident` from `src`.
+fn add_from(
+    r: &mut Reassembler<MemBuf>,
+    port: &mut MemPort,
+    (src, ident): (Ipv4Addr, u16),
+    data: &[u8],
+    (offset, len): (usize, usize),
+    counters: &Counters,
+) -> Reassembly<MemBuf> {
+    let (frame, mut fragment) = fragment_frame(port, ident, data, offset, len);
+    fragment.key.src = src;
+    r.add(port, &frame, fragment, Instant::ZERO, counters)
+}
+
 #[test]
-fn the_number_of_datagrams_in_reassembly_is_bounded() {
+fn a_full_table_evicts_the_oldest_datagram_of_the_source_holding_the_most() {
     let data = payload(3000);
     let mut port = port();
     let config = ReassemblyConfig {
-        max_datagrams: 2,
+        max_datagrams: 3,
         ..ReassemblyConfig::default()
     };
     let mut r = Reassembler::new(config);
-    for ident in 0..2 {
-        feed(&mut r, &mut port, ident, &data, &[(0, 1480)], Instant::ZERO);
+    let counters = Counters::default();
+    let (a, b) = (Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::new(192, 0, 2, 2));
+    for datagram in [(a, 1), (b, 2), (a, 3)] {
+        add_from(&mut r, &mut port, datagram, &data, (0, 1480), &counters);
     }
-    let outcome = feed(&mut r, &mut port, 9, &data, &[(0, 1480)], Instant::ZERO);
-    assert!(matches!(
-        outcome[0],
-        Reassembly::Dropped(DropReason::Ipv4ReassemblyFull)
-    ));
-    let finish = feed(&mut r, &mut port, 0, &data, &[(1480, 1520)], Instant::ZERO);
-    assert!(
-        matches!(finish[0], Reassembly::Complete(_)),
-        "older datagrams still complete"
-    );
+    // Full: a holds the most, and its oldest (1) goes.
+    let fourth = add_from(&mut r, &mut port, (b, 4), &data, (0, 1480), &counters);
+    assert!(matches!(fourth, Reassembly::Pending));
+    assert_eq!(counters.dropped(DropReason::Ipv4ReassemblyEvictedMemory), 1);
+    assert_eq!(r.len(), 3);
+    assert_eq!(r.bytes(), 3 * (65535 - 128 + BOOKKEEPING));
+    for datagram in [(b, 2), (a, 3), (b, 4)] {
+        let last = add_from(&mut r, &mut port, datagram, &data, (1480, 1520), &counters);
+        assert!(matches!(last, Reassembly::Complete(_)), "{datagram:?}");
+    }
+    let evicted = add_from(&mut r, &mut port, (a, 1), &data, (1480, 1520), &counters);
+    assert!(matches!(evicted, Reassembly::Pending), "starts afresh");
+}
+
+#[test]
+fn a_source_over_its_share_evicts_its_own_oldest_datagram() {
+    let data = payload(3000);
+    let mut port = port();
+    let charge = 65535 - 128 + BOOKKEEPING;
+    let config = ReassemblyConfig {
+        max_source_bytes: 2 * charge,
+        ..ReassemblyConfig::default()
+    };
+    let mut r = Reassembler::new(config);
+    let counters = Counters::default();
+    for ident in 0..5 {
+        let (frame, fragment) = fragment_frame(&mut port, ident, &data, 0, 1480);
+        r.add(&mut port, &frame, fragment, Instant::ZERO, &counters);
+    }
+    assert_eq!(counters.dropped(DropReason::Ipv4ReassemblyEvictedShare), 3);
+    assert_eq!((r.len(), r.bytes()), (2, 2 * charge));
+    // The newest two are the ones left.
+    let outcomes = feed(&mut r, &mut port, 4, &data, &[(1480, 1520)], Instant::ZERO);
+    assert!(matches!(outcomes[0], Reassembly::Complete(_)));
+    drop(outcomes);
+    // Expiry and completion leave nothing charged.
+    assert_eq!(r.expire(Instant::from_nanos(30_000_000_000)), 1);
+    assert_eq!((r.len(), r.bytes()), (0, 0));
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn without_a_large_buffer_the_heaviest_source_gives_one_back() {
+    let data = payload(3000);
+    let mut port = MemPort::new(MemPortConfig {
+        pool_size: 3,
+        ..MemPortConfig::default()
+    });
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    let counters = Counters::default();
+    for ident in 0..3 {
+        let (frame, fragment) = fragment_frame(&mut port, ident, &data, 0, 1480);
+        r.add(&mut port, &frame, fragment, Instant::ZERO, &counters);
+    }
+    // Two buffers in reassembly and the frame: the pool is empty.
+    assert_eq!(counters.dropped(DropReason::Ipv4ReassemblyEvictedMemory), 1);
+    assert_eq!(r.len(), 2);
 }
 
 #[test]
@@ -171,5 +235,68 @@ fn malformed_and_oversized_fragments_are_refused() {
     assert!(matches!(
         beyond[0],
         Reassembly::Dropped(DropReason::Ipv4ReassemblyTooBig)
+    ));
+}
+
+#[test]
+fn an_exact_duplicate_is_dropped_alone() {
+    let data = payload(3000);
+    let mut port = port();
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    let pieces = [(0, 1480), (0, 1480), (1480, 1520)];
+    let mut outcomes = feed(&mut r, &mut port, 3, &data, &pieces[..2], Instant::ZERO);
+    assert!(matches!(
+        outcomes[1],
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyDuplicate)
+    ));
+    // A part of the first fragment again is a duplicate too.
+    outcomes = feed(&mut r, &mut port, 3, &data, &[(8, 16)], Instant::ZERO);
+    assert!(matches!(
+        outcomes[0],
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyDuplicate)
+    ));
+    outcomes = feed(&mut r, &mut port, 3, &data, &pieces[2..], Instant::ZERO);
+    let ip_payload = |b: &MemBuf| {
+        Ipv4Packet::new_checked(&b.data()[ETH_LEN..])
+            .unwrap()
+            .payload()
+            .to_vec()
+    };
+    assert_eq!(ip_payload(&complete(outcomes.remove(0))), data);
+    assert!(r.is_empty());
+}
+
+#[test]
+fn the_same_extent_with_other_bytes_or_another_end_is_an_overlap() {
+    let data = payload(3000);
+    let mut port = port();
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    feed(&mut r, &mut port, 4, &data, &[(0, 1480)], Instant::ZERO);
+    let (mut frame, fragment) = fragment_frame(&mut port, 4, &data, 0, 1480);
+    frame.data_mut()[ETH_LEN + IP_LEN + 100] ^= 1;
+    assert!(matches!(
+        r.add(
+            &mut port,
+            &frame,
+            fragment,
+            Instant::ZERO,
+            &Counters::default()
+        ),
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyOverlap)
+    ));
+    // The first fragment's bytes again, claiming to be the last.
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    feed(&mut r, &mut port, 5, &data, &[(0, 1480)], Instant::ZERO);
+    let (frame, mut fragment) = fragment_frame(&mut port, 5, &data, 0, 1480);
+    fragment.more = false;
+    assert!(matches!(
+        r.add(
+            &mut port,
+            &frame,
+            fragment,
+            Instant::ZERO,
+            &Counters::default()
+        ),
+        Reassembly::Dropped(DropReason::Ipv4ReassemblyOverlap)
     ));
 }

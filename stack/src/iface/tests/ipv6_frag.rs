@@ -12,7 +12,7 @@ use core::net::{Ipv6Addr, SocketAddrV6};
 
 /// Splits an IPv6 packet without extension headers into fragments of
 /// `chunk` payload bytes (a multiple of 8), as Ethernet frames to us.
-fn fragments(packet: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
+pub(super) fn fragments(packet: &[u8], chunk: usize, ident: u32) -> Vec<Vec<u8>> {
     let ip = Ipv6Packet::new_checked(packet).unwrap();
     let payload = ip.payload();
     let pieces = payload.len().div_ceil(chunk);
