@@ -261,8 +261,14 @@ fn our_client(args: &[&str]) -> (Value, Value) {
     all.extend_from_slice(args);
     let app = AppProcess::spawn(iperf_binary(), &child_eal_args(&[&vdev]), &all);
     // The port is configured once its tap is up; then it is safe to move.
+    // Not `run`: the tap does not exist until the app has made it.
+    common::require("ip");
     assert!(common::wait_until(Duration::from_secs(10), || {
-        common::run("ip", &["-o", "link", "show", &iface]).contains("UP")
+        let out = std::process::Command::new("ip")
+            .args(["-o", "link", "show", &iface])
+            .output()
+            .expect("ip");
+        String::from_utf8_lossy(&out.stdout).contains("UP")
     }));
     std::thread::sleep(Duration::from_millis(300));
     let kernel = format!("{KERNEL}/24");
