@@ -1,5 +1,6 @@
-//! IPv4 routing: a longest-prefix-match table and a per-destination route
-//! cache stamped with a generation number.
+//! Routing: a longest-prefix-match table, written once for both address
+//! families ([`RouteTable<F>`] over a [`Family`]: [`V4`] or [`V6`]), and a
+//! per-destination route cache stamped with a generation number.
 //!
 //! The table holds connected routes (from the interface addresses) and
 //! static routes with gateways. Lookup walks the prefix lengths present, most
@@ -158,55 +159,125 @@ impl core::fmt::Display for Ipv6Cidr {
     }
 }
 
-/// A route: where packets to a prefix go.
+/// An address family's part in routing: its address, prefix and the bits
+/// a prefix is keyed by. Lets one [`RouteTable`] serve IPv4 and IPv6.
+pub trait Family: Copy + core::fmt::Debug + Default + 'static {
+    /// The address type.
+    type Addr: Copy + Eq + core::hash::Hash + core::fmt::Debug;
+    /// The prefix type.
+    type Cidr: Copy + Eq + core::fmt::Debug;
+    /// An address as an integer, the key of a prefix's network.
+    type Bits: Copy + Eq + core::hash::Hash + core::fmt::Debug;
+    /// The longest prefix (32 or 128).
+    const MAX_LEN: u8;
+    /// A prefix's address and length.
+    fn split(prefix: Self::Cidr) -> (Self::Addr, u8);
+    /// The network of `addr` under a prefix of `len` bits, as an integer.
+    fn network(addr: Self::Addr, len: u8) -> Self::Bits;
+}
+
+/// IPv4 routing ([`Ipv4Cidr`] prefixes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct V4;
+
+/// IPv6 routing ([`Ipv6Cidr`] prefixes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct V6;
+
+impl Family for V4 {
+    type Addr = Ipv4Addr;
+    type Cidr = Ipv4Cidr;
+    type Bits = u32;
+    const MAX_LEN: u8 = 32;
+    fn split(prefix: Ipv4Cidr) -> (Ipv4Addr, u8) {
+        (prefix.addr, prefix.len)
+    }
+    fn network(addr: Ipv4Addr, len: u8) -> u32 {
+        u32::from(addr) & Ipv4Cidr { addr, len }.mask()
+    }
+}
+
+impl Family for V6 {
+    type Addr = Ipv6Addr;
+    type Cidr = Ipv6Cidr;
+    type Bits = u128;
+    const MAX_LEN: u8 = 128;
+    fn split(prefix: Ipv6Cidr) -> (Ipv6Addr, u8) {
+        (prefix.addr, prefix.len)
+    }
+    fn network(addr: Ipv6Addr, len: u8) -> u128 {
+        addr.to_bits() & Ipv6Cidr { addr, len }.mask()
+    }
+}
+
+/// A route of family `F`: where packets to a prefix go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route {
+pub struct IpRoute<F: Family> {
     /// The destination prefix.
-    pub prefix: Ipv4Cidr,
+    pub prefix: F::Cidr,
     /// Next hop, or `None` for a directly connected network.
-    pub gateway: Option<Ipv4Addr>,
+    pub gateway: Option<F::Addr>,
     /// Output port index.
     pub port: u16,
     /// Source address for packets that take this route.
-    pub source: Ipv4Addr,
+    pub source: F::Addr,
 }
 
-/// Where one packet goes.
+/// An IPv4 route.
+pub type Route = IpRoute<V4>;
+
+/// Where one packet of family `F` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NextHop {
-    /// The address to resolve with ARP (the destination or the gateway).
-    pub via: Ipv4Addr,
+pub struct IpNextHop<F: Family> {
+    /// The address to resolve with ARP or ND (the destination or the
+    /// gateway).
+    pub via: F::Addr,
     /// Output port index.
     pub port: u16,
     /// Source address to use.
-    pub source: Ipv4Addr,
+    pub source: F::Addr,
 }
 
-/// The longest-prefix-match table. See the module documentation.
-#[derive(Debug, Default)]
-pub struct RouteTable {
+/// Where one IPv4 packet goes.
+pub type NextHop = IpNextHop<V4>;
+
+/// The longest-prefix-match table of family `F` (IPv4 by default). See
+/// the module documentation.
+#[derive(Debug)]
+pub struct RouteTable<F: Family = V4> {
     /// Routes by prefix length, keyed by network address.
-    by_len: Vec<HashMap<u32, Route>>,
+    by_len: Vec<HashMap<F::Bits, IpRoute<F>>>,
     /// Prefix lengths present, longest first.
     lengths: Vec<u8>,
     generation: u64,
 }
 
-impl RouteTable {
+impl<F: Family> Default for RouteTable<F> {
+    fn default() -> Self {
+        RouteTable::new()
+    }
+}
+
+impl<F: Family> RouteTable<F> {
     /// An empty table.
-    pub fn new() -> RouteTable {
+    pub fn new() -> RouteTable<F> {
         RouteTable {
-            by_len: (0..=32).map(|_| HashMap::new()).collect(),
+            by_len: (0..=F::MAX_LEN).map(|_| HashMap::new()).collect(),
             lengths: Vec::new(),
             generation: 0,
         }
     }
 
+    fn key(prefix: F::Cidr) -> (usize, F::Bits) {
+        let (addr, len) = F::split(prefix);
+        (usize::from(len), F::network(addr, len))
+    }
+
     /// Adds or replaces the route for `route.prefix`.
-    pub fn add(&mut self, route: Route) {
-        let len = route.prefix.len;
-        let key = u32::from(route.prefix.network());
-        self.by_len[usize::from(len)].insert(key, route);
+    pub fn add(&mut self, route: IpRoute<F>) {
+        let (len, key) = Self::key(route.prefix);
+        self.by_len[len].insert(key, route);
+        let len = len as u8;
         if !self.lengths.contains(&len) {
             self.lengths.push(len);
             self.lengths.sort_unstable_by(|a, b| b.cmp(a));
@@ -215,17 +286,22 @@ impl RouteTable {
     }
 
     /// Removes the route for `prefix`; true if there was one.
-    pub fn remove(&mut self, prefix: Ipv4Cidr) -> bool {
-        let removed = self.by_len[usize::from(prefix.len)]
-            .remove(&u32::from(prefix.network()))
-            .is_some();
+    pub fn remove(&mut self, prefix: F::Cidr) -> bool {
+        let (len, key) = Self::key(prefix);
+        let removed = self.by_len[len].remove(&key).is_some();
         if removed {
-            if self.by_len[usize::from(prefix.len)].is_empty() {
-                self.lengths.retain(|&l| l != prefix.len);
+            if self.by_len[len].is_empty() {
+                self.lengths.retain(|&l| usize::from(l) != len);
             }
             self.generation += 1;
         }
         removed
+    }
+
+    /// The route for exactly `prefix`, if there is one.
+    pub fn get(&self, prefix: F::Cidr) -> Option<&IpRoute<F>> {
+        let (len, key) = Self::key(prefix);
+        self.by_len[len].get(&key)
     }
 
     /// Changes whenever a route is added or removed.
@@ -234,20 +310,15 @@ impl RouteTable {
     }
 
     /// The most specific route to `dst`.
-    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        let dst = u32::from(dst);
-        self.lengths.iter().find_map(|&len| {
-            let cidr = Ipv4Cidr {
-                addr: Ipv4Addr::from(dst),
-                len,
-            };
-            self.by_len[usize::from(len)].get(&(dst & cidr.mask()))
-        })
+    pub fn lookup(&self, dst: F::Addr) -> Option<&IpRoute<F>> {
+        self.lengths
+            .iter()
+            .find_map(|&len| self.by_len[usize::from(len)].get(&F::network(dst, len)))
     }
 
     /// The next hop for `dst`.
-    pub fn next_hop(&self, dst: Ipv4Addr) -> Option<NextHop> {
-        self.lookup(dst).map(|r| NextHop {
+    pub fn next_hop(&self, dst: F::Addr) -> Option<IpNextHop<F>> {
+        self.lookup(dst).map(|r| IpNextHop {
             via: r.gateway.unwrap_or(dst),
             port: r.port,
             source: r.source,
@@ -256,7 +327,7 @@ impl RouteTable {
 
     /// Every route, longest prefixes first (in no set order within a
     /// length). Control path: for listings, not per packet.
-    pub fn iter(&self) -> impl Iterator<Item = &Route> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &IpRoute<F>> + '_ {
         (self.lengths.iter()).flat_map(|&len| self.by_len[usize::from(len)].values())
     }
 }
@@ -271,10 +342,10 @@ pub trait NextHopTable {
     fn next_hop_for(&self, dst: Self::Addr) -> Option<Self::Hop>;
 }
 
-impl NextHopTable for RouteTable {
-    type Addr = Ipv4Addr;
-    type Hop = NextHop;
-    fn next_hop_for(&self, dst: Ipv4Addr) -> Option<NextHop> {
+impl<F: Family> NextHopTable for RouteTable<F> {
+    type Addr = F::Addr;
+    type Hop = IpNextHop<F>;
+    fn next_hop_for(&self, dst: F::Addr) -> Option<IpNextHop<F>> {
         self.next_hop(dst)
     }
 }

@@ -1,131 +1,28 @@
-//! IPv6 routing: a longest-prefix-match table, the same design as the IPv4
-//! one ([`crate::route`]): routes by prefix length, one hash probe per
-//! length present, most specific first, and a generation that changes with
-//! every route added or removed (stamped into the same per-destination
-//! cache scheme). Owned by one lcore.
+//! IPv6 routing: the one [`RouteTable`] of [`crate::route`] over IPv6
+//! prefixes: routes by prefix length, one hash probe per length present,
+//! most specific first, and a generation that changes with every route
+//! added or removed (stamped into the same per-destination cache scheme).
+//! Owned by one lcore.
 //!
 //! Link-local destinations (fe80::/10) are not routed: they name a link,
 //! which the caller knows (the socket address's scope).
 
-use crate::route::{Ipv6Cidr, NextHopTable};
-use core::net::Ipv6Addr;
-use std::collections::HashMap;
+use crate::route::{IpNextHop, IpRoute, RouteTable, V6};
 
 /// An IPv6 route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route6 {
-    /// The destination prefix.
-    pub prefix: Ipv6Cidr,
-    /// Next hop, or `None` for an on-link prefix.
-    pub gateway: Option<Ipv6Addr>,
-    /// Output link.
-    pub port: u16,
-    /// Source address for packets that take this route.
-    pub source: Ipv6Addr,
-}
+pub type Route6 = IpRoute<V6>;
 
 /// Where one IPv6 packet goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NextHop6 {
-    /// The address to resolve with Neighbor Discovery.
-    pub via: Ipv6Addr,
-    /// Output link.
-    pub port: u16,
-    /// Source address to use.
-    pub source: Ipv6Addr,
-}
+pub type NextHop6 = IpNextHop<V6>;
 
-/// The table. See the module documentation.
-#[derive(Debug, Default)]
-pub struct RouteTable6 {
-    by_len: Vec<HashMap<u128, Route6>>,
-    /// Prefix lengths present, longest first.
-    lengths: Vec<u8>,
-    generation: u64,
-}
-
-impl RouteTable6 {
-    /// An empty table.
-    pub fn new() -> RouteTable6 {
-        RouteTable6 {
-            by_len: (0..=128).map(|_| HashMap::new()).collect(),
-            lengths: Vec::new(),
-            generation: 0,
-        }
-    }
-
-    /// Adds or replaces the route for `route.prefix`.
-    pub fn add(&mut self, route: Route6) {
-        let len = route.prefix.len;
-        let key = route.prefix.addr.to_bits() & route.prefix.mask();
-        self.by_len[usize::from(len)].insert(key, route);
-        if !self.lengths.contains(&len) {
-            self.lengths.push(len);
-            self.lengths.sort_unstable_by(|a, b| b.cmp(a));
-        }
-        self.generation += 1;
-    }
-
-    /// Removes the route for `prefix`; true if there was one.
-    pub fn remove(&mut self, prefix: Ipv6Cidr) -> bool {
-        let key = prefix.addr.to_bits() & prefix.mask();
-        let removed = self.by_len[usize::from(prefix.len)].remove(&key).is_some();
-        if removed {
-            if self.by_len[usize::from(prefix.len)].is_empty() {
-                self.lengths.retain(|&l| l != prefix.len);
-            }
-            self.generation += 1;
-        }
-        removed
-    }
-
-    /// The route for exactly `prefix`, if there is one.
-    pub fn get(&self, prefix: Ipv6Cidr) -> Option<&Route6> {
-        let key = prefix.addr.to_bits() & prefix.mask();
-        self.by_len[usize::from(prefix.len)].get(&key)
-    }
-
-    /// Changes whenever a route is added or removed.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// The most specific route to `dst`.
-    pub fn lookup(&self, dst: Ipv6Addr) -> Option<&Route6> {
-        let bits = dst.to_bits();
-        self.lengths.iter().find_map(|&len| {
-            let mask = Ipv6Cidr { addr: dst, len }.mask();
-            self.by_len[usize::from(len)].get(&(bits & mask))
-        })
-    }
-
-    /// The next hop for `dst`.
-    pub fn next_hop(&self, dst: Ipv6Addr) -> Option<NextHop6> {
-        self.lookup(dst).map(|r| NextHop6 {
-            via: r.gateway.unwrap_or(dst),
-            port: r.port,
-            source: r.source,
-        })
-    }
-
-    /// Every route, longest prefixes first (in no set order within a
-    /// length). Control path: for listings, not per packet.
-    pub fn iter(&self) -> impl Iterator<Item = &Route6> + '_ {
-        (self.lengths.iter()).flat_map(|&len| self.by_len[usize::from(len)].values())
-    }
-}
-
-impl NextHopTable for RouteTable6 {
-    type Addr = Ipv6Addr;
-    type Hop = NextHop6;
-    fn next_hop_for(&self, dst: Ipv6Addr) -> Option<NextHop6> {
-        self.next_hop(dst)
-    }
-}
+/// The IPv6 table: [`RouteTable`] over [`V6`].
+pub type RouteTable6 = RouteTable<V6>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::Ipv6Cidr;
+    use core::net::Ipv6Addr;
 
     fn cidr(s: &str) -> Ipv6Cidr {
         s.parse().unwrap()

@@ -3,7 +3,7 @@
 //! a bad configuration gives.
 
 use crate::neighbor::NeighborConfig;
-use crate::port::MacAddr;
+use crate::port::{ChecksumStatus, MacAddr};
 use crate::reassembly::ReassemblyConfig;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
 use crate::wire::ipv6::link_local_from_mac;
@@ -21,6 +21,26 @@ pub enum ChecksumPolicy {
     /// Always verify in software.
     Software,
 }
+
+impl ChecksumPolicy {
+    /// Whether a received checksum passes: under
+    /// [`ChecksumPolicy::TrustOffload`] a device's verdict (good or bad)
+    /// stands and `verify` runs only when it gave none; under
+    /// [`ChecksumPolicy::Software`] `verify` always decides. The one
+    /// decision every protocol and both families take.
+    #[inline(always)]
+    pub fn accepts(self, offload: ChecksumStatus, verify: impl FnOnce() -> bool) -> bool {
+        match (self, offload) {
+            (ChecksumPolicy::TrustOffload, ChecksumStatus::Good) => true,
+            (ChecksumPolicy::TrustOffload, ChecksumStatus::Bad) => false,
+            _ => verify(),
+        }
+    }
+}
+
+/// The IPv4 TTL and IPv6 hop limit of packets the stack originates (Linux's
+/// default for both).
+pub(crate) const DEFAULT_HOP_LIMIT: u8 = 64;
 
 /// One port of an interface. Links are numbered in the order given; that
 /// number is the port of a route and the device of SO_BINDTODEVICE.

@@ -7,9 +7,9 @@
 //! goes to the general path ([`super::rx::receive_frame`]), which counts the
 //! reason, so drop accounting lives in one place. Per packet; owning lcore.
 
-use super::{ChecksumPolicy, Core};
+use super::Core;
 use crate::counters::{Counters, Stat};
-use crate::port::{Buf, ChecksumStatus};
+use crate::port::Buf;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, SocketId};
 use crate::wire::checksum;
@@ -94,30 +94,22 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         return Fast::General(buf);
     }
     let offload = buf.rx_offload();
-    let trust = core.config.checksum == ChecksumPolicy::TrustOffload;
+    let policy = core.config.checksum;
     // Both checksums are verified on little-endian sums ([`word32_le`]).
     // The addresses are summed once, for the header and the pseudo-header
     // (each 32-bit word folds like its two 16-bit halves).
     let addresses = word32_le(h, 26) + word32_le(h, 30);
-    let ip_ok = match (trust, offload.ip_checksum) {
-        (true, ChecksumStatus::Good) => true,
-        (true, ChecksumStatus::Bad) => false,
-        _ => {
-            let sum = addresses + word32_le(h, 14) + word32_le(h, 18) + word32_le(h, 22);
-            checksum::sum_verifies(sum)
+    let ip_ok = policy.accepts(offload.ip_checksum, || {
+        let sum = addresses + word32_le(h, 14) + word32_le(h, 18) + word32_le(h, 22);
+        checksum::sum_verifies(sum)
+    });
+    let udp_ok = policy.accepts(offload.l4_checksum, || {
+        word(h, 40) == 0 || {
+            // Protocol and length, big-endian values, times 256.
+            let pseudo_le = addresses + ((17 + udp_len as u64) << 8);
+            checksum::span_verifies_le(data, 34, 34 + udp_len, pseudo_le)
         }
-    };
-    let udp_ok = match (trust, offload.l4_checksum) {
-        (true, ChecksumStatus::Good) => true,
-        (true, ChecksumStatus::Bad) => false,
-        _ => {
-            word(h, 40) == 0 || {
-                // Protocol and length, big-endian values, times 256.
-                let pseudo_le = addresses + ((17 + udp_len as u64) << 8);
-                checksum::span_verifies_le(data, 34, 34 + udp_len, pseudo_le)
-            }
-        }
-    };
+    });
     if !ip_ok || !udp_ok {
         return Fast::General(buf);
     }

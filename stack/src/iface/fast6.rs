@@ -9,9 +9,9 @@
 //! lcore.
 
 use super::fast::Fast;
-use super::{ChecksumPolicy, Core};
+use super::Core;
 use crate::counters::Stat;
-use crate::port::{Buf, ChecksumStatus};
+use crate::port::Buf;
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::wire::checksum;
@@ -72,15 +72,16 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     if src.is_multicast() || src.is_unspecified() || src.is_loopback() || !here.has_address6(dst) {
         return Fast::General(buf);
     }
-    let trusted = core.config.checksum == ChecksumPolicy::TrustOffload
-        && buf.rx_offload().l4_checksum == ChecksumStatus::Good;
-    let checksum_ok = trusted || {
-        // The pseudo-header: both addresses, the length and the protocol;
-        // then the datagram.
-        let addresses = checksum::accumulate_span(data, 22, 54);
-        let pseudo = addresses + udp_len as u64 + 17;
-        checksum::fold(pseudo + checksum::accumulate_span(data, 54, 54 + udp_len)) == 0xffff
-    };
+    let checksum_ok = core
+        .config
+        .checksum
+        .accepts(buf.rx_offload().l4_checksum, || {
+            // The pseudo-header: both addresses, the length and the protocol;
+            // then the datagram.
+            let addresses = checksum::accumulate_span(data, 22, 54);
+            let pseudo = addresses + udp_len as u64 + 17;
+            checksum::fold(pseudo + checksum::accumulate_span(data, 54, 54 + udp_len)) == 0xffff
+        });
     if !checksum_ok {
         return Fast::General(buf);
     }

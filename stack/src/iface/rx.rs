@@ -10,7 +10,7 @@
 
 use super::next_hop::release_waiting;
 use super::tx::{self, Out};
-use super::{ChecksumPolicy, Core};
+use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
@@ -25,7 +25,7 @@ use crate::wire::icmpv4::{
 };
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
-use crate::wire::WireError;
+use crate::wire::{checksum, WireError};
 use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 /// A datagram the receive path accepted, with its socket.
@@ -157,22 +157,6 @@ fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<
 
 use super::fast::is_martian;
 
-/// Whether a received checksum holds, per `policy`: the one decision for
-/// the IPv4 header, UDP over IPv4 and TCP over both families. Under
-/// [`ChecksumPolicy::TrustOffload`] a device's verdict (good or bad)
-/// stands; anything else is `verify`'s to answer.
-pub(super) fn checksum_ok(
-    policy: ChecksumPolicy,
-    offload: ChecksumStatus,
-    verify: impl FnOnce() -> bool,
-) -> bool {
-    match (policy, offload) {
-        (ChecksumPolicy::TrustOffload, ChecksumStatus::Good) => true,
-        (ChecksumPolicy::TrustOffload, ChecksumStatus::Bad) => false,
-        _ => verify(),
-    }
-}
-
 fn ipv4_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -189,9 +173,11 @@ fn ipv4_input<P: Port>(
         Err(WireError::Truncated) => return core.counters.count_drop(DropReason::Ipv4Truncated),
         Err(_) => return core.counters.count_drop(DropReason::Ipv4Malformed),
     };
-    if !checksum_ok(core.config.checksum, offload.ip_checksum, || {
-        ip.verify_checksum()
-    }) {
+    if !core
+        .config
+        .checksum
+        .accepts(offload.ip_checksum, || ip.verify_checksum())
+    {
         return core.counters.count_drop(DropReason::Ipv4BadChecksum);
     }
     let (src, dst) = (ip.src(), ip.dst());
@@ -444,8 +430,10 @@ fn udp_input<P: Port>(
         Ok(udp) => udp,
         Err(_) => return core.counters.count_drop(DropReason::UdpMalformed),
     };
-    if !checksum_ok(core.config.checksum, l4.l4_checksum, || {
-        udp.verify_checksum(l4.src, l4.dst)
+    let pseudo = || checksum::pseudo_header_v4(l4.src, l4.dst, protocol::UDP, udp.len());
+    // Over IPv4 a zero checksum field means none was sent (RFC 768).
+    if !core.config.checksum.accepts(l4.l4_checksum, || {
+        udp.checksum() == 0 || udp.verify_checksum(pseudo())
     }) {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
     }

@@ -14,9 +14,8 @@ use super::rx::{reassemble, Delivered};
 use super::tx::Out;
 use super::tx6::MIN_MTU;
 use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
-use super::{ChecksumPolicy, Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
+use super::{Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
 use crate::counters::{DropReason, Stat};
-use crate::port::ChecksumStatus;
 use crate::port::{Buf, MacAddr, Port};
 use crate::reassembly::{Fragment, Key6};
 use crate::route::Ipv6Cidr;
@@ -26,7 +25,6 @@ use crate::time::Instant;
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::udp::PeerError;
-use crate::wire::checksum;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv6::RouterAdvert;
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, NdpRepr};
@@ -517,15 +515,15 @@ fn udp6_input<P: Port>(
         return core.counters.count_drop(DropReason::UdpMalformed);
     };
     let udp_len = usize::from(udp.len());
-    let trusted = core.config.checksum == ChecksumPolicy::TrustOffload
-        && buf.rx_offload().l4_checksum == ChecksumStatus::Good;
-    let checksum_ok = trusted || {
-        // RFC 8200 8.1: a zero UDP checksum is not allowed over IPv6.
-        let sum = pseudo_header(local.src, local.dst, next_header::UDP, udp_len as u32);
-        udp.checksum() != 0
-            && checksum::fold(checksum::accumulate(sum, &segment[..udp_len])) == 0xffff
-    };
-    if !checksum_ok {
+    let pseudo = || pseudo_header(local.src, local.dst, next_header::UDP, udp_len as u32);
+    // RFC 8200 8.1: a zero UDP checksum is not allowed over IPv6.
+    if !core
+        .config
+        .checksum
+        .accepts(buf.rx_offload().l4_checksum, || {
+            udp.checksum() != 0 && udp.verify_checksum(pseudo())
+        })
+    {
         return core.counters.count_drop(DropReason::UdpBadChecksum);
     }
     if udp.src_port() == 0 {

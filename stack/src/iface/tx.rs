@@ -8,6 +8,7 @@
 //! Ethernet, IPv4 and ICMP headers in front of the original IP header.
 
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
+use super::config::DEFAULT_HOP_LIMIT;
 use super::next_hop::send_to_neighbor;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
@@ -26,9 +27,6 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 
 /// Packets collected before one `tx_burst`.
 pub const TX_BATCH: usize = 64;
-
-/// TTL of packets we originate.
-pub(super) const DEFAULT_TTL: u8 = 64;
 
 /// Bytes of the offending datagram quoted in an ICMP error (576-byte limit).
 const ICMP_QUOTE_MAX: usize = 576 - IP_LEN - ICMP_LEN;
@@ -230,7 +228,7 @@ fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
     let header_len = ip.header_len();
     let fits = usize::from(ip.total_len()) <= mtu;
     if header_len == IP_LEN && fits {
-        return Ipv4Packet::new_unchecked(bytes).reverse_for_reply(DEFAULT_TTL);
+        return Ipv4Packet::new_unchecked(bytes).reverse_for_reply(DEFAULT_HOP_LIMIT);
     }
     let (src, dst, proto, payload_len) = (
         ip.src(),
@@ -245,7 +243,7 @@ fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
         dst: src,
         protocol: proto,
         payload_len,
-        ttl: DEFAULT_TTL,
+        ttl: DEFAULT_HOP_LIMIT,
         ident,
         dont_fragment: false,
         tos: 0,
@@ -441,7 +439,7 @@ pub(super) fn udp_ip_header(
         dst: *dst.ip(),
         protocol: protocol::UDP,
         payload_len: udp_len as u16,
-        ttl: DEFAULT_TTL,
+        ttl: DEFAULT_HOP_LIMIT,
         ident,
         dont_fragment: IP_LEN + udp_len <= mtu,
         tos,
@@ -475,7 +473,7 @@ fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr, tos: u8) 
     // machine's byte order, which the ones' complement sum does not mind
     // (RFC 1071 2(B)), so no byte swaps are needed.
     let old = [h[20], h[21], h[22], h[23]];
-    let new = [0x40, 0x00, DEFAULT_TTL, h[23]]; // DF, offset 0
+    let new = [0x40, 0x00, DEFAULT_HOP_LIMIT, h[23]]; // DF, offset 0
     h[20..24].copy_from_slice(&new);
     let check = u16::from_ne_bytes([h[24], h[25]]);
     let mut sum = u64::from(!check)
@@ -531,7 +529,7 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
         dst: src,
         protocol: protocol::ICMP,
         payload_len: (ICMP_LEN + quoted) as u16,
-        ttl: DEFAULT_TTL,
+        ttl: DEFAULT_HOP_LIMIT,
         ident,
         dont_fragment: false,
         tos: 0,

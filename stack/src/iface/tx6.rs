@@ -10,6 +10,7 @@
 //! the path MTU leaves in fragments ([`transmit6`]).
 
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
+use super::config::DEFAULT_HOP_LIMIT;
 use super::next_hop::send_to_neighbor;
 use super::tx::{Out, SendError};
 use super::Core;
@@ -30,9 +31,6 @@ use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::Ipv6Addr;
 use core::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
 use core::ops::Range;
-
-/// Hop limit of packets we originate.
-const HOP_LIMIT: u8 = 64;
 
 /// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU; no
 /// path MTU is taken below it.
@@ -137,7 +135,7 @@ pub(crate) fn icmp6_error<P: Port>(
         dst: invoking.peer,
         next_header: next_header::ICMPV6,
         payload_len: (ICMP6_LEN + quoted) as u16,
-        hop_limit: HOP_LIMIT,
+        hop_limit: DEFAULT_HOP_LIMIT,
     });
     let mut icmp = Icmpv6Packet::new_unchecked(&mut frame[ETH_LEN + IP6_LEN..]);
     icmp.set_type_code(error.kind, error.code);
@@ -211,7 +209,7 @@ pub(crate) fn turn_around_plain_udp6(
 ) {
     h.copy_within(6..12, 0);
     h[6..12].copy_from_slice(&our_mac.0);
-    h[21] = HOP_LIMIT;
+    h[21] = DEFAULT_HOP_LIMIT;
     if h[14] << 4 | h[15] >> 4 != class {
         Ipv6Packet::new_unchecked(&mut h[ETH_LEN..]).set_traffic_class(class);
     }
@@ -258,7 +256,7 @@ fn write_headers(
         dst,
         next_header: next_header::UDP,
         payload_len: udp_len as u16,
-        hop_limit: HOP_LIMIT,
+        hop_limit: DEFAULT_HOP_LIMIT,
     });
     if class != 0 {
         Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).set_traffic_class(class);
@@ -488,7 +486,7 @@ pub(crate) fn forward_udp6<P: Port>(
                 dst: *dst.ip(),
                 next_header: next_header::UDP,
                 payload_len: udp_len as u16,
-                hop_limit: HOP_LIMIT,
+                hop_limit: DEFAULT_HOP_LIMIT,
             });
             ip.set_traffic_class(class);
             h[54..56].copy_from_slice(&local_port.to_be_bytes());

@@ -134,7 +134,9 @@
 //! # assert_eq!((out.src(), out.dst(), out.tos()), (ip, *b_peer.ip(), 0xb8));
 //! # let out_udp = UdpPacket::new_checked(out.payload()).expect("UDP");
 //! # assert_eq!((out_udp.src_port(), out_udp.dst_port()), (30002, 6000));
-//! # assert!(out_udp.verify_checksum(out.src(), out.dst()));
+//! # let pseudo = dpstack_stack::wire::checksum::pseudo_header_v4(
+//! #     out.src(), out.dst(), dpstack_stack::wire::ipv4::protocol::UDP, out_udp.len());
+//! # assert!(out_udp.verify_checksum(pseudo));
 //! # assert_eq!(out_udp.payload(), &packet[..]);
 //! # assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 1);
 //! # let stats = relay.sessions.get_mut(call).ok_or("no session")?[0].stats.as_ref();

@@ -128,7 +128,9 @@
 //! #     assert_eq!((out.src(), out.dst(), out.tos()), (ip, b_ip, 0xb8));
 //! #     let udp = UdpPacket::new_checked(out.payload()).unwrap();
 //! #     assert_eq!((udp.src_port(), udp.dst_port()), (30002, 6000));
-//! #     assert!(udp.verify_checksum(out.src(), out.dst()));
+//! #     let pseudo = dpstack_stack::wire::checksum::pseudo_header_v4(
+//! #         out.src(), out.dst(), dpstack_stack::wire::ipv4::protocol::UDP, udp.len());
+//! #     assert!(udp.verify_checksum(pseudo));
 //! #     assert_eq!(udp.payload(), &payload[..]);
 //! # }
 //! #

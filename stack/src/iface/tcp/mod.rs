@@ -13,7 +13,6 @@
 //! threads (queue mode).
 
 use super::ip_out;
-use super::rx::checksum_ok;
 use super::tx::Out;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};

@@ -2,7 +2,7 @@
 //! and framing what a connection owes into packet buffers through its
 //! remembered next hop or the full route.
 //!
-//! Input checks the checksum as UDP over IPv4 does ([`checksum_ok`], per
+//! Input checks the checksum as UDP over IPv4 does ([`ChecksumPolicy::accepts`], per
 //! the interface's `ChecksumPolicy`) and counts every segment it does not take
 //! by reason, including those the connection refuses ([`Verdict`]).
 
@@ -27,9 +27,11 @@ pub(crate) fn input<P: Port>(
     let Ok(packet) = TcpPacket::new_checked(bytes) else {
         return core.counters.count_drop(DropReason::TcpMalformed);
     };
-    if !checksum_ok(core.config.checksum, offload, || {
-        packet.verify_checksum(pseudo)
-    }) {
+    if !core
+        .config
+        .checksum
+        .accepts(offload, || packet.verify_checksum(pseudo))
+    {
         return core.counters.count_drop(DropReason::TcpBadChecksum);
     }
     let Ok(repr) = TcpRepr::parse(&packet) else {

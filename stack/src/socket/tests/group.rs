@@ -8,7 +8,13 @@ fn udp_of(frame: &[u8]) -> (u16, u16, Vec<u8>) {
     let eth = EthernetFrame::new_checked(frame).unwrap();
     let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
     let udp = UdpPacket::new_checked(ip.payload()).unwrap();
-    assert!(udp.verify_checksum(ip.src(), ip.dst()), "valid checksum");
+    let pseudo = crate::wire::checksum::pseudo_header_v4(
+        ip.src(),
+        ip.dst(),
+        crate::wire::ipv4::protocol::UDP,
+        udp.len(),
+    );
+    assert!(udp.verify_checksum(pseudo), "valid checksum");
     (udp.src_port(), udp.dst_port(), udp.payload().to_vec())
 }
 
