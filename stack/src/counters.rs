@@ -312,6 +312,11 @@ protocol_counters! {
     TcpChallengeACK,
     /// TCP retransmission timeouts (RTO fired: sending goes back to SND.UNA).
     TcpRetransTimeouts,
+    /// TCP zero-window probes sent (the persist timer fired). Linux:
+    /// `TCPWinProbe`.
+    TcpWinProbe,
+    /// TCP keepalive probes sent. Linux: `TCPKeepAlive`.
+    TcpKeepAlive,
 }
 
 /// Number of protocol counters.

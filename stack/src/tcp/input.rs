@@ -311,6 +311,7 @@ impl Connection {
             self.snd_wl2 = ack_no;
             if opened {
                 self.persist_at = None;
+                self.persist_backoff = 0;
                 self.probe = false;
             }
         }

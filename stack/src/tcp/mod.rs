@@ -28,6 +28,7 @@ pub use config::TcpConfig;
 pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
 pub use input::{Refusal, Verdict};
 pub use seq::Seq;
+pub use timers::PERSIST_MAX;
 
 #[cfg(test)]
 mod tests;

@@ -139,8 +139,10 @@ impl Connection {
                 && self.rto_at.is_none()
                 && self.persist_at.is_none()
             {
-                // Zero window with data waiting: probe on the persist timer.
-                self.persist_at = Some(now + self.rtt.rto());
+                // Zero window with data waiting: probe on the persist timer
+                // (its backoff starts over each time the window closes).
+                self.persist_backoff = 0;
+                self.persist_at = Some(now + self.persist_interval());
             }
             return None;
         }

@@ -583,9 +583,16 @@ pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>,
             slot.armed = None;
         }
         let retries = slot.conn.retries;
+        let probes = (slot.conn.window_probes, slot.conn.keepalives);
         slot.conn.on_timer(now);
         if slot.conn.retries > retries {
             core.counters.count(Stat::TcpRetransTimeouts);
+        }
+        if slot.conn.window_probes > probes.0 {
+            core.counters.count(Stat::TcpWinProbe);
+        }
+        if slot.conn.keepalives > probes.1 {
+            core.counters.count(Stat::TcpKeepAlive);
         }
         slot.quiet = false;
         after_activity(core, out, now, id);
