@@ -113,6 +113,20 @@ impl Connection {
         } else {
             self.max_retries
         };
+        if !handshake && self.snd_wnd == 0 {
+            // The peer shrank its window to zero over data in flight: what
+            // is outstanding would not be taken, and resending nothing on
+            // each expiry would stall until the retries ran out. Flow
+            // control, not loss: no congestion response, no retry counted;
+            // everything from SND.UNA goes again once a probe finds the
+            // window open.
+            self.snd_nxt = self.snd_una;
+            self.rto_at = None;
+            self.timing = None;
+            self.persist_backoff = 0;
+            self.persist_timeout(now);
+            return;
+        }
         if self.retries >= limit {
             self.enter_closed(Some(TcpError::TimedOut));
             return;

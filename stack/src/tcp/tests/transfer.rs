@@ -213,3 +213,28 @@ fn a_peer_that_answers_no_window_probe_times_the_connection_out() {
     t.quiet();
     assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
 }
+
+#[test]
+fn a_window_shrunk_to_zero_over_data_in_flight_is_probed_not_left_to_time_out() {
+    let mut t = established();
+    t.write(&[5u8; 2000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > P. 1001:2001(1000) ack 1
+        // The peer takes the first segment and shuts its window over the
+        // second (RFC 9293 discourages shrinking; a peer may still do it).
+        +0.01 < . 1:1(0) ack 1001 win 0
+        // The RTO finds the window shut: a probe, then the persist timer.
+        +0.2 > . 1000:1000(0) ack 1
+        +0 < . 1:1(0) ack 1001 win 0
+        +0.4 > . 1000:1000(0) ack 1
+        +0 < . 1:1(0) ack 1001 win 8000
+        +0 > P. 1001:2001(1000) ack 1
+        +0.01 < . 1:1(0) ack 2001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.retries, 0);
+    assert!(t.conn.send_buf.is_empty());
+}
