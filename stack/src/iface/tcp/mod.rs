@@ -17,6 +17,7 @@ use super::rx::checksum_ok;
 use super::tx::Out;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
+use crate::keys::Keys;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
@@ -184,7 +185,11 @@ pub(crate) struct TcpCore<B: Buf> {
     /// Entries the wheel hands back per poll (reused).
     due: Vec<(Instant, ConnId)>,
     pub(crate) events: Vec<(ConnId, TcpEvent)>,
-    secret: u64,
+    /// SipHash keys of ISNs (RFC 6528) and timestamp offsets (RFC 7323
+    /// 5.4), and of the reuseport flow hash.
+    isn_key: [u64; 2],
+    ts_key: [u64; 2],
+    flow_key: [u64; 2],
     /// Ports connects pick from.
     pub(crate) ephemeral: (u16, u16),
     /// Buffer storage of finished connections, for the next ones.
@@ -211,19 +216,21 @@ impl<B: Buf> core::fmt::Debug for TcpCore<B> {
 const HEADROOM: usize = 14 + 40 + 60;
 
 impl<B: Buf> TcpCore<B> {
-    pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore<B> {
+    pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
         let ephemeral = config.ephemeral_ports;
         TcpCore {
             config,
             slots: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
-            table: Arc::new(ConnTable::new(65536, secret ^ 0x7c9f_31a2_5d04_e6b8)),
+            table: Arc::new(ConnTable::new(65536, keys.flow, keys.ports)),
             listeners: Vec::new(),
             timers: TimerWheel::new(),
             due: Vec::new(),
             events: Vec::new(),
-            secret,
+            isn_key: keys.isn,
+            ts_key: keys.ts_offset,
+            flow_key: [keys.flow.rotate_left(17), keys.flow],
             ephemeral,
             spare: Vec::new(),
             held_tx: None,
@@ -346,11 +353,16 @@ impl<B: Buf> TcpCore<B> {
     /// An ISN per RFC 6528: a 4-microsecond clock plus a keyed hash of the
     /// connection's addresses.
     fn isn(&self, tuple: &FourTuple, now: Instant) -> Seq {
-        use core::hash::{Hash, Hasher};
-        #[allow(deprecated)]
-        let mut hasher = std::hash::SipHasher::new_with_keys(self.secret, !self.secret);
-        tuple.hash(&mut hasher);
-        Seq((now.as_nanos() / 4000) as u32) + (hasher.finish() as u32)
+        Seq((now.as_nanos() / 4000) as u32) + (keyed(self.isn_key, tuple) as u32)
+    }
+
+    /// The connection's timestamp offset (RFC 7323 5.4, as Linux's
+    /// tsoffset): a keyed hash of the 4-tuple under a key of its own, so a
+    /// peer learns nothing from TSval beside the ISS, and a reopened
+    /// 4-tuple keeps its offset (its timestamps keep growing, which the
+    /// peer's TIME-WAIT checks rely on).
+    fn ts_offset(&self, tuple: &FourTuple) -> u32 {
+        keyed(self.ts_key, tuple) as u32
     }
 
     /// The listener for a segment to `local`: exact address first, then the
@@ -392,12 +404,7 @@ impl<B: Buf> TcpCore<B> {
 
     /// A keyed hash of a 4-tuple (reuseport member selection).
     fn flow_hash(&self, tuple: &FourTuple) -> u64 {
-        use core::hash::{Hash, Hasher};
-        #[allow(deprecated)]
-        let mut hasher =
-            std::hash::SipHasher::new_with_keys(self.secret.rotate_left(17), self.secret);
-        tuple.hash(&mut hasher);
-        hasher.finish()
+        keyed(self.flow_key, tuple)
     }
 
     /// Every connection (handshakes and TIME-WAIT included): its id,
@@ -429,6 +436,16 @@ impl<B: Buf> TcpCore<B> {
             accept_queued: l.accept.as_ref().map_or(0, |q| q.streams.len()),
         })
     }
+}
+
+/// SipHash-2-4 of a 4-tuple under `key` (once per handshake, not per
+/// segment).
+fn keyed(key: [u64; 2], tuple: &FourTuple) -> u64 {
+    use core::hash::{Hash, Hasher};
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(key[0], key[1]);
+    tuple.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// After a segment, a timer or an application call touched connection

@@ -62,7 +62,7 @@ pub(crate) fn input<P: Port>(
         listener.pending += 1;
         let iss = core.tcp.isn(&tuple, now);
         let mss = mss_for(core, tuple.local.ip());
-        let ts_offset = (core.tcp.secret >> 7) as u32 ^ iss.0;
+        let ts_offset = core.tcp.ts_offset(&tuple);
         let buffers = core.tcp.buffers();
         let start = (iss, mss, ts_offset);
         let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);

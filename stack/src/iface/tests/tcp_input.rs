@@ -454,3 +454,52 @@ fn tcp_checksums_follow_the_policy_as_udp_checksums_do() {
         }
     }
 }
+
+/// The SYNs of connects from a fresh default stack to the peer's ports
+/// 80, 81 and 82 at time zero: (our port, ISS, TSval) each.
+fn syns_of_a_fresh_stack() -> Vec<(u16, u32, u32)> {
+    let (mut iface, mut port) = stack_knowing_peer();
+    for remote in [80, 81, 82] {
+        iface
+            .tcp_connect(
+                core::slice::from_mut(&mut port),
+                Instant::ZERO,
+                SocketAddrV4::new(PEER_IP, remote),
+            )
+            .unwrap();
+    }
+    let syns = sent(&mut port);
+    assert_eq!(syns.len(), 3, "{syns:?}");
+    syns.iter()
+        .map(|s| (s.src_port, s.seq, s.options.timestamps.expect("offered").0))
+        .collect()
+}
+
+#[test]
+fn two_stacks_alike_draw_unrelated_isns_ports_and_timestamp_offsets() {
+    // RFC 6528, RFC 6056, RFC 7323 5.4: the keys come from the system's
+    // random source, so two stacks made from the same configuration share
+    // nothing a peer could learn from one and use against the other.
+    let (a, b) = (syns_of_a_fresh_stack(), syns_of_a_fresh_stack());
+    let column = |v: &[(u16, u32, u32)], f: fn(&(u16, u32, u32)) -> u32| -> Vec<u32> {
+        v.iter().map(f).collect()
+    };
+    assert_ne!(
+        column(&a, |s| s.0.into()),
+        column(&b, |s| s.0.into()),
+        "ports"
+    );
+    assert_ne!(column(&a, |s| s.1), column(&b, |s| s.1), "ISNs");
+    // At time zero TSval is the offset itself.
+    assert_ne!(
+        column(&a, |s| s.2),
+        column(&b, |s| s.2),
+        "timestamp offsets"
+    );
+    // The offset has its own key: it is not the ISS masked by a constant,
+    // which would hand the peer that constant with every SYN.
+    for syns in [&a, &b] {
+        let masks: Vec<u32> = syns.iter().map(|&(_, iss, ts)| iss ^ ts).collect();
+        assert!(masks[0] != masks[1] && masks[1] != masks[2], "{masks:x?}");
+    }
+}
