@@ -305,11 +305,15 @@ protocol_counters! {
     TcpPassiveOpens,
     /// TCP resets sent.
     TcpOutRsts,
-    /// TCP challenge ACKs owed (RFC 5961: to an in-window reset not at
+    /// TCP challenge ACKs sent (RFC 5961: to an in-window reset not at
     /// `RCV.NXT`, a SYN on a synchronized connection, an ACK of unsent or
     /// too old data); each also counts its segment's drop reason. Linux:
     /// `TCPChallengeACK`.
     TcpChallengeACK,
+    /// TCP challenge ACKs not sent: the stack's budget for the second
+    /// (`TcpConfig::challenge_ack_limit`, RFC 5961 7) was spent. Linux:
+    /// `TCPACKSkippedChallenge`.
+    TcpACKSkippedChallenge,
     /// TCP retransmission timeouts (RTO fired: sending goes back to SND.UNA).
     TcpRetransTimeouts,
     /// TCP zero-window probes sent (the persist timer fired). Linux:

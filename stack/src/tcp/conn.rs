@@ -165,6 +165,9 @@ pub struct Connection {
     pub(crate) retries: u8,
     // What output owes.
     pub(crate) ack_now: bool,
+    /// A challenge ACK (RFC 5961) is owed: sent like `ack_now`, but kept
+    /// apart so the caller's rate limit can withhold it alone.
+    pub(crate) challenge: bool,
     /// Full-sized segments received since our last ACK.
     pub(crate) unacked_segments: u8,
     /// A reset to send: (seq, ack if the reset carries one).
@@ -277,6 +280,7 @@ impl Connection {
             keepalives: 0,
             retries: 0,
             ack_now: false,
+            challenge: false,
             unacked_segments: 0,
             rst_pending: None,
             fast_retransmit: false,
@@ -593,8 +597,16 @@ impl Connection {
         self.time_wait_at = None;
         self.keepalive_at = None;
         self.ack_now = false;
+        self.challenge = false;
         self.fast_retransmit = false;
         self.probe = false;
+    }
+
+    /// Withholds the challenge ACK the last segment left owed (RFC 5961 7:
+    /// the caller's limit for this second is spent); any other ACK owed
+    /// still goes.
+    pub fn withhold_challenge_ack(&mut self) {
+        self.challenge = false;
     }
 
     /// Moves to TIME-WAIT and starts its timer.

@@ -167,23 +167,22 @@ impl Connection {
             if rst {
                 return Verdict::Refused(Refusal::BadReset { challenged: false });
             }
-            self.ack_now = true;
             if self.state == State::TimeWait && fin {
                 self.time_wait_at = Some(now + self.time_wait);
             }
             // RFC 5961 4.2: a SYN is answered the same way in or out of
-            // the window, and counted as a SYN.
-            let refusal = if syn {
-                Refusal::BadSyn
-            } else {
-                Refusal::OutOfWindow
-            };
-            return Verdict::Refused(refusal);
+            // the window (a challenge ACK), and counted as a SYN.
+            if syn {
+                self.challenge = true;
+                return Verdict::Refused(Refusal::BadSyn);
+            }
+            self.ack_now = true;
+            return Verdict::Refused(Refusal::OutOfWindow);
         }
         // 2. Resets (RFC 5961 3.2).
         if rst {
             if seq != self.rcv_nxt {
-                self.ack_now = true;
+                self.challenge = true;
                 return Verdict::Refused(Refusal::BadReset { challenged: true });
             }
             let error = match self.state {
@@ -196,7 +195,7 @@ impl Connection {
         }
         // 4. SYN in a synchronized state (RFC 5961 4).
         if syn {
-            self.ack_now = true;
+            self.challenge = true;
             return Verdict::Refused(Refusal::BadSyn);
         }
         // 5. The ACK field.
@@ -223,12 +222,12 @@ impl Connection {
             self.snd_wl2 = ack_no;
         }
         if ack_no > self.snd_max {
-            self.ack_now = true;
+            self.challenge = true;
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         if ack_no < self.snd_una - self.max_snd_wnd.max(1) {
             // RFC 5961 5.2: too old to be a duplicate.
-            self.ack_now = true;
+            self.challenge = true;
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         self.process_ack(seg, ack_no, payload.len(), fin, now);

@@ -42,7 +42,7 @@ impl Connection {
             let header = self.header(self.snd_una - 1u32, 0, options);
             return Some((self.acked(header), 0));
         }
-        if self.ack_now {
+        if self.ack_now || self.challenge {
             let options = self.options_for(false, now);
             let header = self.header(self.snd_nxt, 0, options);
             return Some((self.acked(header), 0));
@@ -183,6 +183,7 @@ impl Connection {
     fn acked(&mut self, header: TcpRepr) -> TcpRepr {
         if header.flags & flags::ACK != 0 {
             self.ack_now = false;
+            self.challenge = false;
             self.ack_at = None;
             self.unacked_segments = 0;
         }

@@ -20,6 +20,7 @@ use crate::counters::{Counters, DropReason, Stat};
 use crate::keys::Keys;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
+use crate::tcp::challenge::ChallengeAckLimit;
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{Buffers, Connection, Refusal, Seq, State, TcpConfig, TcpError, Verdict};
@@ -190,6 +191,8 @@ pub(crate) struct TcpCore<B: Buf> {
     isn_key: [u64; 2],
     ts_key: [u64; 2],
     flow_key: [u64; 2],
+    /// RFC 5961 7: the stack's challenge ACKs a second.
+    challenge_limit: ChallengeAckLimit,
     /// Ports connects pick from.
     pub(crate) ephemeral: (u16, u16),
     /// Buffer storage of finished connections, for the next ones.
@@ -218,6 +221,7 @@ const HEADROOM: usize = 14 + 40 + 60;
 impl<B: Buf> TcpCore<B> {
     pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
         let ephemeral = config.ephemeral_ports;
+        let challenge_limit = ChallengeAckLimit::new(config.challenge_ack_limit, keys.jitter);
         TcpCore {
             config,
             slots: Vec::new(),
@@ -231,6 +235,7 @@ impl<B: Buf> TcpCore<B> {
             isn_key: keys.isn,
             ts_key: keys.ts_offset,
             flow_key: [keys.flow.rotate_left(17), keys.flow],
+            challenge_limit,
             ephemeral,
             spare: Vec::new(),
             held_tx: None,

@@ -47,6 +47,9 @@ pub(crate) fn input<P: Port>(
             slot.quiet = false;
             if let Verdict::Refused(refusal) = verdict {
                 count_refusal(&core.counters, refusal);
+                if refusal.challenge_ack() {
+                    limit_challenge(core, id, now);
+                }
             }
             drop(buf);
             return after_activity(core, out, now, id);
@@ -100,8 +103,20 @@ pub(crate) fn input<P: Port>(
     }
 }
 
-/// Counts a segment its connection refused: one drop reason, and the
-/// challenge ACK that answers it, if one does.
+/// RFC 5961 7: the challenge ACK connection `id` owes goes if the
+/// stack's budget for this second allows, else it is withheld; counted
+/// either way.
+fn limit_challenge<B: Buf>(core: &mut Core<B>, id: ConnId, now: Instant) {
+    if core.tcp.challenge_limit.allow(now) {
+        return core.counters.count(Stat::TcpChallengeACK);
+    }
+    core.counters.count(Stat::TcpACKSkippedChallenge);
+    if let Some(conn) = core.tcp.conn(id) {
+        conn.withhold_challenge_ack();
+    }
+}
+
+/// Counts a segment its connection refused: one drop reason.
 fn count_refusal(counters: &Counters, refusal: Refusal) {
     counters.count_drop(match refusal {
         Refusal::Paws => DropReason::TcpPawsEstab,
@@ -114,9 +129,6 @@ fn count_refusal(counters: &Counters, refusal: Refusal) {
         // them; to the peer, one still found has no socket.
         Refusal::Closed => DropReason::TcpNoSocket,
     });
-    if refusal.challenge_ack() {
-        counters.count(Stat::TcpChallengeACK);
-    }
 }
 
 /// The pseudo-header sum of a segment of `len` bytes.

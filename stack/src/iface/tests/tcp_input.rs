@@ -85,6 +85,8 @@ struct Peer {
     next: u32,
     /// Our last timestamp value, which the peer echoes.
     echo: u32,
+    /// The time of the stack's polls.
+    now: Instant,
 }
 
 impl Peer {
@@ -101,6 +103,7 @@ impl Peer {
             iss: 0,
             next: PEER_ISN,
             echo: 0,
+            now: Instant::from_nanos(1_000_000),
         };
         let syn = TcpRepr {
             flags: flags::SYN,
@@ -154,7 +157,8 @@ impl Peer {
     fn send(&mut self, repr: &TcpRepr, payload: &[u8]) -> Vec<TcpRepr> {
         let frame = tcp_frame(IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP), repr, payload);
         self.port.push_rx(&frame);
-        poll(&mut self.iface, &mut self.port, &mut DropDatagrams);
+        self.iface
+            .poll(&mut self.port, self.now, &mut DropDatagrams);
         sent(&mut self.port)
     }
 
@@ -502,4 +506,46 @@ fn two_stacks_alike_draw_unrelated_isns_ports_and_timestamp_offsets() {
         let masks: Vec<u32> = syns.iter().map(|&(_, iss, ts)| iss ^ ts).collect();
         assert!(masks[0] != masks[1] && masks[1] != masks[2], "{masks:x?}");
     }
+}
+
+#[test]
+fn challenge_acks_are_limited_per_second_across_the_stack() {
+    // RFC 5961 7, Linux's tcp_challenge_ack_limit (1000): a flood of
+    // in-window resets not at RCV.NXT, all within one second.
+    let mut peer = Peer::established();
+    let mut blind = peer.repr(flags::RST);
+    blind.seq = peer.next.wrapping_add(100);
+    let mut answered = 0u64;
+    for _ in 0..3000 {
+        match peer.send(&blind, &[]).as_slice() {
+            [] => {}
+            [ack] if ack.flags == flags::ACK && ack.ack == peer.next => answered += 1,
+            other => panic!("answered with {other:?}"),
+        }
+    }
+    let c = peer.iface.counters();
+    // The second's budget is drawn between half the limit and one and a
+    // half times it.
+    assert!((500..1500).contains(&answered), "{answered} challenge ACKs");
+    assert_eq!(c.get(Stat::TcpChallengeACK), answered);
+    assert_eq!(c.get(Stat::TcpACKSkippedChallenge), 3000 - answered);
+    assert_eq!(
+        c.dropped(DropReason::TcpBadRst),
+        3000,
+        "each one still dropped"
+    );
+    assert_eq!(peer.state(), State::Established);
+    // The next second has a budget of its own; other ACKs were never
+    // limited (data is acknowledged as ever).
+    peer.now = peer.now + Duration::from_secs(1);
+    assert_eq!(peer.send(&blind, &[]).len(), 1);
+    let data = peer.repr(flags::PSH | flags::ACK);
+    peer.now = peer.now + Duration::from_millis(100);
+    peer.send(&data, &[b'x'; 1460]);
+    peer.next = peer.next.wrapping_add(1460);
+    let out = peer.send(&peer.repr(flags::PSH | flags::ACK), &[b'y'; 1460]);
+    assert!(
+        out.iter().any(|s| s.ack == peer.next.wrapping_add(1460)),
+        "{out:?}"
+    );
 }
