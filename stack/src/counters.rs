@@ -173,6 +173,9 @@ reasons! {
     /// ACK once synchronized; neither SYN nor RST in SYN-SENT), dropped
     /// silently. Linux: `TCP_FLAGS`.
     TcpBadFlags = "tcp_bad_flags",
+    /// A TCP reset for a connection in TIME-WAIT, dropped: it does not end
+    /// TIME-WAIT early (RFC 1337; Linux with `tcp_rfc1337` set).
+    TcpTimeWaitRst = "tcp_time_wait_rst",
     /// Neighbor Discovery message failing RFC 4861's validity checks.
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.

@@ -51,6 +51,9 @@ pub enum Refusal {
     /// Flags this state does not take: no ACK once synchronized, neither
     /// SYN nor RST in SYN-SENT (RFC 9293 3.10.7.3, 3.10.7.4 fifth check).
     BadFlags,
+    /// A reset in TIME-WAIT, which does not end it (RFC 1337): dropped
+    /// silently.
+    TimeWaitReset,
     /// The connection is closed.
     Closed,
 }
@@ -61,7 +64,11 @@ impl Refusal {
         match self {
             Refusal::BadAck { challenged } | Refusal::BadReset { challenged } => challenged,
             Refusal::BadSyn => true,
-            Refusal::Paws | Refusal::OutOfWindow | Refusal::BadFlags | Refusal::Closed => false,
+            Refusal::Paws
+            | Refusal::OutOfWindow
+            | Refusal::BadFlags
+            | Refusal::TimeWaitReset
+            | Refusal::Closed => false,
         }
     }
 }
@@ -154,9 +161,22 @@ impl Connection {
             self.snd_nxt = self.iss;
             return Verdict::Accepted;
         }
+        // RFC 1337: a reset must not end TIME-WAIT early. Whether an old
+        // duplicate or a blind guess, it would free the 4-tuple for a new
+        // incarnation while this one's segments may still be in flight.
+        if self.state == State::TimeWait && rst {
+            return Verdict::Refused(Refusal::TimeWaitReset);
+        }
         // PAWS (RFC 7323 5.3).
         if let (Some(ts), Some((value, _))) = (self.timestamps, seg.options.timestamps) {
             if !rst && (value.wrapping_sub(ts.recent) as i32) < 0 {
+                // A SYN is challenged whatever else is wrong with it (RFC
+                // 5961 4.2; Linux sends its PAWS failures to syn_challenge
+                // too): an old SYN in TIME-WAIT meets this first.
+                if syn {
+                    self.challenge = true;
+                    return Verdict::Refused(Refusal::BadSyn);
+                }
                 self.ack_now = true;
                 return Verdict::Refused(Refusal::Paws);
             }
@@ -187,7 +207,7 @@ impl Connection {
             }
             let error = match self.state {
                 State::SynReceived => Some(TcpError::Refused),
-                State::Closing | State::LastAck | State::TimeWait => None,
+                State::Closing | State::LastAck => None,
                 _ => Some(TcpError::Reset),
             };
             self.enter_closed(error);
@@ -246,6 +266,32 @@ impl Connection {
             self.ack_now = true; // out of order: a duplicate ACK
         }
         Verdict::Accepted
+    }
+
+    /// May `syn`, a SYN for this connection's 4-tuple that arrives while it
+    /// is in TIME-WAIT, open a new incarnation (RFC 6191; Linux's
+    /// tcp_timewait_state_process)? Only if it cannot be an old duplicate:
+    /// with timestamps on both, its TSval is newer than the last one seen,
+    /// or equal with an ISN beyond `RCV.NXT`; without, its ISN is beyond
+    /// `RCV.NXT`. If so, the lowest ISS the new incarnation may take
+    /// (Linux's: 64 KiB past everything this one sent, so that the peer
+    /// cannot take an old segment of ours for a new one); the caller ends
+    /// this connection and answers the SYN as a listener would. Anything
+    /// else is for [`Connection::on_segment`] (a challenge ACK, RFC 5961).
+    pub fn time_wait_reopen(&self, syn: &TcpRepr) -> Option<Seq> {
+        let only_syn = syn.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
+        if self.state != State::TimeWait || !only_syn {
+            return None;
+        }
+        let beyond = Seq(syn.seq) > self.rcv_nxt;
+        let fresh = match (self.timestamps, syn.options.timestamps) {
+            (Some(ts), Some((value, _))) => {
+                let newer = value.wrapping_sub(ts.recent) as i32;
+                newer > 0 || (newer == 0 && beyond)
+            }
+            _ => beyond,
+        };
+        fresh.then(|| self.snd_max + 65_537u32)
     }
 
     /// RFC 9293 3.10.7.4 "first, check sequence number".

@@ -407,6 +407,13 @@ impl<B: Buf> TcpCore<B> {
         None
     }
 
+    /// [`TcpCore::listener_for`], if its backlog of handshakes has room.
+    fn listener_with_room(&self, tuple: &FourTuple) -> Option<usize> {
+        let l = self.listener_for(tuple)?;
+        let listener = &self.listeners[l];
+        (listener.pending < listener.backlog).then_some(l)
+    }
+
     /// A keyed hash of a 4-tuple (reuseport member selection).
     fn flow_hash(&self, tuple: &FourTuple) -> u64 {
         keyed(self.flow_key, tuple)

@@ -40,9 +40,24 @@ pub(crate) fn input<P: Port>(
         local: SocketAddr::new(dst, repr.dst_port),
         remote: SocketAddr::new(src, repr.src_port),
     };
+    // The lowest ISS a SYN that ends a TIME-WAIT may give its connection.
+    let mut iss_floor = None;
     if let Some(id) = core.tcp.table.lookup(&tuple).map(ConnRef::id) {
-        if core.tcp.slot(id).is_some() {
-            let slot = core.tcp.slot(id).expect("checked");
+        let reopen = core.tcp.peek(id).map(|c| c.time_wait_reopen(&repr));
+        if let Some(Some(floor)) = reopen {
+            if core.tcp.listener_with_room(&tuple).is_some() {
+                // RFC 6191 passive reopen: the SYN is new, not an old
+                // duplicate. The TIME-WAIT connection ends (abort sends
+                // nothing from TIME-WAIT) and a listener takes the SYN on
+                // the same 4-tuple below.
+                if let Some(old) = core.tcp.conn(id) {
+                    old.abort();
+                }
+                after_activity(core, out, now, id);
+                iss_floor = Some(floor);
+            }
+        }
+        if let (Some(slot), None) = (core.tcp.slot(id), iss_floor) {
             let verdict = slot.conn.on_segment(&repr, payload, now);
             slot.quiet = false;
             if let Verdict::Refused(refusal) = verdict {
@@ -63,7 +78,10 @@ pub(crate) fn input<P: Port>(
             return core.counters.count_drop(DropReason::TcpListenOverflow);
         }
         listener.pending += 1;
-        let iss = core.tcp.isn(&tuple, now);
+        let iss = match (core.tcp.isn(&tuple, now), iss_floor) {
+            (iss, Some(floor)) if iss <= floor => floor,
+            (iss, _) => iss,
+        };
         let mss = mss_for(core, tuple.local.ip());
         let ts_offset = core.tcp.ts_offset(&tuple);
         let buffers = core.tcp.buffers();
@@ -125,6 +143,7 @@ fn count_refusal(counters: &Counters, refusal: Refusal) {
         Refusal::BadReset { .. } => DropReason::TcpBadRst,
         Refusal::BadSyn => DropReason::TcpBadSyn,
         Refusal::BadFlags => DropReason::TcpBadFlags,
+        Refusal::TimeWaitReset => DropReason::TcpTimeWaitRst,
         // Closed connections leave the table after the segment that closed
         // them; to the peer, one still found has no socket.
         Refusal::Closed => DropReason::TcpNoSocket,

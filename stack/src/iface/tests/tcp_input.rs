@@ -155,10 +155,19 @@ impl Peer {
 
     /// Sends one segment; what the stack answered.
     fn send(&mut self, repr: &TcpRepr, payload: &[u8]) -> Vec<TcpRepr> {
+        self.send_to(repr, payload, &mut DropDatagrams)
+    }
+
+    /// [`Peer::send`], with `handler` serving the stack's connections.
+    fn send_to<H: UdpHandler<MemBuf>>(
+        &mut self,
+        repr: &TcpRepr,
+        payload: &[u8],
+        handler: &mut H,
+    ) -> Vec<TcpRepr> {
         let frame = tcp_frame(IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP), repr, payload);
         self.port.push_rx(&frame);
-        self.iface
-            .poll(&mut self.port, self.now, &mut DropDatagrams);
+        self.iface.poll(&mut self.port, self.now, handler);
         sent(&mut self.port)
     }
 
@@ -548,4 +557,144 @@ fn challenge_acks_are_limited_per_second_across_the_stack() {
         out.iter().any(|s| s.ack == peer.next.wrapping_add(1460)),
         "{out:?}"
     );
+}
+
+/// A server that closes each connection as soon as it is accepted.
+struct CloseFirst;
+
+impl UdpHandler<MemBuf> for CloseFirst {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        if let TcpEvent::Accepted(_) = event {
+            ctx.tcp_close(conn);
+        }
+    }
+}
+
+/// The server closed first: its side of 10.0.0.1:7 - 10.0.0.2:40000 is in
+/// TIME-WAIT, having seen the peer's FIN at 1001 with TSval 5001.
+fn server_in_time_wait() -> Peer {
+    let mut peer = Peer::syn_received();
+    // < . 1001:1001(0) ack 1: accepted, and the server closes at once.
+    let out = peer.send_to(&peer.repr(flags::ACK), &[], &mut CloseFirst);
+    assert!(
+        matches!(out.as_slice(), [fin] if fin.flags == flags::FIN | flags::ACK),
+        "{out:?}"
+    );
+    // < F. 1001:1001(0) ack 2: our FIN acknowledged, the peer's own FIN.
+    let mut fin = peer.repr(flags::FIN | flags::ACK);
+    fin.ack = peer.iss.wrapping_add(2);
+    let out = peer.send(&fin, &[]);
+    assert!(
+        matches!(out.as_slice(), [ack] if ack.flags == flags::ACK && ack.ack == PEER_ISN + 2),
+        "{out:?}"
+    );
+    peer.next = PEER_ISN + 2;
+    assert_eq!(peer.state(), State::TimeWait);
+    peer
+}
+
+/// The peer's new SYN from the same port: `seq`, and TSval `ts` if any.
+fn new_syn(seq: u32, ts: Option<u32>) -> TcpRepr {
+    TcpRepr {
+        src_port: PEER_PORT,
+        dst_port: PORT,
+        seq,
+        flags: flags::SYN,
+        window: PEER_WINDOW,
+        options: TcpOptions {
+            mss: Some(1460),
+            timestamps: ts.map(|v| (v, 0)),
+            ..TcpOptions::default()
+        },
+        ..TcpRepr::default()
+    }
+}
+
+#[test]
+fn a_newer_syn_reopens_a_four_tuple_in_time_wait() {
+    // RFC 6191: with timestamps, a newer TSval makes the SYN new whatever
+    // its ISN; without, an ISN beyond RCV.NXT does. Either way the answer
+    // is a SYN-ACK (no reset, no challenge ACK), and the old incarnation is
+    // gone.
+    for (case, syn) in [
+        (
+            "newer timestamp, lower ISN",
+            new_syn(PEER_ISN.wrapping_sub(50_000), Some(6000)),
+        ),
+        (
+            "no timestamp, ISN beyond",
+            new_syn(PEER_ISN + 100_000, None),
+        ),
+    ] {
+        let mut peer = server_in_time_wait();
+        let old_iss = peer.iss;
+        let out = peer.send(&syn, &[]);
+        let [syn_ack] = out.as_slice() else {
+            panic!("{case}: answered {out:?}");
+        };
+        assert_eq!(syn_ack.flags, flags::SYN | flags::ACK, "{case}");
+        assert_eq!(syn_ack.ack, syn.seq.wrapping_add(1), "{case}");
+        // Its ISS lies beyond all the old one sent (Linux: 64 KiB on).
+        let ahead = syn_ack.seq.wrapping_sub(old_iss.wrapping_add(2)) as i32;
+        assert!(ahead >= 65_537, "{case}: ISS only {ahead} ahead");
+        assert_eq!(peer.state(), State::SynReceived, "{case}");
+        assert_eq!(peer.iface.counters().get(Stat::TcpOutRsts), 0, "{case}");
+        assert_eq!(peer.iface.counters().total_dropped(), 0, "{case}");
+        // The handshake completes on the same 4-tuple.
+        peer.iss = syn_ack.seq;
+        peer.next = syn.seq.wrapping_add(1);
+        peer.echo = syn_ack.options.timestamps.map_or(0, |t| t.0);
+        let mut ack = peer.repr(flags::ACK);
+        ack.options.timestamps = syn.options.timestamps.map(|(v, _)| (v, peer.echo));
+        assert!(peer.send(&ack, &[]).is_empty(), "{case}");
+        assert_eq!(peer.state(), State::Established, "{case}");
+    }
+}
+
+#[test]
+fn an_old_syn_gets_a_challenge_ack_and_a_reset_leaves_time_wait_alone() {
+    let mut peer = server_in_time_wait();
+    // An older timestamp, though its ISN lies beyond: an old duplicate.
+    refused(
+        &mut peer,
+        (new_syn(PEER_ISN + 100_000, Some(4000)), b""),
+        DropReason::TcpBadSyn,
+        true,
+        Answer::Ack,
+    )
+    .unwrap();
+    // No timestamp and an ISN not beyond RCV.NXT: the same.
+    refused(
+        &mut peer,
+        (new_syn(PEER_ISN + 1, None), b""),
+        DropReason::TcpBadSyn,
+        true,
+        Answer::Ack,
+    )
+    .unwrap();
+    // RFC 1337: a reset, even exactly at RCV.NXT, is dropped silently.
+    let mut rst = peer.repr(flags::RST);
+    rst.options.timestamps = None;
+    refused(
+        &mut peer,
+        (rst, b""),
+        DropReason::TcpTimeWaitRst,
+        false,
+        Answer::Silence,
+    )
+    .unwrap();
+    assert_eq!(peer.state(), State::TimeWait);
 }
