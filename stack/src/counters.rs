@@ -147,7 +147,9 @@ reasons! {
     /// no listener; one that found no connection is answered with a reset
     /// unless it was one.
     TcpNoSocket = "tcp_no_socket",
-    /// A SYN for a listener whose backlog of handshakes is full.
+    /// A SYN for a listener whose backlog of handshakes is full, or, in
+    /// queue mode, a SYN or a handshake's final ACK while its accept queue
+    /// is full (the half-open connection is kept for the peer's next ACK).
     TcpListenOverflow = "tcp_listen_overflow",
     /// A TCP segment refused by PAWS (RFC 7323 5.3: a timestamp older than
     /// the last one taken), answered with an ACK. Linux: `PAWSEstab`.
@@ -319,6 +321,10 @@ protocol_counters! {
     TcpACKSkippedChallenge,
     /// TCP retransmission timeouts (RTO fired: sending goes back to SND.UNA).
     TcpRetransTimeouts,
+    /// SYNs and handshakes' final ACKs dropped because the listener's
+    /// accept queue was full (each also a `tcp_listen_overflow` drop).
+    /// Linux: `ListenOverflows`.
+    TcpListenOverflows,
     /// TCP zero-window probes sent (the persist timer fired). Linux:
     /// `TCPWinProbe`.
     TcpWinProbe,

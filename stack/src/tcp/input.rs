@@ -268,6 +268,18 @@ impl Connection {
         Verdict::Accepted
     }
 
+    /// True if `seg` would complete our passive open (SYN-RECEIVED to
+    /// ESTABLISHED: it acknowledges our SYN). A caller that cannot take the
+    /// connection yet (its accept queue is full) drops such a segment
+    /// instead, as Linux does: the half-open connection stays, and the
+    /// peer's next ACK (or data, or the answer to our retransmitted
+    /// SYN-ACK) completes it once there is room.
+    pub fn completes_handshake(&self, seg: &TcpRepr) -> bool {
+        self.state == State::SynReceived
+            && seg.flags & (flags::ACK | flags::RST | flags::SYN) == flags::ACK
+            && Seq(seg.ack) == self.snd_max
+    }
+
     /// May `syn`, a SYN for this connection's 4-tuple that arrives while it
     /// is in TIME-WAIT, open a new incarnation (RFC 6191; Linux's
     /// tcp_timewait_state_process)? Only if it cannot be an old duplicate:

@@ -407,11 +407,22 @@ impl<B: Buf> TcpCore<B> {
         None
     }
 
-    /// [`TcpCore::listener_for`], if its backlog of handshakes has room.
+    /// True if listener `l` hands connections to application threads and
+    /// its accept queue is full (the lcore is its only producer, so room
+    /// seen here is still there when it pushes).
+    fn accept_queue_full(&self, l: usize) -> bool {
+        self.listeners
+            .get(l)
+            .and_then(|l| l.accept.as_ref())
+            .is_some_and(|q| q.streams.is_full())
+    }
+
+    /// [`TcpCore::listener_for`], if it can take a SYN: its backlog of
+    /// handshakes and its accept queue have room.
     fn listener_with_room(&self, tuple: &FourTuple) -> Option<usize> {
         let l = self.listener_for(tuple)?;
         let listener = &self.listeners[l];
-        (listener.pending < listener.backlog).then_some(l)
+        (listener.pending < listener.backlog && !self.accept_queue_full(l)).then_some(l)
     }
 
     /// A keyed hash of a 4-tuple (reuseport member selection).
@@ -515,7 +526,12 @@ pub(crate) fn after_activity<P: Port>(
                     }
                     queue.waker.wake();
                 } else {
+                    // Not reached: input drops the ACK that would complete
+                    // a handshake while the queue is full, and only this
+                    // lcore pushes. Were it reached, the connection could
+                    // only be reset.
                     core.counters.count_drop(DropReason::TcpListenOverflow);
+                    core.counters.count(Stat::TcpListenOverflows);
                     if let Some(slot) = core.tcp.slot(id) {
                         slot.conn.abort();
                     }

@@ -57,6 +57,18 @@ pub(crate) fn input<P: Port>(
                 iss_floor = Some(floor);
             }
         }
+        let half_open = core.tcp.slot(id).and_then(|s| {
+            let completes = s.conn.completes_handshake(&repr);
+            s.listener.filter(|_| completes)
+        });
+        if half_open.is_some_and(|l| core.tcp.accept_queue_full(l)) {
+            // The handshake's last ACK while the application has not taken
+            // the connections already queued: dropped (as Linux, without
+            // tcp_abort_on_overflow), the half-open connection kept for the
+            // peer's next ACK.
+            core.counters.count(Stat::TcpListenOverflows);
+            return core.counters.count_drop(DropReason::TcpListenOverflow);
+        }
         if let (Some(slot), None) = (core.tcp.slot(id), iss_floor) {
             let verdict = slot.conn.on_segment(&repr, payload, now);
             slot.quiet = false;
@@ -73,6 +85,12 @@ pub(crate) fn input<P: Port>(
     // No connection: a listener takes a SYN; anything else is refused.
     let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
     if let (true, Some(l)) = (syn_only, core.tcp.listener_for(&tuple)) {
+        if core.tcp.accept_queue_full(l) {
+            // A handshake now could only overflow the queue (Linux drops
+            // these SYNs too); the peer tries again after its SYN timeout.
+            core.counters.count(Stat::TcpListenOverflows);
+            return core.counters.count_drop(DropReason::TcpListenOverflow);
+        }
         let listener = &mut core.tcp.listeners[l];
         if listener.pending >= listener.backlog {
             return core.counters.count_drop(DropReason::TcpListenOverflow);

@@ -698,3 +698,94 @@ fn an_old_syn_gets_a_challenge_ack_and_a_reset_leaves_time_wait_alone() {
     .unwrap();
     assert_eq!(peer.state(), State::TimeWait);
 }
+
+/// A segment from the peer's `port` (no options but the MSS on a SYN).
+fn from_port(port: u16, seq: u32, ack: u32, bits: u8) -> TcpRepr {
+    TcpRepr {
+        src_port: port,
+        dst_port: PORT,
+        seq,
+        ack,
+        flags: bits,
+        window: PEER_WINDOW,
+        options: TcpOptions {
+            mss: (bits & flags::SYN != 0).then_some(1460),
+            ..TcpOptions::default()
+        },
+    }
+}
+
+#[test]
+fn a_full_accept_queue_drops_the_final_ack_and_a_later_one_completes_it() {
+    // Queue mode, backlog 2: at most two handshakes and two connections
+    // waiting for accept().
+    let (iface, port) = stack_knowing_peer();
+    let mut peer = Peer {
+        iface,
+        port,
+        iss: 0,
+        next: 0,
+        echo: 0,
+        now: Instant::from_nanos(1_000_000),
+    };
+    let handle = peer.iface.handle(peer.port.pool(), 64);
+    let listening =
+        std::thread::spawn(move || handle.tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 2));
+    while !listening.is_finished() {
+        peer.iface
+            .poll(&mut peer.port, peer.now, &mut DropDatagrams);
+        std::thread::yield_now();
+    }
+    let listener = listening.join().unwrap().unwrap();
+    // < S from ports 1, 2, 3 (each at ISN 1000) and their SYN-ACKs' ISSs.
+    let syn = |peer: &mut Peer, from: u16| -> Option<u32> {
+        let out = peer.send(&from_port(from, PEER_ISN, 0, flags::SYN), &[]);
+        match out.as_slice() {
+            [] => None,
+            [s] if s.flags == flags::SYN | flags::ACK => Some(s.seq),
+            other => panic!("answered {other:?}"),
+        }
+    };
+    let ack = |iss: u32, from: u16| from_port(from, PEER_ISN + 1, iss.wrapping_add(1), flags::ACK);
+    let (a, b) = (syn(&mut peer, 1).unwrap(), syn(&mut peer, 2).unwrap());
+    assert!(peer.send(&ack(a, 1), &[]).is_empty());
+    let c = syn(&mut peer, 3).expect("a handshake's place is free again");
+    assert!(peer.send(&ack(b, 2), &[]).is_empty());
+    // The queue holds a and b. c's final ACK is dropped, not answered with
+    // a reset, and c stays half-open; a new SYN is dropped as well.
+    let overflows = |peer: &Peer| {
+        let c = peer.iface.counters();
+        (
+            c.get(Stat::TcpListenOverflows),
+            c.dropped(DropReason::TcpListenOverflow),
+        )
+    };
+    assert!(peer.send(&ack(c, 3), &[]).is_empty());
+    assert_eq!(overflows(&peer), (1, 1));
+    assert_eq!(syn(&mut peer, 4), None);
+    assert_eq!(overflows(&peer), (2, 2));
+    let states = |peer: &Peer| {
+        let all = peer.iface.tcp_connections();
+        all.iter()
+            .map(|c| (c.remote.port(), c.state))
+            .collect::<Vec<_>>()
+    };
+    use State::{Established, SynReceived};
+    assert_eq!(
+        states(&peer),
+        [(1, Established), (2, Established), (3, SynReceived)]
+    );
+    // The application takes one; c's next ACK (here with data) completes it.
+    let accept = || {
+        let (stream, from) = listener.accept(Some(core::time::Duration::ZERO)).unwrap();
+        (stream, from.port())
+    };
+    let (_a, from) = accept();
+    assert_eq!(from, 1);
+    assert!(peer.send(&ack(c, 3), b"hello").len() <= 1);
+    assert_eq!(states(&peer)[2], (3, Established));
+    let ((_b, second), (_c, third)) = (accept(), accept());
+    assert_eq!((second, third), (2, 3));
+    assert_eq!(peer.iface.counters().get(Stat::TcpOutRsts), 0, "no reset");
+    assert_eq!(overflows(&peer), (2, 2));
+}
