@@ -1,6 +1,8 @@
 //! Segment arrival (RFC 9293 3.10.7), with RFC 5961's defences against
-//! blind resets, SYNs and ACKs, RFC 7323's PAWS, and the ACK processing
-//! that drives retransmission, RTT samples and congestion control.
+//! blind resets, SYNs and ACKs, RFC 7323's PAWS, RFC 1337's TIME-WAIT that
+//! no reset ends (and RFC 6191's test of a SYN that may), and the ACK
+//! processing that drives retransmission, RTT samples and congestion
+//! control.
 //!
 //! `on_segment` never sends: it updates the state and leaves what is owed
 //! (an ACK, a challenge ACK, a reset, a fast retransmit) in flags that

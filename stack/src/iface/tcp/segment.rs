@@ -4,7 +4,11 @@
 //!
 //! Input checks the checksum as UDP over IPv4 does ([`checksum_ok`], per
 //! the interface's `ChecksumPolicy`) and counts every segment it does not take
-//! by reason, including those the connection refuses ([`Verdict`]).
+//! by reason, including those the connection refuses ([`Verdict`]). Three
+//! decisions are the lcore's, not the connection's: a new SYN that ends a
+//! TIME-WAIT (RFC 6191) goes to the listener, the ACK that would complete a
+//! handshake waits while the accept queue is full, and a challenge ACK goes
+//! only while the stack's budget for the second lasts (RFC 5961 7).
 
 use super::*;
 
