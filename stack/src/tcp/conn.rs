@@ -292,7 +292,8 @@ impl Connection {
 
     /// An active open: SYN-SENT, the SYN goes out on the next
     /// [`Connection::poll_transmit`]. `iss` per RFC 6528, `our_mss` from
-    /// the route's MTU, `ts_offset` random per connection.
+    /// the route's MTU, `ts_offset` a keyed hash of the 4-tuple under a key
+    /// of its own (RFC 7323 5.4: never derived from the ISS).
     pub fn connect(
         config: &TcpConfig,
         local_port: u16,
