@@ -298,7 +298,6 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         config.dad_transmits = 0;
     }
     config.accept_ra = cli.accept_ra;
-    config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
     let addresses6: Vec<Vec<Ipv6Cidr>> = iface
         .config()

@@ -215,7 +215,6 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     }
     let mut config = InterfaceConfig::with_links(vec![link]);
     config.gateway = cli.gateway;
-    config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     if cli.no_dad {
         config.dad_transmits = 0;
     }

@@ -263,7 +263,6 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
     let mut config = InterfaceConfig::new(port.mac(), cli.ip);
     config.gateway = cli.gateway;
-    config.hash_key = TscClock::cycles().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     if let Some(ip6) = cli.ip6 {
         config.links[0].addresses6.push(ip6);
         config.dad_transmits = 0;

@@ -27,7 +27,11 @@ fn peer() -> SocketAddr {
 
 /// Connects per second over `secs` with `mode`.
 fn run(mode: ConnectMode, secs: f64) -> f64 {
-    let table: Arc<ConnTable<u32>> = Arc::new(ConnTable::new(65536, 0x1234_5678_9abc_def0));
+    let table: Arc<ConnTable<u32>> = Arc::new(ConnTable::new(
+        65536,
+        0x1234_5678_9abc_def0,
+        0x0fed_cba9_8765_4321,
+    ));
     let size = usize::from(RANGE.1 - RANGE.0) + 1;
     // Fill 95% of the range, spread over it.
     let busy = size * 95 / 100;

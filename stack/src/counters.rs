@@ -183,7 +183,9 @@ reasons! {
     /// no listener; one that found no connection is answered with a reset
     /// unless it was one.
     TcpNoSocket = "tcp_no_socket",
-    /// A SYN for a listener whose backlog of handshakes is full.
+    /// A SYN for a listener whose backlog of handshakes is full, or, in
+    /// queue mode, a SYN or a handshake's final ACK while its accept queue
+    /// is full (the half-open connection is kept for the peer's next ACK).
     TcpListenOverflow = "tcp_listen_overflow",
     /// A TCP segment refused by PAWS (RFC 7323 5.3: a timestamp older than
     /// the last one taken), answered with an ACK. Linux: `PAWSEstab`.
@@ -209,6 +211,9 @@ reasons! {
     /// ACK once synchronized; neither SYN nor RST in SYN-SENT), dropped
     /// silently. Linux: `TCP_FLAGS`.
     TcpBadFlags = "tcp_bad_flags",
+    /// A TCP reset for a connection in TIME-WAIT, dropped: it does not end
+    /// TIME-WAIT early (RFC 1337; Linux with `tcp_rfc1337` set).
+    TcpTimeWaitRst = "tcp_time_wait_rst",
     /// Neighbor Discovery message failing RFC 4861's validity checks.
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.
@@ -345,13 +350,26 @@ protocol_counters! {
     TcpPassiveOpens,
     /// TCP resets sent.
     TcpOutRsts,
-    /// TCP challenge ACKs owed (RFC 5961: to an in-window reset not at
+    /// TCP challenge ACKs sent (RFC 5961: to an in-window reset not at
     /// `RCV.NXT`, a SYN on a synchronized connection, an ACK of unsent or
     /// too old data); each also counts its segment's drop reason. Linux:
     /// `TCPChallengeACK`.
     TcpChallengeACK,
+    /// TCP challenge ACKs not sent: the stack's budget for the second
+    /// (`TcpConfig::challenge_ack_limit`, RFC 5961 7) was spent. Linux:
+    /// `TCPACKSkippedChallenge`.
+    TcpACKSkippedChallenge,
     /// TCP retransmission timeouts (RTO fired: sending goes back to SND.UNA).
     TcpRetransTimeouts,
+    /// SYNs and handshakes' final ACKs dropped because the listener's
+    /// accept queue was full (each also a `tcp_listen_overflow` drop).
+    /// Linux: `ListenOverflows`.
+    TcpListenOverflows,
+    /// TCP zero-window probes sent (the persist timer fired). Linux:
+    /// `TCPWinProbe`.
+    TcpWinProbe,
+    /// TCP keepalive probes sent. Linux: `TCPKeepAlive`.
+    TcpKeepAlive,
 }
 
 /// Number of protocol counters.

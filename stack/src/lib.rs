@@ -18,6 +18,7 @@ pub mod counters;
 mod doc_examples;
 mod hash;
 pub mod iface;
+pub mod keys;
 pub mod media;
 pub mod neighbor;
 pub mod port;

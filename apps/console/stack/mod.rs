@@ -146,11 +146,12 @@ pub struct StackState<B: Buf> {
 impl<B: Buf> StackState<B> {
     /// A stack over `links` (in port order) with the `(link, address)`
     /// pairs of `setup`; a port without an address gets only its IPv6
-    /// link-local one. `hash_key` keys the stack's flow hashes.
+    /// link-local one. The stack draws its own keys from the system's
+    /// random source; `ping_ident` numbers this console's pings.
     pub fn new(
         links: Vec<LinkLine>,
         setup: &[(usize, Prefix)],
-        hash_key: u64,
+        ping_ident: u16,
     ) -> Result<StackState<B>, String> {
         let configs = links.iter().enumerate().map(|(i, l)| {
             let mine = || setup.iter().filter(move |(link, _)| *link == i);
@@ -186,15 +187,14 @@ impl<B: Buf> StackState<B> {
                 ipv6: true,
             }
         });
-        let mut config = InterfaceConfig::with_links(configs.collect());
-        config.hash_key = hash_key;
+        let config = InterfaceConfig::with_links(configs.collect());
         let iface = Interface::new(config).map_err(|e| format!("stack: {e}"))?;
         Ok(StackState {
             iface,
             services: Services::new(),
             links,
             ping: None,
-            next_ident: (hash_key >> 16) as u16,
+            next_ident: ping_ident,
         })
     }
 

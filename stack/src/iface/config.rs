@@ -2,6 +2,7 @@
 //! addresses and an MTU) and the settings they share, and the typed errors
 //! a bad configuration gives.
 
+use crate::keys::Keys;
 use crate::neighbor::NeighborConfig;
 use crate::port::{ChecksumStatus, MacAddr};
 use crate::reassembly::ReassemblyConfig;
@@ -109,8 +110,11 @@ pub struct InterfaceConfig {
     pub neighbor: NeighborConfig,
     /// Fragment reassembly tunables.
     pub reassembly: ReassemblyConfig,
-    /// Key of the reuseport flow hash (use a random value).
-    pub hash_key: u64,
+    /// The secrets of the stack's hashes (ISNs, timestamp offsets,
+    /// ephemeral ports, flow hashes). `None`, the default: fresh ones from
+    /// the operating system's random source when the interface is made.
+    /// `Some` only where runs must repeat ([`Keys::for_testing`]).
+    pub keys: Option<Keys>,
     /// Extra transmit attempts before the unsent tail is dropped.
     pub tx_retries: u32,
     /// Duplicate address detection (RFC 4862 5.4): solicitations sent for
@@ -144,7 +148,7 @@ impl InterfaceConfig {
             icmp_errors_per_sec: 1000,
             neighbor: NeighborConfig::default(),
             reassembly: ReassemblyConfig::default(),
-            hash_key: 0x005e_ed0f_d057_ac6b,
+            keys: None,
             tx_retries: 4,
             dad_transmits: 1,
             accept_ra: false,
@@ -189,6 +193,8 @@ pub enum ConfigError {
     /// An IPv6 gateway that is neither on a link's prefixes nor a
     /// link-local address with its link known.
     Gateway6NotOnLink(Ipv6Addr),
+    /// The operating system's random source gave no keys.
+    NoRandomness(getrandom::Error),
 }
 
 impl core::fmt::Display for ConfigError {
@@ -224,6 +230,11 @@ impl core::fmt::Display for ConfigError {
                  give a gateway inside an --ip prefix"
             ),
             ConfigError::NoSuchLink(link) => write!(f, "there is no port {link}"),
+            ConfigError::NoRandomness(e) => write!(
+                f,
+                "the system's random source failed ({e}): the stack draws its ISN and hash \
+                 keys from it, check that getrandom(2) or /dev/urandom works here"
+            ),
             ConfigError::Gateway6NotOnLink(ip) => write!(
                 f,
                 "gateway {ip} is on none of the ports' IPv6 prefixes: give a gateway inside an \

@@ -46,6 +46,8 @@ pub use limit::TokenBucket;
 pub use tcp::{ConnId, ListenError, ListenerId, TcpEvent};
 pub use tx::{SendError, TxBatch};
 
+pub use crate::keys::Keys;
+
 use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port};
@@ -362,6 +364,10 @@ impl<B: Buf> Interface<B> {
     /// default route through the gateway, if one is set.
     pub fn new(config: InterfaceConfig) -> Result<Interface<B>, ConfigError> {
         config::validate(&config)?;
+        let keys = match config.keys.clone() {
+            Some(keys) => keys,
+            None => Keys::random().map_err(ConfigError::NoRandomness)?,
+        };
         let mut routes = RouteTable::new();
         let routes6 = RouteTable6::new();
         for (index, link) in config.links.iter().enumerate() {
@@ -417,7 +423,7 @@ impl<B: Buf> Interface<B> {
         let core = Core {
             reassembler: Reassembler::new(config.reassembly.clone()),
             reassembler6: Reassembler::new(config.reassembly.clone()),
-            udp: UdpTable::new(config.hash_key),
+            udp: UdpTable::new(keys.flow),
             icmp_limit: TokenBucket::new(
                 config.icmp_errors_per_sec,
                 config.icmp_errors_per_sec.max(1),
@@ -433,11 +439,11 @@ impl<B: Buf> Interface<B> {
                 .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
             special: special_addresses(&config.links),
             next_ident: 0,
-            next_ident6: (config.hash_key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32,
+            next_ident6: keys.fragment_ident,
             path_mtus6: HashMap::new(),
             socket_errors: ArrayVec::new(),
             ra_default: None,
-            tcp: tcp::TcpCore::new(config.tcp.clone(), config.hash_key),
+            tcp: tcp::TcpCore::new(config.tcp.clone(), &keys),
             links,
             config,
         };

@@ -39,6 +39,11 @@ pub struct TcpConfig {
     pub keepalive_interval: Duration,
     /// Unanswered probes before the connection times out (Linux: 9).
     pub keepalive_probes: u8,
+    /// Challenge ACKs (RFC 5961) the stack sends a second, on average,
+    /// over all its connections; the rest are counted and not sent (RFC
+    /// 5961 7; Linux's tcp_challenge_ack_limit, 1000). `u32::MAX`: no
+    /// limit.
+    pub challenge_ack_limit: u32,
 }
 
 impl Default for TcpConfig {
@@ -60,6 +65,7 @@ impl Default for TcpConfig {
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),
             keepalive_probes: 9,
+            challenge_ack_limit: 1000,
         }
     }
 }

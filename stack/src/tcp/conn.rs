@@ -142,6 +142,16 @@ pub struct Connection {
     pub(crate) rto_at: Option<Instant>,
     pub(crate) ack_at: Option<Instant>,
     pub(crate) persist_at: Option<Instant>,
+    /// Zero-window probes since the window closed: each doubles the next
+    /// gap (up to [`super::timers::PERSIST_MAX`]). Kept apart from the
+    /// RTO's backoff, so a long zero window never inflates the timeout of
+    /// the data sent once it opens.
+    pub(crate) persist_backoff: u8,
+    /// Zero-window probes since the peer was last heard from (it gives up
+    /// after `max_retries`, as Linux after tcp_retries2).
+    pub(crate) persist_unanswered: u8,
+    /// Zero-window probes sent, ever (the lcore counts `TcpWinProbe`).
+    pub(crate) window_probes: u64,
     pub(crate) time_wait_at: Option<Instant>,
     /// Keepalive: idle time, interval, probes allowed; when the next probe
     /// is due and how many went unanswered.
@@ -150,9 +160,14 @@ pub struct Connection {
     pub(crate) keepalive_probes: u8,
     pub(crate) keepalive_at: Option<Instant>,
     pub(crate) keepalive_sent: u8,
+    /// Keepalive probes sent, ever (the lcore counts `TcpKeepAlive`).
+    pub(crate) keepalives: u64,
     pub(crate) retries: u8,
     // What output owes.
     pub(crate) ack_now: bool,
+    /// A challenge ACK (RFC 5961) is owed: sent like `ack_now`, but kept
+    /// apart so the caller's rate limit can withhold it alone.
+    pub(crate) challenge: bool,
     /// Full-sized segments received since our last ACK.
     pub(crate) unacked_segments: u8,
     /// A reset to send: (seq, ack if the reset carries one).
@@ -253,14 +268,19 @@ impl Connection {
             rto_at: None,
             ack_at: None,
             persist_at: None,
+            persist_backoff: 0,
+            persist_unanswered: 0,
+            window_probes: 0,
             time_wait_at: None,
             keepalive: config.keepalive,
             keepalive_interval: config.keepalive_interval,
             keepalive_probes: config.keepalive_probes,
             keepalive_at: None,
             keepalive_sent: 0,
+            keepalives: 0,
             retries: 0,
             ack_now: false,
+            challenge: false,
             unacked_segments: 0,
             rst_pending: None,
             fast_retransmit: false,
@@ -272,7 +292,8 @@ impl Connection {
 
     /// An active open: SYN-SENT, the SYN goes out on the next
     /// [`Connection::poll_transmit`]. `iss` per RFC 6528, `our_mss` from
-    /// the route's MTU, `ts_offset` random per connection.
+    /// the route's MTU, `ts_offset` a keyed hash of the 4-tuple under a key
+    /// of its own (RFC 7323 5.4: never derived from the ISS).
     pub fn connect(
         config: &TcpConfig,
         local_port: u16,
@@ -554,6 +575,7 @@ impl Connection {
     /// The peer was heard from: the keepalive clock starts over.
     pub(crate) fn heard_from_peer(&mut self, now: Instant) {
         self.keepalive_sent = 0;
+        self.persist_unanswered = 0;
         let synchronized = !matches!(
             self.state,
             State::SynSent | State::SynReceived | State::TimeWait | State::Closed
@@ -576,8 +598,16 @@ impl Connection {
         self.time_wait_at = None;
         self.keepalive_at = None;
         self.ack_now = false;
+        self.challenge = false;
         self.fast_retransmit = false;
         self.probe = false;
+    }
+
+    /// Withholds the challenge ACK the last segment left owed (RFC 5961 7:
+    /// the caller's limit for this second is spent); any other ACK owed
+    /// still goes.
+    pub fn withhold_challenge_ack(&mut self) {
+        self.challenge = false;
     }
 
     /// Moves to TIME-WAIT and starts its timer.

@@ -1,6 +1,8 @@
 //! Segment arrival (RFC 9293 3.10.7), with RFC 5961's defences against
-//! blind resets, SYNs and ACKs, RFC 7323's PAWS, and the ACK processing
-//! that drives retransmission, RTT samples and congestion control.
+//! blind resets, SYNs and ACKs, RFC 7323's PAWS, RFC 1337's TIME-WAIT that
+//! no reset ends (and RFC 6191's test of a SYN that may), and the ACK
+//! processing that drives retransmission, RTT samples and congestion
+//! control.
 //!
 //! `on_segment` never sends: it updates the state and leaves what is owed
 //! (an ACK, a challenge ACK, a reset, a fast retransmit) in flags that
@@ -51,6 +53,9 @@ pub enum Refusal {
     /// Flags this state does not take: no ACK once synchronized, neither
     /// SYN nor RST in SYN-SENT (RFC 9293 3.10.7.3, 3.10.7.4 fifth check).
     BadFlags,
+    /// A reset in TIME-WAIT, which does not end it (RFC 1337): dropped
+    /// silently.
+    TimeWaitReset,
     /// The connection is closed.
     Closed,
 }
@@ -61,7 +66,11 @@ impl Refusal {
         match self {
             Refusal::BadAck { challenged } | Refusal::BadReset { challenged } => challenged,
             Refusal::BadSyn => true,
-            Refusal::Paws | Refusal::OutOfWindow | Refusal::BadFlags | Refusal::Closed => false,
+            Refusal::Paws
+            | Refusal::OutOfWindow
+            | Refusal::BadFlags
+            | Refusal::TimeWaitReset
+            | Refusal::Closed => false,
         }
     }
 }
@@ -154,9 +163,22 @@ impl Connection {
             self.snd_nxt = self.iss;
             return Verdict::Accepted;
         }
+        // RFC 1337: a reset must not end TIME-WAIT early. Whether an old
+        // duplicate or a blind guess, it would free the 4-tuple for a new
+        // incarnation while this one's segments may still be in flight.
+        if self.state == State::TimeWait && rst {
+            return Verdict::Refused(Refusal::TimeWaitReset);
+        }
         // PAWS (RFC 7323 5.3).
         if let (Some(ts), Some((value, _))) = (self.timestamps, seg.options.timestamps) {
             if !rst && (value.wrapping_sub(ts.recent) as i32) < 0 {
+                // A SYN is challenged whatever else is wrong with it (RFC
+                // 5961 4.2; Linux sends its PAWS failures to syn_challenge
+                // too): an old SYN in TIME-WAIT meets this first.
+                if syn {
+                    self.challenge = true;
+                    return Verdict::Refused(Refusal::BadSyn);
+                }
                 self.ack_now = true;
                 return Verdict::Refused(Refusal::Paws);
             }
@@ -167,28 +189,27 @@ impl Connection {
             if rst {
                 return Verdict::Refused(Refusal::BadReset { challenged: false });
             }
-            self.ack_now = true;
             if self.state == State::TimeWait && fin {
                 self.time_wait_at = Some(now + self.time_wait);
             }
             // RFC 5961 4.2: a SYN is answered the same way in or out of
-            // the window, and counted as a SYN.
-            let refusal = if syn {
-                Refusal::BadSyn
-            } else {
-                Refusal::OutOfWindow
-            };
-            return Verdict::Refused(refusal);
+            // the window (a challenge ACK), and counted as a SYN.
+            if syn {
+                self.challenge = true;
+                return Verdict::Refused(Refusal::BadSyn);
+            }
+            self.ack_now = true;
+            return Verdict::Refused(Refusal::OutOfWindow);
         }
         // 2. Resets (RFC 5961 3.2).
         if rst {
             if seq != self.rcv_nxt {
-                self.ack_now = true;
+                self.challenge = true;
                 return Verdict::Refused(Refusal::BadReset { challenged: true });
             }
             let error = match self.state {
                 State::SynReceived => Some(TcpError::Refused),
-                State::Closing | State::LastAck | State::TimeWait => None,
+                State::Closing | State::LastAck => None,
                 _ => Some(TcpError::Reset),
             };
             self.enter_closed(error);
@@ -196,7 +217,7 @@ impl Connection {
         }
         // 4. SYN in a synchronized state (RFC 5961 4).
         if syn {
-            self.ack_now = true;
+            self.challenge = true;
             return Verdict::Refused(Refusal::BadSyn);
         }
         // 5. The ACK field.
@@ -223,12 +244,12 @@ impl Connection {
             self.snd_wl2 = ack_no;
         }
         if ack_no > self.snd_max {
-            self.ack_now = true;
+            self.challenge = true;
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         if ack_no < self.snd_una - self.max_snd_wnd.max(1) {
             // RFC 5961 5.2: too old to be a duplicate.
-            self.ack_now = true;
+            self.challenge = true;
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         self.process_ack(seg, ack_no, payload.len(), fin, now);
@@ -247,6 +268,44 @@ impl Connection {
             self.ack_now = true; // out of order: a duplicate ACK
         }
         Verdict::Accepted
+    }
+
+    /// True if `seg` would complete our passive open (SYN-RECEIVED to
+    /// ESTABLISHED: it acknowledges our SYN). A caller that cannot take the
+    /// connection yet (its accept queue is full) drops such a segment
+    /// instead, as Linux does: the half-open connection stays, and the
+    /// peer's next ACK (or data, or the answer to our retransmitted
+    /// SYN-ACK) completes it once there is room.
+    pub fn completes_handshake(&self, seg: &TcpRepr) -> bool {
+        self.state == State::SynReceived
+            && seg.flags & (flags::ACK | flags::RST | flags::SYN) == flags::ACK
+            && Seq(seg.ack) == self.snd_max
+    }
+
+    /// May `syn`, a SYN for this connection's 4-tuple that arrives while it
+    /// is in TIME-WAIT, open a new incarnation (RFC 6191; Linux's
+    /// tcp_timewait_state_process)? Only if it cannot be an old duplicate:
+    /// with timestamps on both, its TSval is newer than the last one seen,
+    /// or equal with an ISN beyond `RCV.NXT`; without, its ISN is beyond
+    /// `RCV.NXT`. If so, the lowest ISS the new incarnation may take
+    /// (Linux's: 64 KiB past everything this one sent, so that the peer
+    /// cannot take an old segment of ours for a new one); the caller ends
+    /// this connection and answers the SYN as a listener would. Anything
+    /// else is for [`Connection::on_segment`] (a challenge ACK, RFC 5961).
+    pub fn time_wait_reopen(&self, syn: &TcpRepr) -> Option<Seq> {
+        let only_syn = syn.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
+        if self.state != State::TimeWait || !only_syn {
+            return None;
+        }
+        let beyond = Seq(syn.seq) > self.rcv_nxt;
+        let fresh = match (self.timestamps, syn.options.timestamps) {
+            (Some(ts), Some((value, _))) => {
+                let newer = value.wrapping_sub(ts.recent) as i32;
+                newer > 0 || (newer == 0 && beyond)
+            }
+            _ => beyond,
+        };
+        fresh.then(|| self.snd_max + 65_537u32)
     }
 
     /// RFC 9293 3.10.7.4 "first, check sequence number".
@@ -311,6 +370,7 @@ impl Connection {
             self.snd_wl2 = ack_no;
             if opened {
                 self.persist_at = None;
+                self.persist_backoff = 0;
                 self.probe = false;
             }
         }

@@ -7,12 +7,14 @@
 //! [`output`] (what to send), [`timers`], [`buffer`] (send ring, receive
 //! ring with out-of-order reassembly), [`rtt`] (RFC 6298), [`congestion`]
 //! (NewReno), [`table`] (the connection table `connect()` searches),
-//! [`wheel`] (the per-lcore timer wheel). Options (MSS, window scale, timestamps, SACK permitted) are
+//! [`wheel`] (the per-lcore timer wheel), [`challenge`] (RFC 5961's limit
+//! on challenge ACKs, per lcore). Options (MSS, window scale, timestamps, SACK permitted) are
 //! parsed in [`crate::wire::tcp`]. SACK blocks, CUBIC and SYN cookies have
 //! their places: the assembler's ranges, the congestion module's surface,
 //! the listener's SYN queue.
 
 pub mod buffer;
+pub mod challenge;
 mod config;
 pub mod congestion;
 pub mod conn;
@@ -28,6 +30,7 @@ pub use config::TcpConfig;
 pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
 pub use input::{Refusal, Verdict};
 pub use seq::Seq;
+pub use timers::PERSIST_MAX;
 
 #[cfg(test)]
 mod tests;

@@ -42,7 +42,7 @@ impl Connection {
             let header = self.header(self.snd_una - 1u32, 0, options);
             return Some((self.acked(header), 0));
         }
-        if self.ack_now {
+        if self.ack_now || self.challenge {
             let options = self.options_for(false, now);
             let header = self.header(self.snd_nxt, 0, options);
             return Some((self.acked(header), 0));
@@ -139,8 +139,10 @@ impl Connection {
                 && self.rto_at.is_none()
                 && self.persist_at.is_none()
             {
-                // Zero window with data waiting: probe on the persist timer.
-                self.persist_at = Some(now + self.rtt.rto());
+                // Zero window with data waiting: probe on the persist timer
+                // (its backoff starts over each time the window closes).
+                self.persist_backoff = 0;
+                self.persist_at = Some(now + self.persist_interval());
             }
             return None;
         }
@@ -181,6 +183,7 @@ impl Connection {
     fn acked(&mut self, header: TcpRepr) -> TcpRepr {
         if header.flags & flags::ACK != 0 {
             self.ack_now = false;
+            self.challenge = false;
             self.ack_at = None;
             self.unacked_segments = 0;
         }

@@ -138,7 +138,12 @@ const PERTURB: usize = 256;
 pub struct ConnTable<V> {
     buckets: Box<[Bucket<V>]>,
     mask: usize,
+    /// Keys of the bucket and fingerprint hash.
     keys: [u64; 4],
+    /// Keys of the port search's offset and perturbation index (RFC 6056
+    /// F and G): their own, so the ports a peer sees tell nothing about
+    /// where entries sit.
+    port_keys: [u64; 4],
     perturb: Box<[AtomicU32]>,
 }
 
@@ -194,8 +199,9 @@ fn tuple_hash(keys: &[u64; 4], t: &FourTuple) -> u64 {
 
 impl<V: TableValue> ConnTable<V> {
     /// A table of at least `buckets` buckets (rounded up to a power of
-    /// two), hashing with `secret` (use a random value).
-    pub fn new(buckets: usize, secret: u64) -> ConnTable<V> {
+    /// two), hashing entries with `secret` and picking ports with
+    /// `port_secret` (use random values, independent of each other).
+    pub fn new(buckets: usize, secret: u64, port_secret: u64) -> ConnTable<V> {
         let count = buckets.max(1).next_power_of_two();
         let empty = Arc::new(Vec::new());
         ConnTable {
@@ -209,6 +215,7 @@ impl<V: TableValue> ConnTable<V> {
                 .collect(),
             mask: count - 1,
             keys: keys(secret),
+            port_keys: keys(port_secret),
             perturb: (0..PERTURB).map(|_| AtomicU32::new(0)).collect(),
         }
     }
@@ -306,7 +313,12 @@ impl<V: TableValue> ConnTable<V> {
         let size = u32::from(high - low) + 1;
         // RFC 6056 algorithm 4: F (the offset) and G (the perturbation
         // index) are keyed hashes of the destination.
-        let destination = keyed_hash(&self.keys, local_ip, remote.ip(), u32::from(remote.port()));
+        let destination = keyed_hash(
+            &self.port_keys,
+            local_ip,
+            remote.ip(),
+            u32::from(remote.port()),
+        );
         let offset = destination as u32;
         let index = (destination >> 32) as usize % PERTURB;
         let perturbation = self.perturb[index].load(Ordering::Relaxed);

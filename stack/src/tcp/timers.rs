@@ -2,14 +2,31 @@
 //! delayed ACK, persist, TIME-WAIT, keepalive), polled with the time; the lcore keeps
 //! connections in a timer wheel keyed by [`Connection::next_deadline`].
 //!
-//! Keepalive probes an idle connection when asked to.
+//! Keepalive probes an idle connection when asked to, at the configured
+//! idle time and interval (no backoff: its own deadline and count).
 //!
 //! Retransmission (RFC 6298 5): go back to `SND.UNA`, back the timer off,
 //! shrink the congestion window (RFC 5681 (4)), give up after the
 //! configured number of tries (fewer for a SYN).
+//!
+//! Persist (RFC 9293 3.8.6.1): while the peer's window is zero and data
+//! waits, a probe after an RTO, then at doubling gaps up to
+//! [`PERSIST_MAX`]. Its backoff is its own: the RTO estimator is not
+//! touched, so the data sent once the window opens is timed by the RTO
+//! the path earned, not by how long the window stayed shut.
 
 use super::conn::{Connection, State, TcpError};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
+
+/// The longest gap between zero-window probes. RFC 9293 asks for an
+/// exponential backoff and sets no ceiling; Linux stops at its 120 s
+/// maximum RTO. But a window update is a bare ACK that nothing
+/// retransmits: once one is lost, the next probe is what restarts the
+/// transfer, and a gap of two minutes outlasts common idle timeouts
+/// (socat's `-T`, proxies' 60 s). 30 s keeps a lost update's cost under
+/// those while probing an application that stopped reading about
+/// twice a minute.
+pub const PERSIST_MAX: Duration = Duration::from_secs(30);
 
 impl Connection {
     /// The earliest deadline of any timer.
@@ -38,9 +55,10 @@ impl Connection {
             self.ack_now = true;
         }
         if self.persist_at.is_some_and(|t| now >= t) {
-            self.rtt.back_off();
-            self.persist_at = Some(now + self.rtt.rto());
-            self.probe = true;
+            self.persist_timeout(now);
+            if self.state == State::Closed {
+                return;
+            }
         }
         if self.rto_at.is_some_and(|t| now >= t) {
             self.retransmission_timeout(now);
@@ -60,8 +78,32 @@ impl Connection {
             return;
         }
         self.keepalive_sent += 1;
+        self.keepalives += 1;
         self.probe = true;
         self.keepalive_at = Some(now + self.keepalive_interval);
+    }
+
+    /// The persist timer: a zero-window probe, the next one twice as far
+    /// off (at most [`PERSIST_MAX`]). A peer that answers none of
+    /// `max_retries` probes is gone (as Linux's tcp_retries2); one that
+    /// answers keeps the connection however long its window stays shut.
+    fn persist_timeout(&mut self, now: Instant) {
+        if self.persist_unanswered >= self.max_retries {
+            self.enter_closed(Some(TcpError::TimedOut));
+            return;
+        }
+        self.persist_unanswered += 1;
+        self.window_probes += 1;
+        self.probe = true;
+        self.persist_backoff = self.persist_backoff.saturating_add(1);
+        self.persist_at = Some(now + self.persist_interval());
+    }
+
+    /// The gap before the next zero-window probe: the RTO, doubled per
+    /// probe already sent since the window closed, capped.
+    pub(crate) fn persist_interval(&self) -> Duration {
+        let factor = 1u32 << self.persist_backoff.min(16);
+        (self.rtt.rto() * factor).min(PERSIST_MAX)
     }
 
     fn retransmission_timeout(&mut self, now: Instant) {
@@ -71,6 +113,20 @@ impl Connection {
         } else {
             self.max_retries
         };
+        if !handshake && self.snd_wnd == 0 {
+            // The peer shrank its window to zero over data in flight: what
+            // is outstanding would not be taken, and resending nothing on
+            // each expiry would stall until the retries ran out. Flow
+            // control, not loss: no congestion response, no retry counted;
+            // everything from SND.UNA goes again once a probe finds the
+            // window open.
+            self.snd_nxt = self.snd_una;
+            self.rto_at = None;
+            self.timing = None;
+            self.persist_backoff = 0;
+            self.persist_timeout(now);
+            return;
+        }
         if self.retries >= limit {
             self.enter_closed(Some(TcpError::TimedOut));
             return;

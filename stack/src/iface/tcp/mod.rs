@@ -16,8 +16,10 @@ use super::ip_out;
 use super::tx::Out;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
+use crate::keys::Keys;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
+use crate::tcp::challenge::ChallengeAckLimit;
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{Buffers, Connection, Refusal, Seq, State, TcpConfig, TcpError, Verdict};
@@ -183,7 +185,13 @@ pub(crate) struct TcpCore<B: Buf> {
     /// Entries the wheel hands back per poll (reused).
     due: Vec<(Instant, ConnId)>,
     pub(crate) events: Vec<(ConnId, TcpEvent)>,
-    secret: u64,
+    /// SipHash keys of ISNs (RFC 6528) and timestamp offsets (RFC 7323
+    /// 5.4), and of the reuseport flow hash.
+    isn_key: [u64; 2],
+    ts_key: [u64; 2],
+    flow_key: [u64; 2],
+    /// RFC 5961 7: the stack's challenge ACKs a second.
+    challenge_limit: ChallengeAckLimit,
     /// Ports connects pick from.
     pub(crate) ephemeral: (u16, u16),
     /// Buffer storage of finished connections, for the next ones.
@@ -210,19 +218,23 @@ impl<B: Buf> core::fmt::Debug for TcpCore<B> {
 const HEADROOM: usize = 14 + 40 + 60;
 
 impl<B: Buf> TcpCore<B> {
-    pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore<B> {
+    pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
         let ephemeral = config.ephemeral_ports;
+        let challenge_limit = ChallengeAckLimit::new(config.challenge_ack_limit, keys.jitter);
         TcpCore {
             config,
             slots: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
-            table: Arc::new(ConnTable::new(65536, secret ^ 0x7c9f_31a2_5d04_e6b8)),
+            table: Arc::new(ConnTable::new(65536, keys.flow, keys.ports)),
             listeners: Vec::new(),
             timers: TimerWheel::new(),
             due: Vec::new(),
             events: Vec::new(),
-            secret,
+            isn_key: keys.isn,
+            ts_key: keys.ts_offset,
+            flow_key: [keys.flow.rotate_left(17), keys.flow],
+            challenge_limit,
             ephemeral,
             spare: Vec::new(),
             held_tx: None,
@@ -345,11 +357,16 @@ impl<B: Buf> TcpCore<B> {
     /// An ISN per RFC 6528: a 4-microsecond clock plus a keyed hash of the
     /// connection's addresses.
     fn isn(&self, tuple: &FourTuple, now: Instant) -> Seq {
-        use core::hash::{Hash, Hasher};
-        #[allow(deprecated)]
-        let mut hasher = std::hash::SipHasher::new_with_keys(self.secret, !self.secret);
-        tuple.hash(&mut hasher);
-        Seq((now.as_nanos() / 4000) as u32) + (hasher.finish() as u32)
+        Seq((now.as_nanos() / 4000) as u32) + (keyed(self.isn_key, tuple) as u32)
+    }
+
+    /// The connection's timestamp offset (RFC 7323 5.4, as Linux's
+    /// tsoffset): a keyed hash of the 4-tuple under a key of its own, so a
+    /// peer learns nothing from TSval beside the ISS, and a reopened
+    /// 4-tuple keeps its offset (its timestamps keep growing, which the
+    /// peer's TIME-WAIT checks rely on).
+    fn ts_offset(&self, tuple: &FourTuple) -> u32 {
+        keyed(self.ts_key, tuple) as u32
     }
 
     /// The listener for a segment to `local`: exact address first, then the
@@ -389,14 +406,27 @@ impl<B: Buf> TcpCore<B> {
         None
     }
 
+    /// True if listener `l` hands connections to application threads and
+    /// its accept queue is full (the lcore is its only producer, so room
+    /// seen here is still there when it pushes).
+    fn accept_queue_full(&self, l: usize) -> bool {
+        self.listeners
+            .get(l)
+            .and_then(|l| l.accept.as_ref())
+            .is_some_and(|q| q.streams.is_full())
+    }
+
+    /// [`TcpCore::listener_for`], if it can take a SYN: its backlog of
+    /// handshakes and its accept queue have room.
+    fn listener_with_room(&self, tuple: &FourTuple) -> Option<usize> {
+        let l = self.listener_for(tuple)?;
+        let listener = &self.listeners[l];
+        (listener.pending < listener.backlog && !self.accept_queue_full(l)).then_some(l)
+    }
+
     /// A keyed hash of a 4-tuple (reuseport member selection).
     fn flow_hash(&self, tuple: &FourTuple) -> u64 {
-        use core::hash::{Hash, Hasher};
-        #[allow(deprecated)]
-        let mut hasher =
-            std::hash::SipHasher::new_with_keys(self.secret.rotate_left(17), self.secret);
-        tuple.hash(&mut hasher);
-        hasher.finish()
+        keyed(self.flow_key, tuple)
     }
 
     /// Every connection (handshakes and TIME-WAIT included): its id,
@@ -428,6 +458,16 @@ impl<B: Buf> TcpCore<B> {
             accept_queued: l.accept.as_ref().map_or(0, |q| q.streams.len()),
         })
     }
+}
+
+/// SipHash-2-4 of a 4-tuple under `key` (once per handshake, not per
+/// segment).
+fn keyed(key: [u64; 2], tuple: &FourTuple) -> u64 {
+    use core::hash::{Hash, Hasher};
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(key[0], key[1]);
+    tuple.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// After a segment, a timer or an application call touched connection
@@ -485,7 +525,12 @@ pub(crate) fn after_activity<P: Port>(
                     }
                     queue.waker.wake();
                 } else {
+                    // Not reached: input drops the ACK that would complete
+                    // a handshake while the queue is full, and only this
+                    // lcore pushes. Were it reached, the connection could
+                    // only be reset.
                     core.counters.count_drop(DropReason::TcpListenOverflow);
+                    core.counters.count(Stat::TcpListenOverflows);
                     if let Some(slot) = core.tcp.slot(id) {
                         slot.conn.abort();
                     }
@@ -582,9 +627,16 @@ pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>,
             slot.armed = None;
         }
         let retries = slot.conn.retries;
+        let probes = (slot.conn.window_probes, slot.conn.keepalives);
         slot.conn.on_timer(now);
         if slot.conn.retries > retries {
             core.counters.count(Stat::TcpRetransTimeouts);
+        }
+        if slot.conn.window_probes > probes.0 {
+            core.counters.count(Stat::TcpWinProbe);
+        }
+        if slot.conn.keepalives > probes.1 {
+            core.counters.count(Stat::TcpKeepAlive);
         }
         slot.quiet = false;
         after_activity(core, out, now, id);

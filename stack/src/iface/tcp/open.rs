@@ -147,7 +147,7 @@ pub(super) fn connect_with<P: Port>(
     };
     let iss = core.tcp.isn(&tuple, now);
     let mss = mss_for(core, local_ip);
-    let ts_offset = (core.tcp.secret >> 9) as u32 ^ iss.0;
+    let ts_offset = core.tcp.ts_offset(&tuple);
     let buffers = core.tcp.buffers();
     let ports = (port, remote.port());
     let conn = Connection::connect_with(&core.tcp.config, ports, iss, mss, ts_offset, buffers);

@@ -4,7 +4,11 @@
 //!
 //! Input checks the checksum as UDP over IPv4 does ([`ChecksumPolicy::accepts`], per
 //! the interface's `ChecksumPolicy`) and counts every segment it does not take
-//! by reason, including those the connection refuses ([`Verdict`]).
+//! by reason, including those the connection refuses ([`Verdict`]). Three
+//! decisions are the lcore's, not the connection's: a new SYN that ends a
+//! TIME-WAIT (RFC 6191) goes to the listener, the ACK that would complete a
+//! handshake waits while the accept queue is full, and a challenge ACK goes
+//! only while the stack's budget for the second lasts (RFC 5961 7).
 
 use super::*;
 
@@ -42,13 +46,43 @@ pub(crate) fn input<P: Port>(
         local: SocketAddr::new(dst, repr.dst_port),
         remote: SocketAddr::new(src, repr.src_port),
     };
+    // The lowest ISS a SYN that ends a TIME-WAIT may give its connection.
+    let mut iss_floor = None;
     if let Some(id) = core.tcp.table.lookup(&tuple).map(ConnRef::id) {
-        if core.tcp.slot(id).is_some() {
-            let slot = core.tcp.slot(id).expect("checked");
+        let reopen = core.tcp.peek(id).map(|c| c.time_wait_reopen(&repr));
+        if let Some(Some(floor)) = reopen {
+            if core.tcp.listener_with_room(&tuple).is_some() {
+                // RFC 6191 passive reopen: the SYN is new, not an old
+                // duplicate. The TIME-WAIT connection ends (abort sends
+                // nothing from TIME-WAIT) and a listener takes the SYN on
+                // the same 4-tuple below.
+                if let Some(old) = core.tcp.conn(id) {
+                    old.abort();
+                }
+                after_activity(core, out, now, id);
+                iss_floor = Some(floor);
+            }
+        }
+        let half_open = core.tcp.slot(id).and_then(|s| {
+            let completes = s.conn.completes_handshake(&repr);
+            s.listener.filter(|_| completes)
+        });
+        if half_open.is_some_and(|l| core.tcp.accept_queue_full(l)) {
+            // The handshake's last ACK while the application has not taken
+            // the connections already queued: dropped (as Linux, without
+            // tcp_abort_on_overflow), the half-open connection kept for the
+            // peer's next ACK.
+            core.counters.count(Stat::TcpListenOverflows);
+            return core.counters.count_drop(DropReason::TcpListenOverflow);
+        }
+        if let (Some(slot), None) = (core.tcp.slot(id), iss_floor) {
             let verdict = slot.conn.on_segment(&repr, payload, now);
             slot.quiet = false;
             if let Verdict::Refused(refusal) = verdict {
                 count_refusal(&core.counters, refusal);
+                if refusal.challenge_ack() {
+                    limit_challenge(core, id, now);
+                }
             }
             drop(buf);
             return after_activity(core, out, now, id);
@@ -57,14 +91,23 @@ pub(crate) fn input<P: Port>(
     // No connection: a listener takes a SYN; anything else is refused.
     let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
     if let (true, Some(l)) = (syn_only, core.tcp.listener_for(&tuple)) {
+        if core.tcp.accept_queue_full(l) {
+            // A handshake now could only overflow the queue (Linux drops
+            // these SYNs too); the peer tries again after its SYN timeout.
+            core.counters.count(Stat::TcpListenOverflows);
+            return core.counters.count_drop(DropReason::TcpListenOverflow);
+        }
         let listener = &mut core.tcp.listeners[l];
         if listener.pending >= listener.backlog {
             return core.counters.count_drop(DropReason::TcpListenOverflow);
         }
         listener.pending += 1;
-        let iss = core.tcp.isn(&tuple, now);
+        let iss = match (core.tcp.isn(&tuple, now), iss_floor) {
+            (iss, Some(floor)) if iss <= floor => floor,
+            (iss, _) => iss,
+        };
         let mss = mss_for(core, tuple.local.ip());
-        let ts_offset = (core.tcp.secret >> 7) as u32 ^ iss.0;
+        let ts_offset = core.tcp.ts_offset(&tuple);
         let buffers = core.tcp.buffers();
         let start = (iss, mss, ts_offset);
         let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);
@@ -102,8 +145,20 @@ pub(crate) fn input<P: Port>(
     }
 }
 
-/// Counts a segment its connection refused: one drop reason, and the
-/// challenge ACK that answers it, if one does.
+/// RFC 5961 7: the challenge ACK connection `id` owes goes if the
+/// stack's budget for this second allows, else it is withheld; counted
+/// either way.
+fn limit_challenge<B: Buf>(core: &mut Core<B>, id: ConnId, now: Instant) {
+    if core.tcp.challenge_limit.allow(now) {
+        return core.counters.count(Stat::TcpChallengeACK);
+    }
+    core.counters.count(Stat::TcpACKSkippedChallenge);
+    if let Some(conn) = core.tcp.conn(id) {
+        conn.withhold_challenge_ack();
+    }
+}
+
+/// Counts a segment its connection refused: one drop reason.
 fn count_refusal(counters: &Counters, refusal: Refusal) {
     counters.count_drop(match refusal {
         Refusal::Paws => DropReason::TcpPawsEstab,
@@ -112,13 +167,11 @@ fn count_refusal(counters: &Counters, refusal: Refusal) {
         Refusal::BadReset { .. } => DropReason::TcpBadRst,
         Refusal::BadSyn => DropReason::TcpBadSyn,
         Refusal::BadFlags => DropReason::TcpBadFlags,
+        Refusal::TimeWaitReset => DropReason::TcpTimeWaitRst,
         // Closed connections leave the table after the segment that closed
         // them; to the peer, one still found has no socket.
         Refusal::Closed => DropReason::TcpNoSocket,
     });
-    if refusal.challenge_ack() {
-        counters.count(Stat::TcpChallengeACK);
-    }
 }
 
 /// The pseudo-header sum of a segment of `len` bytes.

@@ -85,6 +85,8 @@ struct Peer {
     next: u32,
     /// Our last timestamp value, which the peer echoes.
     echo: u32,
+    /// The time of the stack's polls.
+    now: Instant,
 }
 
 impl Peer {
@@ -101,6 +103,7 @@ impl Peer {
             iss: 0,
             next: PEER_ISN,
             echo: 0,
+            now: Instant::from_nanos(1_000_000),
         };
         let syn = TcpRepr {
             flags: flags::SYN,
@@ -152,9 +155,19 @@ impl Peer {
 
     /// Sends one segment; what the stack answered.
     fn send(&mut self, repr: &TcpRepr, payload: &[u8]) -> Vec<TcpRepr> {
+        self.send_to(repr, payload, &mut DropDatagrams)
+    }
+
+    /// [`Peer::send`], with `handler` serving the stack's connections.
+    fn send_to<H: UdpHandler<MemBuf>>(
+        &mut self,
+        repr: &TcpRepr,
+        payload: &[u8],
+        handler: &mut H,
+    ) -> Vec<TcpRepr> {
         let frame = tcp_frame(IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP), repr, payload);
         self.port.push_rx(&frame);
-        poll(&mut self.iface, &mut self.port, &mut DropDatagrams);
+        self.iface.poll(&mut self.port, self.now, handler);
         sent(&mut self.port)
     }
 
@@ -453,4 +466,326 @@ fn tcp_checksums_follow_the_policy_as_udp_checksums_do() {
             );
         }
     }
+}
+
+/// The SYNs of connects from a fresh default stack to the peer's ports
+/// 80, 81 and 82 at time zero: (our port, ISS, TSval) each.
+fn syns_of_a_fresh_stack() -> Vec<(u16, u32, u32)> {
+    let (mut iface, mut port) = stack_knowing_peer();
+    for remote in [80, 81, 82] {
+        iface
+            .tcp_connect(
+                core::slice::from_mut(&mut port),
+                Instant::ZERO,
+                SocketAddrV4::new(PEER_IP, remote),
+            )
+            .unwrap();
+    }
+    let syns = sent(&mut port);
+    assert_eq!(syns.len(), 3, "{syns:?}");
+    syns.iter()
+        .map(|s| (s.src_port, s.seq, s.options.timestamps.expect("offered").0))
+        .collect()
+}
+
+#[test]
+fn two_stacks_alike_draw_unrelated_isns_ports_and_timestamp_offsets() {
+    // RFC 6528, RFC 6056, RFC 7323 5.4: the keys come from the system's
+    // random source, so two stacks made from the same configuration share
+    // nothing a peer could learn from one and use against the other.
+    let (a, b) = (syns_of_a_fresh_stack(), syns_of_a_fresh_stack());
+    let column = |v: &[(u16, u32, u32)], f: fn(&(u16, u32, u32)) -> u32| -> Vec<u32> {
+        v.iter().map(f).collect()
+    };
+    assert_ne!(
+        column(&a, |s| s.0.into()),
+        column(&b, |s| s.0.into()),
+        "ports"
+    );
+    assert_ne!(column(&a, |s| s.1), column(&b, |s| s.1), "ISNs");
+    // At time zero TSval is the offset itself.
+    assert_ne!(
+        column(&a, |s| s.2),
+        column(&b, |s| s.2),
+        "timestamp offsets"
+    );
+    // The offset has its own key: it is not the ISS masked by a constant,
+    // which would hand the peer that constant with every SYN.
+    for syns in [&a, &b] {
+        let masks: Vec<u32> = syns.iter().map(|&(_, iss, ts)| iss ^ ts).collect();
+        assert!(masks[0] != masks[1] && masks[1] != masks[2], "{masks:x?}");
+    }
+}
+
+#[test]
+fn challenge_acks_are_limited_per_second_across_the_stack() {
+    // RFC 5961 7, Linux's tcp_challenge_ack_limit (1000): a flood of
+    // in-window resets not at RCV.NXT, all within one second.
+    let mut peer = Peer::established();
+    let mut blind = peer.repr(flags::RST);
+    blind.seq = peer.next.wrapping_add(100);
+    let mut answered = 0u64;
+    for _ in 0..3000 {
+        match peer.send(&blind, &[]).as_slice() {
+            [] => {}
+            [ack] if ack.flags == flags::ACK && ack.ack == peer.next => answered += 1,
+            other => panic!("answered with {other:?}"),
+        }
+    }
+    let c = peer.iface.counters();
+    // The second's budget is drawn between half the limit and one and a
+    // half times it.
+    assert!((500..1500).contains(&answered), "{answered} challenge ACKs");
+    assert_eq!(c.get(Stat::TcpChallengeACK), answered);
+    assert_eq!(c.get(Stat::TcpACKSkippedChallenge), 3000 - answered);
+    assert_eq!(
+        c.dropped(DropReason::TcpBadRst),
+        3000,
+        "each one still dropped"
+    );
+    assert_eq!(peer.state(), State::Established);
+    // The next second has a budget of its own; other ACKs were never
+    // limited (data is acknowledged as ever).
+    peer.now = peer.now + Duration::from_secs(1);
+    assert_eq!(peer.send(&blind, &[]).len(), 1);
+    let data = peer.repr(flags::PSH | flags::ACK);
+    peer.now = peer.now + Duration::from_millis(100);
+    peer.send(&data, &[b'x'; 1460]);
+    peer.next = peer.next.wrapping_add(1460);
+    let out = peer.send(&peer.repr(flags::PSH | flags::ACK), &[b'y'; 1460]);
+    assert!(
+        out.iter().any(|s| s.ack == peer.next.wrapping_add(1460)),
+        "{out:?}"
+    );
+}
+
+/// A server that closes each connection as soon as it is accepted.
+struct CloseFirst;
+
+impl UdpHandler<MemBuf> for CloseFirst {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        if let TcpEvent::Accepted(_) = event {
+            ctx.tcp_close(conn);
+        }
+    }
+}
+
+/// The server closed first: its side of 10.0.0.1:7 - 10.0.0.2:40000 is in
+/// TIME-WAIT, having seen the peer's FIN at 1001 with TSval 5001.
+fn server_in_time_wait() -> Peer {
+    let mut peer = Peer::syn_received();
+    // < . 1001:1001(0) ack 1: accepted, and the server closes at once.
+    let out = peer.send_to(&peer.repr(flags::ACK), &[], &mut CloseFirst);
+    assert!(
+        matches!(out.as_slice(), [fin] if fin.flags == flags::FIN | flags::ACK),
+        "{out:?}"
+    );
+    // < F. 1001:1001(0) ack 2: our FIN acknowledged, the peer's own FIN.
+    let mut fin = peer.repr(flags::FIN | flags::ACK);
+    fin.ack = peer.iss.wrapping_add(2);
+    let out = peer.send(&fin, &[]);
+    assert!(
+        matches!(out.as_slice(), [ack] if ack.flags == flags::ACK && ack.ack == PEER_ISN + 2),
+        "{out:?}"
+    );
+    peer.next = PEER_ISN + 2;
+    assert_eq!(peer.state(), State::TimeWait);
+    peer
+}
+
+/// The peer's new SYN from the same port: `seq`, and TSval `ts` if any.
+fn new_syn(seq: u32, ts: Option<u32>) -> TcpRepr {
+    TcpRepr {
+        src_port: PEER_PORT,
+        dst_port: PORT,
+        seq,
+        flags: flags::SYN,
+        window: PEER_WINDOW,
+        options: TcpOptions {
+            mss: Some(1460),
+            timestamps: ts.map(|v| (v, 0)),
+            ..TcpOptions::default()
+        },
+        ..TcpRepr::default()
+    }
+}
+
+#[test]
+fn a_newer_syn_reopens_a_four_tuple_in_time_wait() {
+    // RFC 6191: with timestamps, a newer TSval makes the SYN new whatever
+    // its ISN; without, an ISN beyond RCV.NXT does. Either way the answer
+    // is a SYN-ACK (no reset, no challenge ACK), and the old incarnation is
+    // gone.
+    for (case, syn) in [
+        (
+            "newer timestamp, lower ISN",
+            new_syn(PEER_ISN.wrapping_sub(50_000), Some(6000)),
+        ),
+        (
+            "no timestamp, ISN beyond",
+            new_syn(PEER_ISN + 100_000, None),
+        ),
+    ] {
+        let mut peer = server_in_time_wait();
+        let old_iss = peer.iss;
+        let out = peer.send(&syn, &[]);
+        let [syn_ack] = out.as_slice() else {
+            panic!("{case}: answered {out:?}");
+        };
+        assert_eq!(syn_ack.flags, flags::SYN | flags::ACK, "{case}");
+        assert_eq!(syn_ack.ack, syn.seq.wrapping_add(1), "{case}");
+        // Its ISS lies beyond all the old one sent (Linux: 64 KiB on).
+        let ahead = syn_ack.seq.wrapping_sub(old_iss.wrapping_add(2)) as i32;
+        assert!(ahead >= 65_537, "{case}: ISS only {ahead} ahead");
+        assert_eq!(peer.state(), State::SynReceived, "{case}");
+        assert_eq!(peer.iface.counters().get(Stat::TcpOutRsts), 0, "{case}");
+        assert_eq!(peer.iface.counters().total_dropped(), 0, "{case}");
+        // The handshake completes on the same 4-tuple.
+        peer.iss = syn_ack.seq;
+        peer.next = syn.seq.wrapping_add(1);
+        peer.echo = syn_ack.options.timestamps.map_or(0, |t| t.0);
+        let mut ack = peer.repr(flags::ACK);
+        ack.options.timestamps = syn.options.timestamps.map(|(v, _)| (v, peer.echo));
+        assert!(peer.send(&ack, &[]).is_empty(), "{case}");
+        assert_eq!(peer.state(), State::Established, "{case}");
+    }
+}
+
+#[test]
+fn an_old_syn_gets_a_challenge_ack_and_a_reset_leaves_time_wait_alone() {
+    let mut peer = server_in_time_wait();
+    // An older timestamp, though its ISN lies beyond: an old duplicate.
+    refused(
+        &mut peer,
+        (new_syn(PEER_ISN + 100_000, Some(4000)), b""),
+        DropReason::TcpBadSyn,
+        true,
+        Answer::Ack,
+    )
+    .unwrap();
+    // No timestamp and an ISN not beyond RCV.NXT: the same.
+    refused(
+        &mut peer,
+        (new_syn(PEER_ISN + 1, None), b""),
+        DropReason::TcpBadSyn,
+        true,
+        Answer::Ack,
+    )
+    .unwrap();
+    // RFC 1337: a reset, even exactly at RCV.NXT, is dropped silently.
+    let mut rst = peer.repr(flags::RST);
+    rst.options.timestamps = None;
+    refused(
+        &mut peer,
+        (rst, b""),
+        DropReason::TcpTimeWaitRst,
+        false,
+        Answer::Silence,
+    )
+    .unwrap();
+    assert_eq!(peer.state(), State::TimeWait);
+}
+
+/// A segment from the peer's `port` (no options but the MSS on a SYN).
+fn from_port(port: u16, seq: u32, ack: u32, bits: u8) -> TcpRepr {
+    TcpRepr {
+        src_port: port,
+        dst_port: PORT,
+        seq,
+        ack,
+        flags: bits,
+        window: PEER_WINDOW,
+        options: TcpOptions {
+            mss: (bits & flags::SYN != 0).then_some(1460),
+            ..TcpOptions::default()
+        },
+    }
+}
+
+#[test]
+fn a_full_accept_queue_drops_the_final_ack_and_a_later_one_completes_it() {
+    // Queue mode, backlog 2: at most two handshakes and two connections
+    // waiting for accept().
+    let (iface, port) = stack_knowing_peer();
+    let mut peer = Peer {
+        iface,
+        port,
+        iss: 0,
+        next: 0,
+        echo: 0,
+        now: Instant::from_nanos(1_000_000),
+    };
+    let handle = peer.iface.handle(peer.port.pool(), 64);
+    let listening =
+        std::thread::spawn(move || handle.tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 2));
+    while !listening.is_finished() {
+        peer.iface
+            .poll(&mut peer.port, peer.now, &mut DropDatagrams);
+        std::thread::yield_now();
+    }
+    let listener = listening.join().unwrap().unwrap();
+    // < S from ports 1, 2, 3 (each at ISN 1000) and their SYN-ACKs' ISSs.
+    let syn = |peer: &mut Peer, from: u16| -> Option<u32> {
+        let out = peer.send(&from_port(from, PEER_ISN, 0, flags::SYN), &[]);
+        match out.as_slice() {
+            [] => None,
+            [s] if s.flags == flags::SYN | flags::ACK => Some(s.seq),
+            other => panic!("answered {other:?}"),
+        }
+    };
+    let ack = |iss: u32, from: u16| from_port(from, PEER_ISN + 1, iss.wrapping_add(1), flags::ACK);
+    let (a, b) = (syn(&mut peer, 1).unwrap(), syn(&mut peer, 2).unwrap());
+    assert!(peer.send(&ack(a, 1), &[]).is_empty());
+    let c = syn(&mut peer, 3).expect("a handshake's place is free again");
+    assert!(peer.send(&ack(b, 2), &[]).is_empty());
+    // The queue holds a and b. c's final ACK is dropped, not answered with
+    // a reset, and c stays half-open; a new SYN is dropped as well.
+    let overflows = |peer: &Peer| {
+        let c = peer.iface.counters();
+        (
+            c.get(Stat::TcpListenOverflows),
+            c.dropped(DropReason::TcpListenOverflow),
+        )
+    };
+    assert!(peer.send(&ack(c, 3), &[]).is_empty());
+    assert_eq!(overflows(&peer), (1, 1));
+    assert_eq!(syn(&mut peer, 4), None);
+    assert_eq!(overflows(&peer), (2, 2));
+    let states = |peer: &Peer| {
+        let all = peer.iface.tcp_connections();
+        all.iter()
+            .map(|c| (c.remote.port(), c.state))
+            .collect::<Vec<_>>()
+    };
+    use State::{Established, SynReceived};
+    assert_eq!(
+        states(&peer),
+        [(1, Established), (2, Established), (3, SynReceived)]
+    );
+    // The application takes one; c's next ACK (here with data) completes it.
+    let accept = || {
+        let (stream, from) = listener.accept(Some(core::time::Duration::ZERO)).unwrap();
+        (stream, from.port())
+    };
+    let (_a, from) = accept();
+    assert_eq!(from, 1);
+    assert!(peer.send(&ack(c, 3), b"hello").len() <= 1);
+    assert_eq!(states(&peer)[2], (3, Established));
+    let ((_b, second), (_c, third)) = (accept(), accept());
+    assert_eq!((second, third), (2, 3));
+    assert_eq!(peer.iface.counters().get(Stat::TcpOutRsts), 0, "no reset");
+    assert_eq!(overflows(&peer), (2, 2));
 }

@@ -22,7 +22,7 @@ fn tuple(local_port: u16, remote_port: u16) -> FourTuple {
 
 #[test]
 fn inserts_lookups_and_removes() {
-    let table: ConnTable<u32> = ConnTable::new(16, 7);
+    let table: ConnTable<u32> = ConnTable::new(16, 7, !7);
     assert_eq!(table.insert(tuple(1000, 80), 1), Ok(()));
     assert_eq!(table.insert(tuple(1000, 80), 2), Err(1), "already there");
     assert_eq!(table.insert(tuple(1001, 80), 3), Ok(()));
@@ -44,7 +44,7 @@ fn free(_: u16) -> bool {
 
 #[test]
 fn connect_uses_the_whole_range_then_reports_exhaustion() {
-    let table: ConnTable<u32> = ConnTable::new(64, 11);
+    let table: ConnTable<u32> = ConnTable::new(64, 11, !11);
     let mut ports = HashSet::new();
     for i in 0..100 {
         let port = table
@@ -117,7 +117,7 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
 
 #[test]
 fn consecutive_connects_to_one_destination_do_not_restart_from_the_same_port() {
-    let table: ConnTable<u32> = ConnTable::new(64, 13);
+    let table: ConnTable<u32> = ConnTable::new(64, 13, !13);
     let first = table
         .connect(
             LOCAL,
@@ -149,7 +149,7 @@ fn consecutive_connects_to_one_destination_do_not_restart_from_the_same_port() {
 #[test]
 fn a_reusable_time_wait_entry_is_taken_over() {
     // Values: 1 = TIME-WAIT that may be reused, 2 = established.
-    let table: ConnTable<u32> = ConnTable::new(64, 17);
+    let table: ConnTable<u32> = ConnTable::new(64, 17, !17);
     for port in 7000..7010 {
         table
             .insert(tuple(port, 80), if port == 7004 { 1 } else { 2 })
@@ -178,7 +178,7 @@ fn a_reusable_time_wait_entry_is_taken_over() {
 #[test]
 fn threads_connecting_at_once_never_share_a_four_tuple() {
     for mode in [ConnectMode::RcuFirst, ConnectMode::LockFirst] {
-        let table: Arc<ConnTable<u32>> = Arc::new(ConnTable::new(256, 19));
+        let table: Arc<ConnTable<u32>> = Arc::new(ConnTable::new(256, 19, !19));
         let stop = Arc::new(AtomicBool::new(false));
         // A reader looking up all the while (as the lcore does per packet).
         let reader = {
@@ -237,7 +237,7 @@ fn threads_connecting_at_once_never_share_a_four_tuple() {
 #[test]
 fn a_bucket_longer_than_its_summary_still_answers_exactly() {
     // One bucket: every entry shares it.
-    let table: ConnTable<u32> = ConnTable::new(1, 23);
+    let table: ConnTable<u32> = ConnTable::new(1, 23, !23);
     for port in 0..10 {
         table
             .insert(tuple(3000 + port, 80), u32::from(port) * 2)

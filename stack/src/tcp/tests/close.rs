@@ -147,3 +147,83 @@ fn an_abort_sends_a_reset_and_closes_at_once() {
     t.quiet();
     assert_eq!(t.conn.state(), State::Closed);
 }
+
+/// The peer's SYN as a script writes it.
+fn syn(line: &str) -> TcpRepr {
+    inbound_repr(&parse_line(line, Instant::ZERO))
+}
+
+#[test]
+fn time_wait_ignores_resets_and_gives_way_only_to_a_new_syn() {
+    let mut t = established();
+    t.close();
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        +0.01 < . 1:1(0) ack 2 win 8000
+        +0.01 < F. 1:1(0) ack 2 win 8000
+        +0 > . 2:2(0) ack 2
+        // RFC 1337: no reset ends TIME-WAIT early, at RCV.NXT or not.
+        +0.1 < R 2:2(0)
+        +0 < R. 2:2(0) ack 2
+        +0 < R 50000:50000(0)
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::TimeWait);
+    assert_eq!(
+        t.verdicts[t.verdicts.len() - 3..],
+        [Verdict::Refused(Refusal::TimeWaitReset); 3]
+    );
+    // No timestamps: a SYN is new if its ISN lies beyond RCV.NXT (2); the
+    // new incarnation's ISS starts 64 KiB past all we sent (2).
+    assert_eq!(t.conn.time_wait_reopen(&syn("0 < S 1:1(0) win 8000")), None);
+    assert_eq!(t.conn.time_wait_reopen(&syn("0 < S 2:2(0) win 8000")), None);
+    assert_eq!(
+        t.conn.time_wait_reopen(&syn("0 < S 3:3(0) win 8000")),
+        Some(Seq(OUR_ISS) + 2u32 + 65_537u32)
+    );
+    assert_eq!(t.conn.time_wait_reopen(&syn("0 < S. 3:3(0) ack 2")), None);
+    // An old one, handed to the connection, gets a challenge ACK (RFC 5961
+    // 4) and TIME-WAIT goes on.
+    t.run(
+        "
+        +0 < S 1:1(0) win 8000
+        +0 > . 2:2(0) ack 2
+        ",
+    );
+    assert_eq!(t.conn.state(), State::TimeWait);
+}
+
+#[test]
+fn with_timestamps_a_syn_ends_time_wait_if_its_timestamp_is_newer() {
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 8000 <mss 1000,TS val 100 ecr 0>",
+    );
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,TS val 0 ecr 100>
+        +0.01 < . 1:1(0) ack 1 win 8000 <TS val 101 ecr 0>
+        ",
+    );
+    t.close();
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        +0.01 < F. 1:1(0) ack 2 win 8000 <TS val 102 ecr 10>
+        +0 > . 2:2(0) ack 2
+        ",
+    );
+    assert_eq!(t.conn.state(), State::TimeWait);
+    let reopens = |line: &str| t.conn.time_wait_reopen(&syn(line)).is_some();
+    // RFC 6191: newer is enough, whatever the ISN; older never is.
+    assert!(reopens("0 < S 0:0(0) win 8000 <TS val 103 ecr 0>"));
+    assert!(!reopens("0 < S 9000:9000(0) win 8000 <TS val 50 ecr 0>"));
+    // The same timestamp: the ISN decides.
+    assert!(reopens("0 < S 3:3(0) win 8000 <TS val 102 ecr 0>"));
+    assert!(!reopens("0 < S 0:0(0) win 8000 <TS val 102 ecr 0>"));
+    // No timestamp in the new SYN: the ISN decides.
+    assert!(reopens("0 < S 3:3(0) win 8000"));
+    assert!(!reopens("0 < S 1:1(0) win 8000"));
+}

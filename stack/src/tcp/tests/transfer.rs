@@ -135,3 +135,106 @@ fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
     t.run("+0 > . 1:1(0) ack 4001 win 4000");
     t.quiet();
 }
+
+#[test]
+fn a_long_zero_window_is_probed_at_most_persist_max_apart_and_leaves_the_rto_alone() {
+    let mut t = established();
+    t.run("+0.1 < . 1:1(0) ack 1 win 0");
+    t.write(b"waiting for room");
+    // Each probe is answered "still shut": the gaps double from the 200 ms
+    // RTO and stop at PERSIST_MAX (30 s), where the shared RTO's backoff
+    // went on to 120 s.
+    t.run(
+        "
+        +0.2 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +0.4 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +0.8 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +1.6 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +3.2 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +6.4 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +12.8 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        +25.6 > . 0:0(0) ack 1
+        +0 < . 1:1(0) ack 1 win 0
+        ",
+    );
+    // Ten more minutes shut: a probe every 30 s, answered.
+    for _ in 0..20 {
+        t.run(
+            "
+            +30 > . 0:0(0) ack 1
+            +0 < . 1:1(0) ack 1 win 0
+            ",
+        );
+    }
+    assert_eq!(t.conn.window_probes, 28);
+    // The window opens: the data goes at once, and its retransmission
+    // timer is the 200 ms the path earned, not a backed-off one.
+    t.run(
+        "
+        +5 < . 1:1(0) ack 1 win 8000
+        +0 > P. 1:17(16) ack 1
+        +0.2 > P. 1:17(16) ack 1
+        +0.01 < . 1:1(0) ack 17 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert!(t.conn.persist_at.is_none() && t.conn.rto_at.is_none());
+}
+
+#[test]
+fn a_peer_that_answers_no_window_probe_times_the_connection_out() {
+    let mut config = config();
+    config.max_retries = 3;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 0
+        ",
+    );
+    t.write(b"anyone?");
+    t.run(
+        "
+        +0.2 > . 0:0(0) ack 1
+        +0.4 > . 0:0(0) ack 1
+        +0.8 > . 0:0(0) ack 1
+        ",
+    );
+    assert_eq!(t.conn.state(), State::Established);
+    t.advance(t.now + Duration::from_millis(1600));
+    t.quiet();
+    assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
+}
+
+#[test]
+fn a_window_shrunk_to_zero_over_data_in_flight_is_probed_not_left_to_time_out() {
+    let mut t = established();
+    t.write(&[5u8; 2000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > P. 1001:2001(1000) ack 1
+        // The peer takes the first segment and shuts its window over the
+        // second (RFC 9293 discourages shrinking; a peer may still do it).
+        +0.01 < . 1:1(0) ack 1001 win 0
+        // The RTO finds the window shut: a probe, then the persist timer.
+        +0.2 > . 1000:1000(0) ack 1
+        +0 < . 1:1(0) ack 1001 win 0
+        +0.4 > . 1000:1000(0) ack 1
+        +0 < . 1:1(0) ack 1001 win 8000
+        +0 > P. 1001:2001(1000) ack 1
+        +0.01 < . 1:1(0) ack 2001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.retries, 0);
+    assert!(t.conn.send_buf.is_empty());
+}
