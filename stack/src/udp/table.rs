@@ -576,8 +576,11 @@ impl UdpTable {
 
     /// Connects `id` to `remote`: it then only receives from there, and wins
     /// over unconnected sockets of its reuseport group.
-    /// An IPv4 socket connects to IPv4 peers only; an IPv6 one to IPv6
-    /// peers, or IPv4 ones given as IPv4-mapped addresses (unless v6-only).
+    /// A socket connects only to peers of a family it hears (as Linux): an
+    /// IPv4 socket to IPv4 peers; an IPv6 one to IPv6 peers, or IPv4 ones
+    /// given as IPv4-mapped addresses, except that one bound to a specific
+    /// IPv6 address or v6-only hears no IPv4 (ENETUNREACH in Linux) and one
+    /// bound to an IPv4-mapped address hears no IPv6 (EAFNOSUPPORT).
     pub fn connect(&mut self, id: SocketId, remote: impl Into<SocketAddr>) -> bool {
         let remote = remote.into();
         let Some(Some(socket)) = self.sockets.get_mut(id.0 as usize) else {
@@ -585,9 +588,11 @@ impl UdpTable {
         };
         let hot = &mut self.hot[id.0 as usize];
         let peer = canonical(remote);
+        let hears = hot.views();
         let fits = match (hot.v6, remote.is_ipv6(), peer.is_ipv4()) {
             (false, false, _) => true,
-            (true, true, mapped) => !(mapped && hot.v6_only),
+            (true, true, true) => hears.v4.is_some(),
+            (true, true, false) => hears.v6.is_some(),
             _ => false,
         };
         if !fits {

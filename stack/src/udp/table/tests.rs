@@ -558,3 +558,28 @@ fn ipv6_only_neighbours_keep_the_ipv4_shortcut() {
     assert_ne!(t.ports[8] & SOLE, 0);
     assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST2, 8))), Some(other));
 }
+
+#[test]
+fn a_socket_connects_only_to_peers_of_a_family_it_hears() {
+    // Found by tests/lookup_oracle: Linux refuses both connects.
+    let mut t = UdpTable::new(1);
+    let peer6 = SocketAddrV6::new(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2), 9, 0, 0);
+    let peer4 = SocketAddrV6::new(PEER.to_ipv6_mapped(), 9, 0, 0);
+    // Bound to an IPv4-mapped address: IPv4 only (EAFNOSUPPORT for IPv6).
+    let mapped = t
+        .bind(
+            v6(HOST.to_ipv6_mapped(), 4000),
+            BindOptions::default(),
+            local,
+        )
+        .unwrap();
+    assert!(!t.connect(mapped, peer6));
+    assert!(t.connect(mapped, peer4));
+    // Bound to a specific IPv6 address: IPv6 only, v6-only flag or not
+    // (ENETUNREACH for an IPv4-mapped peer).
+    let specific = t
+        .bind(v6(HOST6, 4001), BindOptions::default(), local)
+        .unwrap();
+    assert!(!t.connect(specific, peer4));
+    assert!(t.connect(specific, peer6));
+}
