@@ -18,6 +18,9 @@
 //! connected sockets: then scoring goes on, so the connected socket wins (the
 //! case seed 000's kernel fix keeps).
 //!
+//! Connecting a socket bound to ANY binds it to the route's source address
+//! ([`UdpTable::connect_from`]), as Linux's connect does.
+//!
 //! The send side, what a send or forward from a socket reads (its address,
 //! TOS byte and the route kept to its last destination, one 32-byte slot
 //! per socket), is in the `send` submodule.
@@ -609,6 +612,67 @@ impl UdpTable {
         }
         self.refresh(port);
         true
+    }
+
+    /// [`UdpTable::connect`] for a socket that will speak from `source`, the
+    /// address routing picks towards `remote`. A socket bound to ANY is then
+    /// bound to `source`, as Linux's connect binds it to the route's source
+    /// (`inet_rcv_saddr` and a rehash): it hears its peer only at that
+    /// address, and a later bind conflicts with `source` only. A reuseport
+    /// member so narrowed leaves its group (Linux's `udp_lib_rehash`
+    /// detaches it), standing alone at its new address.
+    pub fn connect_from(
+        &mut self,
+        id: SocketId,
+        remote: impl Into<SocketAddr>,
+        source: IpAddr,
+    ) -> bool {
+        if !self.connect(id, remote) {
+            return false;
+        }
+        self.narrow(id, source.to_canonical());
+        true
+    }
+
+    /// Binds a connected wildcard socket to `source` (see
+    /// [`UdpTable::connect_from`]).
+    fn narrow(&mut self, id: SocketId, source: IpAddr) {
+        let at = id.0 as usize;
+        let Some(socket) = self.sockets[at].as_mut() else {
+            return;
+        };
+        if self.hot[at].local != 0 || source.is_unspecified() {
+            return;
+        }
+        let port = socket.local.port();
+        socket.local = match (socket.local, source) {
+            (SocketAddr::V4(_), IpAddr::V4(s)) => SocketAddr::V4(SocketAddrV4::new(s, port)),
+            (SocketAddr::V6(l), IpAddr::V4(s)) => SocketAddr::V6(SocketAddrV6::new(
+                s.to_ipv6_mapped(),
+                port,
+                l.flowinfo(),
+                l.scope_id(),
+            )),
+            (SocketAddr::V6(l), IpAddr::V6(s)) => {
+                SocketAddr::V6(SocketAddrV6::new(s, port, l.flowinfo(), l.scope_id()))
+            }
+            (SocketAddr::V4(_), IpAddr::V6(_)) => return, // not a source it can use
+        };
+        if let Some(g) = socket.group.take() {
+            let group = &mut self.groups[g];
+            group.members.retain(|&m| m != id);
+            group.connected -= 1;
+        }
+        let hot = &mut self.hot[at];
+        hot.local = key_of(source);
+        hot.group = NONE;
+        let v4 = hot.views().v4;
+        let send = &mut self.send[at];
+        send.local4 = Ipv4Addr::from(v4.unwrap_or(0) as u32);
+        if v4.is_none() {
+            send.flags &= !SPEAKS_V4;
+        }
+        self.refresh(port);
     }
 
     /// Removes a socket. Returns false if it did not exist.

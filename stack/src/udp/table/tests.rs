@@ -583,3 +583,57 @@ fn a_socket_connects_only_to_peers_of_a_family_it_hears() {
     assert!(!t.connect(specific, peer4));
     assert!(t.connect(specific, peer6));
 }
+
+#[test]
+fn connect_binds_a_wildcard_socket_to_the_route_source() {
+    // Found by tests/lookup_oracle: Linux's connect binds a socket bound to
+    // ANY to the source address of the route to its peer (and rehashes it),
+    // so it no longer hears its peer at our other addresses.
+    let mut t = UdpTable::new(1);
+    let any = Ipv4Addr::UNSPECIFIED;
+    let connected = t.bind(addr(any, 4000), REUSE, local).unwrap();
+    let member = t.bind(addr(any, 4000), REUSE, local).unwrap();
+    assert!(t.connect_from(connected, addr(PEER, 7000), IpAddr::V4(HOST)));
+    assert_eq!(
+        t.local_socket_addr(connected),
+        Some(addr(HOST, 4000).into())
+    );
+    let from_peer = |dst| key(addr(PEER, 7000), addr(dst, 4000));
+    assert_eq!(t.lookup(&from_peer(HOST)), Some(connected));
+    // At another address the peer meets the group, which it left (Linux's
+    // udp_lib_rehash detaches it): the remaining member.
+    assert_eq!(t.lookup(&from_peer(HOST2)), Some(member));
+    // Later binds conflict with the narrowed address only.
+    assert!(t.close(member));
+    let plain = BindOptions::default();
+    assert_eq!(
+        t.bind(addr(HOST, 4000), plain, local),
+        Err(BindError::AddrInUse)
+    );
+    assert!(t.bind(addr(HOST2, 4000), plain, local).is_ok());
+}
+
+#[test]
+fn connect_binds_a_dual_stack_socket_to_the_mapped_route_source() {
+    let mut t = UdpTable::new(1);
+    let dual = t
+        .bind(
+            v6(Ipv6Addr::UNSPECIFIED, 4000),
+            BindOptions::default(),
+            local,
+        )
+        .unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 7000, 0, 0);
+    assert!(t.connect_from(dual, peer, IpAddr::V4(HOST)));
+    assert_eq!(
+        t.local_socket_addr(dual),
+        Some(v6(HOST.to_ipv6_mapped(), 4000))
+    );
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7000), addr(HOST, 4000))),
+        Some(dual)
+    );
+    assert_eq!(t.lookup(&key(addr(PEER, 7000), addr(HOST2, 4000))), None);
+    // Bound to an IPv4-mapped address now: no IPv6 traffic.
+    assert_eq!(t.lookup6(&key6(HOST6, HOST6, 4000)), None);
+}
