@@ -449,6 +449,7 @@ impl UdpTable {
     /// Adds a socket to its port's chain: IPv4 sockets in bind order, then
     /// IPv6 sockets in bind order (so reuseport members and equal scores
     /// resolve as they were bound within a family).
+    /// ([`UdpTable::connect_from`] moves a socket it narrows to the head.)
     fn link(&mut self, id: SocketId) {
         let port = usize::from(self.hot[id.0 as usize].local_port);
         let is_v6 = self.hot[id.0 as usize].v6;
@@ -663,7 +664,14 @@ impl UdpTable {
             group.members.retain(|&m| m != id);
             group.connected -= 1;
         }
+        // To the head of its chain, where Linux's rehash puts it: a
+        // reuseport group met earlier would answer at once (it has no
+        // connected member now) and take the connected socket's flow.
+        let next = self.hot[at].next_on_port;
+        self.unlink(id, port, next);
         let hot = &mut self.hot[at];
+        hot.next_on_port = head_of(self.ports[usize::from(port)]);
+        self.ports[usize::from(port)] = id.0;
         hot.local = key_of(source);
         hot.group = NONE;
         let v4 = hot.views().v4;

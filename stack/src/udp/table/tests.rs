@@ -637,3 +637,26 @@ fn connect_binds_a_dual_stack_socket_to_the_mapped_route_source() {
     // Bound to an IPv4-mapped address now: no IPv6 traffic.
     assert_eq!(t.lookup6(&key6(HOST6, HOST6, 4000)), None);
 }
+
+#[test]
+fn a_narrowed_connected_socket_is_met_before_a_group_at_its_new_address() {
+    // Found by tests/lookup_oracle: a dual-stack socket connected to an
+    // IPv4 peer is narrowed to an IPv4-mapped address where an IPv4
+    // reuseport group sits. Linux's rehash puts it at the head of that
+    // chain, so it scores before the group can answer for its peer.
+    let mut t = UdpTable::new(1);
+    let dual = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 4000), REUSE, local)
+        .unwrap();
+    let group = t.bind(addr(HOST, 4000), REUSE, local).unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 7000, 0, 0);
+    assert!(t.connect_from(dual, peer, IpAddr::V4(HOST)));
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7000), addr(HOST, 4000))),
+        Some(dual)
+    );
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7001), addr(HOST, 4000))),
+        Some(group)
+    );
+}
