@@ -805,7 +805,14 @@ impl UdpTable {
                 (best_points, best) = (points, id);
                 if let Some(group) = self.groups.get(hot.group as usize) {
                     match self.pick_in_group(group, probe, hot.connected) {
-                        GroupPick::Final(pick) => return Some(pick),
+                        // A group that answers at once must not take the
+                        // flow of a socket connected to exactly this peer
+                        // further on (another family's, or one narrowed by
+                        // connect): Linux 6.13+ finds that one by its
+                        // 4-tuple hash before any scoring.
+                        GroupPick::Final(pick) => {
+                            return Some(self.connected_to(probe, head).unwrap_or(pick))
+                        }
                         GroupPick::StandIn(pick) => best = pick.0,
                         GroupPick::Keep => {}
                     }
@@ -814,6 +821,31 @@ impl UdpTable {
             if best != NONE {
                 return Some(SocketId(best));
             }
+        }
+        None
+    }
+
+    /// The socket of `head`'s chain connected to exactly `probe`'s source,
+    /// at its destination address (what Linux's 4-tuple hash holds). Only
+    /// asked when a reuseport group would answer, so kept out of line.
+    #[inline(never)]
+    fn connected_to(&self, probe: &Probe, head: u32) -> Option<SocketId> {
+        let mut at = head;
+        while let Some(hot) = self.hot.get(at as usize) {
+            // An address equal to the destination (IPv4-mapped for IPv4)
+            // also says the socket hears the datagram's family.
+            if hot.connected
+                && hot.local != 0
+                && hot.local == probe.dst
+                && hot.local_port == probe.dst_port
+                && hot.remote == probe.src
+                && hot.remote_port != 0
+                && hot.remote_port == probe.src_port
+                && (hot.device == ANY_DEVICE || hot.device == probe.device)
+            {
+                return Some(SocketId(at));
+            }
+            at = hot.next_on_port;
         }
         None
     }

@@ -660,3 +660,26 @@ fn a_narrowed_connected_socket_is_met_before_a_group_at_its_new_address() {
         Some(group)
     );
 }
+
+#[test]
+fn a_connected_socket_takes_its_4_tuple_before_another_family_s_group() {
+    // Found by tests/lookup_oracle: Linux 6.13+ looks connected sockets up
+    // by their 4-tuple first (udp4_lib_lookup4), so an IPv4 reuseport group
+    // at the same address, met first and answering at once, does not take
+    // a connected IPv4-mapped socket's flow.
+    let mut t = UdpTable::new(1);
+    let mapped = t
+        .bind(v6(HOST.to_ipv6_mapped(), 4000), REUSE, local)
+        .unwrap();
+    let group = t.bind(addr(HOST, 4000), REUSE, local).unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 7000, 0, 0);
+    assert!(t.connect(mapped, peer));
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7000), addr(HOST, 4000))),
+        Some(mapped)
+    );
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7001), addr(HOST, 4000))),
+        Some(group)
+    );
+}
