@@ -217,10 +217,11 @@ impl<P: Port> UdpContext<'_, P> {
 
     /// Connects a UDP socket to `remote` from the lcore (as
     /// [`Interface::udp_connect`]): it then only receives from `remote`
-    /// and its sends there keep their route. False if the socket does not
-    /// exist or `remote` is of the wrong family.
+    /// (at the route's source address, if it was bound to ANY, as in
+    /// Linux) and its sends there keep their route. False if the socket
+    /// does not exist or `remote` is of a family it does not hear.
     pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
-        self.core.udp.connect(socket, remote)
+        super::udp_connect(self.core, socket, remote.into())
     }
 
     /// The interface's counters.

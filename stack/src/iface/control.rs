@@ -177,9 +177,11 @@ impl<B: Buf> Interface<B> {
             .bind(local, options, |ip| is_ours(local4, links, ip))
     }
 
-    /// Connects a UDP socket to `remote`.
+    /// Connects a UDP socket to `remote`: it then only receives from there
+    /// and, if it was bound to ANY, only at the address the route to
+    /// `remote` speaks from (as Linux's connect binds it).
     pub fn udp_connect(&mut self, socket: SocketId, remote: impl Into<SocketAddr>) -> bool {
-        self.core.udp.connect(socket, remote)
+        udp_connect(&mut self.core, socket, remote.into())
     }
 
     /// Closes a UDP socket.

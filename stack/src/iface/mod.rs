@@ -665,6 +665,22 @@ fn canonical_dst(dst: SocketAddr) -> SocketAddr {
     }
 }
 
+/// Connects UDP socket `id` to `remote`. A socket bound to ANY is bound to
+/// the source address the route to `remote` gives (as Linux's connect),
+/// so it hears its peer only there; without a route (or to a link-local
+/// peer, whose source depends on the link) it stays bound to ANY.
+pub(crate) fn udp_connect<B: Buf>(core: &mut Core<B>, id: SocketId, remote: SocketAddr) -> bool {
+    let source = match remote.ip().to_canonical() {
+        IpAddr::V4(ip) => core.routes.next_hop(ip).map(|hop| IpAddr::V4(hop.source)),
+        IpAddr::V6(ip) if ip.is_unicast_link_local() => None,
+        IpAddr::V6(ip) => core.routes6.next_hop(ip).map(|hop| IpAddr::V6(hop.source)),
+    };
+    match source {
+        Some(source) => core.udp.connect_from(id, remote, source),
+        None => core.udp.connect(id, remote),
+    }
+}
+
 /// True if `ip` is one of our addresses (IPv4 from `local4`, IPv6 on any
 /// link).
 pub(crate) fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> bool {
@@ -713,7 +729,7 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                 }
             }
             Command::Connect { socket, remote } => {
-                core.udp.connect(socket, remote);
+                udp_connect(core, socket, remote);
             }
             Command::Close { socket } => close_queued(core, queues, socket),
             Command::TcpListen {

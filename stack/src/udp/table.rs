@@ -18,6 +18,9 @@
 //! connected sockets: then scoring goes on, so the connected socket wins (the
 //! case seed 000's kernel fix keeps).
 //!
+//! Connecting a socket bound to ANY binds it to the route's source address
+//! ([`UdpTable::connect_from`]), as Linux's connect does.
+//!
 //! The send side, what a send or forward from a socket reads (its address,
 //! TOS byte and the route kept to its last destination, one 32-byte slot
 //! per socket), is in the `send` submodule.
@@ -446,6 +449,7 @@ impl UdpTable {
     /// Adds a socket to its port's chain: IPv4 sockets in bind order, then
     /// IPv6 sockets in bind order (so reuseport members and equal scores
     /// resolve as they were bound within a family).
+    /// ([`UdpTable::connect_from`] moves a socket it narrows to the head.)
     fn link(&mut self, id: SocketId) {
         let port = usize::from(self.hot[id.0 as usize].local_port);
         let is_v6 = self.hot[id.0 as usize].v6;
@@ -576,8 +580,11 @@ impl UdpTable {
 
     /// Connects `id` to `remote`: it then only receives from there, and wins
     /// over unconnected sockets of its reuseport group.
-    /// An IPv4 socket connects to IPv4 peers only; an IPv6 one to IPv6
-    /// peers, or IPv4 ones given as IPv4-mapped addresses (unless v6-only).
+    /// A socket connects only to peers of a family it hears (as Linux): an
+    /// IPv4 socket to IPv4 peers; an IPv6 one to IPv6 peers, or IPv4 ones
+    /// given as IPv4-mapped addresses, except that one bound to a specific
+    /// IPv6 address or v6-only hears no IPv4 (ENETUNREACH in Linux) and one
+    /// bound to an IPv4-mapped address hears no IPv6 (EAFNOSUPPORT).
     pub fn connect(&mut self, id: SocketId, remote: impl Into<SocketAddr>) -> bool {
         let remote = remote.into();
         let Some(Some(socket)) = self.sockets.get_mut(id.0 as usize) else {
@@ -585,9 +592,11 @@ impl UdpTable {
         };
         let hot = &mut self.hot[id.0 as usize];
         let peer = canonical(remote);
+        let hears = hot.views();
         let fits = match (hot.v6, remote.is_ipv6(), peer.is_ipv4()) {
             (false, false, _) => true,
-            (true, true, mapped) => !(mapped && hot.v6_only),
+            (true, true, true) => hears.v4.is_some(),
+            (true, true, false) => hears.v6.is_some(),
             _ => false,
         };
         if !fits {
@@ -604,6 +613,74 @@ impl UdpTable {
         }
         self.refresh(port);
         true
+    }
+
+    /// [`UdpTable::connect`] for a socket that will speak from `source`, the
+    /// address routing picks towards `remote`. A socket bound to ANY is then
+    /// bound to `source`, as Linux's connect binds it to the route's source
+    /// (`inet_rcv_saddr` and a rehash): it hears its peer only at that
+    /// address, and a later bind conflicts with `source` only. A reuseport
+    /// member so narrowed leaves its group (Linux's `udp_lib_rehash`
+    /// detaches it), standing alone at its new address.
+    pub fn connect_from(
+        &mut self,
+        id: SocketId,
+        remote: impl Into<SocketAddr>,
+        source: IpAddr,
+    ) -> bool {
+        if !self.connect(id, remote) {
+            return false;
+        }
+        self.narrow(id, source.to_canonical());
+        true
+    }
+
+    /// Binds a connected wildcard socket to `source` (see
+    /// [`UdpTable::connect_from`]).
+    fn narrow(&mut self, id: SocketId, source: IpAddr) {
+        let at = id.0 as usize;
+        let Some(socket) = self.sockets[at].as_mut() else {
+            return;
+        };
+        if self.hot[at].local != 0 || source.is_unspecified() {
+            return;
+        }
+        let port = socket.local.port();
+        socket.local = match (socket.local, source) {
+            (SocketAddr::V4(_), IpAddr::V4(s)) => SocketAddr::V4(SocketAddrV4::new(s, port)),
+            (SocketAddr::V6(l), IpAddr::V4(s)) => SocketAddr::V6(SocketAddrV6::new(
+                s.to_ipv6_mapped(),
+                port,
+                l.flowinfo(),
+                l.scope_id(),
+            )),
+            (SocketAddr::V6(l), IpAddr::V6(s)) => {
+                SocketAddr::V6(SocketAddrV6::new(s, port, l.flowinfo(), l.scope_id()))
+            }
+            (SocketAddr::V4(_), IpAddr::V6(_)) => return, // not a source it can use
+        };
+        if let Some(g) = socket.group.take() {
+            let group = &mut self.groups[g];
+            group.members.retain(|&m| m != id);
+            group.connected -= 1;
+        }
+        // To the head of its chain, where Linux's rehash puts it: a
+        // reuseport group met earlier would answer at once (it has no
+        // connected member now) and take the connected socket's flow.
+        let next = self.hot[at].next_on_port;
+        self.unlink(id, port, next);
+        let hot = &mut self.hot[at];
+        hot.next_on_port = head_of(self.ports[usize::from(port)]);
+        self.ports[usize::from(port)] = id.0;
+        hot.local = key_of(source);
+        hot.group = NONE;
+        let v4 = hot.views().v4;
+        let send = &mut self.send[at];
+        send.local4 = Ipv4Addr::from(v4.unwrap_or(0) as u32);
+        if v4.is_none() {
+            send.flags &= !SPEAKS_V4;
+        }
+        self.refresh(port);
     }
 
     /// Removes a socket. Returns false if it did not exist.
@@ -728,7 +805,14 @@ impl UdpTable {
                 (best_points, best) = (points, id);
                 if let Some(group) = self.groups.get(hot.group as usize) {
                     match self.pick_in_group(group, probe, hot.connected) {
-                        GroupPick::Final(pick) => return Some(pick),
+                        // A group that answers at once must not take the
+                        // flow of a socket connected to exactly this peer
+                        // further on (another family's, or one narrowed by
+                        // connect): Linux 6.13+ finds that one by its
+                        // 4-tuple hash before any scoring.
+                        GroupPick::Final(pick) => {
+                            return Some(self.connected_to(probe, head).unwrap_or(pick))
+                        }
                         GroupPick::StandIn(pick) => best = pick.0,
                         GroupPick::Keep => {}
                     }
@@ -737,6 +821,31 @@ impl UdpTable {
             if best != NONE {
                 return Some(SocketId(best));
             }
+        }
+        None
+    }
+
+    /// The socket of `head`'s chain connected to exactly `probe`'s source,
+    /// at its destination address (what Linux's 4-tuple hash holds). Only
+    /// asked when a reuseport group would answer, so kept out of line.
+    #[inline(never)]
+    fn connected_to(&self, probe: &Probe, head: u32) -> Option<SocketId> {
+        let mut at = head;
+        while let Some(hot) = self.hot.get(at as usize) {
+            // An address equal to the destination (IPv4-mapped for IPv4)
+            // also says the socket hears the datagram's family.
+            if hot.connected
+                && hot.local != 0
+                && hot.local == probe.dst
+                && hot.local_port == probe.dst_port
+                && hot.remote == probe.src
+                && hot.remote_port != 0
+                && hot.remote_port == probe.src_port
+                && (hot.device == ANY_DEVICE || hot.device == probe.device)
+            {
+                return Some(SocketId(at));
+            }
+            at = hot.next_on_port;
         }
         None
     }

@@ -558,3 +558,128 @@ fn ipv6_only_neighbours_keep_the_ipv4_shortcut() {
     assert_ne!(t.ports[8] & SOLE, 0);
     assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST2, 8))), Some(other));
 }
+
+#[test]
+fn a_socket_connects_only_to_peers_of_a_family_it_hears() {
+    // Found by tests/lookup_oracle: Linux refuses both connects.
+    let mut t = UdpTable::new(1);
+    let peer6 = SocketAddrV6::new(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2), 9, 0, 0);
+    let peer4 = SocketAddrV6::new(PEER.to_ipv6_mapped(), 9, 0, 0);
+    // Bound to an IPv4-mapped address: IPv4 only (EAFNOSUPPORT for IPv6).
+    let mapped = t
+        .bind(
+            v6(HOST.to_ipv6_mapped(), 4000),
+            BindOptions::default(),
+            local,
+        )
+        .unwrap();
+    assert!(!t.connect(mapped, peer6));
+    assert!(t.connect(mapped, peer4));
+    // Bound to a specific IPv6 address: IPv6 only, v6-only flag or not
+    // (ENETUNREACH for an IPv4-mapped peer).
+    let specific = t
+        .bind(v6(HOST6, 4001), BindOptions::default(), local)
+        .unwrap();
+    assert!(!t.connect(specific, peer4));
+    assert!(t.connect(specific, peer6));
+}
+
+#[test]
+fn connect_binds_a_wildcard_socket_to_the_route_source() {
+    // Found by tests/lookup_oracle: Linux's connect binds a socket bound to
+    // ANY to the source address of the route to its peer (and rehashes it),
+    // so it no longer hears its peer at our other addresses.
+    let mut t = UdpTable::new(1);
+    let any = Ipv4Addr::UNSPECIFIED;
+    let connected = t.bind(addr(any, 4000), REUSE, local).unwrap();
+    let member = t.bind(addr(any, 4000), REUSE, local).unwrap();
+    assert!(t.connect_from(connected, addr(PEER, 7000), IpAddr::V4(HOST)));
+    assert_eq!(
+        t.local_socket_addr(connected),
+        Some(addr(HOST, 4000).into())
+    );
+    let from_peer = |dst| key(addr(PEER, 7000), addr(dst, 4000));
+    assert_eq!(t.lookup(&from_peer(HOST)), Some(connected));
+    // At another address the peer meets the group, which it left (Linux's
+    // udp_lib_rehash detaches it): the remaining member.
+    assert_eq!(t.lookup(&from_peer(HOST2)), Some(member));
+    // Later binds conflict with the narrowed address only.
+    assert!(t.close(member));
+    let plain = BindOptions::default();
+    assert_eq!(
+        t.bind(addr(HOST, 4000), plain, local),
+        Err(BindError::AddrInUse)
+    );
+    assert!(t.bind(addr(HOST2, 4000), plain, local).is_ok());
+}
+
+#[test]
+fn connect_binds_a_dual_stack_socket_to_the_mapped_route_source() {
+    let mut t = UdpTable::new(1);
+    let dual = t
+        .bind(
+            v6(Ipv6Addr::UNSPECIFIED, 4000),
+            BindOptions::default(),
+            local,
+        )
+        .unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 7000, 0, 0);
+    assert!(t.connect_from(dual, peer, IpAddr::V4(HOST)));
+    assert_eq!(
+        t.local_socket_addr(dual),
+        Some(v6(HOST.to_ipv6_mapped(), 4000))
+    );
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7000), addr(HOST, 4000))),
+        Some(dual)
+    );
+    assert_eq!(t.lookup(&key(addr(PEER, 7000), addr(HOST2, 4000))), None);
+    // Bound to an IPv4-mapped address now: no IPv6 traffic.
+    assert_eq!(t.lookup6(&key6(HOST6, HOST6, 4000)), None);
+}
+
+#[test]
+fn a_narrowed_connected_socket_is_met_before_a_group_at_its_new_address() {
+    // Found by tests/lookup_oracle: a dual-stack socket connected to an
+    // IPv4 peer is narrowed to an IPv4-mapped address where an IPv4
+    // reuseport group sits. Linux's rehash puts it at the head of that
+    // chain, so it scores before the group can answer for its peer.
+    let mut t = UdpTable::new(1);
+    let dual = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 4000), REUSE, local)
+        .unwrap();
+    let group = t.bind(addr(HOST, 4000), REUSE, local).unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 7000, 0, 0);
+    assert!(t.connect_from(dual, peer, IpAddr::V4(HOST)));
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7000), addr(HOST, 4000))),
+        Some(dual)
+    );
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7001), addr(HOST, 4000))),
+        Some(group)
+    );
+}
+
+#[test]
+fn a_connected_socket_takes_its_4_tuple_before_another_family_s_group() {
+    // Found by tests/lookup_oracle: Linux 6.13+ looks connected sockets up
+    // by their 4-tuple first (udp4_lib_lookup4), so an IPv4 reuseport group
+    // at the same address, met first and answering at once, does not take
+    // a connected IPv4-mapped socket's flow.
+    let mut t = UdpTable::new(1);
+    let mapped = t
+        .bind(v6(HOST.to_ipv6_mapped(), 4000), REUSE, local)
+        .unwrap();
+    let group = t.bind(addr(HOST, 4000), REUSE, local).unwrap();
+    let peer = SocketAddrV6::new(PEER.to_ipv6_mapped(), 7000, 0, 0);
+    assert!(t.connect(mapped, peer));
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7000), addr(HOST, 4000))),
+        Some(mapped)
+    );
+    assert_eq!(
+        t.lookup(&key(addr(PEER, 7001), addr(HOST, 4000))),
+        Some(group)
+    );
+}
