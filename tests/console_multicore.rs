@@ -161,9 +161,25 @@ fn the_redirection_table_is_set_and_shown() {
             "show port 0 rss reta",
             "port config 0 rss reta (0,7)",
             "port config 0 rss reta nonsense",
+            "show port 0 rss reta 128 (0x4,0x8000000000000000)",
+            "show port 0 rss reta 64 (0x1)",
         ],
     );
     let text = &out.stdout;
+    // The masked form (the last listing) shows entries 2 and 127 only.
+    let shown: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start_matches("dpstack> "))
+        .filter(|l| l.starts_with("RSS RETA configuration"))
+        .collect();
+    assert_eq!(
+        shown[shown.len() - 2..],
+        [
+            "RSS RETA configuration: hash index=2, queue=0",
+            "RSS RETA configuration: hash index=127, queue=1"
+        ],
+        "{text}"
+    );
     for line in [
         "RSS RETA configuration: hash index=0, queue=1",
         "RSS RETA configuration: hash index=1, queue=1",
@@ -171,6 +187,7 @@ fn the_redirection_table_is_set_and_shown() {
         "RSS RETA configuration: hash index=127, queue=1",
         "the table has 128 entries (0..=127) and the port 2 rx queues",
         "bad redirection table entries",
+        "Invalid redirection table size 64: port 0 has 128 entries",
     ] {
         assert!(text.contains(line), "no {line:?} in:\n{text}");
     }

@@ -72,6 +72,20 @@ pub const COMMANDS: &[Command] = &[
     Command {
         tokens: &[
             Token::Word("show"),
+            Token::Word("port"),
+            Token::Port,
+            Token::Word("rss"),
+            Token::Word("reta"),
+            Token::Number("size"),
+            Token::Text("mask0[,mask1]*"),
+        ],
+        help: "Display the redirection table entries the 64-bit hex masks select (testpmd's form).",
+        section: Section::Display,
+        run: show_reta_masked,
+    },
+    Command {
+        tokens: &[
+            Token::Word("show"),
             Token::Choice(&["rxq", "txq"]),
             Token::Word("info"),
             Token::Port,
@@ -158,6 +172,13 @@ fn config_reta(session: &mut Session, values: &[Value]) -> Result<Reply, String>
 fn show_reta(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
     let port = one_port(session, values)?;
     Ok(Reply::Print(session.show_reta(port)))
+}
+
+fn show_reta_masked(session: &mut Session, values: &[Value]) -> Result<Reply, String> {
+    let port = one_port(session, values)?;
+    session
+        .show_reta_masked(port, number(values)?, text(values)?)
+        .map(Reply::Print)
 }
 
 fn queue_info(session: &mut Session, values: &[Value]) -> Result<Reply, String> {

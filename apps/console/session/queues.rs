@@ -143,6 +143,27 @@ impl Session {
         }
     }
 
+    /// `show port N rss reta SIZE (MASK0[,MASK1]*)`: the entries whose bit
+    /// is set in the masks (64 entries a mask, as testpmd); SIZE must be the
+    /// table's.
+    pub fn show_reta_masked(&self, index: usize, size: u16, masks: &str) -> Result<String, String> {
+        let table = self.ports[index].rss_reta().map_err(|e| e.to_string())?;
+        if usize::from(size) != table.len() {
+            return Err(format!(
+                "Invalid redirection table size {size}: port {} has {} entries",
+                self.ports[index].id(),
+                table.len()
+            ));
+        }
+        let masks = parse_masks(masks)?;
+        Ok(table
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| masks.get(i / 64).is_some_and(|m| m >> (i % 64) & 1 == 1))
+            .map(|(i, q)| format!("RSS RETA configuration: hash index={i}, queue={q}\n"))
+            .collect())
+    }
+
     /// `port config N rss reta (entry,queue)[,(entry,queue)]`.
     pub fn set_reta(&self, index: usize, pairs: &str) -> Result<String, String> {
         let entries = parse_reta_pairs(pairs)?;
@@ -205,6 +226,22 @@ fn parse_reta_pairs(text: &str) -> Result<Vec<(u16, u16)>, String> {
     Ok(pairs)
 }
 
+/// `(0xffff,0x0f)` or `0xffff,0x0f` into 64-bit masks.
+fn parse_masks(text: &str) -> Result<Vec<u64>, String> {
+    text.trim_start_matches('(')
+        .trim_end_matches(')')
+        .split(',')
+        .map(|m| {
+            let m = m.trim();
+            let hex = m
+                .strip_prefix("0x")
+                .or_else(|| m.strip_prefix("0X"))
+                .unwrap_or(m);
+            u64::from_str_radix(hex, 16).map_err(|_| format!("bad mask {m:?}: expected 64-bit hex"))
+        })
+        .collect()
+}
+
 /// A hex string into bytes.
 fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     if text.len() % 2 != 0 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -229,6 +266,11 @@ mod tests {
         assert!(parse_reta_pairs("(7;1)").is_err());
         assert!(parse_reta_pairs("(x,1)").is_err());
         assert_eq!(parse_hex("6d5aFF"), Ok(vec![0x6d, 0x5a, 0xff]));
+        assert_eq!(
+            parse_masks("(0x3,0xffffffffffffffff)"),
+            Ok(vec![3, u64::MAX])
+        );
+        assert!(parse_masks("(0xg)").is_err());
         assert!(parse_hex("6d5").is_err());
         assert!(parse_hex("zz").is_err());
     }
