@@ -31,10 +31,22 @@ impl ChecksumPolicy {
     /// decision every protocol and both families take.
     #[inline(always)]
     pub fn accepts(self, offload: ChecksumStatus, verify: impl FnOnce() -> bool) -> bool {
+        match self.device_verdict(offload) {
+            Some(verdict) => verdict,
+            None => verify(),
+        }
+    }
+
+    /// The device's verdict, when this policy lets it stand; `None` when
+    /// the checksum must be verified in software. The same decision as
+    /// [`ChecksumPolicy::accepts`], for the hand-tuned fast paths, which
+    /// keep the verification inline rather than behind a closure.
+    #[inline(always)]
+    pub fn device_verdict(self, offload: ChecksumStatus) -> Option<bool> {
         match (self, offload) {
-            (ChecksumPolicy::TrustOffload, ChecksumStatus::Good) => true,
-            (ChecksumPolicy::TrustOffload, ChecksumStatus::Bad) => false,
-            _ => verify(),
+            (ChecksumPolicy::TrustOffload, ChecksumStatus::Good) => Some(true),
+            (ChecksumPolicy::TrustOffload, ChecksumStatus::Bad) => Some(false),
+            _ => None,
         }
     }
 }

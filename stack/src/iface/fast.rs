@@ -99,17 +99,23 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // The addresses are summed once, for the header and the pseudo-header
     // (each 32-bit word folds like its two 16-bit halves).
     let addresses = word32_le(h, 26) + word32_le(h, 30);
-    let ip_ok = policy.accepts(offload.ip_checksum, || {
-        let sum = addresses + word32_le(h, 14) + word32_le(h, 18) + word32_le(h, 22);
-        checksum::sum_verifies(sum)
-    });
-    let udp_ok = policy.accepts(offload.l4_checksum, || {
-        word(h, 40) == 0 || {
-            // Protocol and length, big-endian values, times 256.
-            let pseudo_le = addresses + ((17 + udp_len as u64) << 8);
-            checksum::span_verifies_le(data, 34, 34 + udp_len, pseudo_le)
+    let ip_ok = match policy.device_verdict(offload.ip_checksum) {
+        Some(verdict) => verdict,
+        None => {
+            let sum = addresses + word32_le(h, 14) + word32_le(h, 18) + word32_le(h, 22);
+            checksum::sum_verifies(sum)
         }
-    });
+    };
+    let udp_ok = match policy.device_verdict(offload.l4_checksum) {
+        Some(verdict) => verdict,
+        None => {
+            word(h, 40) == 0 || {
+                // Protocol and length, big-endian values, times 256.
+                let pseudo_le = addresses + ((17 + udp_len as u64) << 8);
+                checksum::span_verifies_le(data, 34, 34 + udp_len, pseudo_le)
+            }
+        }
+    };
     if !ip_ok || !udp_ok {
         return Fast::General(buf);
     }

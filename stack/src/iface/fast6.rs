@@ -72,16 +72,20 @@ pub(super) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     if src.is_multicast() || src.is_unspecified() || src.is_loopback() || !here.has_address6(dst) {
         return Fast::General(buf);
     }
-    let checksum_ok = core
+    let checksum_ok = match core
         .config
         .checksum
-        .accepts(buf.rx_offload().l4_checksum, || {
-            // The pseudo-header: both addresses, the length and the protocol;
-            // then the datagram.
+        .device_verdict(buf.rx_offload().l4_checksum)
+    {
+        Some(verdict) => verdict,
+        None => {
+            // The pseudo-header: both addresses, the length and the
+            // protocol; then the datagram.
             let addresses = checksum::accumulate_span(data, 22, 54);
             let pseudo = addresses + udp_len as u64 + 17;
             checksum::fold(pseudo + checksum::accumulate_span(data, 54, 54 + udp_len)) == 0xffff
-        });
+        }
+    };
     if !checksum_ok {
         return Fast::General(buf);
     }
