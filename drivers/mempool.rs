@@ -342,7 +342,7 @@ fn create_hint(errno: i32) -> &'static str {
     }
 }
 
-impl crate::stack::socket::BufPool for Mempool {
+impl crate::stack::port::BufPool for Mempool {
     type Buf = Mbuf;
 
     fn alloc(&self) -> Option<Mbuf> {
@@ -360,7 +360,7 @@ pub struct PoolPair {
     pub large: Mempool,
 }
 
-impl crate::stack::socket::BufPool for PoolPair {
+impl crate::stack::port::BufPool for PoolPair {
     type Buf = Mbuf;
 
     fn alloc(&self) -> Option<Mbuf> {

@@ -117,6 +117,23 @@ pub trait Buf {
     fn prefetch(&self) {}
 }
 
+/// Gives buffers to threads that do not poll a port (application threads
+/// of queue-mode sockets): a DPDK mempool, or the in-memory port's pool.
+/// Beside [`Port`] because it is the same ground floor: buffers, not
+/// sockets.
+pub trait BufPool: Send + Sync + 'static {
+    /// The buffer type.
+    type Buf: Buf + Send + 'static;
+    /// An empty buffer with headroom, or `None` if the pool is empty.
+    fn alloc(&self) -> Option<Self::Buf>;
+    /// An empty buffer that holds a whole 64 KiB datagram, if the pool has
+    /// such buffers (for payloads that do not fit a regular one; the lcore
+    /// fragments what exceeds the MTU).
+    fn alloc_large(&self) -> Option<Self::Buf> {
+        None
+    }
+}
+
 /// One rx/tx queue pair of a network port, owned by one polling thread.
 pub trait Port {
     /// The buffer type this port moves.

@@ -28,6 +28,7 @@ pub use tcp::{TcpListener, TcpReadHalf, TcpStream, TcpWriteHalf};
 
 use crate::iface::{ConnId, ListenError};
 use crate::port::Buf;
+pub use crate::port::BufPool;
 use crate::tcp::TcpError;
 use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId};
 use core::net::SocketAddr;
@@ -36,21 +37,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Gives buffers to application threads (a DPDK mempool, or the in-memory
-/// port's pool).
-pub trait BufPool: Send + Sync + 'static {
-    /// The buffer type.
-    type Buf: Buf + Send + 'static;
-    /// An empty buffer with headroom, or `None` if the pool is empty.
-    fn alloc(&self) -> Option<Self::Buf>;
-    /// An empty buffer that holds a whole 64 KiB datagram, if the pool has
-    /// such buffers (for payloads that do not fit a regular one; the lcore
-    /// fragments what exceeds the MTU).
-    fn alloc_large(&self) -> Option<Self::Buf> {
-        None
-    }
-}
 
 /// Why a socket call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

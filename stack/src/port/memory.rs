@@ -159,7 +159,7 @@ impl MemPool {
     }
 }
 
-impl crate::socket::BufPool for MemPool {
+impl super::BufPool for MemPool {
     type Buf = MemBuf;
 
     fn alloc(&self) -> Option<MemBuf> {
