@@ -196,10 +196,14 @@ pub(super) fn mss_for<B: Buf>(core: &mut Core<B>, tuple: &FourTuple, scope: u32)
     // guess.
     let link_mtu = link.and_then(|l| core.links.get(l)).map(|l| l.mtu);
     let (mtu, ip) = match remote {
-        IpAddr::V4(_) => (link_mtu, 20),
+        IpAddr::V4(dst) => (link_mtu.map(|m| core.path_mtu4(dst, m)), 20),
         IpAddr::V6(dst) => (link_mtu.map(|m| core.path_mtu6(dst, m)), 40),
     };
-    let mtu = mtu.unwrap_or(if ip == 20 { 576 } else { 1280 });
+    let mtu = mtu.unwrap_or(if ip == 20 {
+        icmp::MIN_PATH_MTU4
+    } else {
+        icmp::MIN_PATH_MTU6
+    });
     (mtu.saturating_sub(ip + TCP_LEN)).clamp(536, 65535) as u16
 }
 
