@@ -2,12 +2,15 @@
 //! segment in flight lowers the connection's MSS and what was lost goes
 //! again at once at the new size; quotes naming no connection or no segment
 //! in flight are dropped and counted; a destination unreachable aborts a
-//! connect and is a soft error afterwards.
+//! connect and is a soft error afterwards. IPv6's packet too big likewise.
 
+use super::ipv6::{frame6, ip6_icmp, learn_peer, stack6, GLOBAL, PEER6};
 use super::tcp_input::{tcp_frame, Peer, PEER_PORT};
 use super::*;
 use crate::tcp::{State, TcpError};
 use crate::wire::icmpv4::CODE_FRAGMENTATION_NEEDED;
+use crate::wire::icmpv6::msg_type as icmp6;
+use crate::wire::ipv6::{next_header, Ipv6Packet};
 use crate::wire::tcp::{flags, TcpPacket, TcpRepr};
 use core::net::IpAddr;
 
@@ -286,4 +289,84 @@ fn a_destination_unreachable_aborts_a_connect_and_is_soft_once_open() {
     assert_eq!(c.get(Stat::TcpIcmpSoftErrors), 3);
     assert_eq!(c.get(Stat::TcpIcmpAborts), 0);
     assert!(writer.closed.is_empty());
+}
+
+/// The TCP segments among `frames` over IPv6 (no extension headers): their
+/// headers, payload lengths and IPv6 packet lengths.
+fn segments6(frames: Vec<Vec<u8>>) -> Vec<(TcpRepr, usize, usize)> {
+    frames
+        .iter()
+        .filter_map(|frame| {
+            let ip = Ipv6Packet::new_checked(&frame[14..]).ok()?;
+            if frame[12..14] != [0x86, 0xdd] || ip.next_header() != next_header::TCP {
+                return None;
+            }
+            let len = usize::from(ip.payload_len());
+            let tcp = TcpPacket::new_checked(&frame[14 + 40..14 + 40 + len]).ok()?;
+            let repr = TcpRepr::parse(&tcp).expect("our segments parse");
+            Some((repr, tcp.payload().len(), 40 + len))
+        })
+        .collect()
+}
+
+#[test]
+fn a_packet_too_big_lowers_an_ipv6_connection_to_the_new_mtu_at_once() {
+    let (mut iface, mut port) = stack6();
+    learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let any: core::net::SocketAddr = "[::]:7".parse().unwrap();
+    iface.tcp_listen(any, 8).unwrap();
+    let now = Instant::from_nanos(1_000_000);
+    let mut writer = Writer {
+        data: vec![7; 20_000],
+        ..Writer::default()
+    };
+    let (peer, ours) = (IpAddr::V6(PEER6), IpAddr::V6(GLOBAL));
+    let mut exchange6 = |frame: &[u8], writer: &mut Writer| {
+        port.push_rx(frame);
+        iface.poll(&mut port, now, writer);
+        segments6(port.take_tx())
+    };
+    // `< S 1000:1000(0) win 8000 <mss 1440>`, `> S.`, `< . ack`: then the
+    // stack sends 1440-byte segments (1500-byte packets) into the window.
+    let syn = TcpRepr {
+        src_port: PEER_PORT,
+        dst_port: 7,
+        seq: 1000,
+        flags: flags::SYN,
+        window: 8000,
+        options: crate::wire::tcp::TcpOptions {
+            mss: Some(1440),
+            ..Default::default()
+        },
+        ..TcpRepr::default()
+    };
+    let synack = exchange6(&tcp_frame(peer, ours, &syn, &[]), &mut writer)
+        .remove(0)
+        .0;
+    let ack = TcpRepr {
+        seq: 1001,
+        ack: synack.seq.wrapping_add(1),
+        flags: flags::ACK,
+        options: Default::default(),
+        ..syn
+    };
+    let flight = exchange6(&tcp_frame(peer, ours, &ack, &[]), &mut writer);
+    let sizes: Vec<(usize, usize)> = flight.iter().map(|s| (s.1, s.2)).collect();
+    assert_eq!(sizes[..5], [(1440, 1500); 5]);
+    // A router: ICMPv6 packet too big, MTU 1280, quoting the first (its
+    // header, rebuilt, and the start of its segment).
+    let first = tcp_frame(ours, peer, &flight[0].0, &[0; 1440]);
+    let mut message = vec![icmp6::PACKET_TOO_BIG, 0, 0, 0, 0, 0, 0x05, 0x00];
+    message.extend_from_slice(&first[14..14 + 40 + 48]);
+    let router: Ipv6Addr = "2001:db8::fe".parse().unwrap();
+    let icmp = frame6(OUR_MAC, &ip6_icmp(router, GLOBAL, 64, &[], &message));
+    let out = exchange6(&icmp, &mut writer);
+    let c = iface.counters();
+    assert_eq!(c.get(Stat::TcpIcmpTooBigs), 1);
+    assert_eq!(c.get(Stat::TcpMssLowered), 1);
+    assert_eq!(c.total_dropped(), 0);
+    assert_eq!(out[0].0.seq, flight[0].0.seq, "SND.UNA again at once");
+    assert!(out.iter().all(|s| s.1 <= 1220 && s.2 <= 1280), "{out:?}");
+    assert_eq!(out[0].1, 1220);
+    assert_eq!(iface.core.path_mtu6(PEER6, 1500), 1280);
 }
