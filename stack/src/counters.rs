@@ -214,6 +214,14 @@ reasons! {
     /// A TCP reset for a connection in TIME-WAIT, dropped: it does not end
     /// TIME-WAIT early (RFC 1337; Linux with `tcp_rfc1337` set).
     TcpTimeWaitRst = "tcp_time_wait_rst",
+    /// An ICMP(v6) error quoting a TCP segment of no connection of ours.
+    TcpIcmpNoConnection = "tcp_icmp_no_connection",
+    /// An ICMP(v6) error quoting a TCP segment whose sequence number is
+    /// not in flight (RFC 5927 5.1: outside `SND.UNA..SND.NXT`), or a
+    /// "fragmentation needed" / packet too big whose MTU is not below the
+    /// quoted packet's size: forged or stale, ignored. Linux:
+    /// `OutOfWindowIcmps`.
+    TcpIcmpOutOfWindow = "tcp_icmp_out_of_window",
     /// Neighbor Discovery message failing RFC 4861's validity checks.
     NdInvalid = "nd_invalid",
     /// Neighbor solicitation for an address that is not ours on that link.
@@ -370,6 +378,18 @@ protocol_counters! {
     TcpWinProbe,
     /// TCP keepalive probes sent. Linux: `TCPKeepAlive`.
     TcpKeepAlive,
+    /// ICMP "fragmentation needed" and ICMPv6 packet too big taken for a
+    /// TCP connection (the quote passed RFC 5927's checks).
+    TcpIcmpTooBigs,
+    /// TCP connections whose MSS a smaller path MTU lowered (what was in
+    /// flight is sent again at once at the new size).
+    TcpMssLowered,
+    /// TCP connections in SYN-SENT aborted by an ICMP(v6) destination
+    /// unreachable.
+    TcpIcmpAborts,
+    /// ICMP(v6) errors about a TCP connection taken as soft errors (RFC
+    /// 1122 4.2.3.9): counted, the connection goes on.
+    TcpIcmpSoftErrors,
 }
 
 /// Number of protocol counters.

@@ -238,6 +238,10 @@ pub(crate) struct Core<B: Buf> {
     /// Path MTUs below the link's, learned from packet-too-big messages
     /// (RFC 8201), with when to forget them. Bounded.
     pub(crate) path_mtus6: HashMap<Ipv6Addr, (usize, Instant)>,
+    /// Path MTUs below the link's, learned from ICMP "fragmentation
+    /// needed" about our TCP segments (RFC 1191), with when to forget
+    /// them. Bounded.
+    pub(crate) path_mtus4: HashMap<Ipv4Addr, (usize, Instant)>,
     /// ICMP errors for connected sockets found during a burst, handed over
     /// after it (bounded: more in one burst are dropped).
     pub(crate) socket_errors: ArrayVec<(SocketId, PeerError), SOCKET_ERRORS>,
@@ -296,6 +300,33 @@ impl<B: Buf> Core<B> {
         match self.path_mtus6.get(&dst) {
             Some(&(mtu, _)) => mtu.min(link_mtu),
             None => link_mtu,
+        }
+    }
+
+    /// The MTU towards `dst` on a link of `link_mtu` (IPv4).
+    pub(crate) fn path_mtu4(&self, dst: Ipv4Addr, link_mtu: usize) -> usize {
+        match self.path_mtus4.get(&dst) {
+            Some(&(mtu, _)) => mtu.min(link_mtu),
+            None => link_mtu,
+        }
+    }
+
+    /// Records a path MTU to `dst` learned now (a full table takes no new
+    /// destinations; a known one is updated). ICMP errors only, not per
+    /// packet.
+    pub(crate) fn learn_path_mtu(&mut self, dst: IpAddr, mtu: usize, now: Instant) {
+        let until = now + PATH_MTU_TIMEOUT;
+        match dst {
+            IpAddr::V4(dst) => {
+                if self.path_mtus4.contains_key(&dst) || self.path_mtus4.len() < PATH_MTUS {
+                    self.path_mtus4.insert(dst, (mtu, until));
+                }
+            }
+            IpAddr::V6(dst) => {
+                if self.path_mtus6.contains_key(&dst) || self.path_mtus6.len() < PATH_MTUS {
+                    self.path_mtus6.insert(dst, (mtu, until));
+                }
+            }
         }
     }
 
@@ -441,6 +472,7 @@ impl<B: Buf> Interface<B> {
             next_ident: 0,
             next_ident6: keys.fragment_ident,
             path_mtus6: HashMap::new(),
+            path_mtus4: HashMap::new(),
             socket_errors: ArrayVec::new(),
             ra_default: None,
             tcp: tcp::TcpCore::new(config.tcp.clone(), &keys),
@@ -803,6 +835,9 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
     }
     if !core.path_mtus6.is_empty() {
         core.path_mtus6.retain(|_, (_, until)| now < *until);
+    }
+    if !core.path_mtus4.is_empty() {
+        core.path_mtus4.retain(|_, (_, until)| now < *until);
     }
     if let Some((_, _, until)) = core.ra_default {
         if now >= until {

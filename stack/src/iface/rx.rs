@@ -10,7 +10,7 @@
 
 use super::next_hop::release_waiting;
 use super::tx::{self, Out};
-use super::Core;
+use super::{tcp, Core};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
@@ -287,6 +287,7 @@ fn deliver_local<P: Port>(
             core,
             out,
             link,
+            now,
             buf,
             eth_src,
             local.header_len,
@@ -328,6 +329,7 @@ fn icmp_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
+    now: Instant,
     buf: P::Buf,
     eth_src: MacAddr,
     header_len: usize,
@@ -347,7 +349,7 @@ fn icmp_input<P: Port>(
             msg_type::DEST_UNREACHABLE | msg_type::TIME_EXCEEDED | msg_type::PARAMETER_PROBLEM
         )
     {
-        return icmp_error_input(core, link, &buf.data()[start..end]);
+        return icmp_error_input(core, out, link, now, &buf.data()[start..end]);
     }
     if kind != msg_type::ECHO_REQUEST || icmp.code() != 0 || broadcast {
         // Echo replies, other types and broadcast pings (ignored, as Linux
@@ -358,24 +360,29 @@ fn icmp_input<P: Port>(
     tx::reply_echo_in_place(core, out, link, buf, eth_src, total_len);
 }
 
-/// An ICMP error about a datagram we sent (RFC 1122 3.2.2): recorded for
-/// the UDP socket that sent it if that socket is connected to the
-/// datagram's destination (as the kernel does without IP_RECVERR).
-fn icmp_error_input<B: Buf>(core: &mut Core<B>, link: usize, message: &[u8]) {
+/// An ICMP error about a packet we sent (RFC 1122 3.2.2): one about a TCP
+/// segment goes to its connection ([`tcp::icmp_error`], which checks the
+/// quote first); one about a UDP datagram is recorded for the socket that
+/// sent it if that socket is connected to the datagram's destination (as
+/// the kernel does without IP_RECVERR).
+fn icmp_error_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    message: &[u8],
+) {
     core.counters.count(Stat::IcmpInErrors);
     // The quote: the IPv4 header and at least 8 bytes of its payload.
     let quoted = &message[8..];
     let header_len = usize::from(quoted.first().map_or(0, |b| b & 0x0f)) * 4;
-    let (Some(ports), true) = (quoted.get(header_len..header_len + 4), header_len >= 20) else {
+    let (Some(head), true) = (quoted.get(header_len..header_len + 8), header_len >= 20) else {
         return core.counters.count_drop(DropReason::IcmpMalformed);
     };
     let ip = Ipv4Packet::new_unchecked(quoted);
     let (ours, peer) = (ip.src(), ip.dst());
     if !core.is_local(ours) {
         return core.counters.count_drop(DropReason::IcmpBadQuote);
-    }
-    if ip.protocol() != protocol::UDP {
-        return;
     }
     let error = match (message[0], message[1]) {
         (msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE) => PeerError::Refused,
@@ -386,6 +393,15 @@ fn icmp_error_input<B: Buf>(core: &mut Core<B>, link: usize, message: &[u8]) {
         (msg_type::TIME_EXCEEDED, _) => PeerError::TimeExceeded,
         _ => PeerError::ParameterProblem,
     };
+    if ip.protocol() == protocol::TCP {
+        let sent = usize::from(ip.total_len());
+        let quote = tcp::IcmpQuote::new((IpAddr::V4(ours), IpAddr::V4(peer)), head, sent);
+        return tcp::icmp_error(core, out, now, quote, tcp::IcmpKind::from(error));
+    }
+    if ip.protocol() != protocol::UDP {
+        return;
+    }
+    let ports = &head[..4];
     let our_port = u16::from_be_bytes([ports[0], ports[1]]);
     let peer_port = u16::from_be_bytes([ports[2], ports[3]]);
     let peer_addr = SocketAddrV4::new(peer, peer_port);

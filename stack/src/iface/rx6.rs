@@ -14,7 +14,7 @@ use super::rx::{reassemble, Delivered};
 use super::tx::Out;
 use super::tx6::MIN_MTU;
 use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
-use super::{Core, ALL_NODES, PATH_MTUS, PATH_MTU_TIMEOUT};
+use super::{tcp, Core, ALL_NODES};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
 use crate::reassembly::{Fragment, Key6};
@@ -364,7 +364,7 @@ fn icmp6_input<P: Port>(
         msg_type::DEST_UNREACHABLE
         | msg_type::PACKET_TOO_BIG
         | msg_type::TIME_EXCEEDED
-        | msg_type::PARAMETER_PROBLEM => error_input(core, link, now, message),
+        | msg_type::PARAMETER_PROBLEM => error_input(core, out, link, now, message),
         _ => core.counters.count_drop(DropReason::Icmp6Unhandled),
     }
 }
@@ -433,11 +433,19 @@ fn router_advert<P: Port>(
     }
 }
 
-/// An ICMPv6 error about a packet we sent (RFC 4443 2.4): a packet too big
-/// lowers the path MTU to its sender's destination (RFC 8201, never below
-/// 1280); any error about a datagram of a socket connected to that
-/// destination is recorded for the socket.
-fn error_input<B: Buf>(core: &mut Core<B>, link: usize, now: Instant, message: &[u8]) {
+/// An ICMPv6 error about a packet we sent (RFC 4443 2.4): one about a TCP
+/// segment goes to its connection ([`tcp::icmp_error`], which checks the
+/// quote first); otherwise a packet too big lowers the path MTU to its
+/// sender's destination (RFC 8201, never below 1280), and any error about a
+/// datagram of a socket connected to that destination is recorded for the
+/// socket.
+fn error_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    message: &[u8],
+) {
     core.counters.count(Stat::Icmp6InErrors);
     // The quoted packet is cut short, so its header is read as is.
     let Some(quoted) = message.get(ICMP6_LEN..).filter(|q| q.len() >= IP6_LEN) else {
@@ -455,20 +463,29 @@ fn error_input<B: Buf>(core: &mut Core<B>, link: usize, now: Instant, message: &
         msg_type::DEST_UNREACHABLE => PeerError::Unreachable,
         msg_type::PACKET_TOO_BIG => {
             core.counters.count(Stat::Icmp6InPktTooBigs);
-            let mtu = (word as usize).max(MIN_MTU);
-            let known = core.path_mtus6.contains_key(&peer);
-            if known || core.path_mtus6.len() < PATH_MTUS {
-                core.path_mtus6.insert(peer, (mtu, now + PATH_MTU_TIMEOUT));
+            PeerError::TooBig {
+                mtu: word.max(MIN_MTU as u32),
             }
-            PeerError::TooBig { mtu: mtu as u32 }
         }
         msg_type::TIME_EXCEEDED => PeerError::TimeExceeded,
         _ => PeerError::ParameterProblem,
     };
-    // Which socket sent it: the quoted UDP ports, looked up as if the
-    // peer had sent us a datagram back.
+    // Which socket sent it: the quoted ports, looked up as if the peer had
+    // sent us a datagram back.
     let rest = &quoted[IP6_LEN..];
-    let Ok(extensions) = walk_extensions(ip.next_header(), rest) else {
+    let walked = walk_extensions(ip.next_header(), rest).ok();
+    if let Some(at) = walked.filter(|e| e.protocol == next_header::TCP) {
+        let Some(head) = rest.get(at.offset..at.offset + 8) else {
+            return core.counters.count_drop(DropReason::Icmp6Malformed);
+        };
+        let sent = IP6_LEN + usize::from(ip.payload_len());
+        let quote = tcp::IcmpQuote::new((IpAddr::V6(ours), IpAddr::V6(peer)), head, sent);
+        return tcp::icmp_error(core, out, now, quote, tcp::IcmpKind::from(error));
+    }
+    if let PeerError::TooBig { mtu } = error {
+        core.learn_path_mtu(IpAddr::V6(peer), mtu as usize, now);
+    }
+    let Some(extensions) = walked else {
         return;
     };
     let Some(ports) = rest.get(extensions.offset..extensions.offset + 4) else {

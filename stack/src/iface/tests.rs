@@ -883,6 +883,7 @@ mod dad;
 
 mod routes6;
 
+mod pmtu;
 mod tcp;
 mod tcp_input;
 

@@ -128,6 +128,7 @@ impl<B: Buf> StreamQueue<B> {
             3 => Some(TcpError::TimedOut),
             4 => Some(TcpError::AddressNotAvailable),
             5 => Some(TcpError::NotConnected),
+            6 => Some(TcpError::Unreachable),
             _ => None,
         }
     }
@@ -142,6 +143,7 @@ pub(crate) fn error_code(error: Option<TcpError>) -> u8 {
         Some(TcpError::TimedOut) => 3,
         Some(TcpError::AddressNotAvailable) => 4,
         Some(TcpError::NotConnected) => 5,
+        Some(TcpError::Unreachable) => 6,
     }
 }
 

@@ -57,6 +57,9 @@ pub enum TcpError {
     /// No local port is free towards that peer, or no route to it
     /// (`EADDRNOTAVAIL`).
     AddressNotAvailable,
+    /// An ICMP destination unreachable (other than port unreachable)
+    /// answered our SYN (`EHOSTUNREACH`).
+    Unreachable,
 }
 
 impl core::fmt::Display for TcpError {
@@ -67,6 +70,7 @@ impl core::fmt::Display for TcpError {
             TcpError::TimedOut => "connection timed out",
             TcpError::NotConnected => "not connected",
             TcpError::AddressNotAvailable => "address not available",
+            TcpError::Unreachable => "no route to host",
         })
     }
 }
@@ -601,6 +605,57 @@ impl Connection {
         self.challenge = false;
         self.fast_retransmit = false;
         self.probe = false;
+    }
+
+    /// RFC 5927 5.1: true if `seq`, the sequence number of a segment an
+    /// ICMP error quotes, is one we sent and is not yet acknowledged
+    /// (`SND.UNA <= seq < SND.MAX`; `SND.MAX` because a timeout may have
+    /// moved `SND.NXT` back over segments still in the network).
+    pub(crate) fn quoted_in_flight(&self, seq: Seq) -> bool {
+        self.state != State::Closed && self.snd_una <= seq && seq < self.snd_max
+    }
+
+    /// A smaller path MTU was reported (RFC 1191 / RFC 8201): `path_mss`
+    /// is that MTU less the IP and TCP headers. Data segments shrink to it
+    /// (less the timestamp option's 12 bytes), and everything unacknowledged
+    /// is sent again at once from `SND.UNA`, without waiting for the
+    /// retransmission timeout: segments over the new size were dropped on
+    /// the way. Not a congestion signal (as Linux's
+    /// `tcp_simple_retransmit`): the congestion window and the RTO stay.
+    /// True if the MSS went down.
+    pub(crate) fn lower_mss(&mut self, path_mss: u16) -> bool {
+        let options = if self.timestamps.is_some() { 12 } else { 0 };
+        let mss = path_mss.saturating_sub(options).max(64);
+        if self.state == State::SynSent {
+            // The peer's SYN-ACK takes the smaller of its MSS and ours.
+            self.our_mss = self.our_mss.min(path_mss);
+        }
+        if mss >= self.mss {
+            return false;
+        }
+        self.mss = mss;
+        let synchronized = !matches!(
+            self.state,
+            State::SynSent | State::SynReceived | State::Closed | State::TimeWait
+        );
+        if synchronized && self.snd_max > self.snd_una {
+            self.snd_nxt = self.snd_una;
+            self.timing = None; // Karn: no sample from a retransmission
+        }
+        true
+    }
+
+    /// An ICMP destination unreachable (not "fragmentation needed") about
+    /// a segment in flight. In SYN-SENT the connection fails with `error`
+    /// (RFC 5461 4: there is no connection to lose yet, as Linux does);
+    /// otherwise it is a soft error (RFC 1122 4.2.3.9: not a reason to
+    /// abort) and nothing changes. True if it aborted.
+    pub(crate) fn unreachable(&mut self, error: TcpError) -> bool {
+        if self.state != State::SynSent {
+            return false;
+        }
+        self.enter_closed(Some(error));
+        true
     }
 
     /// Withholds the challenge ACK the last segment left owed (RFC 5961 7:

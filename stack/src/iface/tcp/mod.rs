@@ -10,7 +10,8 @@
 //! Files: this one holds the types, the slab and the per-connection
 //! bookkeeping after any activity; [`segment`] receives and frames
 //! segments; [`open`] listens and connects; [`queue`] serves application
-//! threads (queue mode).
+//! threads (queue mode); [`icmp`] takes ICMP errors about our segments
+//! (path MTU discovery, unreachable peers).
 
 use super::ip_out;
 use super::tx::Out;
@@ -24,6 +25,7 @@ use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{Buffers, Connection, Refusal, Seq, State, TcpConfig, TcpError, Verdict};
 use crate::time::Instant;
+use crate::udp::PeerError;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use crate::wire::ipv6::{next_header, pseudo_header};
@@ -31,6 +33,7 @@ use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr, HEADER_LEN as TCP_
 use core::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+mod icmp;
 mod open;
 mod queue;
 mod segment;
@@ -39,6 +42,7 @@ use open::*;
 use queue::*;
 use segment::*;
 
+pub(crate) use icmp::{icmp_error, IcmpKind, IcmpQuote};
 pub(crate) use open::{connect, listen, listener_id, unlisten_inline};
 pub(crate) use queue::{attend, connect_queued, listen_queued, unlisten};
 pub(crate) use segment::{flush, input};

@@ -146,7 +146,7 @@ pub(super) fn connect_with<P: Port>(
         remote,
     };
     let iss = core.tcp.isn(&tuple, now);
-    let mss = mss_for(core, local_ip);
+    let mss = mss_for(core, &tuple, scope);
     let ts_offset = core.tcp.ts_offset(&tuple);
     let buffers = core.tcp.buffers();
     let ports = (port, remote.port());

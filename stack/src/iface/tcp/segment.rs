@@ -106,7 +106,7 @@ pub(crate) fn input<P: Port>(
             (iss, Some(floor)) if iss <= floor => floor,
             (iss, _) => iss,
         };
-        let mss = mss_for(core, tuple.local.ip());
+        let mss = mss_for(core, &tuple, scope);
         let ts_offset = core.tcp.ts_offset(&tuple);
         let buffers = core.tcp.buffers();
         let start = (iss, mss, ts_offset);
@@ -185,10 +185,25 @@ pub(super) fn pseudo(src: IpAddr, dst: IpAddr, len: usize) -> u64 {
     }
 }
 
-/// The MSS we announce from `local`'s link MTU.
-pub(super) fn mss_for<B: Buf>(core: &Core<B>, local: IpAddr) -> u16 {
-    let mtu = core.links.first().map_or(1500, |l| l.mtu);
-    let ip = if local.is_ipv4() { 20 } else { 40 };
+/// The MSS a connection on `tuple` announces and starts from: the MTU of
+/// the link the route to the peer leaves through (not the first link's),
+/// or the path MTU learned to the peer if smaller, less the IP and TCP
+/// headers. Once per open, not per packet.
+pub(super) fn mss_for<B: Buf>(core: &mut Core<B>, tuple: &FourTuple, scope: u32) -> u16 {
+    let (local, remote) = (tuple.local.ip(), tuple.remote.ip());
+    let link = ip_out::link_for(core, local, remote, scope);
+    // No route: nothing can be sent anyway; the smallest MTU is the safe
+    // guess.
+    let link_mtu = link.and_then(|l| core.links.get(l)).map(|l| l.mtu);
+    let (mtu, ip) = match remote {
+        IpAddr::V4(dst) => (link_mtu.map(|m| core.path_mtu4(dst, m)), 20),
+        IpAddr::V6(dst) => (link_mtu.map(|m| core.path_mtu6(dst, m)), 40),
+    };
+    let mtu = mtu.unwrap_or(if ip == 20 {
+        icmp::MIN_PATH_MTU4
+    } else {
+        icmp::MIN_PATH_MTU6
+    });
     (mtu.saturating_sub(ip + TCP_LEN)).clamp(536, 65535) as u16
 }
 
@@ -233,6 +248,7 @@ pub(super) fn emit<P: Port>(
     repr: &TcpRepr,
     payload: &[u8],
 ) -> Result<(), crate::iface::SendError> {
+    // No route: any pool will do, the send fails for want of a route.
     let link = ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0);
     let Some(mut buf) = out.alloc(link) else {
         core.counters.count_drop(DropReason::TxNoBuffer);
@@ -321,7 +337,8 @@ pub(crate) fn flush<P: Port>(
     };
     let (tuple, scope, hop) = (slot.tuple, slot.scope, slot.hop);
     // The pool of the link the segments leave through: the remembered
-    // hop's, else the route's.
+    // hop's, else the route's (with no route, any pool: the segment is
+    // still made, so the connection's timers run, and its send fails).
     let link = match hop {
         Some(hop) => hop.link(),
         None => ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0),

@@ -1,9 +1,12 @@
 //! One interface over two ports: one route table, a neighbour cache and a
 //! transmit batch per link, replies through the arrival port, sends through
-//! the routed port.
+//! the routed port, TCP's MSS from the routed port's MTU.
 
 use super::sending::iface_lookups;
+use super::tcp_input::{tcp_frame, PEER_PORT, PORT};
 use super::*;
+use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr};
+use core::net::IpAddr;
 
 const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 1, 1]);
 const IP_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
@@ -308,4 +311,97 @@ fn a_default_gateway_picks_the_link_that_reaches_it() {
         Some((1, GATEWAY_B, IP_B))
     );
     assert_eq!(iface.route_to(PEER_IP), Some((0, PEER_IP, OUR_IP)));
+}
+
+/// The first TCP segment among `frames` (IPv4).
+fn tcp_sent(frames: Vec<Vec<u8>>) -> TcpRepr {
+    frames
+        .iter()
+        .find_map(|frame| {
+            let ip = Ipv4Packet::new_checked(&frame[14..]).ok()?;
+            let tcp = (ip.protocol() == protocol::TCP)
+                .then(|| TcpPacket::new_checked(&frame[14 + ip.header_len()..]).ok())??;
+            Some(TcpRepr::parse(&tcp).expect("our segments parse"))
+        })
+        .expect("a TCP segment")
+}
+
+const PEER_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 9);
+const PEER_B_MAC: MacAddr = MacAddr([2, 0, 0, 0, 1, 9]);
+
+/// Link 0: 10.0.0.1/24, MTU 1500; link 1: 10.1.0.1/24, MTU 1280; both
+/// peers' MACs known.
+fn links_with_mtus() -> (Interface<MemBuf>, [MemPort; 2]) {
+    let mut small = LinkConfig::new(MAC_B, Ipv4Cidr::new(IP_B, 24).unwrap());
+    small.mtu = 1280;
+    let config = InterfaceConfig::with_links(vec![
+        LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap()),
+        small,
+    ]);
+    let mut iface = Interface::new(config).unwrap();
+    let port = |mac| {
+        MemPort::new(MemPortConfig {
+            mac,
+            ..MemPortConfig::default()
+        })
+    };
+    let mut ports = [port(OUR_MAC), port(MAC_B)];
+    let request = |mac, ip, ours| arp(ArpOperation::Request, (mac, ip), (MacAddr::default(), ours));
+    ports[0].push_rx(&request(PEER_MAC, PEER_IP, OUR_IP));
+    ports[1].push_rx(&request(PEER_B_MAC, PEER_B, IP_B));
+    iface.poll_ports(&mut ports, Instant::ZERO, &mut DropDatagrams);
+    for port in &mut ports {
+        port.take_tx();
+    }
+    (iface, ports)
+}
+
+#[test]
+fn the_mss_comes_from_the_link_the_route_to_the_peer_leaves_through() {
+    let now = Instant::from_nanos(1_000_000);
+    // Active opens: the SYN's MSS option from its own link's MTU.
+    let (mut iface, mut ports) = links_with_mtus();
+    for (peer, link, mss) in [(PEER_B, 1, 1240), (PEER_IP, 0, 1460)] {
+        iface
+            .tcp_connect(&mut ports, now, SocketAddrV4::new(peer, 80))
+            .unwrap();
+        let syn = tcp_sent(ports[link].take_tx());
+        assert_eq!(syn.options.mss, Some(mss), "to {peer}");
+    }
+    // Passive opens: the SYN-ACK's likewise, and the MSS the connection
+    // sends with is at most its link's.
+    let (mut iface, mut ports) = links_with_mtus();
+    iface
+        .tcp_listen(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, PORT), 8)
+        .unwrap();
+    for (peer, ours, mac, link, mss) in [
+        (PEER_B, IP_B, MAC_B, 1, 1240),
+        (PEER_IP, OUR_IP, OUR_MAC, 0, 1460),
+    ] {
+        let syn = TcpRepr {
+            src_port: PEER_PORT,
+            dst_port: PORT,
+            seq: 1000,
+            ack: 0,
+            flags: flags::SYN,
+            window: 8000,
+            options: TcpOptions {
+                mss: Some(1460),
+                ..Default::default()
+            },
+        };
+        let mut frame = tcp_frame(IpAddr::V4(peer), IpAddr::V4(ours), &syn, &[]);
+        frame[..6].copy_from_slice(&mac.0);
+        ports[link].push_rx(&frame);
+        iface.poll_ports(&mut ports, now, &mut DropDatagrams);
+        let reply = tcp_sent(ports[link].take_tx());
+        assert_eq!(reply.flags, flags::SYN | flags::ACK);
+        assert_eq!(reply.options.mss, Some(mss), "from {peer}");
+        let info = iface
+            .tcp_connections()
+            .into_iter()
+            .find(|c| c.remote.ip() == IpAddr::V4(peer))
+            .unwrap();
+        assert_eq!(info.stats.mss, mss);
+    }
 }

@@ -13,8 +13,8 @@ use crate::wire::ipv6::{next_header, pseudo_header, Ipv6Header, Ipv6Packet};
 use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr};
 use core::net::IpAddr;
 
-const PORT: u16 = 7;
-const PEER_PORT: u16 = 40000;
+pub(super) const PORT: u16 = 7;
+pub(super) const PEER_PORT: u16 = 40000;
 /// The peer's initial sequence number.
 const PEER_ISN: u32 = 1000;
 /// The window the peer advertises (no scaling).
@@ -24,7 +24,7 @@ const PEER_TS: u32 = 5000;
 
 /// A frame carrying the peer's segment `repr` + `payload` from `src` to
 /// `dst`, its checksum right.
-fn tcp_frame(src: IpAddr, dst: IpAddr, repr: &TcpRepr, payload: &[u8]) -> Vec<u8> {
+pub(super) fn tcp_frame(src: IpAddr, dst: IpAddr, repr: &TcpRepr, payload: &[u8]) -> Vec<u8> {
     let header_len = repr.header_len();
     let mut segment = vec![0u8; header_len + payload.len()];
     repr.emit(&mut segment[..header_len]);
@@ -76,23 +76,23 @@ fn sent(port: &mut MemPort) -> Vec<TcpRepr> {
 
 /// The peer: its side of one connection to our port 7 over IPv4, with
 /// timestamps (so PAWS applies) and no window scaling.
-struct Peer {
-    iface: Interface<MemBuf>,
-    port: MemPort,
+pub(super) struct Peer {
+    pub(super) iface: Interface<MemBuf>,
+    pub(super) port: MemPort,
     /// Our ISN, from the SYN-ACK.
-    iss: u32,
+    pub(super) iss: u32,
     /// The peer's next sequence number (our RCV.NXT).
-    next: u32,
+    pub(super) next: u32,
     /// Our last timestamp value, which the peer echoes.
-    echo: u32,
+    pub(super) echo: u32,
     /// The time of the stack's polls.
-    now: Instant,
+    pub(super) now: Instant,
 }
 
 impl Peer {
     /// `0 < S 1000:1000(0) win 8000 <mss 1460,TS val 5000 ecr 0>`, then
     /// `0 > S. iss:iss(0) ack 1001`: the connection in SYN-RECEIVED.
-    fn syn_received() -> Peer {
+    pub(super) fn syn_received() -> Peer {
         let (mut iface, port) = stack_knowing_peer();
         iface
             .tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 8)
@@ -138,7 +138,7 @@ impl Peer {
 
     /// A segment at the peer's next sequence number, acknowledging our SYN,
     /// with `bits` and a current timestamp.
-    fn repr(&self, bits: u8) -> TcpRepr {
+    pub(super) fn repr(&self, bits: u8) -> TcpRepr {
         TcpRepr {
             src_port: PEER_PORT,
             dst_port: PORT,
@@ -159,7 +159,7 @@ impl Peer {
     }
 
     /// [`Peer::send`], with `handler` serving the stack's connections.
-    fn send_to<H: UdpHandler<MemBuf>>(
+    pub(super) fn send_to<H: UdpHandler<MemBuf>>(
         &mut self,
         repr: &TcpRepr,
         payload: &[u8],
@@ -171,7 +171,7 @@ impl Peer {
         sent(&mut self.port)
     }
 
-    fn state(&self) -> State {
+    pub(super) fn state(&self) -> State {
         let connections = self.iface.tcp_connections();
         assert_eq!(connections.len(), 1);
         connections[0].state
