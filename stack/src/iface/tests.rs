@@ -893,3 +893,5 @@ mod batch;
 mod sending;
 
 mod hostile;
+
+mod soak;
