@@ -7,7 +7,9 @@
 //! lcore), and answers closed ports with ICMP port unreachable. Without EAL
 //! options it runs on an embedded default: a `net_tap` port whose kernel side
 //! is the interface `dpstack0`. SIGINT/SIGTERM print the counters and exit 0;
-//! SIGUSR1 prints them and goes on (a block ending `end of counters`).
+//! SIGUSR1 prints them and goes on (a block ending `end of counters`). At
+//! exit it also prints how many packet buffers were in use at start and at
+//! exit (a leak shows as the difference).
 //!
 //! Several ports: one `--ip` per port, in port order; one polling lcore
 //! drives them all with one route table (`--route PREFIX,GATEWAY` adds
@@ -493,6 +495,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         },
         udp_ports.join(",")
     );
+    // Buffers in use once the ports run (their receive rings filled), to
+    // compare with the count at exit: a leak shows as the difference.
+    let in_use_at_start = (pool.in_use(), large.in_use());
     wait_for_signal(&signal, &usr1, &counters, cli.stats_period);
     app_stop.store(true, Ordering::SeqCst);
     for thread in app_threads {
@@ -503,6 +508,18 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let sig = signal.load(Ordering::SeqCst);
     println!("\nSignal {sig} received, exiting.");
     print_counters(&counters);
+    println!(
+        "packet pool: {} in use at start, {} at exit, of {}",
+        in_use_at_start.0,
+        pool.in_use(),
+        pool.size()
+    );
+    println!(
+        "reassembly pool: {} in use at start, {} at exit, of {}",
+        in_use_at_start.1,
+        large.in_use(),
+        large.size()
+    );
     if let Ok(neighbors) = done_rx.try_recv() {
         print!("{neighbors}");
     }

@@ -147,6 +147,11 @@ impl AppProcess {
             .expect("stdin is piped once")
     }
 
+    /// The running app's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// Sends `signal` to the running app (e.g. SIGUSR1 for its counters).
     pub fn signal(&self, signal: i32) {
         let child = self.child.as_ref().expect("running");
