@@ -42,6 +42,9 @@ impl UdpHandler<MemBuf> for EchoBoth {
         if let Ok(got) = ctx.tcp_recv(conn, &mut buf[..n]) {
             let _ = ctx.tcp_send(conn, &buf[..got]);
         }
+        if ctx.tcp_at_eof(conn) {
+            ctx.tcp_close(conn);
+        }
     }
 }
 
@@ -420,4 +423,113 @@ fn an_empty_buffer_pool_refuses_sends_and_receives_and_both_recover() {
     assert!(iface.send_to(&mut port, now, socket, to, b"sent").is_ok());
     assert_eq!(port.take_tx().len(), 1);
     assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// The client side of the churn: closes each connection as soon as it is
+/// up; counts opens and orderly ends.
+#[derive(Default)]
+struct Churner {
+    connected: u64,
+    closed: u64,
+    failed: u64,
+}
+
+impl UdpHandler<MemBuf> for Churner {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut UdpContext<'_, P>,
+    ) {
+    }
+
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut UdpContext<'_, P>,
+    ) {
+        match event {
+            TcpEvent::Connected => {
+                self.connected += 1;
+                ctx.tcp_close(conn);
+            }
+            TcpEvent::Closed(None) => self.closed += 1,
+            TcpEvent::Closed(Some(_)) => self.failed += 1,
+            _ => {}
+        }
+    }
+}
+
+fn churn_host(mac: MacAddr, ip: Ipv4Addr) -> (Interface<MemBuf>, MemPort) {
+    let mut config = InterfaceConfig::new(mac, Ipv4Cidr::new(ip, 24).unwrap());
+    config.dad_transmits = 0;
+    // TIME-WAIT of 100 ms instead of 60 s: the virtual clock moves 1 ms a
+    // step, so 60 s would hold all 28,232 ephemeral ports after ~30,000
+    // cycles and measure the port range, not the tables.
+    config.tcp.time_wait = Duration::from_millis(100);
+    config.tcp.send_buffer = 4096;
+    config.tcp.recv_buffer = 4096;
+    let iface = Interface::new(config).unwrap();
+    let port = MemPort::new(MemPortConfig {
+        mac,
+        ..MemPortConfig::default()
+    });
+    (iface, port)
+}
+
+/// The issue asks for 1,000,000 cycles; a debug build does about 5,000 a
+/// second on a busy two-core machine, so the churn stops at whichever
+/// comes first of that count and 15 s of wall time, and must have done at
+/// least 20,000 (73,736 in 15 s when written, debug, 32 in flight).
+const TCP_CHURN: u64 = 1_000_000;
+
+#[test]
+fn tcp_connect_and_close_churn_between_two_stacks_leaves_no_growth() {
+    let (mut server, mut server_port) = churn_host(OUR_MAC, OUR_IP);
+    let (mut client, mut client_port) = churn_host(PEER_MAC, PEER_IP);
+    server
+        .tcp_listen(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 7), 64)
+        .unwrap();
+    let target = SocketAddrV4::new(OUR_IP, 7);
+    let mut churner = Churner::default();
+    let mut now = Instant::from_nanos(1_000_000);
+    let wall = std::time::Instant::now();
+    let mut started = 0u64;
+    // Up to 32 connections in flight at once, as a client pool would.
+    while started < TCP_CHURN && wall.elapsed() < std::time::Duration::from_secs(15) {
+        while started - (churner.closed + churner.failed) < 32 {
+            client
+                .tcp_connect(core::slice::from_mut(&mut client_port), now, target)
+                .unwrap_or_else(|e| panic!("connect {started}: {e:?}"));
+            started += 1;
+        }
+        now = now + Duration::from_millis(1);
+        client.poll(&mut client_port, now, &mut churner);
+        client_port.deliver_to(&mut server_port);
+        server.poll(&mut server_port, now, &mut EchoBoth);
+        server_port.deliver_to(&mut client_port);
+    }
+    // Let the last ones finish and every TIME-WAIT expire.
+    for _ in 0..1000 {
+        now = now + Duration::from_millis(1);
+        client.poll(&mut client_port, now, &mut churner);
+        client_port.deliver_to(&mut server_port);
+        server.poll(&mut server_port, now, &mut EchoBoth);
+        server_port.deliver_to(&mut client_port);
+    }
+    eprintln!(
+        "{started} connect/close cycles in {:.1} s",
+        wall.elapsed().as_secs_f64()
+    );
+    assert!(started >= 20_000, "only {started} cycles");
+    assert_eq!(churner.connected, started, "every connect completed");
+    assert_eq!(churner.closed, started, "and ended in an orderly close");
+    assert_eq!(churner.failed, 0);
+    assert!(client.tcp_connections().is_empty(), "client table empty");
+    assert!(server.tcp_connections().is_empty(), "server table empty");
+    assert_eq!(server.tcp_listeners()[0].handshakes, 0);
+    // TCP output keeps one buffer in hand per stack (`held_tx`).
+    assert!(client_port.buffers_in_use() <= 1);
+    assert!(server_port.buffers_in_use() <= 1);
 }
