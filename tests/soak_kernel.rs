@@ -214,3 +214,116 @@ fn a_flood_of_never_completed_fragments_leaves_real_datagrams_reassembling() {
         "resident memory {rss_before} KiB -> {rss_after} KiB"
     );
 }
+
+/// The SYN flood: 20,000 SYNs from spoofed sources all over 198.18.0.0/15
+/// (their SYN-ACKs go to the kernel as gateway, which drops them: it does
+/// not forward), in 20 bursts, with an established connection from the
+/// kernel's own socket echoing a line after each burst. Prints the lines
+/// echoed.
+const SYN_FLOOD: &str = r#"
+import socket, struct, sys
+iface, dst_mac, src_mac, sip, bursts, per_burst = sys.argv[1:7]
+bursts, per_burst = int(bursts), int(per_burst)
+DST, SRC = bytes.fromhex(dst_mac.replace(':', '')), bytes.fromhex(src_mac.replace(':', ''))
+S = socket.inet_aton(sip)
+def csum(b):
+    if len(b) % 2: b += b'\0'
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    while s > 0xffff: s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def syn(i):
+    src = socket.inet_aton('198.%d.%d.%d' % (18 + (i >> 16) % 2, (i >> 8) & 255, i & 255))
+    t = struct.pack('!HHIIBBHHH', 1024 + i % 60000, 7, i, 0, 6 << 4, 2, 8000, 0, 0) + b'\x02\x04\x05\xb4'
+    t = t[:16] + struct.pack('!H', csum(src + S + struct.pack('!BBH', 0, 6, len(t)) + t)) + t[18:]
+    h = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(t), i & 0xffff, 0x4000, 64, 6, 0, src, S)
+    return DST + SRC + b'\x08\x00' + h[:10] + struct.pack('!H', csum(h)) + h[12:] + t
+real = socket.create_connection((sip, 7), timeout=5)
+raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+raw.bind((iface, 0))
+echoed, n = 0, 0
+for b in range(bursts):
+    for _ in range(per_burst):
+        try:
+            raw.send(syn(n))
+        except OSError:
+            pass
+        n += 1
+    line = b'line %d\n' % b
+    real.sendall(line)
+    got = b''
+    try:
+        while len(got) < len(line):
+            chunk = real.recv(64)
+            if not chunk: break
+            got += chunk
+    except socket.timeout:
+        pass
+    echoed += got == line
+real.close()
+print('syns', n, 'echoed', echoed, 'bursts', bursts, flush=True)
+"#;
+
+/// 20 bursts of 1,000: 20,000 spoofed SYNs, the issue's figure, 20 times
+/// the echo's backlog of 1,024 (about 5 s in a debug build).
+const BURSTS: u32 = 20;
+const PER_BURST: u32 = 1000;
+
+#[test]
+fn a_syn_flood_leaves_an_established_connection_echoing() {
+    let s = start(&["--tcp", "7", "--gateway", KERNEL_IP]);
+    let rss_before = rss_kib(&s.app);
+    let (bursts, per_burst) = (BURSTS.to_string(), PER_BURST.to_string());
+    let out = s.ns.exec_bounded(
+        60,
+        "python3",
+        &[
+            "-c",
+            SYN_FLOOD,
+            &s.iface,
+            &s.stack_mac,
+            KERNEL_MAC,
+            STACK_IP,
+            &bursts,
+            &per_burst,
+        ],
+    );
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rss_after = rss_kib(&s.app);
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let out = &done.stdout;
+    let echoed = format!("echoed {BURSTS} ");
+    assert!(
+        report.contains(&echoed),
+        "every line echoed: {report}\n{out}"
+    );
+    // The backlog took its 1,024 half-open connections; the rest were
+    // refused and counted (a few SYNs may be lost in the tap's queue).
+    let refused = app_counter(out, "drop_tcp_listen_overflow");
+    let opened = app_counter(out, "TcpPassiveOpens");
+    eprintln!(
+        "{report}refused {refused}, opened {opened}; {}; rss {rss_before} -> {rss_after} KiB",
+        out.lines()
+            .find(|l| l.starts_with("packet pool"))
+            .unwrap_or("")
+    );
+    assert!(opened <= 1024 + 1, "{opened} passive opens");
+    assert!(
+        refused + opened >= u64::from(BURSTS * PER_BURST) * 9 / 10,
+        "{out}"
+    );
+    let (at_start, at_exit) = pool_counts(out, "packet pool");
+    assert!(
+        at_exit <= at_start + 1,
+        "packet pool: {at_start} -> {at_exit}"
+    );
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "resident memory {rss_before} KiB -> {rss_after} KiB"
+    );
+}
