@@ -1,6 +1,8 @@
 //! Exhaustion soaks over the in-memory port: floods a kernel peer cannot
 //! produce in a test's time (100,000 neighbours, 100,000 spoofed SYNs,
-//! 1,000,000 socket binds, buffer pool exhaustion). Each states what the
+//! 1,000,000 socket binds, tens of thousands of TCP connect/close cycles
+//! between two stacks, buffer pool exhaustion, a queue-mode socket nobody
+//! reads). Each states what the
 //! stack must refuse, checks it is counted, that nothing leaks (the port's
 //! buffers in use back to zero, tables back to their size before) and that
 //! service resumes when the pressure stops. Counts are sized for debug
@@ -532,4 +534,69 @@ fn tcp_connect_and_close_churn_between_two_stacks_leaves_no_growth() {
     // TCP output keeps one buffer in hand per stack (`held_tx`).
     assert!(client_port.buffers_in_use() <= 1);
     assert!(server_port.buffers_in_use() <= 1);
+}
+
+/// A slow reader: 2,000 datagrams (31 times its queue of 64) arrive at a
+/// queue-mode socket nobody reads; the queue holds its 64, the rest are
+/// refused and counted, no more buffers than the queue's are held, and
+/// once the application reads, the socket is served again.
+#[test]
+fn a_full_socket_queue_with_a_slow_reader_drops_counts_and_resumes() {
+    const QUEUE: usize = 64;
+    const SENT: usize = 2_000;
+    let (mut iface, mut port) = stack_knowing_peer();
+    let now = Instant::from_nanos(1_000_000);
+    let handle = iface.handle(port.pool(), QUEUE);
+    let binding = std::thread::spawn(move || handle.udp_bind(SocketAddrV4::new(OUR_IP, 7)));
+    while !binding.is_finished() {
+        iface.poll(&mut port, now, &mut DropDatagrams);
+        std::thread::yield_now();
+    }
+    let socket = binding.join().unwrap().unwrap();
+    let frames = (0..SENT).map(|i| udp_frame(40000, 7, &(i as u32).to_be_bytes()));
+    let mut pending = 0;
+    for frame in frames {
+        assert!(port.push_rx(&frame));
+        pending += 1;
+        if pending == CHUNK {
+            drain_with(&mut iface, &mut port, now);
+            pending = 0;
+        }
+    }
+    drain_with(&mut iface, &mut port, now);
+    assert_eq!(socket.queued(), QUEUE, "the queue is full");
+    let refused = iface.counters().dropped(DropReason::UdpQueueFull);
+    assert_eq!(refused, (SENT - QUEUE) as u64, "the rest refused, counted");
+    assert_eq!(socket.dropped(), refused);
+    assert_eq!(port.buffers_in_use(), QUEUE, "only the queued ones held");
+    // The reader catches up: the first 64 in order, then new traffic flows.
+    let mut batch = Vec::new();
+    let got = socket
+        .recv_batch(&mut batch, QUEUE, Some(core::time::Duration::ZERO))
+        .unwrap();
+    assert_eq!(got, QUEUE);
+    assert_eq!(batch[0].payload(), 0u32.to_be_bytes());
+    assert_eq!(batch[QUEUE - 1].payload(), (QUEUE as u32 - 1).to_be_bytes());
+    drop(batch);
+    assert_eq!(port.buffers_in_use(), 0, "read buffers returned");
+    port.push_rx(&udp_frame(40000, 7, b"after"));
+    drain_with(&mut iface, &mut port, now);
+    let mut one = Vec::new();
+    socket
+        .recv_batch(&mut one, 1, Some(core::time::Duration::ZERO))
+        .unwrap();
+    assert_eq!(one[0].payload(), b"after");
+    assert_eq!(iface.counters().dropped(DropReason::UdpQueueFull), refused);
+}
+
+/// [`drain`] for a queue-mode stack (nothing answers inline).
+fn drain_with(iface: &mut Interface<MemBuf>, port: &mut MemPort, now: Instant) {
+    for _ in 0..=port.rx_pending() {
+        iface.poll(port, now, &mut DropDatagrams);
+        port.take_tx();
+        if port.rx_pending() == 0 {
+            return;
+        }
+    }
+    panic!("{} frames still queued", port.rx_pending());
 }
