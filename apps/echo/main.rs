@@ -6,7 +6,10 @@
 //! (inline mode: the reply is built in the received buffer on the polling
 //! lcore), and answers closed ports with ICMP port unreachable. Without EAL
 //! options it runs on an embedded default: a `net_tap` port whose kernel side
-//! is the interface `dpstack0`. SIGINT/SIGTERM print the counters and exit 0.
+//! is the interface `dpstack0`. SIGINT/SIGTERM print the counters and exit 0;
+//! SIGUSR1 prints them and goes on (a block ending `end of counters`). At
+//! exit it also prints how many packet buffers were in use at start and at
+//! exit (a leak shows as the difference).
 //!
 //! Several ports: one `--ip` per port, in port order; one polling lcore
 //! drives them all with one route table (`--route PREFIX,GATEWAY` adds
@@ -248,6 +251,9 @@ fn main() -> ExitCode {
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let signal = common::stop_signal()?;
+    let usr1 = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&usr1))
+        .map_err(|e| format!("cannot install a handler for SIGUSR1: {e}"))?;
     let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
     let port_ids = available_ports();
     if port_ids.is_empty() {
@@ -489,7 +495,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         },
         udp_ports.join(",")
     );
-    wait_for_signal(&signal, &counters, cli.stats_period);
+    // Buffers in use once the ports run (their receive rings filled), to
+    // compare with the count at exit: a leak shows as the difference.
+    let in_use_at_start = (pool.in_use(), large.in_use());
+    wait_for_signal(&signal, &usr1, &counters, cli.stats_period);
     app_stop.store(true, Ordering::SeqCst);
     for thread in app_threads {
         let _ = thread.join();
@@ -499,6 +508,18 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let sig = signal.load(Ordering::SeqCst);
     println!("\nSignal {sig} received, exiting.");
     print_counters(&counters);
+    println!(
+        "packet pool: {} in use at start, {} at exit, of {}",
+        in_use_at_start.0,
+        pool.in_use(),
+        pool.size()
+    );
+    println!(
+        "reassembly pool: {} in use at start, {} at exit, of {}",
+        in_use_at_start.1,
+        large.in_use(),
+        large.size()
+    );
     if let Ok(neighbors) = done_rx.try_recv() {
         print!("{neighbors}");
     }
@@ -601,9 +622,15 @@ fn poll_until_stopped<P: Port<Buf = Mbuf>>(
     report
 }
 
-/// Waits for SIGINT/SIGTERM; with a period, prints the counters and the
-/// frame rates (`rx-pps: N tx-pps: M`) each period.
-fn wait_for_signal(signal: &AtomicUsize, counters: &Counters, period: Option<u64>) {
+/// Waits for SIGINT/SIGTERM; prints the counters on SIGUSR1 (for a test or
+/// an operator to read them while traffic runs); with a period, prints the
+/// counters and the frame rates (`rx-pps: N tx-pps: M`) each period.
+fn wait_for_signal(
+    signal: &AtomicUsize,
+    usr1: &AtomicBool,
+    counters: &Counters,
+    period: Option<u64>,
+) {
     let period = period.map(|p| Duration::from_secs(p.max(1)));
     let mut last = (
         Instant::now(),
@@ -612,6 +639,10 @@ fn wait_for_signal(signal: &AtomicUsize, counters: &Counters, period: Option<u64
     );
     while signal.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(20));
+        if usr1.swap(false, Ordering::SeqCst) {
+            print_counters(counters);
+            println!("end of counters");
+        }
         let Some(period) = period else { continue };
         let now = Instant::now();
         if now.duration_since(last.0) < period {

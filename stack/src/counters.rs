@@ -209,7 +209,9 @@ reasons! {
     TcpBadSyn = "tcp_bad_syn",
     /// A TCP segment with flags its connection's state does not take (no
     /// ACK once synchronized; neither SYN nor RST in SYN-SENT), dropped
-    /// silently. Linux: `TCP_FLAGS`.
+    /// silently; at a listener, a segment with neither ACK nor RST that is
+    /// no plain SYN (no flags, SYN+FIN, FIN+PSH+URG), dropped silently too.
+    /// Linux: `TCP_FLAGS`.
     TcpBadFlags = "tcp_bad_flags",
     /// A TCP reset for a connection in TIME-WAIT, dropped: it does not end
     /// TIME-WAIT early (RFC 1337; Linux with `tcp_rfc1337` set).

@@ -15,7 +15,10 @@
 //! dropped and returned for counting. A `Stale` entry nobody uses is
 //! forgotten after `stale_time`. Capacity is bounded; when full, new entries
 //! are refused (never evicting a reachable neighbour for a peer-chosen
-//! address).
+//! address). So are the packets waiting across all entries
+//! ([`NeighborConfig::max_waiting`]): each pins a packet buffer, and a flood
+//! towards unanswering addresses must not pin the pool a receive ring
+//! refills from.
 //!
 //! Every change bumps [`NeighborCache::generation`], which route caches stamp
 //! their entries with. Owned by one lcore; `now` is passed in.
@@ -56,6 +59,12 @@ pub struct NeighborConfig {
     pub queue_len: usize,
     /// Most entries.
     pub capacity: usize,
+    /// Most packets waiting across all entries. Without it, `capacity`
+    /// entries of `queue_len` packets (16,384 by default) could hold every
+    /// buffer of a small pool: a net_tap port whose ring cannot refill
+    /// then stops receiving for good (its kernel queue fills and no new
+    /// wakeup comes), as a soak found.
+    pub max_waiting: usize,
 }
 
 impl Default for NeighborConfig {
@@ -69,6 +78,7 @@ impl Default for NeighborConfig {
             max_unicast_probes: 3,
             queue_len: 4,
             capacity: 4096,
+            max_waiting: 256,
         }
     }
 }
@@ -129,6 +139,8 @@ pub struct NeighborCache<B, A = Ipv4Addr> {
     config: NeighborConfig,
     entries: HashMap<A, Entry<B>, AddressHash>,
     generation: u64,
+    /// Packets waiting, over all entries.
+    waiting: usize,
 }
 
 impl<B, A: NeighborAddr> NeighborCache<B, A> {
@@ -137,6 +149,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         NeighborCache {
             config,
             entries: HashMap::with_hasher(AddressHash::random()),
+            waiting: 0,
             generation: 0,
         }
     }
@@ -191,15 +204,18 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                 }
                 return Resolution::Ready(packet, mac);
             }
-            if entry.waiting.len() >= queue_len {
+            if entry.waiting.len() >= queue_len || self.waiting >= self.config.max_waiting {
                 return Resolution::Full(packet);
             }
             entry.waiting.push(packet);
+            self.waiting += 1;
             return Resolution::Queued;
         }
-        if self.entries.len() >= self.config.capacity || queue_len == 0 {
+        let full = self.entries.len() >= self.config.capacity;
+        if full || queue_len == 0 || self.waiting >= self.config.max_waiting {
             return Resolution::Full(packet);
         }
+        self.waiting += 1;
         let mut waiting = ArrayVec::new();
         waiting.push(packet);
         self.entries.insert(
@@ -238,7 +254,9 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                 entry.state = NeighborState::Reachable;
                 entry.deadline = reachable_until;
                 entry.probes = 0;
-                core::mem::take(&mut entry.waiting)
+                let waiting = core::mem::take(&mut entry.waiting);
+                self.waiting -= waiting.len();
+                waiting
             }
             None if create && room => {
                 self.entries.insert(
@@ -278,6 +296,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
             Some(entry) if entry.mac == Some(mac) => ArrayVec::new(),
             Some(entry) => {
                 let waiting = core::mem::take(&mut entry.waiting);
+                self.waiting -= waiting.len();
                 entry.mac = Some(mac);
                 entry.probes = 0;
                 if waiting.is_empty() {
@@ -363,7 +382,11 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
             self.generation += 1;
         }
         let waiting = match entry.mac {
-            Some(_) => core::mem::take(&mut entry.waiting),
+            Some(_) => {
+                let waiting = core::mem::take(&mut entry.waiting);
+                self.waiting -= waiting.len();
+                waiting
+            }
             None => ArrayVec::new(),
         };
         (waiting, entry.mac)
@@ -391,6 +414,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                     true
                 }
                 NeighborState::Stale => {
+                    given_up += entry.waiting.len(); // none: it has a MAC
                     changed = true;
                     false
                 }
@@ -420,6 +444,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                 }
             }
         });
+        self.waiting -= given_up;
         if changed {
             self.generation += 1;
         }
@@ -453,6 +478,42 @@ mod tests {
             cache.resolve(IP, 3, t(1)),
             Resolution::Ready(3, MAC)
         ));
+    }
+
+    #[test]
+    fn packets_waiting_across_all_entries_are_bounded_and_the_bound_frees_up() {
+        let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig {
+            max_waiting: 5,
+            ..NeighborConfig::default()
+        });
+        let ip = |i: u8| Ipv4Addr::new(10, 0, 1, i);
+        // Two packets for each of three unanswering neighbours: the sixth
+        // is refused although its entry has room.
+        let verdicts: Vec<bool> = (0..6)
+            .map(|n| {
+                !matches!(
+                    cache.resolve(ip(n / 2), n.into(), t(0)),
+                    Resolution::Full(_)
+                )
+            })
+            .collect();
+        assert_eq!(verdicts, [true, true, true, true, true, false]);
+        // A neighbour that answers takes its packets away: room again.
+        assert_eq!(cache.learn(ip(0), MAC, false, t(0)).as_slice(), &[0, 1]);
+        assert!(matches!(
+            cache.resolve(ip(3), 7, t(0)),
+            Resolution::QueuedSendRequest
+        ));
+        // The others give up: all their packets are freed and counted.
+        let mut probes = Vec::new();
+        let freed: usize = (1..=4).map(|s| cache.poll(t(s), &mut probes)).sum();
+        assert_eq!(freed, 4);
+        for n in 0..5 {
+            assert!(!matches!(
+                cache.resolve(ip(10 + n), 0, t(5)),
+                Resolution::Full(_)
+            ));
+        }
     }
 
     #[test]

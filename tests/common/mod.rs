@@ -147,6 +147,18 @@ impl AppProcess {
             .expect("stdin is piped once")
     }
 
+    /// The running app's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Sends `signal` to the running app (e.g. SIGUSR1 for its counters).
+    pub fn signal(&self, signal: i32) {
+        let child = self.child.as_ref().expect("running");
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+    }
+
     /// Sends `signal` and waits (at most 20 s) for the exit.
     pub fn stop_with(self, signal: i32) -> ConsoleOutput {
         let child = self.child.as_ref().expect("running");

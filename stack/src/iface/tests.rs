@@ -894,3 +894,5 @@ mod batch;
 mod sending;
 
 mod hostile;
+
+mod soak;

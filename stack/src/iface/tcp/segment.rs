@@ -89,8 +89,18 @@ pub(crate) fn input<P: Port>(
         }
     }
     // No connection: a listener takes a SYN; anything else is refused.
+    let listening = core.tcp.listener_for(&tuple);
+    // A listener drops, unanswered, what carries neither ACK nor RST but is
+    // no plain SYN (RFC 9293 3.10.7.2: in LISTEN only an ACK earns a
+    // reset): no flags, FIN+PSH+URG, and SYN+FIN, which no real open
+    // carries (a scanner's probe; Linux drops it too) and which would
+    // otherwise take a place in the backlog.
+    let neither = repr.flags & (flags::ACK | flags::RST) == 0;
+    if listening.is_some() && neither && repr.flags & (flags::SYN | flags::FIN) != flags::SYN {
+        return core.counters.count_drop(DropReason::TcpBadFlags);
+    }
     let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
-    if let (true, Some(l)) = (syn_only, core.tcp.listener_for(&tuple)) {
+    if let (true, Some(l)) = (syn_only, listening) {
         if core.tcp.accept_queue_full(l) {
             // A handshake now could only overflow the queue (Linux drops
             // these SYNs too); the peer tries again after its SYN timeout.

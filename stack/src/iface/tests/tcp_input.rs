@@ -789,3 +789,50 @@ fn a_full_accept_queue_drops_the_final_ack_and_a_later_one_completes_it() {
     assert_eq!(peer.iface.counters().get(Stat::TcpOutRsts), 0, "no reset");
     assert_eq!(overflows(&peer), (2, 2));
 }
+
+#[test]
+fn a_listener_drops_unanswered_what_is_neither_an_ack_nor_a_plain_syn() {
+    // A barrage from a tap's kernel side found SYN+FIN opening a half-open
+    // connection and FIN+PSH+URG answered with a reset.
+    let (mut iface, mut port) = stack_knowing_peer();
+    iface
+        .tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 16)
+        .unwrap();
+    let (src, dst) = (IpAddr::V4(PEER_IP), IpAddr::V4(OUR_IP));
+    let odd = [
+        flags::SYN | flags::FIN,
+        flags::SYN | flags::FIN | flags::PSH,
+        0,
+        flags::FIN,
+        flags::FIN | flags::PSH | flags::URG,
+    ];
+    for (i, bits) in odd.into_iter().enumerate() {
+        // < each, from a port of its own
+        let repr = from_port(PEER_PORT + i as u16, PEER_ISN, 0, bits);
+        port.push_rx(&tcp_frame(src, dst, &repr, &[]));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        // > nothing
+        assert_eq!(sent(&mut port), [], "flags {bits:#04x}");
+    }
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::TcpBadFlags), odd.len() as u64);
+    assert_eq!(c.get(Stat::TcpOutRsts), 0);
+    assert!(
+        iface.tcp_connections().is_empty(),
+        "no half-open connection"
+    );
+    // < S   > S.  (a plain SYN still opens)
+    let syn = from_port(PEER_PORT + 10, PEER_ISN, 0, flags::SYN);
+    port.push_rx(&tcp_frame(src, dst, &syn, &[]));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = sent(&mut port);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].flags, flags::SYN | flags::ACK);
+    // < .   > R   (an ACK for no connection still gets a reset)
+    let ack = from_port(PEER_PORT + 11, PEER_ISN, 77, flags::ACK);
+    port.push_rx(&tcp_frame(src, dst, &ack, &[]));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = sent(&mut port);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].flags, flags::RST);
+}
