@@ -39,6 +39,11 @@ pub struct TcpConfig {
     pub keepalive_interval: Duration,
     /// Unanswered probes before the connection times out (Linux: 9).
     pub keepalive_probes: u8,
+    /// Buckets of the interface's connection table (a power of two). The
+    /// default suits 100k connections; fuzzing and other short-lived
+    /// interfaces set it small, since building 64k buckets costs ~5 ms.
+    #[doc(hidden)]
+    pub conn_buckets: usize,
 }
 
 impl Default for TcpConfig {
@@ -60,6 +65,7 @@ impl Default for TcpConfig {
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),
             keepalive_probes: 9,
+            conn_buckets: 65536,
         }
     }
 }

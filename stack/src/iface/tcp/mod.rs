@@ -213,12 +213,13 @@ const HEADROOM: usize = 14 + 40 + 60;
 impl<B: Buf> TcpCore<B> {
     pub(crate) fn new(config: TcpConfig, secret: u64) -> TcpCore<B> {
         let ephemeral = config.ephemeral_ports;
+        let buckets = config.conn_buckets;
         TcpCore {
             config,
             slots: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
-            table: Arc::new(ConnTable::new(65536, secret ^ 0x7c9f_31a2_5d04_e6b8)),
+            table: Arc::new(ConnTable::new(buckets, secret ^ 0x7c9f_31a2_5d04_e6b8)),
             listeners: Vec::new(),
             timers: TimerWheel::new(),
             due: Vec::new(),
