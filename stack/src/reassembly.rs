@@ -345,6 +345,12 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             if datagram.total.is_some_and(|t| t != end) {
                 return Err(ReassemblyError::Overlap);
             }
+            // Data already received beyond the end makes the datagram
+            // inconsistent (the other order is checked just below).
+            let last = end.div_ceil(8);
+            if (last..BLOCKS).any(|b| datagram.blocks[b / 64] & (1 << (b % 64)) != 0) {
+                return Err(ReassemblyError::Overlap);
+            }
             datagram.total = Some(end);
         }
         if datagram.total.is_some_and(|t| end > t) {
