@@ -18,9 +18,12 @@ pub mod rtp;
 pub mod tcp;
 pub mod wire;
 
-/// Every target: its name (the directory under fuzz/corpus and
+/// A target: its name (the directory under fuzz/corpus and
 /// fuzz/regressions) and its entry point.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target.
+pub const TARGETS: &[Target] = &[
     ("wire_ethernet", wire::ethernet),
     ("wire_arp", wire::arp),
     ("wire_ipv4", wire::ipv4),

@@ -32,8 +32,11 @@ const PAYLOAD_START: usize = 14 + 20;
 /// What the model knows of one key's datagram in progress.
 #[derive(Default)]
 struct Progress {
-    bytes: HashMap<usize, u8>,
+    /// The byte ranges of the fragments it took.
+    taken: Vec<(usize, usize)>,
     since: Option<Instant>,
+    /// The end the last fragment (MF clear) set.
+    end: Option<usize>,
 }
 
 fn content(key: u8, at: usize) -> u8 {
@@ -181,32 +184,41 @@ fn run<K: Family>(data: &[u8]) {
             Reassembly::Pending => {
                 let progress = model.entry(index).or_default();
                 progress.since.get_or_insert(now);
-                for at in offset..offset + payload_len {
-                    progress.bytes.insert(at, content(index, at));
+                if !more {
+                    progress.end = Some(offset + payload_len);
                 }
+                progress.taken.push((offset, offset + payload_len));
             }
             Reassembly::Complete(whole) => {
                 let mut progress = model.remove(&index).unwrap_or_default();
-                for at in offset..offset + payload_len {
-                    progress.bytes.insert(at, content(index, at));
+                progress.taken.push((offset, offset + payload_len));
+                if !more {
+                    progress.end = Some(offset + payload_len);
                 }
-                let total = offset + payload_len;
-                assert!(!more, "completed by a fragment with more fragments");
                 let header_len = K::HEADER_LEN;
                 let bytes = whole.data();
-                assert_eq!(bytes.len(), 14 + header_len + total, "reassembled length");
-                key.check_header(bytes, total);
+                let total = bytes.len() - 14 - header_len;
                 assert_eq!(
-                    progress.bytes.len(),
-                    total,
-                    "the datagram took bytes beyond its end or misses some"
+                    Some(total),
+                    progress.end,
+                    "the length is not the last fragment's end"
                 );
-                for (at, &b) in bytes[14 + header_len..].iter().enumerate() {
+                key.check_header(bytes, total);
+                // The ranges taken tile the datagram exactly: no gap, no
+                // overlap, nothing beyond its end.
+                progress.taken.sort_unstable();
+                let mut next = 0;
+                for &(start, end) in &progress.taken {
                     assert_eq!(
-                        Some(&b),
-                        progress.bytes.get(&at),
-                        "byte {at} of the datagram"
+                        start, next,
+                        "ranges taken {:?}, total {total}",
+                        progress.taken
                     );
+                    next = end;
+                }
+                assert_eq!(next, total, "ranges taken {:?}", progress.taken);
+                for (at, &b) in bytes[14 + header_len..].iter().enumerate() {
+                    assert_eq!(b, content(index, at), "byte {at} of the datagram");
                 }
             }
             Reassembly::Dropped(_) => {

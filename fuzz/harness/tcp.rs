@@ -207,7 +207,16 @@ impl Harness {
             window,
             options,
         };
+        let opening = self.conn.state() == State::SynSent;
         let verdict = self.conn.on_segment(&repr, &payload, self.now);
+        if opening && syn && !matches!(self.conn.state(), State::SynSent | State::Closed) {
+            // The peer's ISN is the one of the SYN we took (nothing it sent
+            // before counted): sequence numbers are relative to it now.
+            self.peer_isn = seq;
+            let end = end.wrapping_sub(seq_rel);
+            self.peer_next = end;
+            self.peer_max_end = i64::from(end);
+        }
         if debug() {
             eprintln!(
                 "  in {repr:?} len {len} -> {verdict:?} {:?}",
