@@ -339,6 +339,12 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         self.datagrams.values().filter(|d| d.buf.is_some()).count()
     }
 
+    /// True if the datagram of `key` is in reassembly (not evicted,
+    /// expired, completed or poisoned).
+    pub fn holds(&self, key: &K) -> bool {
+        self.datagrams.get(key).is_some_and(|d| d.buf.is_some())
+    }
+
     /// True if nothing is in reassembly.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -562,6 +568,12 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         }
         if !fragment.more {
             if datagram.total.is_some_and(|t| t != end) {
+                return Err(ReassemblyError::Overlap);
+            }
+            // Data already received beyond the end makes the datagram
+            // inconsistent (the other order is checked just below).
+            let last = end.div_ceil(8);
+            if (last..BLOCKS).any(|b| datagram.blocks[b / 64] & (1 << (b % 64)) != 0) {
                 return Err(ReassemblyError::Overlap);
             }
             datagram.total = Some(end);

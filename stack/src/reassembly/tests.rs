@@ -116,6 +116,32 @@ fn overlapping_fragments_drop_the_datagram() {
     assert_eq!(port.buffers_in_use(), 0, "the reassembly buffer was freed");
 }
 
+/// Found by fuzzing (fuzz/regressions/reassembly_ipv4): a last fragment
+/// that ends before data already received must not complete a datagram
+/// that silently loses that data; the datagram is inconsistent and dropped
+/// as overlapping (Linux discards it too).
+#[test]
+fn a_last_fragment_ending_before_received_data_drops_the_datagram() {
+    let data = payload(2000);
+    let mut port = port();
+    let mut r = Reassembler::new(ReassemblyConfig::default());
+    let beyond = feed(&mut r, &mut port, 1, &data, &[(1480, 8)], Instant::ZERO);
+    assert!(matches!(beyond[0], Reassembly::Pending));
+    let (frame, last) = fragment_frame(&mut port, 1, &data[..1000], 0, 1000);
+    assert!(!last.more);
+    let outcome = r.add(&mut port, &frame, last, Instant::ZERO, &Counters::default());
+    assert!(
+        matches!(
+            outcome,
+            Reassembly::Dropped(DropReason::Ipv4ReassemblyOverlap)
+        ),
+        "{outcome:?}"
+    );
+    assert!(r.is_empty());
+    drop((beyond, frame, outcome));
+    assert_eq!(port.buffers_in_use(), 0, "the reassembly buffer was freed");
+}
+
 #[test]
 fn incomplete_datagrams_time_out() {
     let data = payload(3000);

@@ -44,6 +44,11 @@ pub struct TcpConfig {
     /// 5961 7; Linux's tcp_challenge_ack_limit, 1000). `u32::MAX`: no
     /// limit.
     pub challenge_ack_limit: u32,
+    /// Buckets of the interface's connection table (a power of two). The
+    /// default suits 100k connections; fuzzing and other short-lived
+    /// interfaces set it small, since building 64k buckets costs ~5 ms.
+    #[doc(hidden)]
+    pub conn_buckets: usize,
 }
 
 impl Default for TcpConfig {
@@ -66,6 +71,7 @@ impl Default for TcpConfig {
             keepalive_interval: Duration::from_secs(75),
             keepalive_probes: 9,
             challenge_ack_limit: 1000,
+            conn_buckets: 65536,
         }
     }
 }

@@ -19,7 +19,10 @@ impl Connection {
         }
         match self.state {
             State::Closed => return None,
-            State::SynSent | State::SynReceived if self.snd_nxt == self.iss => {
+            // Our SYN is due (again): also after a close in SYN-RECEIVED
+            // moved us on before it was acknowledged, or data would go out
+            // at the SYN's sequence number.
+            _ if self.snd_nxt == self.iss => {
                 return Some((self.send_syn(now), 0));
             }
             State::SynSent => return None,

@@ -225,12 +225,13 @@ impl<B: Buf> TcpCore<B> {
     pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
         let ephemeral = config.ephemeral_ports;
         let challenge_limit = ChallengeAckLimit::new(config.challenge_ack_limit, keys.jitter);
+        let buckets = config.conn_buckets;
         TcpCore {
             config,
             slots: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
-            table: Arc::new(ConnTable::new(65536, keys.flow, keys.ports)),
+            table: Arc::new(ConnTable::new(buckets, keys.flow, keys.ports)),
             listeners: Vec::new(),
             timers: TimerWheel::new(),
             due: Vec::new(),

@@ -227,3 +227,31 @@ fn with_timestamps_a_syn_ends_time_wait_if_its_timestamp_is_newer() {
     assert!(reopens("0 < S 3:3(0) win 8000"));
     assert!(!reopens("0 < S 1:1(0) win 8000"));
 }
+
+/// Found by fuzzing (fuzz/regressions/tcp_conn): a close in SYN-RECEIVED
+/// moves to FIN-WAIT-1 with our SYN unacknowledged; when the
+/// retransmission timer then fires, the SYN-ACK must go again. It used to
+/// send data from SND.UNA, i.e. the SYN's own sequence number, which
+/// shifts the stream by a byte for the peer.
+#[test]
+fn a_close_in_syn_received_still_retransmits_the_syn() {
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run("+0 > S. 0:0(0) ack 1 <mss 1460>");
+    t.write(&[b'x'; 100]);
+    t.close();
+    assert_eq!(t.conn.state(), State::FinWait1);
+    t.sent.clear();
+    t.advance(t.now + Duration::from_secs(1));
+    let (_, first, data) = t.sent.front().expect("a retransmission");
+    assert_eq!(
+        (first.flags & flags::SYN, first.seq, data.len()),
+        (flags::SYN, OUR_ISS, 0),
+        "the first retransmission: {}",
+        describe(first, data.len())
+    );
+    for (_, repr, data) in &t.sent {
+        if !data.is_empty() {
+            assert_ne!(repr.seq, OUR_ISS, "data at the SYN's sequence number");
+        }
+    }
+}
