@@ -27,8 +27,9 @@ pub struct TcpConfig {
     pub time_wait: Duration,
     /// Offer window scaling and timestamps (RFC 7323).
     pub rfc7323: bool,
-    /// Offer SACK permitted (blocks are not generated yet; the option
-    /// keeps the door open).
+    /// Offer selective acknowledgments (RFC 2018; on by default, as
+    /// Linux): with the peer's agreement, our ACKs carry SACK and D-SACK
+    /// blocks, and loss recovery retransmits only the holes (RFC 6675).
     pub sack: bool,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
@@ -60,7 +61,7 @@ impl Default for TcpConfig {
             max_syn_retries: 6,
             time_wait: Duration::from_secs(60),
             rfc7323: true,
-            sack: false,
+            sack: true,
             ephemeral_ports: (32768, 60999),
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),

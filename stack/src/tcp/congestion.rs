@@ -1,7 +1,9 @@
 //! Congestion control: NewReno (RFC 5681 slow start and congestion
-//! avoidance, RFC 6582 fast recovery), in bytes. Kept behind a small
-//! surface (`on_ack`, `on_dup_ack`, `on_timeout`, `window`) so CUBIC can
-//! take its place later.
+//! avoidance, RFC 6582 fast recovery; with SACK, RFC 6675's recovery
+//! window, which `pipe` is counted against instead of inflating it), in
+//! bytes. Kept behind a small surface (`on_ack`, `on_dup_ack`,
+//! `enter_recovery`, `on_timeout`, `window`) so CUBIC can take its place
+//! later.
 
 use super::seq::Seq;
 
@@ -26,6 +28,9 @@ pub struct NewReno {
     recover: Option<Seq>,
     /// Bytes acknowledged in congestion avoidance since cwnd last grew.
     acked_in_ca: u32,
+    /// The recovery is SACK's (RFC 6675): the window is not inflated or
+    /// deflated, the sender counts `pipe` against it instead.
+    pipe_based: bool,
 }
 
 impl NewReno {
@@ -40,7 +45,19 @@ impl NewReno {
             dup_acks: 0,
             recover: None,
             acked_in_ca: 0,
+            pipe_based: false,
         }
+    }
+
+    /// SACK loss recovery begins (RFC 6675 5 step 4.2): `ssthresh` and
+    /// `cwnd` to half of what was in flight, until `point` is acknowledged.
+    pub fn enter_recovery(&mut self, flight: u32, point: Seq) {
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.recover = Some(point);
+        self.pipe_based = true;
+        self.dup_acks = 0;
+        self.acked_in_ca = 0;
     }
 
     /// The congestion window in bytes.
@@ -65,6 +82,14 @@ impl NewReno {
     pub fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32) -> bool {
         self.dup_acks = 0;
         if let Some(recover) = self.recover {
+            if self.pipe_based {
+                if ack >= recover {
+                    self.recover = None;
+                    self.pipe_based = false;
+                    self.cwnd = self.ssthresh;
+                }
+                return false;
+            }
             if ack >= recover {
                 // Full acknowledgment: leave recovery with a window that
                 // cannot burst.
@@ -119,6 +144,7 @@ impl NewReno {
         self.cwnd = self.mss;
         self.dup_acks = 0;
         self.recover = None;
+        self.pipe_based = false;
         self.acked_in_ca = 0;
     }
 }

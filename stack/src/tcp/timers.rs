@@ -5,9 +5,10 @@
 //! Keepalive probes an idle connection when asked to, at the configured
 //! idle time and interval (no backoff: its own deadline and count).
 //!
-//! Retransmission (RFC 6298 5): go back to `SND.UNA`, back the timer off,
-//! shrink the congestion window (RFC 5681 (4)), give up after the
-//! configured number of tries (fewer for a SYN).
+//! Retransmission (RFC 6298 5): go back to `SND.UNA` (skipping what the
+//! peer sacked, unless this is the second timeout in a row), back the
+//! timer off, shrink the congestion window (RFC 5681 (4)), give up after
+//! the configured number of tries (fewer for a SYN).
 //!
 //! Persist (RFC 9293 3.8.6.1): while the peer's window is zero and data
 //! waits, a probe after an RTO, then at doubling gaps up to
@@ -136,6 +137,15 @@ impl Connection {
         self.timing = None; // Karn: no sample from a retransmission
         if !handshake {
             self.cc.on_timeout(self.flight());
+        }
+        // SACK recovery is over. The scoreboard is kept through one
+        // timeout, so going back skips what the peer holds (as Linux); a
+        // second in a row suggests the peer dropped what it sacked
+        // (reneging, RFC 2018 8), and everything goes again.
+        self.recovery = None;
+        self.dup_acks = 0;
+        if self.retries > 1 {
+            self.scoreboard.clear();
         }
         // Go back: everything from SND.UNA (or the SYN) is sent again.
         self.snd_nxt = self.snd_una;
