@@ -370,6 +370,24 @@ protocol_counters! {
     TcpWinProbe,
     /// TCP keepalive probes sent. Linux: `TCPKeepAlive`.
     TcpKeepAlive,
+    /// TCP loss recoveries entered with SACK (RFC 6675). Linux:
+    /// `TCPSackRecovery`.
+    TcpSackRecovery,
+    /// TCP loss recoveries entered without SACK (NewReno). Linux:
+    /// `TCPRenoRecovery`.
+    TcpRenoRecovery,
+    /// TCP segments retransmitted in loss recovery (not by the timer).
+    /// Linux: `TCPFastRetrans`.
+    TcpFastRetrans,
+    /// TCP D-SACKs received: the peer got a segment twice (RFC 2883).
+    /// Linux: `TCPDSACKRecv`.
+    TcpDSACKRecv,
+    /// TCP D-SACKs sent for data already acknowledged. Linux:
+    /// `TCPDSACKOldSent`.
+    TcpDSACKOldSent,
+    /// TCP D-SACKs sent for out-of-order data already held. Linux:
+    /// `TCPDSACKOfoSent`.
+    TcpDSACKOfoSent,
 }
 
 /// Number of protocol counters.
