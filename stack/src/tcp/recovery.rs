@@ -71,7 +71,10 @@ impl Connection {
             }
             return;
         }
-        if self.snd_una == self.snd_max {
+        // Nothing outstanding, or going back after a timeout (RFC 6675
+        // 5.1: that repair is the timer's until SND.MAX is reached; pipe
+        // would count what was not resent yet as in flight).
+        if self.snd_una == self.snd_max || self.snd_nxt < self.snd_max {
             return;
         }
         let lost = self.lost_edge() > self.snd_una;

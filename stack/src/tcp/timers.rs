@@ -124,6 +124,10 @@ impl Connection {
             self.snd_nxt = self.snd_una;
             self.rto_at = None;
             self.timing = None;
+            // Nothing is in flight any more: a SACK recovery's pipe would
+            // count what went back as sent, and hold the window shut.
+            self.recovery = None;
+            self.dup_acks = 0;
             self.persist_backoff = 0;
             self.persist_timeout(now);
             return;
