@@ -10,7 +10,8 @@
 //! `now` comes with every call; nothing allocates after construction.
 
 use super::buffer::{RecvBuffer, SendBuffer};
-use super::congestion::NewReno;
+use super::congestion::CongestionControl;
+use super::congestion::{Algorithm, Congestion};
 use super::rtt::RttEstimator;
 use super::sack::{LossEvents, Recovery, SackReceiver, Scoreboard};
 use super::seq::Seq;
@@ -149,7 +150,7 @@ pub struct Connection {
     pub(crate) rtt: RttEstimator,
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
-    pub(crate) cc: NewReno,
+    pub(crate) cc: Congestion,
     pub(crate) rto_at: Option<Instant>,
     pub(crate) ack_at: Option<Instant>,
     pub(crate) persist_at: Option<Instant>,
@@ -280,7 +281,7 @@ impl Connection {
             loss: LossEvents::default(),
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
-            cc: NewReno::new(u32::from(DEFAULT_MSS.min(our_mss))),
+            cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
             rto_at: None,
             ack_at: None,
             persist_at: None,
@@ -444,7 +445,7 @@ impl Connection {
         self.snd_wnd = u32::from(syn.window);
         self.max_snd_wnd = self.snd_wnd;
         self.snd_wl1 = self.irs;
-        self.cc = NewReno::new(u32::from(self.mss));
+        self.cc = Congestion::new(self.cc.algorithm(), u32::from(self.mss));
     }
 
     fn window_shift_for_buffer(&self) -> u8 {
@@ -494,6 +495,19 @@ impl Connection {
     /// Loss-recovery events since the last call, for the counters.
     pub fn take_loss_events(&mut self) -> LossEvents {
         core::mem::take(&mut self.loss)
+    }
+
+    /// Chooses the congestion control (`TCP_CONGESTION`). Meant for before
+    /// data flows: the new algorithm starts from the initial window.
+    pub fn set_congestion(&mut self, algorithm: Algorithm) {
+        if algorithm != self.cc.algorithm() {
+            self.cc = Congestion::new(algorithm, u32::from(self.mss));
+        }
+    }
+
+    /// The congestion control in use.
+    pub fn congestion(&self) -> Algorithm {
+        self.cc.algorithm()
     }
 
     /// True if both sides agreed to SACK.

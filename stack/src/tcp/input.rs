@@ -9,7 +9,7 @@
 //! [`super::output`] turns into segments. It returns a [`Verdict`]: the
 //! segment was taken, or refused for a [`Refusal`] the caller counts.
 
-use super::congestion::DupAckAction;
+use super::congestion::{CongestionControl, DupAckAction};
 use super::conn::{Connection, State, TcpError};
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
@@ -417,7 +417,8 @@ impl Connection {
         self.sample_rtt(seg, ack_no, now);
         self.retries = 0;
         let flight = self.snd_max.since(self.snd_una);
-        if self.cc.on_ack(acked, ack_no, flight) {
+        let srtt = self.rtt.srtt().unwrap_or_default();
+        if self.cc.on_ack(acked, ack_no, flight, now, srtt) {
             // RFC 6582: a partial acknowledgment retransmits the next hole.
             self.fast_retransmit = true;
         }

@@ -6,13 +6,13 @@
 //! (the TCB and the application's calls), [`input`] (segment arrival),
 //! [`output`] (what to send), [`timers`], [`buffer`] (send ring, receive
 //! ring with out-of-order reassembly), [`rtt`] (RFC 6298), [`congestion`]
-//! (NewReno), [`sack`] (SACK blocks out, the scoreboard in), `recovery`
+//! (a small trait over NewReno and CUBIC, the default), [`sack`] (SACK blocks out, the scoreboard in), `recovery`
 //! (RFC 6675 loss recovery from the scoreboard), [`table`] (the connection
 //! table `connect()` searches), [`wheel`] (the per-lcore timer wheel),
 //! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore). Options
 //! (MSS, window scale, timestamps, SACK permitted, SACK blocks) are parsed
-//! in [`crate::wire::tcp`]. CUBIC and SYN cookies have their places: the
-//! congestion module's surface, the listener's SYN queue.
+//! in [`crate::wire::tcp`]. SYN cookies have their place: the listener's
+//! SYN queue.
 
 pub mod buffer;
 pub mod challenge;
@@ -30,6 +30,7 @@ mod timers;
 pub mod wheel;
 
 pub use config::TcpConfig;
+pub use congestion::Algorithm as CongestionAlgorithm;
 pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
 pub use input::{Refusal, Verdict};
 pub use sack::LossEvents;

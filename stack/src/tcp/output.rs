@@ -5,6 +5,7 @@
 //! our FIN after the data, a zero-window probe, or a bare ACK when one is
 //! owed. One segment per call; the caller loops until `None`.
 
+use super::congestion::CongestionControl;
 use super::conn::{Connection, State};
 use super::seq::Seq;
 use crate::time::Instant;

@@ -8,6 +8,7 @@
 //! Called from [`super::input`] per ACK and from [`super::output`] per
 //! segment sent; the work is bounded by the scoreboard's size.
 
+use super::congestion::CongestionControl;
 use super::conn::Connection;
 use super::sack::{Recovery, DUP_THRESH};
 use super::seq::Seq;

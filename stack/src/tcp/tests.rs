@@ -15,6 +15,7 @@
 //! Times: `+N` after the previous line, or absolute seconds. Timers run as
 //! the clock moves.
 
+use super::congestion::{Algorithm, CongestionControl};
 use super::*;
 use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
@@ -161,10 +162,13 @@ struct Script {
     verdicts: Vec<Verdict>,
 }
 
+/// The scripts' configuration. They pin NewReno: its arithmetic is what
+/// their windows show (CUBIC has tests of its own in `congestion`).
 fn config() -> TcpConfig {
     TcpConfig {
         send_buffer: 64 * 1024,
         recv_buffer: 64 * 1024,
+        congestion: Algorithm::NewReno,
         ..TcpConfig::default()
     }
 }

@@ -16,6 +16,7 @@
 //! touched, so the data sent once the window opens is timed by the RTO
 //! the path earned, not by how long the window stayed shut.
 
+use super::congestion::CongestionControl;
 use super::conn::{Connection, State, TcpError};
 use crate::time::{Duration, Instant};
 
