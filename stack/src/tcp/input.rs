@@ -344,6 +344,7 @@ impl Connection {
     ) {
         let window = u32::from(seg.window) << self.snd_shift;
         let seq = Seq(seg.seq);
+        let mark = self.delivery_mark();
         self.take_sack(seg, ack_no);
         let advanced = ack_no > self.snd_una;
         let duplicate = ack_no == self.snd_una
@@ -370,6 +371,7 @@ impl Connection {
                 self.dup_acks = 0;
             }
             self.sack_after_ack(duplicate);
+            self.prr_on_ack(mark);
         }
         // Window update (RFC 9293 3.10.7.4, SND.WL1/WL2).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack_no) {

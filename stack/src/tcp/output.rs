@@ -146,13 +146,19 @@ impl Connection {
         };
         let hole = resend_end.map_or(usize::MAX, |end| end.since(self.snd_nxt) as usize);
         let available = self.send_buf.len().saturating_sub(offset).min(hole);
-        let window = self.snd_wnd.min(self.cc.window());
-        let usable = window.saturating_sub(self.in_flight()) as usize;
+        let usable = match self.recovery {
+            // PRR (RFC 6937) sets what recovery sends, within the peer's
+            // window.
+            Some(r) => r.sndcnt.min(self.snd_wnd.saturating_sub(self.flight())) as usize,
+            None => {
+                let window = self.snd_wnd.min(self.cc.window());
+                window.saturating_sub(self.in_flight()) as usize
+            }
+        };
         let options = self.options_for(false, now);
         let room = payload.len().min(self.payload_room(&options));
         if self.recovery.is_some() && usable < room.min(available) {
-            // RFC 6675 5 step 4.1: only whole segments while pipe fills
-            // the window.
+            // Whole segments only while recovery paces the sending.
             return None;
         }
         let len = available.min(room).min(usable);
@@ -187,6 +193,9 @@ impl Connection {
         let new_data = self.snd_nxt == self.snd_max;
         self.retransmitted += u64::from(!new_data);
         self.snd_nxt = self.snd_nxt + copied + usize::from(fin);
+        if let Some(r) = self.recovery.as_mut() {
+            r.sent(copied);
+        }
         if small && copied > 0 {
             self.snd_sml = self.snd_nxt;
         }

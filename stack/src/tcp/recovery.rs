@@ -2,8 +2,10 @@
 //! D-SACKs told apart per RFC 2883), RFC 6675 loss recovery (entered on
 //! the third duplicate ACK or once `IsLost(SND.UNA)`, left when the
 //! recovery point is acknowledged), and the retransmissions it sends: only
-//! lost holes (`NextSeg` rule 1), each when `pipe` leaves a segment of
-//! room in the congestion window, instead of going back to `SND.UNA`.
+//! lost holes (`NextSeg` rule 1), instead of going back to `SND.UNA`, then
+//! new data, as much as PRR (RFC 6937) allows: in proportion to what each
+//! ACK delivered while `pipe` is above `ssthresh`, slow start back up to it
+//! below.
 //!
 //! Called from [`super::input`] per ACK and from [`super::output`] per
 //! segment sent; the work is bounded by the scoreboard's size.
@@ -81,10 +83,7 @@ impl Connection {
         let lost = self.lost_edge() > self.snd_una;
         if self.dup_acks >= DUP_THRESH || lost {
             let flight = self.flight();
-            self.recovery = Some(Recovery {
-                point: self.snd_max,
-                high_rxt: self.snd_una,
-            });
+            self.recovery = Some(Recovery::new(self.snd_una, self.snd_max, flight));
             self.cc.enter_recovery(flight, self.snd_max);
             self.loss.sack_recoveries += 1;
             // RFC 6675 5 step 4.2: the first hole goes at once, whatever
@@ -92,6 +91,30 @@ impl Connection {
             self.fast_retransmit = true;
             // Karn: a retransmission may carry the timed range.
             self.timing = None;
+        }
+    }
+
+    /// Where delivery stands: `SND.UNA` and the bytes sacked above it
+    /// (before an ACK, for [`Connection::prr_on_ack`]).
+    pub(crate) fn delivery_mark(&self) -> (Seq, u32) {
+        let outstanding = self.snd_max.since(self.snd_una);
+        let sacked = outstanding - self.scoreboard.unsacked(self.snd_una, self.snd_max);
+        (self.snd_una, sacked)
+    }
+
+    /// PRR (RFC 6937) after an ACK in recovery: what it delivered (newly
+    /// acknowledged plus newly sacked since `mark`) sets how much may be
+    /// sent.
+    pub(crate) fn prr_on_ack(&mut self, mark: (Seq, u32)) {
+        if self.recovery.is_none() {
+            return;
+        }
+        let (una, sacked) = self.delivery_mark();
+        let acked = if una > mark.0 { una.since(mark.0) } else { 0 };
+        let delivered = (acked + sacked).saturating_sub(mark.1);
+        let (pipe, ssthresh, mss) = (self.pipe(), self.cc.ssthresh(), u32::from(self.mss));
+        if let Some(r) = self.recovery.as_mut() {
+            r.on_ack(delivered, pipe, ssthresh, mss);
         }
     }
 
@@ -110,8 +133,8 @@ impl Connection {
             + self.scoreboard.unsacked(una, high_rxt)
     }
 
-    /// What counts against the congestion window: `pipe` in recovery;
-    /// otherwise what was sent and not acknowledged, less what the peer
+    /// What counts against the congestion window: `pipe` in recovery (for
+    /// reports: PRR's `sndcnt` decides what recovery sends); otherwise what was sent and not acknowledged, less what the peer
     /// sacked (as Linux's packets_out - sacked_out).
     pub(crate) fn in_flight(&self) -> u32 {
         if self.recovery.is_some() {
@@ -122,9 +145,9 @@ impl Connection {
         self.flight() - sacked
     }
 
-    /// In recovery, the next lost hole (RFC 6675 `NextSeg` rule 1) if
-    /// `pipe` leaves room for it (`force`: the first retransmission,
-    /// which goes regardless); `None` sends new data instead (rule 2).
+    /// In recovery, the next lost hole (RFC 6675 `NextSeg` rule 1) if PRR
+    /// allows a segment (`force`: the first retransmission, which goes
+    /// regardless); `None` sends new data instead (rule 2).
     pub(crate) fn retransmit_lost(
         &mut self,
         now: Instant,
@@ -134,7 +157,7 @@ impl Connection {
         let recovery = self.recovery?;
         let options = self.options_for(false, now);
         let room = payload.len().min(self.payload_room(&options));
-        if !force && self.pipe() + room as u32 > self.cc.window() {
+        if !force && (room as u32) > recovery.sndcnt {
             return None;
         }
         // On entry the first unacknowledged segment goes (RFC 6675 5 step
@@ -169,6 +192,7 @@ impl Connection {
         let header = self.header(seq, extra, options);
         if let Some(r) = self.recovery.as_mut() {
             r.high_rxt = seq + len + usize::from(fin);
+            r.sent(len);
         }
         self.retransmitted += 1;
         self.loss.fast_retransmits += 1;

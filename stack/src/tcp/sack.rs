@@ -33,6 +33,59 @@ pub struct Recovery {
     pub point: Seq,
     /// `HighRxt`: the end of the highest retransmission so far.
     pub high_rxt: Seq,
+    /// PRR (RFC 6937): bytes delivered to the peer since recovery began
+    /// (`prr_delivered`), sent since (`prr_out`), in flight when it began
+    /// (`RecoverFS`), and what the last ACK allows sending (`sndcnt`).
+    pub prr_delivered: u32,
+    /// See `prr_delivered`.
+    pub prr_out: u32,
+    /// See `prr_delivered`.
+    pub recover_fs: u32,
+    /// See `prr_delivered`.
+    pub sndcnt: u32,
+}
+
+impl Recovery {
+    /// Recovery from `point` down, with `flight` bytes outstanding.
+    pub fn new(una: Seq, point: Seq, flight: u32) -> Recovery {
+        Recovery {
+            point,
+            high_rxt: una,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: flight.max(1),
+            sndcnt: 0,
+        }
+    }
+
+    /// `len` bytes were sent in recovery.
+    pub fn sent(&mut self, len: usize) {
+        let len = len as u32;
+        self.prr_out = self.prr_out.saturating_add(len);
+        self.sndcnt = self.sndcnt.saturating_sub(len);
+    }
+
+    /// RFC 6937 3 on an ACK that delivered `delivered` bytes, with `pipe`
+    /// in flight after it: how much may be sent now. Above `ssthresh`,
+    /// in proportion to what was delivered (the window comes down to
+    /// `ssthresh` over one round trip, not at once); at or below it,
+    /// slow start back up to it, at most one segment beyond what was
+    /// delivered (PRR-SSRB).
+    pub fn on_ack(&mut self, delivered: u32, pipe: u32, ssthresh: u32, mss: u32) {
+        self.prr_delivered = self.prr_delivered.saturating_add(delivered);
+        self.sndcnt = if pipe > ssthresh {
+            let share = u64::from(self.prr_delivered) * u64::from(ssthresh);
+            let allowed = share.div_ceil(u64::from(self.recover_fs));
+            (allowed.min(u64::from(u32::MAX)) as u32).saturating_sub(self.prr_out)
+        } else {
+            let limit = self
+                .prr_delivered
+                .saturating_sub(self.prr_out)
+                .max(delivered)
+                .saturating_add(mss);
+            (ssthresh - pipe).min(limit)
+        };
+    }
 }
 
 /// Loss-recovery events since the lcore last took them

@@ -151,3 +151,59 @@ fn a_timeout_goes_back_but_skips_what_the_peer_holds() {
     t.quiet();
     assert_eq!(t.conn.retransmitted, 3);
 }
+
+#[test]
+fn prr_spreads_the_window_reduction_over_the_round_trip() {
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 20000 <mss 1000,sackOK>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,sackOK>
+        +0.01 < . 1:1(0) ack 1 win 20000
+        ",
+    );
+    t.write(&[4u8; 20_000]);
+    for i in 0..10 {
+        t.run(&format!(
+            "+0 > . {}:{}(1000) ack 1",
+            1 + i * 1000,
+            1001 + i * 1000
+        ));
+    }
+    t.run(
+        "
+        // The window grew by the SYN's byte: one byte more (the only small
+        // segment, so Nagle lets it go).
+        +0 > . 10001:10002(1) ack 1
+        // 1-1001 is lost. Before recovery, what the peer sacked has left
+        // the network: a new segment per duplicate.
+        +0.01 < . 1:1(0) ack 1 win 20000 <sack 1001:2001>
+        +0 > . 10002:11002(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:3001>
+        +0 > . 11002:12002(1000) ack 1
+        // Recovery: 12001 in flight (RecoverFS), ssthresh 6000. The hole
+        // goes at once; then PRR lets out ssthresh / RecoverFS = half of
+        // what each ACK delivers: a segment every second ACK (RFC 6675
+        // alone would wait for pipe to fall under cwnd, then send one per
+        // ACK).
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:4001>
+        +0 > . 1:1001(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:5001>
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:6001>
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:7001>
+        +0 > . 12002:13002(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:8001>
+        // pipe (5001) is under ssthresh now: PRR-SSRB brings it back up,
+        // whole segments only (999 bytes allowed: none yet).
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:9001>
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:10001>
+        +0 > . 13002:14002(1000) ack 1
+        ",
+    );
+    t.quiet();
+    let r = t.conn.recovery.expect("still recovering");
+    assert_eq!(
+        (r.recover_fs, r.prr_delivered, r.prr_out),
+        (12_001, 7000, 3000)
+    );
+    assert_eq!(t.conn.retransmitted, 1);
+}
