@@ -379,6 +379,8 @@ protocol_counters! {
     /// TCP segments retransmitted in loss recovery (not by the timer).
     /// Linux: `TCPFastRetrans`.
     TcpFastRetrans,
+    /// TCP tail loss probes sent (RFC 8985 7). Linux: `TCPLossProbes`.
+    TcpLossProbes,
     /// TCP D-SACKs received: the peer got a segment twice (RFC 2883).
     /// Linux: `TCPDSACKRecv`.
     TcpDSACKRecv,

@@ -146,6 +146,9 @@ pub struct Connection {
     pub(crate) dup_acks: u32,
     /// Recovery events for the lcore's counters.
     pub(crate) loss: LossEvents,
+    /// The tail loss probe's deadline (RFC 8985 7), and a probe owed.
+    pub(crate) tlp_at: Option<Instant>,
+    pub(crate) tlp_due: bool,
     // Timing.
     pub(crate) rtt: RttEstimator,
     /// The segment being timed (Karn): its end and when it left.
@@ -279,6 +282,8 @@ impl Connection {
             recovery: None,
             dup_acks: 0,
             loss: LossEvents::default(),
+            tlp_at: None,
+            tlp_due: false,
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
@@ -633,6 +638,7 @@ impl Connection {
             self.error = error;
         }
         self.rto_at = None;
+        self.tlp_at = None;
         self.ack_at = None;
         self.persist_at = None;
         self.time_wait_at = None;
@@ -654,6 +660,7 @@ impl Connection {
     pub(crate) fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
         self.rto_at = None;
+        self.tlp_at = None;
         self.persist_at = None;
         self.ack_at = None;
         self.keepalive_at = None;

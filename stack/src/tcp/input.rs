@@ -429,6 +429,7 @@ impl Connection {
         } else {
             Some(now + self.rtt.rto())
         };
+        self.arm_tail_loss_probe(now);
     }
 
     /// An RTT sample from the echoed timestamp, or from the timed segment

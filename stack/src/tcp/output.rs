@@ -39,6 +39,11 @@ impl Connection {
                 return Some(segment);
             }
         }
+        if core::mem::take(&mut self.tlp_due) {
+            if let Some(segment) = self.send_tail_probe(now, payload) {
+                return Some(segment);
+            }
+        }
         if let Some(segment) = self.send_data(now, payload) {
             return Some(segment);
         }
@@ -207,6 +212,9 @@ impl Connection {
         }
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rtt.rto());
+        }
+        if new_data {
+            self.arm_tail_loss_probe(now);
         }
         self.persist_at = None;
         Some((self.acked(header), copied))

@@ -5,7 +5,9 @@
 //! lost holes (`NextSeg` rule 1), instead of going back to `SND.UNA`, then
 //! new data, as much as PRR (RFC 6937) allows: in proportion to what each
 //! ACK delivered while `pipe` is above `ssthresh`, slow start back up to it
-//! below.
+//! below. And the tail loss probe (RFC 8985 7): two RTTs after the last
+//! data or ACK, the last segment again, so that a loss at the tail, which
+//! no duplicate ACK can reveal, is found before the RTO.
 //!
 //! Called from [`super::input`] per ACK and from [`super::output`] per
 //! segment sent; the work is bounded by the scoreboard's size.
@@ -14,7 +16,7 @@ use super::congestion::CongestionControl;
 use super::conn::Connection;
 use super::sack::{Recovery, DUP_THRESH};
 use super::seq::Seq;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpRepr};
 
 impl Connection {
@@ -91,6 +93,7 @@ impl Connection {
             self.fast_retransmit = true;
             // Karn: a retransmission may carry the timed range.
             self.timing = None;
+            self.tlp_at = None;
         }
     }
 
@@ -201,4 +204,76 @@ impl Connection {
         }
         Some((self.acked(header), len))
     }
+
+    /// Arms the tail loss probe (RFC 8985 7.2) after new data went out or
+    /// an ACK came: two smoothed RTTs (plus the worst delayed ACK when one
+    /// segment is out), if that is sooner than the RTO. SACK connections
+    /// only, outside recovery, with data out and no FIN among it.
+    pub(crate) fn arm_tail_loss_probe(&mut self, now: Instant) {
+        self.tlp_at = None;
+        let fin_out = self.fin_queued && self.snd_max > self.fin_seq();
+        if !self.sack_ok
+            || self.recovery.is_some()
+            || self.snd_una == self.snd_max
+            || self.snd_nxt < self.snd_max
+            || fin_out
+        {
+            return;
+        }
+        let Some(srtt) = self.rtt.srtt() else {
+            return;
+        };
+        let mut pto = srtt * 2;
+        if self.flight() <= u32::from(self.mss) {
+            pto += WORST_DELAYED_ACK;
+        }
+        let pto = pto.max(MIN_PTO);
+        if pto < self.rtt.rto() {
+            self.tlp_at = Some(now + pto);
+        }
+    }
+
+    /// The probe timer expired: a probe is owed, and the RTO restarts
+    /// behind it (RFC 8985 7.3).
+    pub(crate) fn tail_loss_probe(&mut self, now: Instant) {
+        self.tlp_at = None;
+        self.tlp_due = true;
+        self.loss.loss_probes += 1;
+        self.rto_at = Some(now + self.rtt.rto());
+    }
+
+    /// The probe: the last segment sent, again (RFC 8985 7.3 allows it in
+    /// place of new data; its ACK, or SACK of it, shows what was lost at
+    /// the tail without waiting for the RTO).
+    pub(crate) fn send_tail_probe(
+        &mut self,
+        now: Instant,
+        payload: &mut [u8],
+    ) -> Option<(TcpRepr, usize)> {
+        let options = self.options_for(false, now);
+        let room = payload.len().min(self.payload_room(&options)) as u32;
+        let outstanding = self.snd_max.since(self.snd_una);
+        if outstanding == 0 || self.snd_una < self.data_start {
+            return None;
+        }
+        let seq = self.snd_max - outstanding.min(room);
+        let offset = seq.since(self.data_start) as usize;
+        let len = outstanding.min(room) as usize;
+        let len = self.send_buf.copy_out(offset, &mut payload[..len]);
+        if len == 0 {
+            return None;
+        }
+        let push = offset + len == self.send_buf.len();
+        let header = self.header(seq, if push { flags::PSH } else { 0 }, options);
+        self.retransmitted += 1;
+        self.timing = None;
+        Some((self.acked(header), len))
+    }
 }
+
+/// RFC 8985 7.2's `WCDelAckT`: the longest a receiver may delay an ACK.
+const WORST_DELAYED_ACK: Duration = Duration::from_millis(200);
+
+/// The shortest probe timeout: on a path of a few microseconds, two RTTs
+/// would probe before the peer's stack has even answered.
+const MIN_PTO: Duration = Duration::from_millis(10);

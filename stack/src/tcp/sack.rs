@@ -99,6 +99,8 @@ pub struct LossEvents {
     pub reno_recoveries: u64,
     /// Retransmissions in recovery (`TCPFastRetrans`).
     pub fast_retransmits: u64,
+    /// Tail loss probes sent (`TCPLossProbes`).
+    pub loss_probes: u64,
     /// D-SACKs received: the peer got something twice (`TCPDSACKRecv`).
     pub dsacks_received: u64,
     /// D-SACKs sent for data below `RCV.NXT` (`TCPDSACKOldSent`).

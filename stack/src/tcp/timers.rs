@@ -1,5 +1,5 @@
 //! A connection's timers: a fixed table of deadlines (retransmission,
-//! delayed ACK, persist, TIME-WAIT, keepalive), polled with the time; the lcore keeps
+//! tail loss probe, delayed ACK, persist, TIME-WAIT, keepalive), polled with the time; the lcore keeps
 //! connections in a timer wheel keyed by [`Connection::next_deadline`].
 //!
 //! Keepalive probes an idle connection when asked to, at the configured
@@ -35,6 +35,7 @@ impl Connection {
     pub fn next_deadline(&self) -> Option<Instant> {
         [
             self.rto_at,
+            self.tlp_at,
             self.ack_at,
             self.persist_at,
             self.time_wait_at,
@@ -61,6 +62,9 @@ impl Connection {
             if self.state == State::Closed {
                 return;
             }
+        }
+        if self.tlp_at.is_some_and(|t| now >= t) {
+            self.tail_loss_probe(now);
         }
         if self.rto_at.is_some_and(|t| now >= t) {
             self.retransmission_timeout(now);
@@ -149,6 +153,7 @@ impl Connection {
         // (reneging, RFC 2018 8), and everything goes again.
         self.recovery = None;
         self.dup_acks = 0;
+        self.tlp_at = None;
         if self.retries > 1 {
             self.scoreboard.clear();
         }

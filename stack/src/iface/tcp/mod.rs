@@ -623,6 +623,7 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     counters.add(Stat::TcpSackRecovery, events.sack_recoveries);
     counters.add(Stat::TcpRenoRecovery, events.reno_recoveries);
     counters.add(Stat::TcpFastRetrans, events.fast_retransmits);
+    counters.add(Stat::TcpLossProbes, events.loss_probes);
     counters.add(Stat::TcpDSACKRecv, events.dsacks_received);
     counters.add(Stat::TcpDSACKOldSent, events.dsacks_old_sent);
     counters.add(Stat::TcpDSACKOfoSent, events.dsacks_ofo_sent);

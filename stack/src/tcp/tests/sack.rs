@@ -139,9 +139,12 @@ fn a_timeout_goes_back_but_skips_what_the_peer_holds() {
         +0 > P. 3001:4001(1000) ack 1
         // Only 1001-2001 arrives: one duplicate, no recovery.
         +0.01 < . 1:1(0) ack 1 win 8000 <sack 1001:2001>
-        // The RTO (200 ms after the handshake's 10 ms sample) resends
+        // Two RTTs after the data went (the duplicate does not move it),
+        // the tail loss probe (RFC 8985): the last segment.
+        +0.01 > P. 3001:4001(1000) ack 1
+        // Unanswered. The RTO (200 ms, restarted by the probe) resends
         // 1-1001, then 2001-3001 once the window allows: never 1001-2001.
-        +0.19 > . 1:1001(1000) ack 1
+        +0.2 > . 1:1001(1000) ack 1
         +0.01 < . 1:1(0) ack 2001 win 8000
         +0 > . 2001:3001(1000) ack 1
         +0 > P. 3001:4001(1000) ack 1
@@ -149,7 +152,8 @@ fn a_timeout_goes_back_but_skips_what_the_peer_holds() {
         ",
     );
     t.quiet();
-    assert_eq!(t.conn.retransmitted, 3);
+    assert_eq!(t.conn.retransmitted, 4);
+    assert_eq!(t.conn.loss.loss_probes, 1);
 }
 
 #[test]
@@ -206,4 +210,37 @@ fn prr_spreads_the_window_reduction_over_the_round_trip() {
         (12_001, 7000, 3000)
     );
     assert_eq!(t.conn.retransmitted, 1);
+}
+
+#[test]
+fn a_lost_tail_is_probed_after_two_rtts_instead_of_the_rto() {
+    let mut t = established_sack();
+    t.write(&[6u8; 4000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
+        +0 > P. 3001:4001(1000) ack 1
+        // The last two are lost: no duplicate ACK can ever show it. Two
+        // smoothed RTTs (10 ms each) after the ACK, the probe goes: the
+        // last segment, again (RFC 8985 7.3).
+        +0.01 < . 1:1(0) ack 2001 win 8000
+        +0.02 > P. 3001:4001(1000) ack 1
+        // Its SACK shows the hole; the RTO, restarted by the probe,
+        // repairs it (RACK would sooner).
+        +0.01 < . 1:1(0) ack 2001 win 8000 <sack 3001:4001>
+        +0.19 > . 2001:3001(1000) ack 1
+        +0.01 < . 1:1(0) ack 4001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.loss.loss_probes, 1);
+    // A lone segment out: two RTTs plus the worst delayed ACK (200 ms),
+    // armed because the RTO, backed off, is later still.
+    t.write(&[6u8; 1000]);
+    t.run("+0 > P. 4001:5001(1000) ack 1");
+    let srtt = t.conn.rtt.srtt().unwrap();
+    let pto = srtt * 2 + Duration::from_millis(200);
+    assert_eq!(t.conn.tlp_at, Some(t.now + pto));
 }
