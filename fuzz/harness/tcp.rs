@@ -316,6 +316,7 @@ pub fn conn(data: &[u8]) {
         window_scale: (setup & 64 == 0).then(|| input.u8() % 16),
         sack_permitted: setup & 128 == 0,
         timestamps: (start & 0x80 == 0).then_some((peer_ts, 0)),
+        ..TcpOptions::default()
     };
     let active = start % 10 == 0;
     let now = Instant::from_nanos(1_000_000_000);

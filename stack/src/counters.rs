@@ -392,6 +392,26 @@ protocol_counters! {
     /// ICMP(v6) errors about a TCP connection taken as soft errors (RFC
     /// 1122 4.2.3.9): counted, the connection goes on.
     TcpIcmpSoftErrors,
+    /// TCP loss recoveries entered with SACK (RFC 6675). Linux:
+    /// `TCPSackRecovery`.
+    TcpSackRecovery,
+    /// TCP loss recoveries entered without SACK (NewReno). Linux:
+    /// `TCPRenoRecovery`.
+    TcpRenoRecovery,
+    /// TCP segments retransmitted in loss recovery (not by the timer).
+    /// Linux: `TCPFastRetrans`.
+    TcpFastRetrans,
+    /// TCP tail loss probes sent (RFC 8985 7). Linux: `TCPLossProbes`.
+    TcpLossProbes,
+    /// TCP D-SACKs received: the peer got a segment twice (RFC 2883).
+    /// Linux: `TCPDSACKRecv`.
+    TcpDSACKRecv,
+    /// TCP D-SACKs sent for data already acknowledged. Linux:
+    /// `TCPDSACKOldSent`.
+    TcpDSACKOldSent,
+    /// TCP D-SACKs sent for out-of-order data already held. Linux:
+    /// `TCPDSACKOfoSent`.
+    TcpDSACKOfoSent,
 }
 
 /// Number of protocol counters.

@@ -82,7 +82,7 @@ impl Assembler {
         self.ranges.is_empty()
     }
 
-    /// The ranges (for SACK blocks, later, and tests).
+    /// The ranges (for SACK blocks and tests).
     pub fn ranges(&self) -> &[(usize, usize)] {
         &self.ranges
     }
@@ -279,6 +279,11 @@ impl RecvBuffer {
     /// True if out-of-order data waits.
     pub fn has_gaps(&self) -> bool {
         !self.ooo.is_empty()
+    }
+
+    /// The out-of-order ranges, as offsets past the in-order end.
+    pub fn out_of_order(&self) -> &[(usize, usize)] {
+        self.ooo.ranges()
     }
 
     /// Stores `bytes` at `offset` past the in-order end (what falls

@@ -1,5 +1,6 @@
 //! TCP tunables, shared by every connection of an interface.
 
+use super::congestion::Algorithm;
 use crate::time::Duration;
 
 /// TCP tunables. The defaults follow Linux where an RFC leaves room.
@@ -27,9 +28,14 @@ pub struct TcpConfig {
     pub time_wait: Duration,
     /// Offer window scaling and timestamps (RFC 7323).
     pub rfc7323: bool,
-    /// Offer SACK permitted (blocks are not generated yet; the option
-    /// keeps the door open).
+    /// Offer selective acknowledgments (RFC 2018; on by default, as
+    /// Linux): with the peer's agreement, our ACKs carry SACK and D-SACK
+    /// blocks, and loss recovery retransmits only the holes (RFC 6675).
     pub sack: bool,
+    /// Congestion control for new connections (Linux's
+    /// tcp_congestion_control; CUBIC by default, as Linux), changed per
+    /// connection with `Connection::set_congestion`.
+    pub congestion: Algorithm,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
     /// Keepalive (SO_KEEPALIVE): probe a connection after this long
@@ -65,7 +71,8 @@ impl Default for TcpConfig {
             max_syn_retries: 6,
             time_wait: Duration::from_secs(60),
             rfc7323: true,
-            sack: false,
+            sack: true,
+            congestion: Algorithm::Cubic,
             ephemeral_ports: (32768, 60999),
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),

@@ -1,9 +1,18 @@
-//! Congestion control: NewReno (RFC 5681 slow start and congestion
-//! avoidance, RFC 6582 fast recovery), in bytes. Kept behind a small
-//! surface (`on_ack`, `on_dup_ack`, `on_timeout`, `window`) so CUBIC can
-//! take its place later.
+//! Congestion control behind one small trait, [`CongestionControl`]:
+//! NewReno (RFC 5681 slow start and congestion avoidance, RFC 6582 fast
+//! recovery; with SACK, RFC 6675's recovery window, which `pipe` is counted
+//! against instead of inflating it) and CUBIC (RFC 9438, the default, in
+//! [`cubic`]), in bytes. A connection holds a [`Congestion`], an enum over
+//! the two (static dispatch: nothing boxed per packet), chosen by
+//! [`TcpConfig::congestion`](super::TcpConfig::congestion) or per
+//! connection. Time comes in as an argument; nothing reads a clock.
+
+pub mod cubic;
+
+pub use cubic::Cubic;
 
 use super::seq::Seq;
+use crate::time::{Duration, Instant};
 
 /// What a duplicate ACK asks the sender to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +22,103 @@ pub enum DupAckAction {
     /// The third duplicate: retransmit the first unacknowledged segment
     /// (fast retransmit) and enter recovery.
     FastRetransmit,
+}
+
+/// Which algorithm a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// CUBIC (RFC 9438), as Linux.
+    #[default]
+    Cubic,
+    /// NewReno (RFC 5681, RFC 6582).
+    NewReno,
+}
+
+/// What a connection asks of its congestion control.
+pub trait CongestionControl {
+    /// New data was acknowledged: `acked` bytes, up to `ack`, with
+    /// `flight` bytes still outstanding, at `now`, the smoothed RTT
+    /// `rtt` (zero before a sample). True for a partial acknowledgment
+    /// in NewReno recovery (the next hole is to go at once).
+    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, now: Instant, rtt: Duration) -> bool;
+    /// A duplicate ACK without SACK; the third enters fast recovery.
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction;
+    /// SACK loss recovery begins (a congestion event) until `point`.
+    fn enter_recovery(&mut self, flight: u32, point: Seq);
+    /// The retransmission timer expired.
+    fn on_timeout(&mut self, flight: u32);
+    /// The congestion window, in bytes.
+    fn window(&self) -> u32;
+    /// The slow-start threshold, in bytes.
+    fn ssthresh(&self) -> u32;
+    /// True during fast recovery.
+    fn in_recovery(&self) -> bool;
+    /// True below the slow-start threshold.
+    fn in_slow_start(&self) -> bool {
+        self.window() < self.ssthresh()
+    }
+}
+
+/// A connection's congestion control: one of the algorithms.
+#[derive(Debug, Clone)]
+pub enum Congestion {
+    /// NewReno.
+    NewReno(NewReno),
+    /// CUBIC.
+    Cubic(Cubic),
+}
+
+impl Congestion {
+    /// A fresh controller of `algorithm` for segments of `mss` bytes.
+    pub fn new(algorithm: Algorithm, mss: u32) -> Congestion {
+        match algorithm {
+            Algorithm::NewReno => Congestion::NewReno(NewReno::new(mss)),
+            Algorithm::Cubic => Congestion::Cubic(Cubic::new(mss)),
+        }
+    }
+
+    /// The algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            Congestion::NewReno(_) => Algorithm::NewReno,
+            Congestion::Cubic(_) => Algorithm::Cubic,
+        }
+    }
+}
+
+/// Runs `$call` on whichever algorithm `$self` holds (a match, so each
+/// arm is inlined: no vtable per packet).
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $call:expr) => {
+        match $self {
+            Congestion::NewReno($c) => $call,
+            Congestion::Cubic($c) => $call,
+        }
+    };
+}
+
+impl CongestionControl for Congestion {
+    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, now: Instant, rtt: Duration) -> bool {
+        dispatch!(self, c => c.on_ack(acked, ack, flight, now, rtt))
+    }
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
+        dispatch!(self, c => c.on_dup_ack(flight, highest, una))
+    }
+    fn enter_recovery(&mut self, flight: u32, point: Seq) {
+        dispatch!(self, c => c.enter_recovery(flight, point))
+    }
+    fn on_timeout(&mut self, flight: u32) {
+        dispatch!(self, c => c.on_timeout(flight))
+    }
+    fn window(&self) -> u32 {
+        dispatch!(self, c => c.window())
+    }
+    fn ssthresh(&self) -> u32 {
+        dispatch!(self, c => c.ssthresh())
+    }
+    fn in_recovery(&self) -> bool {
+        dispatch!(self, c => c.in_recovery())
+    }
 }
 
 /// NewReno's state.
@@ -26,6 +132,9 @@ pub struct NewReno {
     recover: Option<Seq>,
     /// Bytes acknowledged in congestion avoidance since cwnd last grew.
     acked_in_ca: u32,
+    /// The recovery is SACK's (RFC 6675): the window is not inflated or
+    /// deflated, the sender counts `pipe` against it instead.
+    pipe_based: bool,
 }
 
 impl NewReno {
@@ -40,21 +149,35 @@ impl NewReno {
             dup_acks: 0,
             recover: None,
             acked_in_ca: 0,
+            pipe_based: false,
         }
+    }
+}
+
+impl CongestionControl for NewReno {
+    /// SACK loss recovery begins (RFC 6675 5 step 4.2): `ssthresh` and
+    /// `cwnd` to half of what was in flight, until `point` is acknowledged.
+    fn enter_recovery(&mut self, flight: u32, point: Seq) {
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.recover = Some(point);
+        self.pipe_based = true;
+        self.dup_acks = 0;
+        self.acked_in_ca = 0;
     }
 
     /// The congestion window in bytes.
-    pub fn window(&self) -> u32 {
+    fn window(&self) -> u32 {
         self.cwnd
     }
 
     /// The slow-start threshold.
-    pub fn ssthresh(&self) -> u32 {
+    fn ssthresh(&self) -> u32 {
         self.ssthresh
     }
 
     /// True during fast recovery.
-    pub fn in_recovery(&self) -> bool {
+    fn in_recovery(&self) -> bool {
         self.recover.is_some()
     }
 
@@ -62,9 +185,17 @@ impl NewReno {
     /// `flight` bytes still outstanding after it. Returns true for a
     /// partial acknowledgment in recovery (RFC 6582 3.2 step 3: the next
     /// unacknowledged segment is to be retransmitted at once).
-    pub fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32) -> bool {
+    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, _: Instant, _: Duration) -> bool {
         self.dup_acks = 0;
         if let Some(recover) = self.recover {
+            if self.pipe_based {
+                if ack >= recover {
+                    self.recover = None;
+                    self.pipe_based = false;
+                    self.cwnd = self.ssthresh;
+                }
+                return false;
+            }
             if ack >= recover {
                 // Full acknowledgment: leave recovery with a window that
                 // cannot burst.
@@ -92,7 +223,7 @@ impl NewReno {
 
     /// A duplicate ACK arrived with `flight` bytes outstanding and
     /// `highest` the highest sequence number sent so far.
-    pub fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
         if self.recover.is_some() {
             // Each further duplicate means a segment left the network.
             self.cwnd = self.cwnd.saturating_add(self.mss);
@@ -114,11 +245,12 @@ impl NewReno {
 
     /// The retransmission timer expired (RFC 5681 (4)): one segment, and
     /// recovery abandoned.
-    pub fn on_timeout(&mut self, flight: u32) {
+    fn on_timeout(&mut self, flight: u32) {
         self.ssthresh = (flight / 2).max(2 * self.mss);
         self.cwnd = self.mss;
         self.dup_acks = 0;
         self.recover = None;
+        self.pipe_based = false;
         self.acked_in_ca = 0;
     }
 }
@@ -131,7 +263,7 @@ mod tests {
     fn slow_start_then_avoidance_then_fast_recovery() {
         let mut c = NewReno::new(1000);
         assert_eq!(c.window(), 10_000);
-        c.on_ack(1000, Seq(1000), 0);
+        c.on_ack(1000, Seq(1000), 0, Instant::ZERO, Duration::ZERO);
         assert_eq!(c.window(), 11_000);
         // Three duplicates with 10,000 bytes in flight.
         assert_eq!(
@@ -150,10 +282,10 @@ mod tests {
         c.on_dup_ack(10_000, Seq(20_000), Seq(1000));
         assert_eq!(c.window(), 9_000, "inflated per duplicate");
         // A partial ACK: still in recovery, retransmit the next hole.
-        assert!(c.on_ack(2_000, Seq(3_000), 8_000));
+        assert!(c.on_ack(2_000, Seq(3_000), 8_000, Instant::ZERO, Duration::ZERO));
         assert!(c.in_recovery());
         // The full ACK ends it.
-        assert!(!c.on_ack(17_000, Seq(20_000), 0));
+        assert!(!c.on_ack(17_000, Seq(20_000), 0, Instant::ZERO, Duration::ZERO));
         assert!(!c.in_recovery());
         assert_eq!(
             c.window(),
@@ -165,11 +297,11 @@ mod tests {
         c.on_timeout(20_000);
         assert_eq!((c.window(), c.ssthresh()), (1000, 10_000));
         for _ in 0..9 {
-            c.on_ack(1000, Seq(0), 0);
+            c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO);
         }
         assert_eq!(c.window(), 10_000, "slow start up to ssthresh");
         for _ in 0..10 {
-            c.on_ack(1000, Seq(0), 0);
+            c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO);
         }
         assert_eq!(c.window(), 11_000);
     }

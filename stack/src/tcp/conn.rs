@@ -10,8 +10,10 @@
 //! `now` comes with every call; nothing allocates after construction.
 
 use super::buffer::{RecvBuffer, SendBuffer};
-use super::congestion::NewReno;
+use super::congestion::CongestionControl;
+use super::congestion::{Algorithm, Congestion};
 use super::rtt::RttEstimator;
+use super::sack::{LossEvents, Recovery, SackReceiver, Scoreboard};
 use super::seq::Seq;
 use super::TcpConfig;
 use crate::time::{Duration, Instant};
@@ -138,11 +140,24 @@ pub struct Connection {
     pub(crate) ws_ok: bool,
     pub(crate) ts_offset: u32,
     pub(crate) sack_ok: bool,
+    /// What our ACKs' SACK blocks report (once SACK is agreed).
+    pub(crate) sack_rx: SackReceiver,
+    /// What the peer's SACK blocks reported: sacked data above `SND.UNA`.
+    pub(crate) scoreboard: Scoreboard,
+    /// SACK-based loss recovery (RFC 6675) in progress.
+    pub(crate) recovery: Option<Recovery>,
+    /// Duplicate ACKs in a row (SACK connections; NewReno counts its own).
+    pub(crate) dup_acks: u32,
+    /// Recovery events for the lcore's counters.
+    pub(crate) loss: LossEvents,
+    /// The tail loss probe's deadline (RFC 8985 7), and a probe owed.
+    pub(crate) tlp_at: Option<Instant>,
+    pub(crate) tlp_due: bool,
     // Timing.
     pub(crate) rtt: RttEstimator,
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
-    pub(crate) cc: NewReno,
+    pub(crate) cc: Congestion,
     pub(crate) rto_at: Option<Instant>,
     pub(crate) ack_at: Option<Instant>,
     pub(crate) persist_at: Option<Instant>,
@@ -266,9 +281,16 @@ impl Connection {
             ws_ok: false,
             ts_offset,
             sack_ok: false,
+            sack_rx: SackReceiver::default(),
+            scoreboard: Scoreboard::default(),
+            recovery: None,
+            dup_acks: 0,
+            loss: LossEvents::default(),
+            tlp_at: None,
+            tlp_due: false,
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
-            cc: NewReno::new(u32::from(DEFAULT_MSS.min(our_mss))),
+            cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
             rto_at: None,
             ack_at: None,
             persist_at: None,
@@ -432,7 +454,7 @@ impl Connection {
         self.snd_wnd = u32::from(syn.window);
         self.max_snd_wnd = self.snd_wnd;
         self.snd_wl1 = self.irs;
-        self.cc = NewReno::new(u32::from(self.mss));
+        self.cc = Congestion::new(self.cc.algorithm(), u32::from(self.mss));
     }
 
     fn window_shift_for_buffer(&self) -> u8 {
@@ -477,6 +499,29 @@ impl Connection {
     /// The MSS data segments use (after options).
     pub fn mss(&self) -> u16 {
         self.mss
+    }
+
+    /// Loss-recovery events since the last call, for the counters.
+    pub fn take_loss_events(&mut self) -> LossEvents {
+        core::mem::take(&mut self.loss)
+    }
+
+    /// Chooses the congestion control (`TCP_CONGESTION`). Meant for before
+    /// data flows: the new algorithm starts from the initial window.
+    pub fn set_congestion(&mut self, algorithm: Algorithm) {
+        if algorithm != self.cc.algorithm() {
+            self.cc = Congestion::new(algorithm, u32::from(self.mss));
+        }
+    }
+
+    /// The congestion control in use.
+    pub fn congestion(&self) -> Algorithm {
+        self.cc.algorithm()
+    }
+
+    /// True if both sides agreed to SACK.
+    pub fn sack_enabled(&self) -> bool {
+        self.sack_ok
     }
 
     /// True if the application may write.
@@ -597,6 +642,7 @@ impl Connection {
             self.error = error;
         }
         self.rto_at = None;
+        self.tlp_at = None;
         self.ack_at = None;
         self.persist_at = None;
         self.time_wait_at = None;
@@ -669,6 +715,7 @@ impl Connection {
     pub(crate) fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
         self.rto_at = None;
+        self.tlp_at = None;
         self.persist_at = None;
         self.ack_at = None;
         self.keepalive_at = None;
@@ -697,6 +744,7 @@ impl Connection {
         if !syn {
             return TcpOptions {
                 timestamps: self.timestamps.map(|t| (ts_value, t.recent)),
+                sack: self.sack_blocks(),
                 ..TcpOptions::default()
             };
         }
@@ -707,6 +755,7 @@ impl Connection {
                 window_scale: self.offer_rfc7323.then_some(self.rcv_shift),
                 sack_permitted: self.offer_sack,
                 timestamps: self.offer_rfc7323.then_some((ts_value, 0)),
+                ..TcpOptions::default()
             };
         }
         // A SYN-ACK: what the peer's SYN allowed.
@@ -715,7 +764,32 @@ impl Connection {
             window_scale: self.ws_ok.then_some(self.rcv_shift),
             sack_permitted: self.sack_ok,
             timestamps: self.timestamps.map(|t| (ts_value, t.recent)),
+            ..TcpOptions::default()
         }
+    }
+
+    /// The SACK blocks our next ACK carries (RFC 2018): none unless SACK
+    /// was agreed and something is out of order or duplicated; 3 beside
+    /// timestamps, else 4 (what fits in 40 option bytes).
+    fn sack_blocks(&self) -> crate::wire::tcp::SackBlocks {
+        if !self.sack_ok || (!self.recv_buf.has_gaps() && self.sack_rx.dsack.is_none()) {
+            return crate::wire::tcp::SackBlocks::default();
+        }
+        let max = if self.timestamps.is_some() { 3 } else { 4 };
+        self.sack_rx
+            .blocks(self.rcv_nxt, self.recv_buf.out_of_order(), max)
+    }
+
+    /// Payload bytes a data segment with `options` may carry: the MSS
+    /// (which already allows for timestamps) less the SACK blocks, so the
+    /// segment still fits the path (as Linux's tcp_current_mss).
+    pub(crate) fn payload_room(&self, options: &TcpOptions) -> usize {
+        let blocks = if options.sack.is_empty() {
+            0
+        } else {
+            4 + 8 * options.sack.len()
+        };
+        usize::from(self.mss).saturating_sub(blocks).max(1)
     }
 
     /// Bytes sent and not yet acknowledged.

@@ -9,7 +9,7 @@
 //! [`super::output`] turns into segments. It returns a [`Verdict`]: the
 //! segment was taken, or refused for a [`Refusal`] the caller counts.
 
-use super::congestion::DupAckAction;
+use super::congestion::{CongestionControl, DupAckAction};
 use super::conn::{Connection, State, TcpError};
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
@@ -192,6 +192,7 @@ impl Connection {
             if self.state == State::TimeWait && fin {
                 self.time_wait_at = Some(now + self.time_wait);
             }
+            self.note_old_duplicate(seq, payload.len());
             // RFC 5961 4.2: a SYN is answered the same way in or out of
             // the window (a challenge ACK), and counted as a SYN.
             if syn {
@@ -343,14 +344,17 @@ impl Connection {
     ) {
         let window = u32::from(seg.window) << self.snd_shift;
         let seq = Seq(seg.seq);
-        if ack_no > self.snd_una {
-            self.new_ack(seg, ack_no, now);
-        } else if ack_no == self.snd_una
+        let mark = self.delivery_mark();
+        self.take_sack(seg, ack_no);
+        let advanced = ack_no > self.snd_una;
+        let duplicate = ack_no == self.snd_una
             && data_len == 0
             && !fin
             && window == self.snd_wnd
-            && self.snd_max > self.snd_una
-        {
+            && self.snd_max > self.snd_una;
+        if ack_no > self.snd_una {
+            self.new_ack(seg, ack_no, now);
+        } else if duplicate && !self.sack_ok {
             // A duplicate ACK (RFC 5681 2).
             if self
                 .cc
@@ -359,7 +363,15 @@ impl Connection {
             {
                 self.fast_retransmit = true;
                 self.timing = None;
+                self.loss.reno_recoveries += 1;
             }
+        }
+        if self.sack_ok {
+            if advanced || !duplicate {
+                self.dup_acks = 0;
+            }
+            self.sack_after_ack(duplicate);
+            self.prr_on_ack(mark);
         }
         // Window update (RFC 9293 3.10.7.4, SND.WL1/WL2).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack_no) {
@@ -407,7 +419,8 @@ impl Connection {
         self.sample_rtt(seg, ack_no, now);
         self.retries = 0;
         let flight = self.snd_max.since(self.snd_una);
-        if self.cc.on_ack(acked, ack_no, flight) {
+        let srtt = self.rtt.srtt().unwrap_or_default();
+        if self.cc.on_ack(acked, ack_no, flight, now, srtt) {
             // RFC 6582: a partial acknowledgment retransmits the next hole.
             self.fast_retransmit = true;
         }
@@ -416,6 +429,7 @@ impl Connection {
         } else {
             Some(now + self.rtt.rto())
         };
+        self.arm_tail_loss_probe(now);
     }
 
     /// An RTT sample from the echoed timestamp, or from the timed segment
@@ -452,6 +466,7 @@ impl Connection {
         // Trim what was already received.
         let (offset, bytes) = if seq < self.rcv_nxt {
             let old = self.rcv_nxt.since(seq) as usize;
+            self.note_old_duplicate(seq, payload.len());
             (0, payload.get(old..).unwrap_or(&[]))
         } else {
             (seq.since(self.rcv_nxt) as usize, payload)
@@ -461,9 +476,21 @@ impl Connection {
             return;
         }
         let had_gaps = self.recv_buf.has_gaps();
+        if self.sack_ok && offset > 0 {
+            let end = offset + bytes.len();
+            let held = self.recv_buf.out_of_order().iter();
+            if held.clone().any(|&(s, e)| s <= offset && end <= e) {
+                self.sack_rx.dsack = Some((seq, seq + bytes.len()));
+                self.loss.dsacks_ofo_sent += 1;
+            }
+        }
         match self.recv_buf.write_at(offset, bytes) {
             None | Some(0) => {
-                // Out of order (or no room): tell the peer where we are.
+                // Out of order (or no room): tell the peer where we are,
+                // the new segment's block first.
+                if offset > 0 && self.sack_ok {
+                    self.sack_rx.note(seq);
+                }
                 self.ack_now = true;
             }
             Some(advanced) => {

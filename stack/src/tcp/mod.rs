@@ -6,12 +6,13 @@
 //! (the TCB and the application's calls), [`input`] (segment arrival),
 //! [`output`] (what to send), [`timers`], [`buffer`] (send ring, receive
 //! ring with out-of-order reassembly), [`rtt`] (RFC 6298), [`congestion`]
-//! (NewReno), [`table`] (the connection table `connect()` searches),
-//! [`wheel`] (the per-lcore timer wheel), [`challenge`] (RFC 5961's limit
-//! on challenge ACKs, per lcore). Options (MSS, window scale, timestamps, SACK permitted) are
-//! parsed in [`crate::wire::tcp`]. SACK blocks, CUBIC and SYN cookies have
-//! their places: the assembler's ranges, the congestion module's surface,
-//! the listener's SYN queue.
+//! (a small trait over NewReno and CUBIC, the default), [`sack`] (SACK blocks out, the scoreboard in), `recovery`
+//! (RFC 6675 loss recovery from the scoreboard), [`table`] (the connection
+//! table `connect()` searches), [`wheel`] (the per-lcore timer wheel),
+//! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore). Options
+//! (MSS, window scale, timestamps, SACK permitted, SACK blocks) are parsed
+//! in [`crate::wire::tcp`]. SYN cookies have their place: the listener's
+//! SYN queue.
 
 pub mod buffer;
 pub mod challenge;
@@ -20,15 +21,19 @@ pub mod congestion;
 pub mod conn;
 pub mod input;
 mod output;
+mod recovery;
 pub mod rtt;
+pub mod sack;
 pub mod seq;
 pub mod table;
 mod timers;
 pub mod wheel;
 
 pub use config::TcpConfig;
+pub use congestion::Algorithm as CongestionAlgorithm;
 pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
 pub use input::{Refusal, Verdict};
+pub use sack::LossEvents;
 pub use seq::Seq;
 pub use timers::PERSIST_MAX;
 

@@ -1,9 +1,11 @@
-//! What a connection sends next (RFC 9293 3.8, RFC 5681, RFC 6582): a
-//! pending reset, our SYN or SYN-ACK, a fast retransmission, new data within
+//! What a connection sends next (RFC 9293 3.8, RFC 5681, RFC 6582, RFC
+//! 6675): a pending reset, our SYN or SYN-ACK, a fast retransmission (with
+//! SACK: the next lost hole, see [`super::recovery`]), new data within
 //! the peer's and the congestion window (Nagle's rule for small segments),
 //! our FIN after the data, a zero-window probe, or a bare ACK when one is
 //! owed. One segment per call; the caller loops until `None`.
 
+use super::congestion::CongestionControl;
 use super::conn::{Connection, State};
 use super::seq::Seq;
 use crate::time::Instant;
@@ -28,9 +30,20 @@ impl Connection {
             State::SynSent => return None,
             _ => {}
         }
+        if self.recovery.is_some() {
+            let force = core::mem::take(&mut self.fast_retransmit);
+            if let Some(segment) = self.retransmit_lost(now, payload, force) {
+                return Some(segment);
+            }
+        }
         if self.fast_retransmit {
             self.fast_retransmit = false;
             if let Some(segment) = self.retransmit_first(now, payload) {
+                return Some(segment);
+            }
+        }
+        if core::mem::take(&mut self.tlp_due) {
+            if let Some(segment) = self.send_tail_probe(now, payload) {
                 return Some(segment);
             }
         }
@@ -90,7 +103,8 @@ impl Connection {
     /// (fast retransmit, or a partial acknowledgment in recovery).
     fn retransmit_first(&mut self, now: Instant, payload: &mut [u8]) -> Option<(TcpRepr, usize)> {
         let offset = self.snd_una.since(self.data_start) as usize;
-        let room = payload.len().min(usize::from(self.mss));
+        let options = self.options_for(false, now);
+        let room = payload.len().min(self.payload_room(&options));
         let len = self.send_buf.copy_out(offset, &mut payload[..room]);
         let fin = self.fin_queued
             && self.snd_una + len == self.fin_seq()
@@ -98,11 +112,11 @@ impl Connection {
         if len == 0 && !fin {
             return None;
         }
-        let options = self.options_for(false, now);
         let push = len > 0 && offset + len == self.send_buf.len();
         let extra = if fin { flags::FIN } else { 0 } | if push { flags::PSH } else { 0 };
         let header = self.header(self.snd_una, extra, options);
         self.retransmitted += 1;
+        self.loss.fast_retransmits += 1;
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rtt.rto());
         }
@@ -122,17 +136,39 @@ impl Connection {
         ) {
             return None;
         }
+        // Going back after a timeout: what the peer sacked is not sent
+        // again (RFC 6675 5.1 keeps the scoreboard), only the holes.
+        let resend_end = if self.snd_nxt < self.snd_max {
+            while let Some(end) = self.scoreboard.sacked_end(self.snd_nxt) {
+                self.snd_nxt = end.min(self.snd_max);
+            }
+            self.scoreboard.next_sacked(self.snd_nxt)
+        } else {
+            None
+        };
         let offset = self.snd_nxt.since(self.data_start) as usize;
         let offset = if self.snd_nxt >= self.data_start {
             offset
         } else {
             0
         };
-        let available = self.send_buf.len().saturating_sub(offset);
-        let window = self.snd_wnd.min(self.cc.window());
-        let flight = self.flight();
-        let usable = window.saturating_sub(flight) as usize;
-        let room = payload.len().min(usize::from(self.mss));
+        let hole = resend_end.map_or(usize::MAX, |end| end.since(self.snd_nxt) as usize);
+        let available = self.send_buf.len().saturating_sub(offset).min(hole);
+        let usable = match self.recovery {
+            // PRR (RFC 6937) sets what recovery sends, within the peer's
+            // window.
+            Some(r) => r.sndcnt.min(self.snd_wnd.saturating_sub(self.flight())) as usize,
+            None => {
+                let window = self.snd_wnd.min(self.cc.window());
+                window.saturating_sub(self.in_flight()) as usize
+            }
+        };
+        let options = self.options_for(false, now);
+        let room = payload.len().min(self.payload_room(&options));
+        if self.recovery.is_some() && usable < room.min(available) {
+            // Whole segments only while recovery paces the sending.
+            return None;
+        }
         let len = available.min(room).min(usable);
         let fin_seq = self.fin_seq();
         let fin = self.fin_queued && self.snd_nxt + len == fin_seq && self.snd_nxt <= fin_seq;
@@ -152,20 +188,22 @@ impl Connection {
         // Nagle (RFC 9293 3.7.4) with Minshall's refinement (as Linux): a
         // small segment waits while an earlier small one is unacknowledged,
         // unless our FIN rides on it.
-        let small = len < usize::from(self.mss);
+        let small = len < room;
         let resending = self.snd_nxt < self.snd_max;
         if len > 0 && small && !self.nodelay && self.snd_sml > self.snd_una && !fin && !resending {
             return None;
         }
         let copied = self.send_buf.copy_out(offset, &mut payload[..len]);
-        let push = copied > 0 && copied == available;
+        let push = copied > 0 && offset + copied == self.send_buf.len();
         let extra = if fin { flags::FIN } else { 0 } | if push { flags::PSH } else { 0 };
-        let options = self.options_for(false, now);
         let seq = self.snd_nxt;
         let header = self.header(seq, extra, options);
         let new_data = self.snd_nxt == self.snd_max;
         self.retransmitted += u64::from(!new_data);
         self.snd_nxt = self.snd_nxt + copied + usize::from(fin);
+        if let Some(r) = self.recovery.as_mut() {
+            r.sent(copied);
+        }
         if small && copied > 0 {
             self.snd_sml = self.snd_nxt;
         }
@@ -178,13 +216,18 @@ impl Connection {
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rtt.rto());
         }
+        if new_data {
+            self.arm_tail_loss_probe(now);
+        }
         self.persist_at = None;
         Some((self.acked(header), copied))
     }
 
-    /// Marks the ACK a segment carries as sent: nothing more is owed.
-    fn acked(&mut self, header: TcpRepr) -> TcpRepr {
+    /// Marks the ACK a segment carries as sent: nothing more is owed (a
+    /// D-SACK is reported once).
+    pub(crate) fn acked(&mut self, header: TcpRepr) -> TcpRepr {
         if header.flags & flags::ACK != 0 {
+            self.sack_rx.dsack = None;
             self.ack_now = false;
             self.challenge = false;
             self.ack_at = None;

@@ -15,6 +15,7 @@
 //! Times: `+N` after the previous line, or absolute seconds. Timers run as
 //! the clock moves.
 
+use super::congestion::{Algorithm, CongestionControl};
 use super::*;
 use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
@@ -23,6 +24,7 @@ use std::collections::VecDeque;
 mod close;
 mod handshake;
 mod loss;
+mod sack;
 mod transfer;
 
 /// Our ISS in every script.
@@ -52,6 +54,8 @@ struct ScriptOptions {
     window_scale: Option<u8>,
     sack_permitted: bool,
     timestamps: Option<(Option<u32>, Option<u32>)>,
+    /// SACK blocks, relative like the acknowledgment field.
+    sack: Vec<(u32, u32)>,
 }
 
 fn parse_flags(word: &str) -> u8 {
@@ -75,6 +79,14 @@ fn parse_options(text: &str) -> ScriptOptions {
             ["mss", n] => options.mss = Some(n.parse().unwrap()),
             ["wscale", n] => options.window_scale = Some(n.parse().unwrap()),
             ["sackOK"] => options.sack_permitted = true,
+            ["sack", blocks @ ..] => {
+                for block in blocks {
+                    let (left, right) = block.split_once(':').unwrap();
+                    options
+                        .sack
+                        .push((left.parse().unwrap(), right.parse().unwrap()));
+                }
+            }
             ["nop"] | ["eol"] => {}
             ["TS", "val", v, "ecr", e] => {
                 let value = |s: &str| (s != "*").then(|| s.parse().unwrap());
@@ -150,10 +162,13 @@ struct Script {
     verdicts: Vec<Verdict>,
 }
 
+/// The scripts' configuration. They pin NewReno: its arithmetic is what
+/// their windows show (CUBIC has tests of its own in `congestion`).
 fn config() -> TcpConfig {
     TcpConfig {
         send_buffer: 64 * 1024,
         recv_buffer: 64 * 1024,
+        congestion: Algorithm::NewReno,
         ..TcpConfig::default()
     }
 }
@@ -294,6 +309,13 @@ fn inbound_repr(line: &Line) -> TcpRepr {
             timestamps: options
                 .timestamps
                 .map(|(v, e)| (v.unwrap_or(0), e.unwrap_or(0))),
+            sack: {
+                let mut blocks = crate::wire::tcp::SackBlocks::default();
+                for &(left, right) in &options.sack {
+                    blocks.push(OUR_ISS.wrapping_add(left), OUR_ISS.wrapping_add(right));
+                }
+                blocks
+            },
         },
     }
 }
@@ -313,11 +335,19 @@ fn describe(repr: &TcpRepr, len: usize) -> String {
         }
     }
     let seq = repr.seq.wrapping_sub(OUR_ISS);
+    let blocks: Vec<String> = repr
+        .options
+        .sack
+        .as_slice()
+        .iter()
+        .map(|&(l, r)| format!("{}:{}", l.wrapping_sub(PEER_ISN), r.wrapping_sub(PEER_ISN)))
+        .collect();
     format!(
-        "> {flag_text} {seq}:{}({len}) ack {} win {} {:?}",
+        "> {flag_text} {seq}:{}({len}) ack {} win {} sack [{}] {:?}",
         seq.wrapping_add(len as u32),
         repr.ack.wrapping_sub(PEER_ISN),
         repr.window,
+        blocks.join(" "),
         repr.options
     )
 }
@@ -362,6 +392,16 @@ fn check(line: &Line, got: &TcpRepr, len: usize, text: &str) {
             }
             _ => panic!("timestamps: expected {text:?}, got {shown:?}"),
         }
+        let blocks: Vec<(u32, u32)> = o
+            .sack
+            .as_slice()
+            .iter()
+            .map(|&(l, r)| (l.wrapping_sub(PEER_ISN), r.wrapping_sub(PEER_ISN)))
+            .collect();
+        assert_eq!(
+            blocks, options.sack,
+            "SACK: expected {text:?}, got {shown:?}"
+        );
     }
 }
 

@@ -1,13 +1,14 @@
 //! A connection's timers: a fixed table of deadlines (retransmission,
-//! delayed ACK, persist, TIME-WAIT, keepalive), polled with the time; the lcore keeps
+//! tail loss probe, delayed ACK, persist, TIME-WAIT, keepalive), polled with the time; the lcore keeps
 //! connections in a timer wheel keyed by [`Connection::next_deadline`].
 //!
 //! Keepalive probes an idle connection when asked to, at the configured
 //! idle time and interval (no backoff: its own deadline and count).
 //!
-//! Retransmission (RFC 6298 5): go back to `SND.UNA`, back the timer off,
-//! shrink the congestion window (RFC 5681 (4)), give up after the
-//! configured number of tries (fewer for a SYN).
+//! Retransmission (RFC 6298 5): go back to `SND.UNA` (skipping what the
+//! peer sacked, unless this is the second timeout in a row), back the
+//! timer off, shrink the congestion window (RFC 5681 (4)), give up after
+//! the configured number of tries (fewer for a SYN).
 //!
 //! Persist (RFC 9293 3.8.6.1): while the peer's window is zero and data
 //! waits, a probe after an RTO, then at doubling gaps up to
@@ -15,6 +16,7 @@
 //! touched, so the data sent once the window opens is timed by the RTO
 //! the path earned, not by how long the window stayed shut.
 
+use super::congestion::CongestionControl;
 use super::conn::{Connection, State, TcpError};
 use crate::time::{Duration, Instant};
 
@@ -33,6 +35,7 @@ impl Connection {
     pub fn next_deadline(&self) -> Option<Instant> {
         [
             self.rto_at,
+            self.tlp_at,
             self.ack_at,
             self.persist_at,
             self.time_wait_at,
@@ -59,6 +62,9 @@ impl Connection {
             if self.state == State::Closed {
                 return;
             }
+        }
+        if self.tlp_at.is_some_and(|t| now >= t) {
+            self.tail_loss_probe(now);
         }
         if self.rto_at.is_some_and(|t| now >= t) {
             self.retransmission_timeout(now);
@@ -123,6 +129,10 @@ impl Connection {
             self.snd_nxt = self.snd_una;
             self.rto_at = None;
             self.timing = None;
+            // Nothing is in flight any more: a SACK recovery's pipe would
+            // count what went back as sent, and hold the window shut.
+            self.recovery = None;
+            self.dup_acks = 0;
             self.persist_backoff = 0;
             self.persist_timeout(now);
             return;
@@ -136,6 +146,16 @@ impl Connection {
         self.timing = None; // Karn: no sample from a retransmission
         if !handshake {
             self.cc.on_timeout(self.flight());
+        }
+        // SACK recovery is over. The scoreboard is kept through one
+        // timeout, so going back skips what the peer holds (as Linux); a
+        // second in a row suggests the peer dropped what it sacked
+        // (reneging, RFC 2018 8), and everything goes again.
+        self.recovery = None;
+        self.dup_acks = 0;
+        self.tlp_at = None;
+        if self.retries > 1 {
+            self.scoreboard.clear();
         }
         // Go back: everything from SND.UNA (or the SYN) is sent again.
         self.snd_nxt = self.snd_una;

@@ -1,8 +1,8 @@
 //! TCP headers and options (RFC 9293 3.1, RFC 7323, RFC 2018).
 //!
 //! [`TcpPacket`] is the zero-copy view; [`TcpRepr`] is the parsed header
-//! with the options dpstack uses (MSS, window scale, SACK permitted,
-//! timestamps), emitted back in the canonical order Linux uses. Option
+//! with the options dpstack uses (MSS, window scale, SACK permitted, SACK
+//! blocks, timestamps), emitted back in the canonical order Linux uses. Option
 //! parsing is bounded by the data offset and never reads past it; unknown
 //! options are skipped by their length, malformed ones make the segment
 //! `Malformed`.
@@ -50,6 +50,7 @@ mod kind {
     pub const MSS: u8 = 2;
     pub const WINDOW_SCALE: u8 = 3;
     pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
     pub const TIMESTAMPS: u8 = 8;
 }
 
@@ -159,6 +160,51 @@ fn read_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
+/// Most SACK blocks an option holds (RFC 2018 3: 4 fill the 40 option
+/// bytes; 3 fit beside timestamps).
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+/// SACK blocks (RFC 2018): `[left, right)` edges as sequence numbers, the
+/// first the most recent (or a D-SACK, RFC 2883). Fixed storage: a header
+/// never holds more than [`MAX_SACK_BLOCKS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SackBlocks {
+    blocks: [(u32, u32); MAX_SACK_BLOCKS],
+    len: u8,
+}
+
+impl SackBlocks {
+    /// Appends a block; false (nothing added) once full.
+    pub fn push(&mut self, left: u32, right: u32) -> bool {
+        let Some(slot) = self.blocks.get_mut(usize::from(self.len)) else {
+            return false;
+        };
+        *slot = (left, right);
+        self.len += 1;
+        true
+    }
+
+    /// The blocks, in the order sent.
+    pub fn as_slice(&self) -> &[(u32, u32)] {
+        &self.blocks[..usize::from(self.len)]
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Keeps the first `n` blocks.
+    pub fn truncate(&mut self, n: usize) {
+        self.len = self.len.min(n as u8);
+    }
+}
+
 /// The options dpstack understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpOptions {
@@ -170,6 +216,8 @@ pub struct TcpOptions {
     pub sack_permitted: bool,
     /// Timestamps: (TSval, TSecr).
     pub timestamps: Option<(u32, u32)>,
+    /// SACK blocks (any segment once SACK is permitted).
+    pub sack: SackBlocks,
 }
 
 impl TcpOptions {
@@ -199,10 +247,21 @@ impl TcpOptions {
                 (kind::TIMESTAMPS, 8) => {
                     options.timestamps = Some((read_u32(body, 0), read_u32(body, 4)));
                 }
-                (kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::TIMESTAMPS, _) => {
-                    return Err(WireError::Malformed)
+                (kind::SACK, n) if n > 0 && n % 8 == 0 && n <= 8 * MAX_SACK_BLOCKS => {
+                    options.sack = SackBlocks::default();
+                    for block in body.chunks_exact(8) {
+                        options.sack.push(read_u32(block, 0), read_u32(block, 4));
+                    }
                 }
-                _ => {} // SACK blocks, MD5, fast open...: not (yet) used
+                (
+                    kind::MSS
+                    | kind::WINDOW_SCALE
+                    | kind::SACK_PERMITTED
+                    | kind::TIMESTAMPS
+                    | kind::SACK,
+                    _,
+                ) => return Err(WireError::Malformed),
+                _ => {} // MD5, fast open...: not used
             }
             bytes = &bytes[len..];
         }
@@ -226,6 +285,10 @@ impl TcpOptions {
         if self.window_scale.is_some() {
             len += 4;
         }
+        if !self.sack.is_empty() {
+            // NOP, NOP, kind, length, then 8 bytes a block.
+            len += 4 + 8 * self.sack.len();
+        }
         len
     }
 
@@ -236,8 +299,9 @@ impl TcpOptions {
 
     /// Writes the options in Linux's order and padding: MSS; SACK
     /// permitted with timestamps (or NOP, NOP, timestamps; or NOP, NOP,
-    /// SACK permitted); NOP and window scale. `out` must hold
-    /// [`Self::len`] bytes.
+    /// SACK permitted); NOP and window scale; NOP, NOP and SACK blocks.
+    /// `out` must hold [`Self::len`] bytes (the caller keeps it within
+    /// [`MAX_OPTIONS_LEN`]: at most 3 blocks beside timestamps).
     pub fn emit(&self, out: &mut [u8]) {
         let mut at = 0;
         let mut put = |bytes: &[u8]| {
@@ -264,6 +328,14 @@ impl TcpOptions {
         }
         if let Some(shift) = self.window_scale {
             put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
+        }
+        if !self.sack.is_empty() {
+            let len = 2 + 8 * self.sack.len() as u8;
+            put(&[kind::NOP, kind::NOP, kind::SACK, len]);
+            for &(left, right) in self.sack.as_slice() {
+                put(&left.to_be_bytes());
+                put(&right.to_be_bytes());
+            }
         }
     }
 }
@@ -366,6 +438,7 @@ mod tests {
                     window_scale: Some(7),
                     sack_permitted: true,
                     timestamps: Some((100, 0)),
+                    ..TcpOptions::default()
                 },
             }
         );
@@ -382,6 +455,7 @@ mod tests {
             window_scale: None,
             sack_permitted: true,
             timestamps: None,
+            ..TcpOptions::default()
         };
         let mut out = [0u8; 8];
         options.emit(&mut out);
@@ -394,6 +468,36 @@ mod tests {
         ts_only.emit(&mut out);
         assert_eq!(out, [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
         assert_eq!(TcpOptions::parse(&out), Ok(ts_only));
+    }
+
+    #[test]
+    fn sack_blocks_follow_timestamps_and_parse_back() {
+        // Linux's layout: NOP NOP TS, then NOP NOP SACK with 3 blocks: 40
+        // bytes, the most a header holds.
+        let mut options = TcpOptions {
+            timestamps: Some((7, 9)),
+            ..TcpOptions::default()
+        };
+        for (left, right) in [(300, 400), (100, 200), (500, 600)] {
+            assert!(options.sack.push(left, right));
+        }
+        assert_eq!(options.len(), MAX_OPTIONS_LEN);
+        let mut out = [0u8; MAX_OPTIONS_LEN];
+        options.emit(&mut out);
+        assert_eq!(&out[12..16], &[1, 1, 5, 26]);
+        assert_eq!(&out[16..24], &[0, 0, 1, 44, 0, 0, 1, 144]);
+        assert_eq!(TcpOptions::parse(&out), Ok(options));
+        // A block's worth of bytes that is not a whole block is malformed;
+        // so are none and five.
+        for bad in [&[5, 6, 0, 0, 0, 1][..], &[5, 2], &[5, 42]] {
+            let mut padded = bad.to_vec();
+            padded.resize(42, 0);
+            assert_eq!(
+                TcpOptions::parse(&padded),
+                Err(WireError::Malformed),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

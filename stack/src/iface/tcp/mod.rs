@@ -23,7 +23,9 @@ use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN
 use crate::tcp::challenge::ChallengeAckLimit;
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
-use crate::tcp::{Buffers, Connection, Refusal, Seq, State, TcpConfig, TcpError, Verdict};
+use crate::tcp::{
+    Buffers, Connection, LossEvents, Refusal, Seq, State, TcpConfig, TcpError, Verdict,
+};
 use crate::time::Instant;
 use crate::udp::PeerError;
 use crate::wire::checksum;
@@ -490,6 +492,7 @@ pub(crate) fn after_activity<P: Port>(
     let Some(slot) = tcp.slot(id) else {
         return;
     };
+    count_loss_events(&core.counters, slot.conn.take_loss_events());
     let state = slot.conn.state();
     let mut from_listener = None;
     if let Some(l) = slot.listener {
@@ -615,6 +618,20 @@ pub(crate) fn after_activity<P: Port>(
             tcp.timers.insert(deadline, id);
         }
     }
+}
+
+/// Adds a connection's loss-recovery events to the lcore's counters.
+fn count_loss_events(counters: &Counters, events: LossEvents) {
+    if events == LossEvents::default() {
+        return;
+    }
+    counters.add(Stat::TcpSackRecovery, events.sack_recoveries);
+    counters.add(Stat::TcpRenoRecovery, events.reno_recoveries);
+    counters.add(Stat::TcpFastRetrans, events.fast_retransmits);
+    counters.add(Stat::TcpLossProbes, events.loss_probes);
+    counters.add(Stat::TcpDSACKRecv, events.dsacks_received);
+    counters.add(Stat::TcpDSACKOldSent, events.dsacks_old_sent);
+    counters.add(Stat::TcpDSACKOfoSent, events.dsacks_ofo_sent);
 }
 
 /// Runs the connections' timers that are due.

@@ -11,8 +11,8 @@ fn a_passive_open_negotiates_options_and_acks_data_after_a_delay() {
     );
     t.run(
         "
-        // No SACK offered by our config; scaling and timestamps agreed.
-        +0 > S. 0:0(0) ack 1 win 65535 <mss 1460,TS val 0 ecr 100,nop,wscale 1>
+        // SACK (on by default, as Linux), scaling and timestamps agreed.
+        +0 > S. 0:0(0) ack 1 win 65535 <mss 1460,sackOK,TS val 0 ecr 100,nop,wscale 1>
         +0.010 < . 1:1(0) ack 1 win 257 <nop,nop,TS val 101 ecr 0>
         +0 < P. 1:101(100) ack 1 win 257 <nop,nop,TS val 102 ecr 0>
         // One small segment: the ACK waits for the delayed-ACK timer.
@@ -31,7 +31,7 @@ fn an_active_open_takes_what_the_peer_offers() {
     let mut t = Script::active(&config());
     t.run(
         "
-        0 > S 0:0(0) win 65535 <mss 1460,TS val 0 ecr 0,nop,wscale 1>
+        0 > S 0:0(0) win 65535 <mss 1460,sackOK,TS val 0 ecr 0,nop,wscale 1>
         +0.1 < S. 0:0(0) ack 1 win 5840 <mss 1200,nop,wscale 2>
         // The peer has no timestamps: none from here on; no delay for the
         // handshake's ACK.
@@ -92,7 +92,7 @@ fn simultaneous_open_meets_in_the_middle() {
     let mut t = Script::active(&config());
     t.run(
         "
-        0 > S 0:0(0) <mss 1460,TS val 0 ecr 0,nop,wscale 1>
+        0 > S 0:0(0) <mss 1460,sackOK,TS val 0 ecr 0,nop,wscale 1>
         // The peer's own SYN crosses ours.
         +0.01 < S 0:0(0) win 1000 <mss 1000>
         +0 > S. 0:0(0) ack 1 <mss 1460>

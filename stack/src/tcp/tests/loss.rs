@@ -1,5 +1,6 @@
 //! Loss: retransmission on the timer with backoff, fast retransmit and
-//! NewReno recovery, giving up after the configured tries.
+//! NewReno recovery, giving up after the configured tries; the congestion
+//! control chosen per stack or per connection.
 
 use super::close::established;
 use super::*;
@@ -101,4 +102,37 @@ fn keepalive_probes_an_idle_peer_and_gives_up_on_a_dead_one() {
     t.quiet();
     assert_eq!(t.conn.state(), State::Closed);
     assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
+}
+
+#[test]
+fn cubic_is_the_default_and_newreno_stays_selectable() {
+    let syn = "0 < S 0:0(0) win 8000 <mss 1000>";
+    // Per stack: CUBIC unless the configuration says otherwise.
+    let stack_default = TcpConfig {
+        congestion: TcpConfig::default().congestion,
+        ..config()
+    };
+    let cubic = Script::passive(&stack_default, syn);
+    assert_eq!(cubic.conn.congestion(), Algorithm::Cubic);
+    let mut reno = Script::passive(&config(), syn);
+    assert_eq!(reno.conn.congestion(), Algorithm::NewReno);
+    // Per connection, and each reacts to a timeout its own way: NewReno
+    // halves the flight (RFC 5681), CUBIC keeps 0.7 of it (RFC 9438).
+    let mut cubic = cubic;
+    reno.conn.set_congestion(Algorithm::NewReno);
+    for (t, ssthresh) in [(&mut reno, 4000), (&mut cubic, 5600)] {
+        t.run(
+            "
+            +0 > S. 0:0(0) ack 1
+            +0.01 < . 1:1(0) ack 1 win 8000
+            ",
+        );
+        t.write(&[5u8; 8000]);
+        t.advance(t.now + Duration::from_millis(200));
+        assert_eq!(t.conn.cc.window(), 1000, "one segment after the timeout");
+        assert_eq!(t.conn.cc.ssthresh(), ssthresh);
+    }
+    let mut switched = Script::passive(&config(), syn);
+    switched.conn.set_congestion(Algorithm::Cubic);
+    assert_eq!(switched.conn.congestion(), Algorithm::Cubic);
 }

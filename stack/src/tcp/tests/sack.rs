@@ -1,0 +1,246 @@
+//! SACK (RFC 2018) and D-SACK (RFC 2883) both ways: the blocks our ACKs
+//! carry for out-of-order and duplicate data, and RFC 6675 recovery from
+//! the peer's blocks (only the holes sent again).
+
+use super::*;
+
+/// An established connection whose peer offered SACK (and no timestamps:
+/// four blocks fit).
+fn established_sack() -> Script {
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 8000 <mss 1000,sackOK>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,sackOK>
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    assert!(t.conn.sack_enabled());
+    t
+}
+
+#[test]
+fn out_of_order_segments_are_reported_latest_first() {
+    let mut t = established_sack();
+    t.run(
+        "
+        +0.1 < . 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1 <sack 1001:2001>
+        +0 < . 3001:4001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1 <sack 3001:4001 1001:2001>
+        +0 < . 5001:6001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1 <sack 5001:6001 3001:4001 1001:2001>
+        // Filling 2001-3001 joins two blocks: the joined one comes first.
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1 <sack 1001:4001 5001:6001>
+        // The first hole filled: only what is still out of order.
+        +0 < . 1:1001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 4001 <sack 5001:6001>
+        +0 < . 4001:5001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 6001
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.read_all().len(), 6000);
+}
+
+#[test]
+fn a_duplicate_segment_is_reported_once_with_a_dsack() {
+    let mut t = established_sack();
+    t.run(
+        "
+        +0.1 < . 1:1001(1000) ack 1 win 8000
+        +0.04 > . 1:1(0) ack 1001
+        // Below RCV.NXT: a D-SACK of the duplicate (RFC 2883 4.1.1).
+        +0.1 < . 1:1001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1001 <sack 1:1001>
+        // Out of order, then again: the D-SACK, then the block holding it
+        // (RFC 2883 4.1.2).
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1001 <sack 2001:3001>
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1001 <sack 2001:3001 2001:3001>
+        // Reported once: the next ACK has the plain blocks.
+        +0 < . 4001:5001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1001 <sack 4001:5001 2001:3001>
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.loss.dsacks_old_sent, 1);
+    assert_eq!(t.conn.loss.dsacks_ofo_sent, 1);
+}
+
+#[test]
+fn recovery_retransmits_only_the_holes_the_scoreboard_shows() {
+    let mut t = established_sack();
+    t.write(&[3u8; 8000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
+        +0 > . 3001:4001(1000) ack 1
+        +0 > . 4001:5001(1000) ack 1
+        +0 > . 5001:6001(1000) ack 1
+        +0 > . 6001:7001(1000) ack 1
+        +0 > P. 7001:8001(1000) ack 1
+        // 1001-2001 and 3001-4001 are lost; the rest arrives, sacked.
+        +0.01 < . 1:1(0) ack 1001 win 8000 <sack 2001:3001>
+        +0 < . 1:1(0) ack 1001 win 8000 <sack 4001:5001 2001:3001>
+        // The third duplicate: recovery, the first hole at once. The
+        // second is not lost yet (two segments sacked above it, RFC 6675
+        // IsLost), and pipe (4000) fills the window, halved from the
+        // 7000 bytes in flight.
+        +0 < . 1:1(0) ack 1001 win 8000 <sack 4001:6001 2001:3001>
+        +0 > . 1001:2001(1000) ack 1
+        // Three segments above 3001: lost, and pipe has room for it.
+        +0 < . 1:1(0) ack 1001 win 8000 <sack 4001:8001 2001:3001>
+        +0 > . 3001:4001(1000) ack 1
+        // Partial and full acknowledgments: nothing sacked goes again.
+        +0.01 < . 1:1(0) ack 3001 win 8000 <sack 4001:8001>
+        +0 < . 1:1(0) ack 8001 win 8000
+        ",
+    );
+    t.quiet();
+    assert!(t.conn.recovery.is_none());
+    assert_eq!(t.conn.retransmitted, 2);
+    assert_eq!(t.conn.loss.sack_recoveries, 1);
+    assert_eq!(t.conn.loss.fast_retransmits, 2);
+    assert_eq!(t.conn.cc.window(), 3500, "ssthresh: half the flight");
+    assert!(t.conn.send_buf.is_empty());
+}
+
+#[test]
+fn a_dsack_received_is_counted_and_not_taken_as_sacked() {
+    let mut t = established_sack();
+    t.write(&[3u8; 2000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > P. 1001:2001(1000) ack 1
+        // The peer got 1-1001 twice: a D-SACK below the ACK.
+        +0.01 < . 1:1(0) ack 1001 win 8000 <sack 1:1001>
+        +0 < . 1:1(0) ack 2001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.loss.dsacks_received, 1);
+    assert!(t.conn.scoreboard.is_empty());
+}
+
+#[test]
+fn a_timeout_goes_back_but_skips_what_the_peer_holds() {
+    let mut t = established_sack();
+    t.write(&[3u8; 4000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
+        +0 > P. 3001:4001(1000) ack 1
+        // Only 1001-2001 arrives: one duplicate, no recovery.
+        +0.01 < . 1:1(0) ack 1 win 8000 <sack 1001:2001>
+        // Two RTTs after the data went (the duplicate does not move it),
+        // the tail loss probe (RFC 8985): the last segment.
+        +0.01 > P. 3001:4001(1000) ack 1
+        // Unanswered. The RTO (200 ms, restarted by the probe) resends
+        // 1-1001, then 2001-3001 once the window allows: never 1001-2001.
+        +0.2 > . 1:1001(1000) ack 1
+        +0.01 < . 1:1(0) ack 2001 win 8000
+        +0 > . 2001:3001(1000) ack 1
+        +0 > P. 3001:4001(1000) ack 1
+        +0.01 < . 1:1(0) ack 4001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.retransmitted, 4);
+    assert_eq!(t.conn.loss.loss_probes, 1);
+}
+
+#[test]
+fn prr_spreads_the_window_reduction_over_the_round_trip() {
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 20000 <mss 1000,sackOK>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,sackOK>
+        +0.01 < . 1:1(0) ack 1 win 20000
+        ",
+    );
+    t.write(&[4u8; 20_000]);
+    for i in 0..10 {
+        t.run(&format!(
+            "+0 > . {}:{}(1000) ack 1",
+            1 + i * 1000,
+            1001 + i * 1000
+        ));
+    }
+    t.run(
+        "
+        // The window grew by the SYN's byte: one byte more (the only small
+        // segment, so Nagle lets it go).
+        +0 > . 10001:10002(1) ack 1
+        // 1-1001 is lost. Before recovery, what the peer sacked has left
+        // the network: a new segment per duplicate.
+        +0.01 < . 1:1(0) ack 1 win 20000 <sack 1001:2001>
+        +0 > . 10002:11002(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:3001>
+        +0 > . 11002:12002(1000) ack 1
+        // Recovery: 12001 in flight (RecoverFS), ssthresh 6000. The hole
+        // goes at once; then PRR lets out ssthresh / RecoverFS = half of
+        // what each ACK delivers: a segment every second ACK (RFC 6675
+        // alone would wait for pipe to fall under cwnd, then send one per
+        // ACK).
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:4001>
+        +0 > . 1:1001(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:5001>
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:6001>
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:7001>
+        +0 > . 12002:13002(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:8001>
+        // pipe (5001) is under ssthresh now: PRR-SSRB brings it back up,
+        // whole segments only (999 bytes allowed: none yet).
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:9001>
+        +0 < . 1:1(0) ack 1 win 20000 <sack 1001:10001>
+        +0 > . 13002:14002(1000) ack 1
+        ",
+    );
+    t.quiet();
+    let r = t.conn.recovery.expect("still recovering");
+    assert_eq!(
+        (r.recover_fs, r.prr_delivered, r.prr_out),
+        (12_001, 7000, 3000)
+    );
+    assert_eq!(t.conn.retransmitted, 1);
+}
+
+#[test]
+fn a_lost_tail_is_probed_after_two_rtts_instead_of_the_rto() {
+    let mut t = established_sack();
+    t.write(&[6u8; 4000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
+        +0 > P. 3001:4001(1000) ack 1
+        // The last two are lost: no duplicate ACK can ever show it. Two
+        // smoothed RTTs (10 ms each) after the ACK, the probe goes: the
+        // last segment, again (RFC 8985 7.3).
+        +0.01 < . 1:1(0) ack 2001 win 8000
+        +0.02 > P. 3001:4001(1000) ack 1
+        // Its SACK shows the hole; the RTO, restarted by the probe,
+        // repairs it (RACK would sooner).
+        +0.01 < . 1:1(0) ack 2001 win 8000 <sack 3001:4001>
+        +0.19 > . 2001:3001(1000) ack 1
+        +0.01 < . 1:1(0) ack 4001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.loss.loss_probes, 1);
+    // A lone segment out: two RTTs plus the worst delayed ACK (200 ms),
+    // armed because the RTO, backed off, is later still.
+    t.write(&[6u8; 1000]);
+    t.run("+0 > P. 4001:5001(1000) ack 1");
+    let srtt = t.conn.rtt.srtt().unwrap();
+    let pto = srtt * 2 + Duration::from_millis(200);
+    assert_eq!(t.conn.tlp_at, Some(t.now + pto));
+}
