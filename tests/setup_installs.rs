@@ -45,23 +45,27 @@ fn program_name(word: &str) -> bool {
     name.is_match(word) && !word.chars().all(|c| c.is_ascii_digit())
 }
 
-/// The `program:package` pairs of scripts/setup's `PROGRAMS=( .. )`.
+/// The (program, package) lines of scripts/setup's `PROGRAMS="..."`.
 fn setup_programs() -> BTreeMap<String, String> {
     let setup = std::fs::read_to_string(Path::new(ROOT).join("scripts/setup")).expect("setup");
     let block = setup
-        .split("PROGRAMS=(")
+        .split("PROGRAMS=\"")
         .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .expect("scripts/setup has a PROGRAMS=( .. ) table");
+        .and_then(|rest| rest.split('"').next())
+        .expect("scripts/setup has a PROGRAMS=\"..\" table");
     block
         .lines()
-        .map(|line| line.split('#').next().unwrap_or(""))
-        .flat_map(str::split_whitespace)
-        .map(|entry| {
-            let (program, package) = entry.split_once(':').unwrap_or_else(|| {
-                panic!("setup's PROGRAMS entry {entry:?} is not program:package")
-            });
-            (program.to_owned(), package.to_owned())
+        .map(|line| {
+            line.split('#')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        })
+        .filter(|words| !words.is_empty())
+        .map(|words| match words[..] {
+            [program, package] => (program.to_owned(), package.to_owned()),
+            _ => panic!("setup's PROGRAMS line {words:?} is not `program package`"),
         })
         .collect()
 }
@@ -205,7 +209,7 @@ fn setup_installs_every_program_the_suite_benchmarks_and_examples_run() {
     assert!(
         unlisted.is_empty(),
         "scripts/setup does not install these programs: add each to its PROGRAMS \
-         table as program:debian-package:\n  {}",
+         table as a line `program debian-package`:\n  {}",
         unlisted.join("\n  ")
     );
 }
