@@ -211,6 +211,41 @@ pub trait OracleCase: Clone + std::fmt::Display {
     fn flows(&self) -> usize;
 }
 
+/// The variants of a case one socket or one flow smaller (for
+/// shrinking): each flow alone with every socket, then every socket but
+/// one with every flow.
+pub fn smaller_parts<S: Clone>(sockets: &[S], flows: &[Flow]) -> Vec<(Vec<S>, Vec<Flow>)> {
+    let mut variants = Vec::new();
+    if flows.len() > 1 {
+        variants.extend(flows.iter().map(|f| (sockets.to_vec(), vec![f.clone()])));
+    }
+    variants.extend((0..sockets.len()).map(|drop| {
+        let mut fewer = sockets.to_vec();
+        fewer.remove(drop);
+        (fewer, flows.to_vec())
+    }));
+    variants
+}
+
+/// A case as a minimal report prints it: its sockets (`kind`, e.g.
+/// "udp"), then its flows (`verb`, e.g. "datagram").
+pub fn write_case<S: std::fmt::Display>(
+    f: &mut std::fmt::Formatter<'_>,
+    (kind, sockets): (&str, &[S]),
+    (verb, flows): (&str, &[Flow]),
+) -> std::fmt::Result {
+    for (i, s) in sockets.iter().enumerate() {
+        writeln!(f, "  #{i} {kind} {s}")?;
+    }
+    for (src_ip, src_port, dst_ip, dst_port) in flows {
+        writeln!(
+            f,
+            "  {verb} {src_ip} port {src_port} -> {dst_ip} port {dst_port}"
+        )?;
+    }
+    Ok(())
+}
+
 fn flows<C: OracleCase>(cases: &[C]) -> usize {
     cases.iter().map(C::flows).sum()
 }

@@ -322,19 +322,10 @@ impl OracleCase for Case {
     }
 
     fn smaller(&self) -> Vec<Case> {
-        let mut variants = Vec::new();
-        if self.conns.len() > 1 {
-            variants.extend((0..self.conns.len()).map(|keep| Case {
-                sockets: self.sockets.clone(),
-                conns: vec![self.conns[keep].clone()],
-            }));
-        }
-        variants.extend((0..self.sockets.len()).map(|drop| {
-            let mut case = self.clone();
-            case.sockets.remove(drop);
-            case
-        }));
-        variants
+        super::smaller_parts(&self.sockets, &self.conns)
+            .into_iter()
+            .map(|(sockets, conns)| Case { sockets, conns })
+            .collect()
     }
 
     fn flows(&self) -> usize {
@@ -344,15 +335,6 @@ impl OracleCase for Case {
 
 impl std::fmt::Display for Case {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, s) in self.sockets.iter().enumerate() {
-            writeln!(f, "  #{i} tcp listen {s}")?;
-        }
-        for (src_ip, src_port, dst_ip, dst_port) in &self.conns {
-            writeln!(
-                f,
-                "  connect {src_ip} port {src_port} -> {dst_ip} port {dst_port}"
-            )?;
-        }
-        Ok(())
+        super::write_case(f, ("tcp listen", &self.sockets), ("connect", &self.conns))
     }
 }

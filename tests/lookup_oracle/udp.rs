@@ -293,19 +293,10 @@ impl OracleCase for Case {
     }
 
     fn smaller(&self) -> Vec<Case> {
-        let mut variants = Vec::new();
-        if self.datagrams.len() > 1 {
-            variants.extend((0..self.datagrams.len()).map(|keep| Case {
-                sockets: self.sockets.clone(),
-                datagrams: vec![self.datagrams[keep].clone()],
-            }));
-        }
-        variants.extend((0..self.sockets.len()).map(|drop| {
-            let mut case = self.clone();
-            case.sockets.remove(drop);
-            case
-        }));
-        variants
+        super::smaller_parts(&self.sockets, &self.datagrams)
+            .into_iter()
+            .map(|(sockets, datagrams)| Case { sockets, datagrams })
+            .collect()
     }
 
     fn flows(&self) -> usize {
@@ -315,15 +306,6 @@ impl OracleCase for Case {
 
 impl std::fmt::Display for Case {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, s) in self.sockets.iter().enumerate() {
-            writeln!(f, "  #{i} udp {s}")?;
-        }
-        for (src_ip, src_port, dst_ip, dst_port) in &self.datagrams {
-            writeln!(
-                f,
-                "  datagram {src_ip} port {src_port} -> {dst_ip} port {dst_port}"
-            )?;
-        }
-        Ok(())
+        super::write_case(f, ("udp", &self.sockets), ("datagram", &self.datagrams))
     }
 }
