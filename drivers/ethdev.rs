@@ -638,7 +638,9 @@ impl Port for EthQueue {
                 base.cast::<*mut sys::rte_mbuf>(),
                 offered as u16,
             ));
-            std::ptr::copy(base.add(sent), base, len - sent);
+            if sent < len {
+                std::ptr::copy(base.add(sent), base, len - sent);
+            }
             bufs.set_len(len - sent);
             sent
         }

@@ -3,7 +3,7 @@
 //! This crate is the driver layer, the only place with `unsafe`: EAL start-up
 //! ([`eal`]), packet buffer pools ([`mempool`]), owned packet buffers
 //! ([`mbuf`]), ethdev ports and queues ([`ethdev`]), lcore threads
-//! ([`lcore`]), the TSC clock ([`clock`]) and, for benchmarks, batched kernel
+//! ([`lcore`]), the TSC clock ([`clock`]), vector header shuffles ([`simd`]) and, for benchmarks, batched kernel
 //! UDP sockets ([`kernel_udp`]). It implements the stack's
 //! [`stack::port::Port`] and [`stack::port::Buf`] traits for DPDK, and
 //! re-exports the pure protocol crate as [`stack`].
@@ -24,6 +24,7 @@ pub mod kernel_udp;
 pub mod lcore;
 pub mod mbuf;
 pub mod mempool;
+pub mod simd;
 pub mod sys;
 
 pub use error::{DpdkError, Result};
