@@ -375,6 +375,16 @@ protocol_counters! {
     /// accept queue was full (each also a `tcp_listen_overflow` drop).
     /// Linux: `ListenOverflows`.
     TcpListenOverflows,
+    /// SYN-ACKs sent with a SYN cookie: the listener's backlog of
+    /// handshakes was full. Linux: `SyncookiesSent`.
+    TcpSyncookiesSent,
+    /// Connections made from a valid cookie returned in an ACK. Linux:
+    /// `SyncookiesRecv`.
+    TcpSyncookiesRecv,
+    /// ACKs to a listener that had sent cookies recently whose cookie did
+    /// not check (forged, stale or for another tuple): answered with a
+    /// reset. Linux: `SyncookiesFailed`.
+    TcpSyncookiesFailed,
     /// TCP zero-window probes sent (the persist timer fired). Linux:
     /// `TCPWinProbe`.
     TcpWinProbe,

@@ -21,6 +21,9 @@ pub struct Keys {
     /// the 4-tuple, so TSval and the ISS beside it in a SYN tell nothing
     /// of each other's key.
     pub ts_offset: [u64; 2],
+    /// TCP SYN cookies (RFC 4987): SipHash of the 4-tuple, the period and
+    /// the peer's ISN.
+    pub syn_cookie: [u64; 2],
     /// The ephemeral port a connect tries first and its perturbation
     /// index (RFC 6056 algorithm 4's F and G).
     pub ports: u64,
@@ -43,7 +46,7 @@ impl core::fmt::Debug for Keys {
 }
 
 /// Words a set of keys is made of.
-const WORDS: usize = 8;
+const WORDS: usize = 10;
 
 impl Keys {
     /// Fresh keys from the operating system's random source (`getrandom`);
@@ -83,6 +86,7 @@ impl Keys {
             flow: w[5],
             fragment_ident: w[6] as u32,
             jitter: w[7],
+            syn_cookie: [w[8], w[9]],
         }
     }
 }

@@ -896,3 +896,4 @@ mod sending;
 mod hostile;
 
 mod soak;
+mod syn_cookies;

@@ -50,6 +50,10 @@ pub struct TcpConfig {
     /// 5961 7; Linux's tcp_challenge_ack_limit, 1000). `u32::MAX`: no
     /// limit.
     pub challenge_ack_limit: u32,
+    /// Answer SYNs with SYN cookies (RFC 4987) once a listener's backlog of
+    /// handshakes is full, instead of dropping them (Linux's
+    /// tcp_syncookies=1). Default on.
+    pub syn_cookies: bool,
     /// Buckets of the interface's connection table (a power of two). The
     /// default suits 100k connections; fuzzing and other short-lived
     /// interfaces set it small, since building 64k buckets costs ~5 ms.
@@ -78,6 +82,7 @@ impl Default for TcpConfig {
             keepalive_interval: Duration::from_secs(75),
             keepalive_probes: 9,
             challenge_ack_limit: 1000,
+            syn_cookies: true,
             conn_buckets: 65536,
         }
     }

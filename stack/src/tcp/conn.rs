@@ -231,6 +231,16 @@ impl Buffers {
     }
 }
 
+/// The window scale a receive buffer of `capacity` bytes announces: the
+/// least shift that fits it in the 16-bit window field (at most 14).
+pub(crate) fn window_shift_for(capacity: usize) -> u8 {
+    let mut shift = 0;
+    while shift < 14 && (capacity >> shift) > usize::from(u16::MAX) {
+        shift += 1;
+    }
+    shift
+}
+
 /// Default MSS when the peer sends none (RFC 9293 3.7.1: 536 over IPv4).
 pub(crate) const DEFAULT_MSS: u16 = 536;
 
@@ -398,6 +408,15 @@ impl Connection {
         conn
     }
 
+    /// For a connection made from the ACK that returned a SYN cookie
+    /// ([`Connection::accept_with`] on the SYN the cookie stood for): the
+    /// SYN-ACK went without state, so it counts as sent, and the ACK then
+    /// completes the handshake.
+    pub fn syn_ack_sent_as_cookie(&mut self) {
+        self.snd_nxt = self.iss + 1u32;
+        self.snd_max = self.snd_nxt;
+    }
+
     /// Hands the buffer storage back once the connection needs no data any
     /// more (TIME-WAIT or CLOSED, and everything received was read, unless
     /// it failed), for the next connection; `None` before, or if it was
@@ -458,11 +477,7 @@ impl Connection {
     }
 
     fn window_shift_for_buffer(&self) -> u8 {
-        let mut shift = 0;
-        while shift < 14 && (self.recv_buf.capacity() >> shift) > usize::from(u16::MAX) {
-            shift += 1;
-        }
-        shift
+        window_shift_for(self.recv_buf.capacity())
     }
 
     /// The state.

@@ -19,6 +19,7 @@ pub mod challenge;
 mod config;
 pub mod congestion;
 pub mod conn;
+pub mod cookie;
 pub mod input;
 mod output;
 mod recovery;

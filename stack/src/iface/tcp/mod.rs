@@ -21,12 +21,14 @@ use crate::keys::Keys;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::challenge::ChallengeAckLimit;
+use crate::tcp::conn::{window_shift_for, DEFAULT_MSS};
+use crate::tcp::cookie::{self, SynCookies};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{
     Buffers, Connection, LossEvents, Refusal, Seq, State, TcpConfig, TcpError, Verdict,
 };
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::udp::PeerError;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
@@ -138,11 +140,25 @@ struct Listener<B: Buf> {
     /// Connections in SYN-RECEIVED at most (0: closed).
     backlog: usize,
     pending: usize,
+    /// When the listener last answered a SYN with a cookie: ACKs are
+    /// checked for cookies only within [`COOKIE_WINDOW`] of it, so a
+    /// listener that never overflowed gives a forger nothing to guess.
+    cookie_sent: Option<Instant>,
     /// Bumped each time the place is reused, so old ids go stale.
     generation: u32,
 }
 
+/// How long after its last cookie a listener still checks ACKs for one:
+/// two cookie periods, the longest a cookie stays valid.
+const COOKIE_WINDOW: Duration = Duration::from_secs(128);
+
 impl<B: Buf> Listener<B> {
+    /// Whether it sent a SYN cookie within [`COOKIE_WINDOW`].
+    fn cookies_recent(&self, now: Instant) -> bool {
+        self.cookie_sent
+            .is_some_and(|at| now.saturating_duration_since(at) <= COOKIE_WINDOW)
+    }
+
     fn id(&self, index: usize) -> ListenerId {
         ListenerId {
             index: index as u32,
@@ -177,6 +193,27 @@ struct Slot<B: Buf> {
     marked_time_wait: bool,
 }
 
+impl<B: Buf> Slot<B> {
+    /// A connection listener `l` made for a peer on `tuple`: from a SYN
+    /// (quiet until it opens) or from a SYN cookie's ACK.
+    fn passive(conn: Connection, tuple: FourTuple, l: usize, scope: u32, quiet: bool) -> Slot<B> {
+        Slot {
+            conn,
+            stream: None,
+            tx_partial: None,
+            hop: None,
+            tuple,
+            listener: Some(l),
+            armed: None,
+            quiet,
+            scope,
+            active: false,
+            announced: false,
+            marked_time_wait: false,
+        }
+    }
+}
+
 /// The lcore's TCP state.
 pub(crate) struct TcpCore<B: Buf> {
     pub(crate) config: TcpConfig,
@@ -195,6 +232,8 @@ pub(crate) struct TcpCore<B: Buf> {
     /// 5.4), and of the reuseport flow hash.
     isn_key: [u64; 2],
     ts_key: [u64; 2],
+    /// SYN cookies for listeners whose backlog is full.
+    pub(crate) cookies: SynCookies,
     flow_key: [u64; 2],
     /// RFC 5961 7: the stack's challenge ACKs a second.
     challenge_limit: ChallengeAckLimit,
@@ -240,6 +279,7 @@ impl<B: Buf> TcpCore<B> {
             events: Vec::new(),
             isn_key: keys.isn,
             ts_key: keys.ts_offset,
+            cookies: SynCookies::new(keys.syn_cookie),
             flow_key: [keys.flow.rotate_left(17), keys.flow],
             challenge_limit,
             ephemeral,

@@ -31,6 +31,7 @@ pub(crate) fn listen<B: Buf>(
         accept: None,
         backlog: backlog.max(1),
         pending: 0,
+        cookie_sent: None,
         reuse_port,
         generation: 0,
     };

@@ -109,6 +109,9 @@ pub(crate) fn input<P: Port>(
         }
         let listener = &mut core.tcp.listeners[l];
         if listener.pending >= listener.backlog {
+            if core.tcp.config.syn_cookies {
+                return send_cookie(core, out, now, l, &tuple, &repr, scope);
+            }
             return core.counters.count_drop(DropReason::TcpListenOverflow);
         }
         listener.pending += 1;
@@ -121,20 +124,7 @@ pub(crate) fn input<P: Port>(
         let buffers = core.tcp.buffers();
         let start = (iss, mss, ts_offset);
         let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);
-        let id = core.tcp.add(Slot {
-            conn,
-            stream: None,
-            tx_partial: None,
-            hop: None,
-            tuple,
-            listener: Some(l),
-            armed: None,
-            quiet: true,
-            scope,
-            active: false,
-            announced: false,
-            marked_time_wait: false,
-        });
+        let id = core.tcp.add(Slot::passive(conn, tuple, l, scope, true));
         if core
             .tcp
             .table
@@ -149,10 +139,151 @@ pub(crate) fn input<P: Port>(
         drop(buf);
         return after_activity(core, out, now, id);
     }
+    let ack_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::ACK;
+    if let (true, Some(l)) = (ack_only, listening) {
+        if core.tcp.listeners[l].cookies_recent(now) {
+            match open_from_cookie(core, now, l, &tuple, &repr, payload, scope) {
+                CookieAck::Opened(id) => {
+                    drop(buf);
+                    return after_activity(core, out, now, id);
+                }
+                CookieAck::QueueFull => {
+                    core.counters.count(Stat::TcpListenOverflows);
+                    return core.counters.count_drop(DropReason::TcpListenOverflow);
+                }
+                CookieAck::Invalid => core.counters.count(Stat::TcpSyncookiesFailed),
+            }
+        }
+    }
     core.counters.count_drop(DropReason::TcpNoSocket);
     if repr.flags & flags::RST == 0 {
         send_reset(core, out, now, &tuple, &repr, payload.len(), scope);
     }
+}
+
+/// Answers `syn` for listener `l`, whose backlog is full, with a SYN-ACK
+/// whose ISS is a SYN cookie: nothing is kept (RFC 4987 3.6). Window
+/// scale and SACK go only with timestamps, which carry them back.
+fn send_cookie<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    l: usize,
+    tuple: &FourTuple,
+    syn: &TcpRepr,
+    scope: u32,
+) {
+    core.tcp.listeners[l].cookie_sent = Some(now);
+    let peer_mss = syn.options.mss.unwrap_or(DEFAULT_MSS);
+    let cookie = core.tcp.cookies.make(tuple, syn.seq, peer_mss, now);
+    let config = &core.tcp.config;
+    let stamped = syn.options.timestamps.filter(|_| config.rfc7323);
+    let peer_scale = syn.options.window_scale.filter(|_| stamped.is_some());
+    let sack = stamped.is_some() && config.sack && syn.options.sack_permitted;
+    let timestamps = stamped.map(|(value, _)| {
+        let ts_now = ((now.as_nanos() / 1_000_000) as u32).wrapping_add(core.tcp.ts_offset(tuple));
+        (cookie::ts_with_options(ts_now, peer_scale, sack), value)
+    });
+    let recv_buffer = core.tcp.config.recv_buffer.max(1);
+    let repr = TcpRepr {
+        src_port: tuple.local.port(),
+        dst_port: tuple.remote.port(),
+        seq: cookie,
+        ack: syn.seq.wrapping_add(1),
+        flags: flags::SYN | flags::ACK,
+        window: recv_buffer.min(usize::from(u16::MAX)) as u16,
+        options: TcpOptions {
+            mss: Some(mss_for(core, tuple, scope)),
+            window_scale: peer_scale.map(|_| window_shift_for(recv_buffer)),
+            sack_permitted: sack,
+            timestamps,
+            ..TcpOptions::default()
+        },
+    };
+    core.counters.count(Stat::TcpSyncookiesSent);
+    let _ = emit(core, out, now, tuple, scope, &repr, &[]);
+}
+
+/// What an ACK to a listener that sent cookies lately turned out to be.
+enum CookieAck {
+    /// It returned a valid cookie: the connection, ESTABLISHED.
+    Opened(ConnId),
+    /// Valid, but the accept queue has no room: dropped, as the last ACK
+    /// of a handshake is then (the peer sends it again).
+    QueueFull,
+    /// No cookie of ours.
+    Invalid,
+}
+
+/// Checks the cookie `ack` returns (`ack - 1`, for the peer ISN
+/// `seq - 1`) and makes its connection from what the cookie and the
+/// echoed timestamp carry; the ACK itself (and any data on it) is then
+/// the connection's first segment.
+fn open_from_cookie<B: Buf>(
+    core: &mut Core<B>,
+    now: Instant,
+    l: usize,
+    tuple: &FourTuple,
+    ack: &TcpRepr,
+    payload: &[u8],
+    scope: u32,
+) -> CookieAck {
+    let peer_isn = ack.seq.wrapping_sub(1);
+    let iss = ack.ack.wrapping_sub(1);
+    let Some(peer_mss) = core.tcp.cookies.check(tuple, peer_isn, iss, now) else {
+        return CookieAck::Invalid;
+    };
+    if core.tcp.accept_queue_full(l) {
+        return CookieAck::QueueFull;
+    }
+    let (window_scale, sack_permitted) = ack
+        .options
+        .timestamps
+        .map_or((None, false), |(_, echo)| cookie::options_from_ts(echo));
+    let syn = TcpRepr {
+        src_port: ack.src_port,
+        dst_port: ack.dst_port,
+        seq: peer_isn,
+        ack: 0,
+        flags: flags::SYN,
+        window: ack.window,
+        options: TcpOptions {
+            mss: Some(peer_mss),
+            window_scale,
+            sack_permitted,
+            timestamps: ack.options.timestamps.map(|(value, _)| (value, 0)),
+            ..TcpOptions::default()
+        },
+    };
+    let start = (
+        Seq(iss),
+        mss_for(core, tuple, scope),
+        core.tcp.ts_offset(tuple),
+    );
+    let buffers = core.tcp.buffers();
+    let mut conn = Connection::accept_with(&core.tcp.config, &syn, start, now, buffers);
+    conn.syn_ack_sent_as_cookie();
+    let verdict = conn.on_segment(ack, payload, now);
+    if let Verdict::Refused(refusal) = verdict {
+        count_refusal(&core.counters, refusal);
+        return CookieAck::Invalid;
+    }
+    let id = core.tcp.add(Slot::passive(conn, *tuple, l, scope, false));
+    if core
+        .tcp
+        .table
+        .insert(*tuple, ConnRef::new(id, false))
+        .is_err()
+    {
+        core.tcp.remove(id);
+        return CookieAck::Invalid;
+    }
+    // Counted as a handshake until after_activity sees it open and hands
+    // it to the listener, which takes the count back.
+    core.tcp.listeners[l].pending += 1;
+    core.counters.count(Stat::TcpSyncookiesRecv);
+    core.counters.count(Stat::TcpPassiveOpens);
+    CookieAck::Opened(id)
 }
 
 /// RFC 5961 7: the challenge ACK connection `id` owes goes if the

@@ -322,11 +322,38 @@ fn a_flood_of_100000_spoofed_syns_leaves_established_connections_echoing() {
     port.push_rx(&tcp4(PEER_IP, &segment(5000, seq, ack, flags::ACK), &[]));
     iface.poll(&mut port, now, &mut EchoBoth);
     port.take_tx();
-    let refused = iface.counters().dropped(DropReason::TcpListenOverflow);
+    let cookies = iface.counters().get(Stat::TcpSyncookiesSent);
     assert!(
-        refused >= u64::from(SYNS) - BACKLOG as u64 * 10,
-        "SYNs over the backlog counted: {refused}"
+        cookies >= u64::from(SYNS) - BACKLOG as u64 * 10,
+        "SYNs over the backlog answered with cookies: {cookies}"
     );
+    assert_eq!(iface.counters().dropped(DropReason::TcpListenOverflow), 0);
+    // With the backlog still full of spoofed handshakes, a real client
+    // gets in through a cookie and is served.
+    port.push_rx(&tcp4(PEER_IP, &segment(5002, 700, 0, flags::SYN), &[]));
+    iface.poll(&mut port, now, &mut EchoBoth);
+    let [(5002, cookie)] = syn_acks(&port.take_tx())[..] else {
+        panic!("no cookie SYN-ACK for a real client during the flood")
+    };
+    let cookie_ack = cookie.wrapping_add(1);
+    port.push_rx(&tcp4(
+        PEER_IP,
+        &segment(5002, 701, cookie_ack, flags::ACK | flags::PSH),
+        b"in",
+    ));
+    iface.poll(&mut port, now, &mut EchoBoth);
+    assert!(
+        port.take_tx().iter().any(|f| f.ends_with(b"in")),
+        "the cookie's connection echoes"
+    );
+    assert_eq!(iface.counters().get(Stat::TcpSyncookiesRecv), 1);
+    port.push_rx(&tcp4(
+        PEER_IP,
+        &segment(5002, 703, cookie_ack.wrapping_add(2), flags::RST),
+        &[],
+    ));
+    iface.poll(&mut port, now, &mut EchoBoth);
+    port.take_tx();
     // The flood stops: the half-open connections give up their SYN-ACK
     // retries, the table shrinks back to the one real connection, and a new
     // client gets in.

@@ -90,21 +90,27 @@ pub(super) struct Peer {
 }
 
 impl Peer {
-    /// `0 < S 1000:1000(0) win 8000 <mss 1460,TS val 5000 ecr 0>`, then
-    /// `0 > S. iss:iss(0) ack 1001`: the connection in SYN-RECEIVED.
-    pub(super) fn syn_received() -> Peer {
+    /// A stack listening on our address and [`PORT`] with `backlog`, and
+    /// the peer it knows, before any segment.
+    pub(super) fn listening(backlog: usize) -> Peer {
         let (mut iface, port) = stack_knowing_peer();
         iface
-            .tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 8)
+            .tcp_listen(SocketAddrV4::new(OUR_IP, PORT), backlog)
             .unwrap();
-        let mut peer = Peer {
+        Peer {
             iface,
             port,
             iss: 0,
             next: PEER_ISN,
             echo: 0,
             now: Instant::from_nanos(1_000_000),
-        };
+        }
+    }
+
+    /// `0 < S 1000:1000(0) win 8000 <mss 1460,TS val 5000 ecr 0>`, then
+    /// `0 > S. iss:iss(0) ack 1001`: the connection in SYN-RECEIVED.
+    pub(super) fn syn_received() -> Peer {
+        let mut peer = Peer::listening(8);
         let syn = TcpRepr {
             flags: flags::SYN,
             options: TcpOptions {
