@@ -187,6 +187,9 @@ reasons! {
     /// queue mode, a SYN or a handshake's final ACK while its accept queue
     /// is full (the half-open connection is kept for the peer's next ACK).
     TcpListenOverflow = "tcp_listen_overflow",
+    /// A SYN, or the ACK returning a SYN cookie, while the stack holds
+    /// `TcpConfig::max_connections`.
+    TcpConnLimit = "tcp_conn_limit",
     /// A TCP segment refused by PAWS (RFC 7323 5.3: a timestamp older than
     /// the last one taken), answered with an ACK. Linux: `PAWSEstab`.
     TcpPawsEstab = "tcp_paws_estab",
@@ -378,6 +381,10 @@ protocol_counters! {
     /// SYN-ACKs sent with a SYN cookie: the listener's backlog of
     /// handshakes was full. Linux: `SyncookiesSent`.
     TcpSyncookiesSent,
+    /// Connections refused because the stack held
+    /// `TcpConfig::max_connections`: SYNs and cookie ACKs dropped (each a
+    /// `tcp_conn_limit` drop) and connects failed.
+    TcpConnLimitReached,
     /// Connections made from a valid cookie returned in an ACK. Linux:
     /// `SyncookiesRecv`.
     TcpSyncookiesRecv,

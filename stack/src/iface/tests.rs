@@ -895,5 +895,6 @@ mod sending;
 
 mod hostile;
 
+mod conn_limit;
 mod soak;
 mod syn_cookies;

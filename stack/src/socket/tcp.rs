@@ -129,6 +129,7 @@ impl<B: Buf> StreamQueue<B> {
             4 => Some(TcpError::AddressNotAvailable),
             5 => Some(TcpError::NotConnected),
             6 => Some(TcpError::Unreachable),
+            7 => Some(TcpError::ConnectionLimit),
             _ => None,
         }
     }
@@ -144,6 +145,7 @@ pub(crate) fn error_code(error: Option<TcpError>) -> u8 {
         Some(TcpError::AddressNotAvailable) => 4,
         Some(TcpError::NotConnected) => 5,
         Some(TcpError::Unreachable) => 6,
+        Some(TcpError::ConnectionLimit) => 7,
     }
 }
 

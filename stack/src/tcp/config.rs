@@ -54,6 +54,11 @@ pub struct TcpConfig {
     /// handshakes is full, instead of dropping them (Linux's
     /// tcp_syncookies=1). Default on.
     pub syn_cookies: bool,
+    /// Connections the stack holds at most, in every state (handshakes and
+    /// TIME-WAIT included): beyond it a SYN or a cookie's ACK is dropped
+    /// (`tcp_conn_limit`) and a connect fails with
+    /// `TcpError::ConnectionLimit`; `TcpConnLimitReached` counts both.
+    pub max_connections: usize,
     /// Buckets of the interface's connection table (a power of two). The
     /// default suits 100k connections; fuzzing and other short-lived
     /// interfaces set it small, since building 64k buckets costs ~5 ms.
@@ -83,6 +88,7 @@ impl Default for TcpConfig {
             keepalive_probes: 9,
             challenge_ack_limit: 1000,
             syn_cookies: true,
+            max_connections: 1 << 20,
             conn_buckets: 65536,
         }
     }

@@ -62,6 +62,8 @@ pub enum TcpError {
     /// An ICMP destination unreachable (other than port unreachable)
     /// answered our SYN (`EHOSTUNREACH`).
     Unreachable,
+    /// The stack holds `TcpConfig::max_connections` already (`ENOBUFS`).
+    ConnectionLimit,
 }
 
 impl core::fmt::Display for TcpError {
@@ -73,6 +75,7 @@ impl core::fmt::Display for TcpError {
             TcpError::NotConnected => "not connected",
             TcpError::AddressNotAvailable => "address not available",
             TcpError::Unreachable => "no route to host",
+            TcpError::ConnectionLimit => "the stack's connection limit is reached",
         })
     }
 }

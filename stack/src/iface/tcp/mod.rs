@@ -326,6 +326,11 @@ impl<B: Buf> TcpCore<B> {
         self.slots.get_mut(index)?.as_mut()
     }
 
+    /// Whether the stack holds `max_connections` connections already.
+    fn at_connection_limit(&self) -> bool {
+        self.slots.len() - self.free.len() >= self.config.max_connections
+    }
+
     fn add(&mut self, slot: Slot<B>) -> ConnId {
         let index = match self.free.pop() {
             Some(index) => index,

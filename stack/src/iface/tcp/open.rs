@@ -96,6 +96,10 @@ pub(super) fn connect_with<P: Port>(
     remote: SocketAddr,
     stream: Option<Arc<StreamQueue<P::Buf>>>,
 ) -> Result<ConnId, TcpError> {
+    if core.tcp.at_connection_limit() {
+        core.counters.count(Stat::TcpConnLimitReached);
+        return Err(TcpError::ConnectionLimit);
+    }
     let scope = match remote {
         SocketAddr::V6(v6) => v6.scope_id(),
         SocketAddr::V4(_) => 0,

@@ -107,6 +107,10 @@ pub(crate) fn input<P: Port>(
             core.counters.count(Stat::TcpListenOverflows);
             return core.counters.count_drop(DropReason::TcpListenOverflow);
         }
+        if core.tcp.at_connection_limit() {
+            core.counters.count(Stat::TcpConnLimitReached);
+            return core.counters.count_drop(DropReason::TcpConnLimit);
+        }
         let listener = &mut core.tcp.listeners[l];
         if listener.pending >= listener.backlog {
             if core.tcp.config.syn_cookies {
@@ -150,6 +154,10 @@ pub(crate) fn input<P: Port>(
                 CookieAck::QueueFull => {
                     core.counters.count(Stat::TcpListenOverflows);
                     return core.counters.count_drop(DropReason::TcpListenOverflow);
+                }
+                CookieAck::AtLimit => {
+                    core.counters.count(Stat::TcpConnLimitReached);
+                    return core.counters.count_drop(DropReason::TcpConnLimit);
                 }
                 CookieAck::Invalid => core.counters.count(Stat::TcpSyncookiesFailed),
             }
@@ -211,6 +219,8 @@ enum CookieAck {
     /// Valid, but the accept queue has no room: dropped, as the last ACK
     /// of a handshake is then (the peer sends it again).
     QueueFull,
+    /// Valid, but the stack holds `max_connections`: dropped.
+    AtLimit,
     /// No cookie of ours.
     Invalid,
 }
@@ -235,6 +245,9 @@ fn open_from_cookie<B: Buf>(
     };
     if core.tcp.accept_queue_full(l) {
         return CookieAck::QueueFull;
+    }
+    if core.tcp.at_connection_limit() {
+        return CookieAck::AtLimit;
     }
     let (window_scale, sack_permitted) = ack
         .options

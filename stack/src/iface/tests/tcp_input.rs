@@ -97,6 +97,11 @@ impl Peer {
         iface
             .tcp_listen(SocketAddrV4::new(OUR_IP, PORT), backlog)
             .unwrap();
+        Peer::on(iface, port)
+    }
+
+    /// The peer of `iface` over `port`, before any segment, at 1 ms.
+    pub(super) fn on(iface: Interface<MemBuf>, port: MemPort) -> Peer {
         Peer {
             iface,
             port,
@@ -726,14 +731,7 @@ fn a_full_accept_queue_drops_the_final_ack_and_a_later_one_completes_it() {
     // Queue mode, backlog 2: at most two handshakes and two connections
     // waiting for accept().
     let (iface, port) = stack_knowing_peer();
-    let mut peer = Peer {
-        iface,
-        port,
-        iss: 0,
-        next: 0,
-        echo: 0,
-        now: Instant::from_nanos(1_000_000),
-    };
+    let mut peer = Peer::on(iface, port);
     let handle = peer.iface.handle(peer.port.pool(), 64);
     let listening =
         std::thread::spawn(move || handle.tcp_listen(SocketAddrV4::new(OUR_IP, PORT), 2));
