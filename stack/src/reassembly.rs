@@ -315,6 +315,9 @@ pub struct Reassembler<B, K: FragmentKey = Key4> {
     bytes: usize,
     /// Datagrams started so far (their arrival order).
     arrivals: u64,
+    /// Bytes a large buffer holds, once one was taken: a fragment that
+    /// cannot fit one is refused before it evicts anything for a place.
+    large_room: Option<usize>,
 }
 
 impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
@@ -325,6 +328,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             sources: HashMap::with_capacity(config.max_datagrams),
             bytes: 0,
             arrivals: 0,
+            large_room: None,
             config,
         }
     }
@@ -384,6 +388,9 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         }
         let key = fragment.key;
         if !self.datagrams.contains_key(&key) {
+            if self.large_room.is_some_and(|room| PAYLOAD_AT + end > room) {
+                return Err(ReassemblyError::TooBig);
+            }
             self.start(port, key, fragment, now, counters)?;
         }
         let datagram = self.datagrams.get_mut(&key).ok_or(ReassemblyError::Full)?;
@@ -448,6 +455,10 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         };
         let room = buf.tailroom();
         buf.append(room).ok_or(ReassemblyError::Full)?;
+        self.large_room = Some(buf.len());
+        if PAYLOAD_AT + fragment.offset + fragment.payload_len > buf.len() {
+            return Err(ReassemblyError::TooBig);
+        }
         let charge = buf.len() + BOOKKEEPING;
         let source = key.source();
         loop {

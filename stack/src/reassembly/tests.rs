@@ -326,3 +326,27 @@ fn the_same_extent_with_other_bytes_or_another_end_is_an_overlap() {
         Reassembly::Dropped(DropReason::Ipv4ReassemblyOverlap)
     ));
 }
+
+#[test]
+fn a_fragment_too_big_for_a_large_buffer_evicts_nothing_for_its_place() {
+    // Found by the ingress fuzz target: a fragment that fits 64 KiB but not
+    // a large buffer evicted another datagram, then was refused itself.
+    let data = payload(66_000);
+    let mut port = port();
+    let config = ReassemblyConfig {
+        max_datagrams: 1,
+        ..ReassemblyConfig::default()
+    };
+    let mut r = Reassembler::new(config);
+    let counters = Counters::default();
+    let a = Ipv4Addr::new(192, 0, 2, 1);
+    add_from(&mut r, &mut port, (a, 1), &data, (0, 1480), &counters);
+    // Ends at 65,480 (under IPv4's 65,515), past this port's large buffer.
+    let late = add_from(&mut r, &mut port, (a, 2), &data, (64_000, 1480), &counters);
+    assert!(
+        matches!(late, Reassembly::Dropped(DropReason::Ipv4ReassemblyTooBig)),
+        "{late:?}"
+    );
+    assert_eq!(counters.dropped(DropReason::Ipv4ReassemblyEvictedMemory), 0);
+    assert_eq!(r.len(), 1, "the datagram in progress is kept");
+}
