@@ -38,7 +38,22 @@ const BACK: u32 = 20;
 struct Setup {
     app: AppProcess,
     ns: Netns,
+    /// The tap's name in the namespace.
+    iface: String,
     _dir: TempDir,
+}
+
+impl Setup {
+    /// Frames the kernel dropped at the tap because the relay had not read
+    /// them yet (its queue was full): a loaded machine, not the relay.
+    fn tap_drops(&self) -> i64 {
+        let path = format!("/sys/class/net/{}/statistics/tx_dropped", self.iface);
+        let out = self.ns.exec("cat", &[&path]);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{path}: {out:?}"))
+    }
 }
 
 /// A directory removed when dropped.
@@ -87,6 +102,7 @@ fn start_with(config: &str, addresses: &[&str], extra: &[&str]) -> Setup {
     Setup {
         app,
         ns,
+        iface,
         _dir: TempDir(dir),
     }
 }
@@ -321,6 +337,7 @@ fn loss_injected_on_the_relay_port_shows_as_loss() {
     ]);
     let (sent, received) = send_and_receive(&s.ns, PACKETS, false);
     assert_eq!(sent, u64::from(PACKETS));
+    let tap_drops = s.tap_drops();
     let done = s.app.stop_with(libc::SIGINT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     let out = &done.stdout;
@@ -336,10 +353,11 @@ fn loss_injected_on_the_relay_port_shows_as_loss() {
     );
     // Loss counts the holes between the first counted packet and the
     // highest: every dropped packet but any before the first two or after
-    // the last one received.
+    // the last one received, and any the kernel dropped at the tap on a
+    // loaded machine (GStreamer sends as fast as it can).
     assert!(
-        lost <= dropped_on_rx && dropped_on_rx - lost <= 3,
-        "lost {lost}, {dropped_on_rx} never arrived:\n{out}"
+        lost <= dropped_on_rx && dropped_on_rx - lost <= 3 + tap_drops,
+        "lost {lost}, {dropped_on_rx} never arrived, {tap_drops} dropped at the tap:\n{out}"
     );
     assert_eq!(figure(out, &stream, "duplicates"), 0);
     // What arrived was all forwarded (only receiving is faulty), and the
