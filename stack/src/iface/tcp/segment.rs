@@ -276,9 +276,10 @@ fn open_from_cookie<B: Buf>(
     let buffers = core.tcp.buffers();
     let mut conn = Connection::accept_with(&core.tcp.config, &syn, start, now, buffers);
     conn.syn_ack_sent_as_cookie();
-    let verdict = conn.on_segment(ack, payload, now);
-    if let Verdict::Refused(refusal) = verdict {
-        count_refusal(&core.counters, refusal);
+    // A valid cookie on a segment the new connection still refuses (its
+    // timestamp older than the one it echoes, say) counts once, as a failed
+    // cookie answered with a reset.
+    if let Verdict::Refused(_) = conn.on_segment(ack, payload, now) {
         return CookieAck::Invalid;
     }
     let id = core.tcp.add(Slot::passive(conn, *tuple, l, scope, false));
