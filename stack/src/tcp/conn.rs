@@ -244,6 +244,13 @@ pub(crate) fn window_shift_for(capacity: usize) -> u8 {
     shift
 }
 
+/// The TCP timestamp clock (RFC 7323): milliseconds plus a connection's
+/// offset. A SYN cookie's SYN-ACK uses it too, so the connection made from
+/// the cookie goes on from the same clock.
+pub(crate) fn ts_clock(now: Instant, offset: u32) -> u32 {
+    ((now.as_nanos() / 1_000_000) as u32).wrapping_add(offset)
+}
+
 /// Default MSS when the peer sends none (RFC 9293 3.7.1: 536 over IPv4).
 pub(crate) const DEFAULT_MSS: u16 = 536;
 
@@ -752,7 +759,7 @@ impl Connection {
 
     /// Our timestamp clock: milliseconds plus the connection's offset.
     pub(crate) fn ts_now(&self, now: Instant) -> u32 {
-        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+        ts_clock(now, self.ts_offset)
     }
 
     /// Options for a segment: timestamps once agreed; on a SYN everything

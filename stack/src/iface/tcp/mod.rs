@@ -21,7 +21,7 @@ use crate::keys::Keys;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 use crate::tcp::challenge::ChallengeAckLimit;
-use crate::tcp::conn::{window_shift_for, DEFAULT_MSS};
+use crate::tcp::conn::{ts_clock, window_shift_for, DEFAULT_MSS};
 use crate::tcp::cookie::{self, SynCookies};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;

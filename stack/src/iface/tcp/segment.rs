@@ -189,7 +189,7 @@ fn send_cookie<P: Port>(
     let peer_scale = syn.options.window_scale.filter(|_| stamped.is_some());
     let sack = stamped.is_some() && config.sack && syn.options.sack_permitted;
     let timestamps = stamped.map(|(value, _)| {
-        let ts_now = ((now.as_nanos() / 1_000_000) as u32).wrapping_add(core.tcp.ts_offset(tuple));
+        let ts_now = ts_clock(now, core.tcp.ts_offset(tuple));
         (cookie::ts_with_options(ts_now, peer_scale, sack), value)
     });
     let recv_buffer = core.tcp.config.recv_buffer.max(1);
