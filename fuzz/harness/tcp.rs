@@ -10,10 +10,12 @@
 //! those offsets (never beyond it), and a FIN follows the last byte
 //! written; an ACK never acknowledges what the peer did not send and never
 //! moves back; what the application reads is exactly the peer's stream
-//! from its first byte; states only move forward; `poll_transmit` ends.
+//! from its first byte; states only move forward; `poll_transmit` ends; the
+//! connection's buffer storage stays within the budget (a tight one for a
+//! sixteenth of inputs, so refusals happen and must lose nothing).
 
 use super::input::{debug, Input};
-use dpstack_stack::tcp::{Connection, Seq, State, TcpConfig};
+use dpstack_stack::tcp::{BufferBudget, BufferPool, Connection, Seq, State, TcpConfig};
 use dpstack_stack::time::{Duration, Instant};
 use dpstack_stack::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr};
 
@@ -45,6 +47,7 @@ fn rank(state: State) -> u8 {
 
 struct Harness {
     conn: Connection,
+    pool: BufferPool,
     now: Instant,
     /// The peer's ISN.
     peer_isn: u32,
@@ -76,6 +79,8 @@ impl Harness {
             self.conn.state()
         );
         self.rank = rank;
+        let budget = self.pool.budget();
+        assert!(self.conn.buffer_bytes() <= budget.used() && budget.used() <= budget.limit());
     }
 
     /// Takes every segment the connection has to send, checking each.
@@ -208,7 +213,9 @@ impl Harness {
             options,
         };
         let opening = self.conn.state() == State::SynSent;
-        let verdict = self.conn.on_segment(&repr, &payload, self.now);
+        let verdict = self
+            .conn
+            .on_segment(&repr, &payload, self.now, &mut self.pool);
         if opening && syn && !matches!(self.conn.state(), State::SynSent | State::Closed) {
             // The peer's ISN is the one of the SYN we took (nothing it sent
             // before counted): sequence numbers are relative to it now.
@@ -261,7 +268,7 @@ impl Harness {
             .map(|k| our_byte(self.written + k))
             .collect();
         let room = self.conn.send_room();
-        if let Ok(n) = self.conn.send(&data) {
+        if let Ok(n) = self.conn.send(&data, &mut self.pool) {
             assert!(n <= len && n <= room, "send took {n} of {len}, room {room}");
             self.written += n as u32;
         }
@@ -271,7 +278,7 @@ impl Harness {
     fn recv(&mut self, len: usize) {
         let mut buf = vec![0u8; len];
         let ready = self.conn.recv_ready();
-        if let Ok(n) = self.conn.recv(&mut buf) {
+        if let Ok(n) = self.conn.recv(&mut buf, &mut self.pool) {
             assert!(n <= len && n <= ready.max(n));
             for (k, &b) in buf[..n].iter().enumerate() {
                 let seq = self.peer_isn.wrapping_add(1 + self.read + k as u32);
@@ -301,7 +308,7 @@ pub fn conn(data: &[u8]) {
     let setup = input.u8();
     let config = TcpConfig {
         send_buffer: if setup & 1 != 0 { 4096 } else { 64 * 1024 },
-        recv_buffer: if setup & 2 != 0 { 4096 } else { 64 * 1024 },
+        recv_buffer: if setup & 2 != 0 { 4096 } else { 256 * 1024 },
         sack: setup & 4 != 0,
         rfc7323: setup & 8 == 0,
         nodelay: setup & 16 != 0,
@@ -332,10 +339,18 @@ pub fn conn(data: &[u8]) {
             window: 65_535,
             options: syn_options,
         };
-        Connection::accept(&config, &syn, Seq(OUR_ISS), 1460, 77, now)
+        Connection::accept(&config, &syn, (Seq(OUR_ISS), 1460, 77), now)
     };
+    // A tight budget: a first send ring fits, a receive ring does not
+    // while it is held.
+    let budget = BufferBudget::new(if peer_ts >> 28 == 0xf {
+        20 * 1024
+    } else {
+        usize::MAX
+    });
     let mut h = Harness {
         conn,
+        pool: BufferPool::new(budget, 64 * 1024),
         now,
         peer_isn,
         peer_next: u32::from(!active),

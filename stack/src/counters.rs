@@ -190,6 +190,10 @@ reasons! {
     /// A SYN, or the ACK returning a SYN cookie, while the stack holds
     /// `TcpConfig::max_connections`.
     TcpConnLimit = "tcp_conn_limit",
+    /// A TCP segment's data dropped: its connection's receive ring had no
+    /// storage and the stack's buffer memory (`TcpConfig::buffer_memory`)
+    /// was spent. The peer sends it again. Linux: `TCPRcvQDrop`.
+    TcpMemLimit = "tcp_mem_limit",
     /// A TCP segment refused by PAWS (RFC 7323 5.3: a timestamp older than
     /// the last one taken), answered with an ACK. Linux: `PAWSEstab`.
     TcpPawsEstab = "tcp_paws_estab",
@@ -429,6 +433,16 @@ protocol_counters! {
     /// TCP D-SACKs sent for out-of-order data already held. Linux:
     /// `TCPDSACKOfoSent`.
     TcpDSACKOfoSent,
+    /// TCP out-of-order segments dropped: holding them would take more
+    /// separate ranges than a connection keeps. Linux: `TCPOFODrop`.
+    TcpOFODrop,
+    /// TCP segments whose data was dropped for want of buffer memory
+    /// (each also a `tcp_mem_limit` drop). Linux: `TCPRcvQDrop`.
+    TcpRcvQDrop,
+    /// TCP buffer growths refused because the stack's buffer memory
+    /// (`TcpConfig::buffer_memory`) was spent: receive windows that stayed
+    /// small, writes refused with `TcpError::NoBufferMemory`.
+    TcpMemoryLimited,
 }
 
 /// Number of protocol counters.
@@ -462,6 +476,12 @@ impl Counters {
     #[inline]
     pub fn count_drop(&self, reason: DropReason) {
         bump(&self.drops[reason as usize], 1);
+    }
+
+    /// Counts `by` dropped packets. Owning lcore only.
+    #[inline]
+    pub fn add_drops(&self, reason: DropReason, by: u64) {
+        bump(&self.drops[reason as usize], by);
     }
 
     /// Adds `by` to a protocol counter. Owning lcore only.

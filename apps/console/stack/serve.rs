@@ -142,7 +142,13 @@ impl<B: Buf> StackState<B> {
     fn tcp_text(&self) -> String {
         let listeners = self.iface.tcp_listeners().len();
         let connections = self.iface.tcp_connections();
-        text::tcp(listeners, &connections, &self.iface.counter_snapshot())
+        let memory = self.iface.tcp_buffer_memory();
+        text::tcp(
+            listeners,
+            &connections,
+            memory,
+            &self.iface.counter_snapshot(),
+        )
     }
 }
 

@@ -251,7 +251,9 @@ fn tcp_echo_accepts_and_shows_its_connection() {
     let tcp = w.ask(Request::ShowTcp);
     assert!(
         tcp.starts_with(
-            "TCP: 1 listening, 1 connections: ESTABLISHED 1\nTcpActiveOpens 0  TcpPassiveOpens 1"
+            "TCP: 1 listening, 1 connections: ESTABLISHED 1\n\
+             Buffer memory: 0 of 1073741824 bytes\n\
+             TcpActiveOpens 0  TcpPassiveOpens 1"
         ),
         "{tcp}"
     );

@@ -6,7 +6,8 @@
 
 use dpstack::stack::counters::{DropReason, Stat};
 use dpstack::stack::iface::{
-    AddressInfo, AddressState, CounterSnapshot, NeighborInfo, Prefix, RouteInfo, TcpConnInfo,
+    AddressInfo, AddressState, CounterSnapshot, NeighborInfo, Prefix, RouteInfo, TcpBufferMemory,
+    TcpConnInfo,
 };
 use dpstack::stack::neighbor::NeighborState;
 use dpstack::stack::port::MacAddr;
@@ -171,9 +172,14 @@ pub fn rfc_state(state: State) -> &'static str {
     }
 }
 
-/// `show tcp`: the count per state, the TCP counters, then each
-/// connection with its queues and figures.
-pub fn tcp(listeners: usize, connections: &[TcpConnInfo], counters: &CounterSnapshot) -> String {
+/// `show tcp`: the count per state, the buffer memory, the TCP counters,
+/// then each connection with its queues and figures.
+pub fn tcp(
+    listeners: usize,
+    connections: &[TcpConnInfo],
+    memory: TcpBufferMemory,
+    counters: &CounterSnapshot,
+) -> String {
     let states: Vec<State> = connections.iter().map(|c| c.state).collect();
     let mut order: Vec<State> = Vec::new();
     for s in &states {
@@ -196,6 +202,11 @@ pub fn tcp(listeners: usize, connections: &[TcpConnInfo], counters: &CounterSnap
         states.len(),
         if counts.is_empty() { "" } else { ": " },
         counts.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "Buffer memory: {} of {} bytes",
+        memory.used, memory.limit
     );
     let stats = [
         Stat::TcpActiveOpens,

@@ -232,15 +232,19 @@ impl<P: Port> UdpContext<'_, P> {
     /// Reads from a TCP connection into `buf` (`Ok(0)`: nothing yet, or
     /// the end of the stream once [`UdpContext::tcp_at_eof`]).
     pub fn tcp_recv(&mut self, conn: ConnId, buf: &mut [u8]) -> Result<usize, TcpError> {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.recv(buf))
-            .unwrap_or(Err(TcpError::NotConnected))
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c, pool| {
+            c.recv(buf, pool)
+        })
+        .unwrap_or(Err(TcpError::NotConnected))
     }
 
     /// Queues what fits of `data` on a TCP connection (0 when its send
-    /// buffer is full).
+    /// buffer is full). If it took less than all, [`TcpEvent::Readable`]
+    /// follows once half the send buffer is free again.
+    /// [`TcpError::NoBufferMemory`] is not fatal: the stack's buffer memory
+    /// is spent for now.
     pub fn tcp_send(&mut self, conn: ConnId, data: &[u8]) -> Result<usize, TcpError> {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.send(data))
-            .unwrap_or(Err(TcpError::NotConnected))
+        tcp::send(self.core, &mut self.out, self.now, conn, data)
     }
 
     /// Room in a connection's send buffer, and bytes ready to read.
@@ -268,21 +272,21 @@ impl<P: Port> UdpContext<'_, P> {
 
     /// Closes our side of a connection (a FIN after the queued data).
     pub fn tcp_close(&mut self, conn: ConnId) {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.close());
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c, _| c.close());
     }
 
     /// Turns keepalive on (probe after `idle` without hearing from the
     /// peer) or off for a connection.
     pub fn tcp_set_keepalive(&mut self, conn: ConnId, idle: Option<Duration>) {
         let now = self.now;
-        tcp::with_conn(self.core, &mut self.out, now, conn, |c| {
+        tcp::with_conn(self.core, &mut self.out, now, conn, |c, _| {
             c.set_keepalive(idle, now)
         });
     }
 
     /// Aborts a connection with a reset.
     pub fn tcp_abort(&mut self, conn: ConnId) {
-        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c| c.abort());
+        tcp::with_conn(self.core, &mut self.out, self.now, conn, |c, _| c.abort());
     }
 
     /// Opens a TCP connection to `remote`.

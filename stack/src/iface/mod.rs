@@ -40,7 +40,7 @@ pub use app::{Batch, DropDatagrams, UdpContext, UdpHandler, RX_BURST};
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use inspect::{
     parse_echo_reply, AddressInfo, AddressState, CounterSnapshot, EchoReply, NeighborInfo, Prefix,
-    RouteInfo, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
+    RouteInfo, TcpBufferMemory, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
 };
 pub use limit::TokenBucket;
 pub use tcp::{ConnId, ListenError, ListenerId, TcpEvent};

@@ -898,3 +898,4 @@ mod hostile;
 mod conn_limit;
 mod soak;
 mod syn_cookies;
+mod tcp_memory;

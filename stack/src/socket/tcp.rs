@@ -130,6 +130,7 @@ impl<B: Buf> StreamQueue<B> {
             5 => Some(TcpError::NotConnected),
             6 => Some(TcpError::Unreachable),
             7 => Some(TcpError::ConnectionLimit),
+            8 => Some(TcpError::NoBufferMemory),
             _ => None,
         }
     }
@@ -146,6 +147,7 @@ pub(crate) fn error_code(error: Option<TcpError>) -> u8 {
         Some(TcpError::NotConnected) => 5,
         Some(TcpError::Unreachable) => 6,
         Some(TcpError::ConnectionLimit) => 7,
+        Some(TcpError::NoBufferMemory) => 8,
     }
 }
 

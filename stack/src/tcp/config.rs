@@ -6,9 +6,11 @@ use crate::time::Duration;
 /// TCP tunables. The defaults follow Linux where an RFC leaves room.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
-    /// Bytes a connection's send buffer holds (writes beyond wait).
+    /// Bytes a connection's send buffer may hold (writes beyond wait). The
+    /// ring starts at 16 KiB on the first write and doubles as writes need.
     pub send_buffer: usize,
-    /// Bytes a connection's receive buffer holds (the most we advertise).
+    /// Bytes a connection's receive buffer may hold: the most we advertise.
+    /// The window starts at 64 KiB and grows by auto-tuning up to this.
     pub recv_buffer: usize,
     /// Disable Nagle's algorithm by default (`TCP_NODELAY`).
     pub nodelay: bool,
@@ -59,6 +61,14 @@ pub struct TcpConfig {
     /// (`tcp_conn_limit`) and a connect fails with
     /// `TcpError::ConnectionLimit`; `TcpConnLimitReached` counts both.
     pub max_connections: usize,
+    /// Bytes of buffer storage (send and receive rings) the stack's
+    /// connections hold at most, together (Linux's `tcp_mem`). Rings take
+    /// storage only when data needs it and grow with use, so this bounds
+    /// busy connections, not idle ones. When it is spent, a write that
+    /// finds its ring empty fails with `TcpError::NoBufferMemory`, data
+    /// for a ring without storage is dropped (`tcp_mem_limit`,
+    /// `TcpRcvQDrop`) and windows stop growing (`TcpMemoryLimited`).
+    pub buffer_memory: usize,
     /// Buckets of the interface's connection table (a power of two). The
     /// default suits 100k connections; fuzzing and other short-lived
     /// interfaces set it small, since building 64k buckets costs ~5 ms.
@@ -89,6 +99,7 @@ impl Default for TcpConfig {
             challenge_ack_limit: 1000,
             syn_cookies: true,
             max_connections: 1 << 20,
+            buffer_memory: 1 << 30,
             conn_buckets: 65536,
         }
     }

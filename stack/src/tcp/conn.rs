@@ -7,11 +7,16 @@
 //! bytes from `data_start` (the first unacknowledged data byte) on, so
 //! byte `s` of the stream is at offset `s - data_start`; the receive
 //! buffer's readable bytes end at `rcv_nxt`. Sans-IO: no clock is read,
-//! `now` comes with every call; nothing allocates after construction.
+//! `now` comes with every call. A connection holds no buffer storage until
+//! data comes (none before its handshake completes); calls that may need
+//! storage take the lcore's [`BufferPool`], and storage a ring no longer
+//! needs goes back to it.
 
+use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
 use super::congestion::{Algorithm, Congestion};
+use super::pool::BufferPool;
 use super::rtt::RttEstimator;
 use super::sack::{LossEvents, Recovery, SackReceiver, Scoreboard};
 use super::seq::Seq;
@@ -64,6 +69,11 @@ pub enum TcpError {
     Unreachable,
     /// The stack holds `TcpConfig::max_connections` already (`ENOBUFS`).
     ConnectionLimit,
+    /// The stack's buffer memory (`TcpConfig::buffer_memory`) is spent:
+    /// nothing could be queued now (`ENOBUFS`). Not fatal: the connection
+    /// stays open, and a later write may succeed once other connections
+    /// give memory back.
+    NoBufferMemory,
 }
 
 impl core::fmt::Display for TcpError {
@@ -76,6 +86,7 @@ impl core::fmt::Display for TcpError {
             TcpError::AddressNotAvailable => "address not available",
             TcpError::Unreachable => "no route to host",
             TcpError::ConnectionLimit => "the stack's connection limit is reached",
+            TcpError::NoBufferMemory => "the stack's TCP buffer memory is spent",
         })
     }
 }
@@ -129,6 +140,8 @@ pub struct Connection {
     /// The right edge of the window we last advertised.
     pub(crate) rcv_adv: Seq,
     pub(crate) recv_buf: RecvBuffer,
+    /// Receive-window auto-tuning's measurements.
+    pub(crate) tuning: RcvTuning,
     pub(crate) fin_received: bool,
     // Options.
     /// Most payload bytes per segment we send (options excluded).
@@ -214,26 +227,6 @@ pub struct ConnStats {
     pub mss: u16,
 }
 
-/// A connection's buffer storage (send, receive), recycled between
-/// connections so that opening one allocates nothing.
-#[derive(Debug)]
-pub struct Buffers {
-    /// Send ring storage.
-    pub send: Box<[u8]>,
-    /// Receive ring storage.
-    pub recv: Box<[u8]>,
-}
-
-impl Buffers {
-    /// Fresh storage of the configured sizes.
-    pub fn new(config: &TcpConfig) -> Buffers {
-        Buffers {
-            send: vec![0; config.send_buffer.max(1)].into_boxed_slice(),
-            recv: vec![0; config.recv_buffer.max(1)].into_boxed_slice(),
-        }
-    }
-}
-
 /// The window scale a receive buffer of `capacity` bytes announces: the
 /// least shift that fits it in the 16-bit window field (at most 14).
 pub(crate) fn window_shift_for(capacity: usize) -> u8 {
@@ -262,7 +255,6 @@ impl Connection {
         iss: Seq,
         our_mss: u16,
         ts_offset: u32,
-        buffers: Buffers,
     ) -> Connection {
         let our_mss = our_mss.max(64);
         Connection {
@@ -283,7 +275,7 @@ impl Connection {
             snd_wl1: Seq(0),
             snd_wl2: iss,
             snd_shift: 0,
-            send_buf: SendBuffer::with_storage(buffers.send),
+            send_buf: SendBuffer::new(config.send_buffer),
             data_start: iss + 1u32,
             fin_queued: false,
             snd_sml: iss,
@@ -291,7 +283,8 @@ impl Connection {
             rcv_nxt: Seq(0),
             rcv_shift: 0,
             rcv_adv: Seq(0),
-            recv_buf: RecvBuffer::with_storage(buffers.recv),
+            recv_buf: RecvBuffer::new(config.recv_buffer),
+            tuning: RcvTuning::default(),
             fin_received: false,
             mss: DEFAULT_MSS.min(our_mss),
             our_mss,
@@ -348,29 +341,9 @@ impl Connection {
         our_mss: u16,
         ts_offset: u32,
     ) -> Connection {
-        let buffers = Buffers::new(config);
         let ports = (local_port, remote_port);
-        Connection::connect_with(config, ports, iss, our_mss, ts_offset, buffers)
-    }
-
-    /// [`Connection::connect`] over recycled `buffers`.
-    pub fn connect_with(
-        config: &TcpConfig,
-        ports: (u16, u16),
-        iss: Seq,
-        our_mss: u16,
-        ts_offset: u32,
-        buffers: Buffers,
-    ) -> Connection {
-        let mut conn = Connection::new(
-            config,
-            State::SynSent,
-            ports,
-            iss,
-            our_mss,
-            ts_offset,
-            buffers,
-        );
+        let state = State::SynSent;
+        let mut conn = Connection::new(config, state, ports, iss, our_mss, ts_offset);
         conn.rcv_shift = if config.rfc7323 {
             config.window_shift()
         } else {
@@ -381,39 +354,18 @@ impl Connection {
 
     /// A passive open from the peer's `syn` (a listener's SYN queue entry):
     /// SYN-RECEIVED with the options negotiated; the SYN-ACK goes out on
-    /// the next [`Connection::poll_transmit`].
+    /// the next [`Connection::poll_transmit`]. `start` is (ISS, our MSS,
+    /// timestamp offset).
     pub fn accept(
-        config: &TcpConfig,
-        syn: &TcpRepr,
-        iss: Seq,
-        our_mss: u16,
-        ts_offset: u32,
-        now: Instant,
-    ) -> Connection {
-        let buffers = Buffers::new(config);
-        Connection::accept_with(config, syn, (iss, our_mss, ts_offset), now, buffers)
-    }
-
-    /// [`Connection::accept`] over recycled `buffers`; `start` is (ISS,
-    /// our MSS, timestamp offset).
-    pub fn accept_with(
         config: &TcpConfig,
         syn: &TcpRepr,
         start: (Seq, u16, u32),
         now: Instant,
-        buffers: Buffers,
     ) -> Connection {
         let (iss, our_mss, ts_offset) = start;
         let ports = (syn.dst_port, syn.src_port);
-        let mut conn = Connection::new(
-            config,
-            State::SynReceived,
-            ports,
-            iss,
-            our_mss,
-            ts_offset,
-            buffers,
-        );
+        let state = State::SynReceived;
+        let mut conn = Connection::new(config, state, ports, iss, our_mss, ts_offset);
         conn.take_syn(syn, now);
         conn
     }
@@ -427,24 +379,29 @@ impl Connection {
         self.snd_max = self.snd_nxt;
     }
 
-    /// Hands the buffer storage back once the connection needs no data any
-    /// more (TIME-WAIT or CLOSED, and everything received was read, unless
-    /// it failed), for the next connection; `None` before, or if it was
-    /// already taken.
-    pub fn release_buffers(&mut self) -> Option<Buffers> {
+    /// Gives the buffer storage back to `pool` once the connection needs
+    /// no data any more (TIME-WAIT or CLOSED, and everything received was
+    /// read, unless it failed); true if it did.
+    pub fn release_buffers(&mut self, pool: &mut BufferPool) -> bool {
         if !matches!(self.state, State::TimeWait | State::Closed) {
-            return None;
+            return false;
         }
         if !self.recv_buf.is_empty() && self.error.is_none() {
-            return None;
+            return false;
         }
-        if self.recv_buf.capacity() <= 1 {
-            return None;
-        }
-        Some(Buffers {
-            send: self.send_buf.take_storage(),
-            recv: self.recv_buf.take_storage(),
-        })
+        self.send_buf.release(pool);
+        self.recv_buf.release(pool);
+        true
+    }
+
+    /// The receive window's size now (auto-tuning grows it).
+    pub fn recv_window(&self) -> usize {
+        self.recv_buf.capacity()
+    }
+
+    /// Bytes of buffer storage the connection holds now.
+    pub fn buffer_bytes(&self) -> usize {
+        self.send_buf.allocated() + self.recv_buf.allocated()
     }
 
     /// Records the peer's SYN: its ISN and the options both sides agree on
@@ -487,7 +444,7 @@ impl Connection {
     }
 
     fn window_shift_for_buffer(&self) -> u8 {
-        window_shift_for(self.recv_buf.capacity())
+        window_shift_for(self.recv_buf.limit())
     }
 
     /// The state.
@@ -557,22 +514,32 @@ impl Connection {
         ) && !self.fin_queued
     }
 
+    /// The most the send buffer holds (`TcpConfig::send_buffer`).
+    pub fn send_limit(&self) -> usize {
+        self.send_buf.limit()
+    }
+
     /// Room in the send buffer.
     pub fn send_room(&self) -> usize {
         self.send_buf.free()
     }
 
-    /// Queues what fits of `data` for sending; returns how much (0 when
-    /// the buffer is full: backpressure). Fails once the connection cannot
-    /// send any more.
-    pub fn send(&mut self, data: &[u8]) -> Result<usize, TcpError> {
+    /// Queues what fits of `data` for sending, growing the send ring from
+    /// `pool` as needed; returns how much (0 when the buffer is full:
+    /// backpressure). Fails once the connection cannot send any more, and
+    /// with [`TcpError::NoBufferMemory`] (not fatal) when the ring is
+    /// empty and the stack's buffer memory is spent.
+    pub fn send(&mut self, data: &[u8], pool: &mut BufferPool) -> Result<usize, TcpError> {
         if let Some(error) = self.error {
             return Err(error);
         }
         if !self.may_send() {
             return Err(TcpError::NotConnected);
         }
-        Ok(self.send_buf.push(data))
+        self.send_buf.push(data, pool).map_err(|_| {
+            self.loss.memory_limited += 1;
+            TcpError::NoBufferMemory
+        })
     }
 
     /// Bytes ready to read.
@@ -588,9 +555,11 @@ impl Connection {
     /// Moves received bytes into `out`. `Ok(0)` with a non-empty `out`
     /// means end of stream if [`Connection::at_eof`], else nothing yet. A
     /// read that opens the window by an MSS (or half the buffer) schedules
-    /// a window update.
-    pub fn recv(&mut self, out: &mut [u8]) -> Result<usize, TcpError> {
-        let n = self.recv_buf.read(out);
+    /// a window update; one that empties a ring at its starting size gives
+    /// the storage back to `pool`.
+    pub fn recv(&mut self, out: &mut [u8], pool: &mut BufferPool) -> Result<usize, TcpError> {
+        let n = self.recv_buf.read(out, pool);
+        self.tuning.copied += n;
         if n == 0 {
             if let Some(error) = self.error {
                 return Err(error);

@@ -9,8 +9,10 @@
 //! [`super::output`] turns into segments. It returns a [`Verdict`]: the
 //! segment was taken, or refused for a [`Refusal`] the caller counts.
 
+use super::buffer::Refused;
 use super::congestion::{CongestionControl, DupAckAction};
 use super::conn::{Connection, State, TcpError};
+use super::pool::BufferPool;
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpRepr};
@@ -76,13 +78,25 @@ impl Refusal {
 }
 
 impl Connection {
-    /// Processes one arriving segment (`seg`'s header, `payload` its data).
-    pub fn on_segment(&mut self, seg: &TcpRepr, payload: &[u8], now: Instant) -> Verdict {
-        match self.state {
+    /// Processes one arriving segment (`seg`'s header, `payload` its
+    /// data). Data is stored in receive storage from `pool`; send storage
+    /// the segment's ACK leaves empty goes back to it.
+    pub fn on_segment(
+        &mut self,
+        seg: &TcpRepr,
+        payload: &[u8],
+        now: Instant,
+        pool: &mut BufferPool,
+    ) -> Verdict {
+        let verdict = match self.state {
             State::Closed => Verdict::Refused(Refusal::Closed),
             State::SynSent => self.syn_sent(seg, now),
-            _ => self.synchronized(seg, payload, now),
+            _ => self.synchronized(seg, payload, now, pool),
+        };
+        if self.send_buf.is_empty() {
+            self.send_buf.release_idle(pool);
         }
+        verdict
     }
 
     /// RFC 9293 3.10.7.3.
@@ -131,7 +145,13 @@ impl Connection {
     }
 
     /// RFC 9293 3.10.7.4, for SYN-RECEIVED and every later state.
-    fn synchronized(&mut self, seg: &TcpRepr, payload: &[u8], now: Instant) -> Verdict {
+    fn synchronized(
+        &mut self,
+        seg: &TcpRepr,
+        payload: &[u8],
+        now: Instant,
+        pool: &mut BufferPool,
+    ) -> Verdict {
         let (syn, ack, rst, fin) = (
             seg.flags & flags::SYN != 0,
             seg.flags & flags::ACK != 0,
@@ -259,8 +279,8 @@ impl Connection {
         }
         self.heard_from_peer(now);
         // 7. Data.
-        if !payload.is_empty() {
-            self.take_data(seq, payload, now);
+        if !payload.is_empty() && self.take_data(seq, payload, now, pool) {
+            self.tune_receive_window(seg, now, pool);
         }
         // 8. FIN, once everything before it arrived.
         if fin && seq + payload.len() == self.rcv_nxt && !self.recv_buf.has_gaps() {
@@ -456,12 +476,13 @@ impl Connection {
     /// Stores segment text (RFC 9293 3.10.7.4 seventh step): in order, it
     /// advances `RCV.NXT` (with any out-of-order data it joins); out of
     /// order, it waits in the buffer and a duplicate ACK goes out at once.
-    fn take_data(&mut self, seq: Seq, payload: &[u8], now: Instant) {
+    /// True if it advanced `RCV.NXT`.
+    fn take_data(&mut self, seq: Seq, payload: &[u8], now: Instant, pool: &mut BufferPool) -> bool {
         if !matches!(
             self.state,
             State::Established | State::FinWait1 | State::FinWait2
         ) {
-            return;
+            return false;
         }
         // Trim what was already received.
         let (offset, bytes) = if seq < self.rcv_nxt {
@@ -473,7 +494,7 @@ impl Connection {
         };
         if bytes.is_empty() {
             self.ack_now = true;
-            return;
+            return false;
         }
         let had_gaps = self.recv_buf.has_gaps();
         if self.sack_ok && offset > 0 {
@@ -484,22 +505,56 @@ impl Connection {
                 self.loss.dsacks_ofo_sent += 1;
             }
         }
-        match self.recv_buf.write_at(offset, bytes) {
-            None | Some(0) => {
+        match self.recv_buf.write_at(offset, bytes, pool) {
+            Err(refused) => {
+                match refused {
+                    Refused::TooManyRanges => self.loss.ofo_drops += 1,
+                    Refused::NoMemory => self.loss.rcv_memory_drops += 1,
+                }
+                // Tell the peer where we are; it sends the data again.
+                self.ack_now = true;
+                false
+            }
+            Ok(0) => {
                 // Out of order (or no room): tell the peer where we are,
                 // the new segment's block first.
                 if offset > 0 && self.sack_ok {
                     self.sack_rx.note(seq);
                 }
                 self.ack_now = true;
+                false
             }
-            Some(advanced) => {
+            Ok(advanced) => {
                 self.rcv_nxt = self.rcv_nxt + advanced;
                 if had_gaps || offset > 0 {
                     self.ack_now = true; // a hole filled: ACK at once
                 } else {
                     self.schedule_ack(bytes.len(), now);
                 }
+                true
+            }
+        }
+    }
+
+    /// Receive-window auto-tuning ([`super::autotune`]) after in-order
+    /// data: a round-trip sample, then maybe a larger window.
+    fn tune_receive_window(&mut self, seg: &TcpRepr, now: Instant, pool: &mut BufferPool) {
+        let window = self.recv_buf.capacity();
+        if window >= self.recv_buf.limit() {
+            return;
+        }
+        match (self.timestamps, seg.options.timestamps) {
+            (Some(_), Some((_, echo))) if echo != 0 => {
+                let age = self.ts_now(now).wrapping_sub(echo);
+                if age < 60_000 {
+                    self.tuning.sample(Duration::from_millis(u64::from(age)));
+                }
+            }
+            _ => self.tuning.data_arrived(self.rcv_nxt, window, now),
+        }
+        if let Some(size) = self.tuning.grow_to(window, now) {
+            if !self.recv_buf.grow(size, pool) {
+                self.loss.memory_limited += 1;
             }
         }
     }

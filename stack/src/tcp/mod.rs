@@ -1,11 +1,14 @@
 //! TCP (RFC 9293) as a sans-IO state machine: segments and the time go in,
 //! segments to send come out of [`Connection::poll_transmit`]; no clock is
-//! read and nothing allocates after a connection is made.
+//! read, and buffer storage comes from a [`BufferPool`] the caller passes,
+//! only when data needs it.
 //!
 //! Files by responsibility: [`seq`] (wrapping sequence numbers), [`conn`]
 //! (the TCB and the application's calls), [`input`] (segment arrival),
 //! [`output`] (what to send), [`timers`], [`buffer`] (send ring, receive
-//! ring with out-of-order reassembly), [`rtt`] (RFC 6298), [`congestion`]
+//! ring with out-of-order reassembly), [`pool`] (ring storage: the
+//! stack's buffer-memory budget and the lcore's pool), `autotune`
+//! (receive-window auto-tuning), [`rtt`] (RFC 6298), [`congestion`]
 //! (a small trait over NewReno and CUBIC, the default), [`sack`] (SACK blocks out, the scoreboard in), `recovery`
 //! (RFC 6675 loss recovery from the scoreboard), [`table`] (the connection
 //! table `connect()` searches), [`wheel`] (the per-lcore timer wheel),
@@ -14,6 +17,7 @@
 //! in [`crate::wire::tcp`]. SYN cookies have their place: the listener's
 //! SYN queue.
 
+mod autotune;
 pub mod buffer;
 pub mod challenge;
 mod config;
@@ -22,6 +26,7 @@ pub mod conn;
 pub mod cookie;
 pub mod input;
 mod output;
+pub mod pool;
 mod recovery;
 pub mod rtt;
 pub mod sack;
@@ -32,8 +37,9 @@ pub mod wheel;
 
 pub use config::TcpConfig;
 pub use congestion::Algorithm as CongestionAlgorithm;
-pub use conn::{Buffers, ConnStats, Connection, State, TcpError};
+pub use conn::{ConnStats, Connection, State, TcpError};
 pub use input::{Refusal, Verdict};
+pub use pool::{BufferBudget, BufferPool};
 pub use sack::LossEvents;
 pub use seq::Seq;
 pub use timers::PERSIST_MAX;

@@ -108,6 +108,15 @@ pub struct LossEvents {
     /// D-SACKs sent for out-of-order data held already
     /// (`TCPDSACKOfoSent`).
     pub dsacks_ofo_sent: u64,
+    /// Out-of-order segments dropped: they would have needed more ranges
+    /// than are kept (`TCPOFODrop`).
+    pub ofo_drops: u64,
+    /// Segments whose data was dropped because the receive ring had no
+    /// storage and the stack's buffer memory was spent (`TCPRcvQDrop`).
+    pub rcv_memory_drops: u64,
+    /// Receive-window growths and writes the stack's buffer memory
+    /// refused.
+    pub memory_limited: u64,
 }
 
 /// The receiver's side: what goes into the SACK blocks of our ACKs.

@@ -156,6 +156,7 @@ fn peer_byte(i: usize) -> u8 {
 /// A connection driven by script lines.
 struct Script {
     conn: Connection,
+    pool: BufferPool,
     now: Instant,
     /// Segments sent and not yet matched: when, header, payload.
     sent: VecDeque<(Instant, TcpRepr, Vec<u8>)>,
@@ -179,9 +180,10 @@ impl Script {
         let line = parse_line(syn_line.trim(), Instant::ZERO);
         assert!(line.inbound && line.flags == flags::SYN);
         let syn = inbound_repr(&line);
-        let conn = Connection::accept(config, &syn, Seq(OUR_ISS), 1460, 0, line.time);
+        let conn = Connection::accept(config, &syn, (Seq(OUR_ISS), 1460, 0), line.time);
         let mut script = Script {
             conn,
+            pool: BufferPool::unlimited(),
             now: line.time,
             sent: VecDeque::new(),
             verdicts: Vec::new(),
@@ -195,6 +197,7 @@ impl Script {
         let conn = Connection::connect(config, OUR_PORT, PEER_PORT, Seq(OUR_ISS), 1460, 0);
         let mut script = Script {
             conn,
+            pool: BufferPool::unlimited(),
             now: Instant::ZERO,
             sent: VecDeque::new(),
             verdicts: Vec::new(),
@@ -216,7 +219,9 @@ impl Script {
                 let payload: Vec<u8> = (0..line.len)
                     .map(|i| peer_byte(line.seq as usize + i - 1))
                     .collect();
-                let verdict = self.conn.on_segment(&repr, &payload, self.now);
+                let verdict = self
+                    .conn
+                    .on_segment(&repr, &payload, self.now, &mut self.pool);
                 self.verdicts.push(verdict);
                 self.collect();
             } else {
@@ -272,7 +277,7 @@ impl Script {
 
     /// The application writes.
     fn write(&mut self, data: &[u8]) -> usize {
-        let n = self.conn.send(data).unwrap();
+        let n = self.conn.send(data, &mut self.pool).unwrap();
         self.collect();
         n
     }
@@ -280,7 +285,7 @@ impl Script {
     /// The application reads everything readable.
     fn read_all(&mut self) -> Vec<u8> {
         let mut out = vec![0u8; 1 << 20];
-        let n = self.conn.recv(&mut out).unwrap();
+        let n = self.conn.recv(&mut out, &mut self.pool).unwrap();
         out.truncate(n);
         self.collect();
         out

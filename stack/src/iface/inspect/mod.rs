@@ -26,7 +26,7 @@ pub use echo::{parse_echo_reply, EchoReply};
 pub use neighbours::NeighborInfo;
 pub use routes::RouteInfo;
 pub use sockets::UdpSocketInfo;
-pub use tcp::{TcpConnInfo, TcpListenerInfo};
+pub use tcp::{TcpBufferMemory, TcpConnInfo, TcpListenerInfo};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! TCP: every connection (handshakes in progress and TIME-WAIT included)
-//! with its state and buffer fill, and every listener with its queues.
+//! with its state and buffer fill, every listener with its queues, and the
+//! stack's buffer memory.
 
 use crate::iface::tcp::TcpCore;
 use crate::iface::{ConnId, Interface};
@@ -23,8 +24,22 @@ pub struct TcpConnInfo {
     pub send_queued: usize,
     /// Bytes received and not yet read.
     pub recv_queued: usize,
+    /// The receive window's size now (auto-tuning grows it up to
+    /// `TcpConfig::recv_buffer`).
+    pub recv_window: usize,
+    /// Bytes of ring storage it holds (0 while idle at its starting sizes).
+    pub buffer_bytes: usize,
     /// Retransmissions, congestion window, RTT, MSS.
     pub stats: ConnStats,
+}
+
+/// The stack's TCP buffer memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpBufferMemory {
+    /// Bytes of ring storage that exist now (in use or pooled).
+    pub used: usize,
+    /// The most there may be.
+    pub limit: usize,
 }
 
 /// A TCP listener (inline or queue mode).
@@ -61,6 +76,17 @@ impl<B: Buf> Interface<B> {
         all
     }
 
+    /// TCP buffer memory: bytes of ring storage the stack holds now
+    /// (connections' rings and the lcore's pool of freed ones), and the
+    /// most it may (`TcpConfig::buffer_memory`).
+    pub fn tcp_buffer_memory(&self) -> TcpBufferMemory {
+        let budget = self.core.tcp.pool.budget();
+        TcpBufferMemory {
+            used: budget.used(),
+            limit: budget.limit(),
+        }
+    }
+
     /// Every open TCP listener, by local address.
     pub fn tcp_listeners(&self) -> Vec<TcpListenerInfo> {
         let mut all: Vec<TcpListenerInfo> = self.core.tcp.each_listener().collect();
@@ -82,6 +108,8 @@ fn conn_view<B: Buf>(
         state: conn.state(),
         send_queued: tcp.config.send_buffer.saturating_sub(conn.send_room()),
         recv_queued: conn.recv_ready(),
+        recv_window: conn.recv_window(),
+        buffer_bytes: conn.buffer_bytes(),
         stats: conn.stats(),
     }
 }

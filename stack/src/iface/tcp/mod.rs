@@ -26,7 +26,8 @@ use crate::tcp::cookie::{self, SynCookies};
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{
-    Buffers, Connection, LossEvents, Refusal, Seq, State, TcpConfig, TcpError, Verdict,
+    BufferBudget, BufferPool, Connection, LossEvents, Refusal, Seq, State, TcpConfig, TcpError,
+    Verdict,
 };
 use crate::time::{Duration, Instant};
 use crate::udp::PeerError;
@@ -191,6 +192,9 @@ struct Slot<B: Buf> {
     announced: bool,
     /// Its table entry says TIME-WAIT.
     marked_time_wait: bool,
+    /// Inline mode: a write took less than it was given; the handler hears
+    /// `Readable` once half the send buffer is free again.
+    write_blocked: bool,
 }
 
 impl<B: Buf> Slot<B> {
@@ -210,6 +214,7 @@ impl<B: Buf> Slot<B> {
             active: false,
             announced: false,
             marked_time_wait: false,
+            write_blocked: false,
         }
     }
 }
@@ -239,16 +244,16 @@ pub(crate) struct TcpCore<B: Buf> {
     challenge_limit: ChallengeAckLimit,
     /// Ports connects pick from.
     pub(crate) ephemeral: (u16, u16),
-    /// Buffer storage of finished connections, for the next ones.
-    spare: Vec<Buffers>,
+    /// The lcore's ring storage, over the stack's buffer-memory budget.
+    pub(crate) pool: BufferPool,
     /// A packet buffer (and the link whose pool it came from) that a flush
     /// took but had nothing to put in: the next flush on that link uses it
     /// instead of a pool round trip.
     pub(crate) held_tx: Option<(usize, B)>,
 }
 
-/// Most spare buffer pairs kept.
-const SPARE_BUFFERS: usize = 256;
+/// Most bytes of freed ring storage an lcore keeps for its next rings.
+const POOL_KEEP: usize = 32 << 20;
 
 impl<B: Buf> core::fmt::Debug for TcpCore<B> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -264,6 +269,10 @@ const HEADROOM: usize = 14 + 40 + 60;
 
 impl<B: Buf> TcpCore<B> {
     pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
+        let pool = BufferPool::new(
+            BufferBudget::new(config.buffer_memory),
+            POOL_KEEP.min(config.buffer_memory / 8),
+        );
         let ephemeral = config.ephemeral_ports;
         let challenge_limit = ChallengeAckLimit::new(config.challenge_ack_limit, keys.jitter);
         let buckets = config.conn_buckets;
@@ -283,16 +292,19 @@ impl<B: Buf> TcpCore<B> {
             flow_key: [keys.flow.rotate_left(17), keys.flow],
             challenge_limit,
             ephemeral,
-            spare: Vec::new(),
+            pool,
             held_tx: None,
         }
     }
 
-    /// Storage for a new connection: recycled if there is some.
-    fn buffers(&mut self) -> Buffers {
-        self.spare
-            .pop()
-            .unwrap_or_else(|| Buffers::new(&self.config))
+    /// Connection `id`'s slot and the lcore's buffer pool, together.
+    fn slot_and_pool(&mut self, id: ConnId) -> Option<(&mut Slot<B>, &mut BufferPool)> {
+        let index = id.index as usize;
+        if self.generations.get(index) != Some(&id.generation) {
+            return None;
+        }
+        let slot = self.slots.get_mut(index)?.as_mut()?;
+        Some((slot, &mut self.pool))
     }
 
     /// The connection `id` names, if it still exists.
@@ -610,9 +622,9 @@ pub(crate) fn after_activity<P: Port>(
         // Data may have arrived with the handshake: move it now.
         slot.quiet = true;
     }
-    if let Some(buffers) = slot.conn.release_buffers() {
-        if tcp.spare.len() < SPARE_BUFFERS {
-            tcp.spare.push(buffers);
+    if matches!(state, State::TimeWait | State::Closed) {
+        if let Some((slot, pool)) = tcp.slot_and_pool(id) {
+            slot.conn.release_buffers(pool);
         }
     }
     let Some(slot) = tcp.slot(id) else {
@@ -637,10 +649,13 @@ pub(crate) fn after_activity<P: Port>(
         return;
     }
     let queue_mode = slot.stream.is_some();
+    let writable = slot.write_blocked && slot.conn.send_room() >= slot.conn.send_limit() / 2;
+    if writable {
+        slot.write_blocked = false;
+    }
     let readable = !queue_mode
-        && !slot.quiet
         && slot.announced
-        && (slot.conn.recv_ready() > 0 || slot.conn.at_eof());
+        && (writable || !slot.quiet && (slot.conn.recv_ready() > 0 || slot.conn.at_eof()));
     if readable {
         slot.quiet = true;
     }
@@ -677,6 +692,10 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     counters.add(Stat::TcpDSACKRecv, events.dsacks_received);
     counters.add(Stat::TcpDSACKOldSent, events.dsacks_old_sent);
     counters.add(Stat::TcpDSACKOfoSent, events.dsacks_ofo_sent);
+    counters.add(Stat::TcpOFODrop, events.ofo_drops);
+    counters.add(Stat::TcpRcvQDrop, events.rcv_memory_drops);
+    counters.add_drops(DropReason::TcpMemLimit, events.rcv_memory_drops);
+    counters.add(Stat::TcpMemoryLimited, events.memory_limited);
 }
 
 /// Runs the connections' timers that are due.
@@ -718,11 +737,11 @@ pub(crate) fn with_conn<P: Port, T>(
     out: &mut Out<'_, P>,
     now: Instant,
     id: ConnId,
-    call: impl FnOnce(&mut Connection) -> T,
+    call: impl FnOnce(&mut Connection, &mut BufferPool) -> T,
 ) -> Option<T> {
-    let slot = core.tcp.slot(id)?;
+    let (slot, pool) = core.tcp.slot_and_pool(id)?;
     let before = (slot.conn.recv_ready(), slot.conn.send_room());
-    let result = call(&mut slot.conn);
+    let result = call(&mut slot.conn, pool);
     // Readiness is reported again only if the call changed it (a read
     // that took bytes, a write that took room): a read that finds nothing,
     // at the end of the stream, must not schedule another event, or an
@@ -732,4 +751,26 @@ pub(crate) fn with_conn<P: Port, T>(
     }
     after_activity(core, out, now, id);
     Some(result)
+}
+
+/// The application's write on connection `id` (inline): what fits is
+/// queued; if not all of it, the handler hears `Readable` once half the
+/// send buffer is free.
+pub(crate) fn send<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    id: ConnId,
+    data: &[u8],
+) -> Result<usize, TcpError> {
+    let sent = with_conn(core, out, now, id, |c, pool| c.send(data, pool))
+        .unwrap_or(Err(TcpError::NotConnected));
+    let blocked = match sent {
+        Ok(n) => n < data.len(),
+        Err(error) => error == TcpError::NoBufferMemory,
+    };
+    if let (true, Some(slot)) = (blocked, core.tcp.slot(id)) {
+        slot.write_blocked = true;
+    }
+    sent
 }

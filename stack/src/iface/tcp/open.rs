@@ -153,9 +153,9 @@ pub(super) fn connect_with<P: Port>(
     let iss = core.tcp.isn(&tuple, now);
     let mss = mss_for(core, &tuple, scope);
     let ts_offset = core.tcp.ts_offset(&tuple);
-    let buffers = core.tcp.buffers();
-    let ports = (port, remote.port());
-    let conn = Connection::connect_with(&core.tcp.config, ports, iss, mss, ts_offset, buffers);
+    let (local_port, remote_port) = (port, remote.port());
+    let config = &core.tcp.config;
+    let conn = Connection::connect(config, local_port, remote_port, iss, mss, ts_offset);
     if let Some(stream) = &stream {
         // Its id is set below, before anything can need it.
         let _ = stream;
@@ -173,6 +173,7 @@ pub(super) fn connect_with<P: Port>(
         active: true,
         announced: false,
         marked_time_wait: false,
+        write_blocked: false,
     });
     core.tcp.table.update(&tuple, ConnRef::new(id, false));
     if let Some(stream) = &stream {

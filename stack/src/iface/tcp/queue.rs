@@ -98,17 +98,17 @@ pub(super) fn pump<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, id: C
         let Some(area) = buf.append(room) else {
             break;
         };
-        let Some(slot) = core.tcp.slot(id) else {
+        let Some((slot, pool)) = core.tcp.slot_and_pool(id) else {
             return;
         };
-        let n = slot.conn.recv(area).unwrap_or(0);
+        let n = slot.conn.recv(area, pool).unwrap_or(0);
         buf.trim(room - n);
         if n == 0 || stream.rx.push(buf).is_err() {
             break;
         }
         woke = true;
     }
-    let Some(slot) = core.tcp.slot(id) else {
+    let Some((slot, pool)) = core.tcp.slot_and_pool(id) else {
         return;
     };
     if slot.conn.at_eof() && !stream.has(EOF) {
@@ -126,7 +126,7 @@ pub(super) fn pump<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, id: C
                 None => break,
             },
         };
-        let n = slot.conn.send(&buf.data()[taken..]).unwrap_or(0);
+        let n = slot.conn.send(&buf.data()[taken..], pool).unwrap_or(0);
         if taken + n < buf.len() {
             slot.tx_partial = Some((buf, taken + n));
             break;

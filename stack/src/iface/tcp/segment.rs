@@ -75,8 +75,8 @@ pub(crate) fn input<P: Port>(
             core.counters.count(Stat::TcpListenOverflows);
             return core.counters.count_drop(DropReason::TcpListenOverflow);
         }
-        if let (Some(slot), None) = (core.tcp.slot(id), iss_floor) {
-            let verdict = slot.conn.on_segment(&repr, payload, now);
+        if let (Some((slot, pool)), None) = (core.tcp.slot_and_pool(id), iss_floor) {
+            let verdict = slot.conn.on_segment(&repr, payload, now, pool);
             slot.quiet = false;
             if let Verdict::Refused(refusal) = verdict {
                 count_refusal(&core.counters, refusal);
@@ -125,9 +125,8 @@ pub(crate) fn input<P: Port>(
         };
         let mss = mss_for(core, &tuple, scope);
         let ts_offset = core.tcp.ts_offset(&tuple);
-        let buffers = core.tcp.buffers();
         let start = (iss, mss, ts_offset);
-        let conn = Connection::accept_with(&core.tcp.config, &repr, start, now, buffers);
+        let conn = Connection::accept(&core.tcp.config, &repr, start, now);
         let id = core.tcp.add(Slot::passive(conn, tuple, l, scope, true));
         if core
             .tcp
@@ -273,13 +272,12 @@ fn open_from_cookie<B: Buf>(
         mss_for(core, tuple, scope),
         core.tcp.ts_offset(tuple),
     );
-    let buffers = core.tcp.buffers();
-    let mut conn = Connection::accept_with(&core.tcp.config, &syn, start, now, buffers);
+    let mut conn = Connection::accept(&core.tcp.config, &syn, start, now);
     conn.syn_ack_sent_as_cookie();
     // A valid cookie on a segment the new connection still refuses (its
     // timestamp older than the one it echoes, say) counts once, as a failed
     // cookie answered with a reset.
-    if let Verdict::Refused(_) = conn.on_segment(ack, payload, now) {
+    if let Verdict::Refused(_) = conn.on_segment(ack, payload, now, &mut core.tcp.pool) {
         return CookieAck::Invalid;
     }
     let id = core.tcp.add(Slot::passive(conn, *tuple, l, scope, false));

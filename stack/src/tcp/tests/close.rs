@@ -65,7 +65,7 @@ fn a_passive_close_goes_through_close_wait_and_last_ack() {
     assert_eq!(t.conn.state(), State::CloseWait);
     assert!(t.conn.at_eof());
     // We may still send before closing; the FIN rides on the data.
-    t.conn.send(b"last words").unwrap();
+    t.conn.send(b"last words", &mut t.pool).unwrap();
     t.close();
     t.run(
         "
@@ -129,7 +129,7 @@ fn blind_resets_and_syns_get_challenge_acks() {
     assert_eq!(t.conn.state(), State::Closed);
     assert_eq!(t.conn.error(), Some(TcpError::Reset));
     let mut buf = [0u8; 4];
-    assert_eq!(t.conn.recv(&mut buf), Err(TcpError::Reset));
+    assert_eq!(t.conn.recv(&mut buf, &mut t.pool), Err(TcpError::Reset));
 }
 
 #[test]

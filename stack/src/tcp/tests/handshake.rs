@@ -65,7 +65,7 @@ fn an_unanswered_syn_is_retried_with_backoff_then_given_up() {
     t.quiet();
     assert_eq!(t.conn.state(), State::Closed);
     assert_eq!(t.conn.error(), Some(TcpError::TimedOut));
-    assert_eq!(t.conn.send(b"x"), Err(TcpError::TimedOut));
+    assert_eq!(t.conn.send(b"x", &mut t.pool), Err(TcpError::TimedOut));
 }
 
 #[test]
