@@ -16,8 +16,8 @@ use dpstack_stack::iface::{
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack_stack::port::{MacAddr, Port};
 use dpstack_stack::route::Ipv4Cidr;
-use dpstack_stack::udp::SocketId;
 use dpstack_stack::time::{Duration, Instant};
+use dpstack_stack::udp::SocketId;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -40,7 +40,12 @@ impl UdpHandler<MemBuf> for Opened {
     ) {
     }
 
-    fn on_tcp<P: Port<Buf = MemBuf>>(&mut self, _: ConnId, event: TcpEvent, _: &mut UdpContext<'_, P>) {
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: ConnId,
+        event: TcpEvent,
+        _: &mut UdpContext<'_, P>,
+    ) {
         if matches!(event, TcpEvent::Accepted(_) | TcpEvent::Connected) {
             self.0 += 1;
         }
@@ -102,7 +107,10 @@ fn main() {
         }
         let in_flight = requested - connected.0 as usize;
         for _ in 0..BATCH.saturating_sub(in_flight).min(n - requested) {
-            let target = SocketAddrV4::new(SERVER_IP, 7 + (requested % usize::from(SERVER_PORTS)) as u16);
+            let target = SocketAddrV4::new(
+                SERVER_IP,
+                7 + (requested % usize::from(SERVER_PORTS)) as u16,
+            );
             client
                 .tcp_connect(core::slice::from_mut(&mut client_port), now, target)
                 .expect("connect");

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod bind_views;
 pub mod counters;
 #[cfg(test)]
 mod doc_examples;

@@ -26,7 +26,7 @@ use queue::{bind_queue, queue_close, queue_forward, queue_send, send_all, RecvEr
 
 pub use tcp::{TcpListener, TcpReadHalf, TcpStream, TcpWriteHalf};
 
-use crate::iface::{ConnId, ListenError};
+use crate::iface::{ConnId, ListenError, ListenOptions};
 use crate::port::Buf;
 pub use crate::port::BufPool;
 use crate::tcp::TcpError;
@@ -106,7 +106,7 @@ pub(crate) enum Command<B: Buf> {
     TcpListen {
         local: SocketAddr,
         backlog: usize,
-        reuse_port: bool,
+        options: ListenOptions,
         queue: Arc<tcp::AcceptQueue<B>>,
         reply: crossbeam_channel::Sender<Result<(), ListenError>>,
     },
@@ -231,17 +231,18 @@ impl<P: BufPool> StackHandle<P> {
         local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<TcpListener<P>, SocketError> {
-        self.tcp_listen_with(local, backlog, false)
+        self.tcp_listen_with(local, backlog, ListenOptions::default())
     }
 
-    /// [`StackHandle::tcp_listen`], in an SO_REUSEPORT group with
-    /// `reuse_port`: listeners on the same address share its connections,
-    /// each flow going to one of them by a keyed hash.
+    /// [`StackHandle::tcp_listen`] with socket options ([`ListenOptions`]):
+    /// with `reuse_port`, listeners on the same address share its
+    /// connections, each flow going to one of them by a keyed hash; with
+    /// `v6_only`, `[::]` hears IPv6 only.
     pub fn tcp_listen_with(
         &self,
         local: impl Into<SocketAddr>,
         backlog: usize,
-        reuse_port: bool,
+        options: ListenOptions,
     ) -> Result<TcpListener<P>, SocketError> {
         let local = local.into();
         let queue = Arc::new(tcp::AcceptQueue::new(backlog));
@@ -249,7 +250,7 @@ impl<P: BufPool> StackHandle<P> {
         let command = Command::TcpListen {
             local,
             backlog,
-            reuse_port,
+            options,
             queue: Arc::clone(&queue),
             reply,
         };

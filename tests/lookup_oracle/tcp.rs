@@ -6,7 +6,7 @@
 //! local namespace's addresses (a fresh one per case).
 
 use super::{KernelAnswer, Mismatch, OracleCase, Rng, Sock, LOCAL4, LOCAL6, REMOTE4, REMOTE6};
-use dpstack_stack::iface::{DropDatagrams, Interface, InterfaceConfig, ListenError};
+use dpstack_stack::iface::{DropDatagrams, Interface, InterfaceConfig, ListenError, ListenOptions};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack_stack::port::MacAddr;
 use dpstack_stack::route::{Ipv4Cidr, Ipv6Cidr};
@@ -167,17 +167,12 @@ fn syn(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
     frame
 }
 
-// Differences documented in docs/TESTING.md, left to the TCP code's owners
-// (stack/src/iface/tcp): each is a listen() rule, not the lookup order.
-
-/// dpstack's TCP listeners have no IPV6_V6ONLY: `[::]` always hears IPv4.
-const NO_V6ONLY: &str = "dpstack TCP listeners have no IPV6_V6ONLY";
-/// dpstack refuses a listener only on the very same address; Linux on any
-/// overlapping one (ANY against a specific address, `[::]` against
-/// 0.0.0.0) unless both set SO_REUSEPORT.
-const EXACT_CONFLICTS: &str = "dpstack TCP listen conflicts only on an identical address";
-/// dpstack cannot listen on an IPv4-mapped IPv6 address.
-const NO_MAPPED: &str = "dpstack TCP cannot listen on an IPv4-mapped address";
+/// docs/TESTING.md: a reuseport bind that matches the port's "fast"
+/// reuseport address (`tb->fastreuseport`) skips Linux's conflict check, so
+/// it may overlap an older listener that does not share; that listener's
+/// own `listen()` then fails. dpstack refuses the overlapping one instead.
+const FAST_PATH: &str =
+    "Linux's reuseport fast path admits an overlapping bind, then fails an older listen";
 
 /// What dpstack did with a case.
 struct Ours {
@@ -207,11 +202,11 @@ impl Case {
             let listen = (self.sockets.iter())
                 .map(|s| {
                     let local = socket_addr(s.v6, &s.ip, moved(s.port));
-                    let listening = if s.reuseport {
-                        iface.tcp_listen_reuseport(local, 8)
-                    } else {
-                        iface.tcp_listen(local, 8)
+                    let options = ListenOptions {
+                        reuse_port: s.reuseport,
+                        v6_only: s.v6only,
                     };
+                    let listening = iface.tcp_listen_with(local, 8, options);
                     listening.map(|id| ids.push(id)).map(|_| ())
                 })
                 .collect();
@@ -281,13 +276,9 @@ impl OracleCase for Case {
         for (i, o) in ours.listen.iter().enumerate() {
             let k = kernel_verdict(kernel, i);
             if k != our_verdict(o) {
-                let mapped = self.sockets[i].ip.starts_with("::ffff:");
-                let known = match (k, o) {
-                    (_, _) if self.sockets.iter().any(|s| s.v6only) => Some(NO_V6ONLY),
-                    (_, Err(ListenError::AddrNotAvailable)) if mapped => Some(NO_MAPPED),
-                    ("EADDRINUSE", Ok(())) => Some(EXACT_CONFLICTS),
-                    _ => None,
-                };
+                let late =
+                    kernel.bind[i] == "ok" && kernel.listen[i].as_deref() == Some("EADDRINUSE");
+                let known = (late && o.is_ok()).then_some(FAST_PATH);
                 let what = format!("listen #{i}: kernel {k}, dpstack {o:?}");
                 return vec![Mismatch { what, known }];
             }
@@ -306,9 +297,8 @@ impl OracleCase for Case {
             if k_addr != o {
                 let (src_ip, src_port, dst_ip, dst_port) = &self.conns[n];
                 let name = |a: Option<SocketAddr>| a.map_or("none".to_owned(), |a| a.to_string());
-                let known = self.sockets.iter().any(|s| s.v6only).then_some(NO_V6ONLY);
                 found.push(Mismatch {
-                    known,
+                    known: None,
                     what: format!(
                     "connection {src_ip} port {src_port} -> {dst_ip} port {dst_port}: kernel {} \
                      (#{k}), dpstack {}",

@@ -113,13 +113,26 @@ impl<B: Buf> Interface<B> {
     /// Listens for TCP connections on `local` (an unspecified address takes
     /// every address; `[::]` both families), with at most `backlog`
     /// handshakes in progress. Accepted connections reach the handler's
-    /// [`UdpHandler::on_tcp`] as [`TcpEvent::Accepted`] with this id.
+    /// [`UdpHandler::on_tcp`] as [`TcpEvent::Accepted`] with this id. As in
+    /// Linux, it fails with `AddrInUse` if another listener on the port
+    /// hears some of the same traffic (`0.0.0.0` and `[::]` included).
     pub fn tcp_listen(
         &mut self,
         local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<ListenerId, ListenError> {
-        let at = tcp::listen(&mut self.core, local.into(), backlog, false)?;
+        self.tcp_listen_with(local, backlog, ListenOptions::default())
+    }
+
+    /// [`Interface::tcp_listen`] with socket options: SO_REUSEPORT,
+    /// IPV6_V6ONLY ([`ListenOptions`]).
+    pub fn tcp_listen_with(
+        &mut self,
+        local: impl Into<SocketAddr>,
+        backlog: usize,
+        options: ListenOptions,
+    ) -> Result<ListenerId, ListenError> {
+        let at = tcp::listen(&mut self.core, local.into(), backlog, options)?;
         Ok(tcp::listener_id(&self.core, at))
     }
 
@@ -132,8 +145,11 @@ impl<B: Buf> Interface<B> {
         local: impl Into<SocketAddr>,
         backlog: usize,
     ) -> Result<ListenerId, ListenError> {
-        let at = tcp::listen(&mut self.core, local.into(), backlog, true)?;
-        Ok(tcp::listener_id(&self.core, at))
+        let options = ListenOptions {
+            reuse_port: true,
+            ..ListenOptions::default()
+        };
+        self.tcp_listen_with(local, backlog, options)
     }
 
     /// Stops inline listener `id`: new connections to its address are

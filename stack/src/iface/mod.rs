@@ -43,7 +43,7 @@ pub use inspect::{
     RouteInfo, TcpBufferMemory, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
 };
 pub use limit::TokenBucket;
-pub use tcp::{ConnId, ListenError, ListenerId, TcpEvent};
+pub use tcp::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};
 pub use tx::{SendError, TxBatch};
 
 pub use crate::keys::Keys;
@@ -767,11 +767,11 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
             Command::TcpListen {
                 local,
                 backlog,
-                reuse_port,
+                options,
                 queue,
                 reply,
             } => {
-                let result = tcp::listen_queued(core, local, backlog, reuse_port, queue);
+                let result = tcp::listen_queued(core, local, backlog, options, queue);
                 let _ = reply.try_send(result);
             }
             Command::TcpUnlisten { local, queue } => tcp::unlisten(core, local, &queue),

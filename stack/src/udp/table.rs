@@ -27,6 +27,7 @@
 //!
 //! Owned by one lcore; binds and closes are control-path calls.
 
+use crate::bind_views::{is_mapped, key_of, overlap, views, Views};
 use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// A socket's handle in the table.
@@ -139,23 +140,6 @@ fn head_of(slot: u32) -> u32 {
     slot & ID_MASK
 }
 
-/// An address as the table compares it: IPv4 in its IPv4-mapped IPv6 form,
-/// the unspecified address of either family as 0 (ANY).
-#[inline]
-fn key_of(ip: IpAddr) -> u128 {
-    match ip {
-        IpAddr::V4(v4) if v4.is_unspecified() => 0,
-        IpAddr::V4(v4) => v4.to_ipv6_mapped().to_bits(),
-        IpAddr::V6(v6) => v6.to_bits(),
-    }
-}
-
-/// True for an IPv4-mapped key (`::ffff:a.b.c.d`).
-#[inline]
-fn is_mapped(key: u128) -> bool {
-    key >> 32 == 0xffff
-}
-
 /// An address with IPv4-mapped IPv6 turned into IPv4.
 fn canonical(addr: SocketAddr) -> SocketAddr {
     match addr {
@@ -165,46 +149,6 @@ fn canonical(addr: SocketAddr) -> SocketAddr {
         },
         v4 => v4,
     }
-}
-
-/// The traffic a socket receives: IPv4 at one key (0: ANY) and/or IPv6 at
-/// one key. An IPv4 socket hears IPv4 only; an IPv6 socket bound to `::`
-/// hears both unless v6-only; one bound to an IPv4-mapped address hears
-/// IPv4 only; one bound to any other IPv6 address hears IPv6 only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Views {
-    v4: Option<u128>,
-    v6: Option<u128>,
-}
-
-fn views(local: u128, v6_socket: bool, v6_only: bool) -> Views {
-    match (v6_socket, local) {
-        (false, _) => Views {
-            v4: Some(local),
-            v6: None,
-        },
-        (true, 0) => Views {
-            v4: (!v6_only).then_some(0),
-            v6: Some(0),
-        },
-        (true, l) if is_mapped(l) => Views {
-            v4: Some(l),
-            v6: None,
-        },
-        (true, l) => Views {
-            v4: None,
-            v6: Some(l),
-        },
-    }
-}
-
-/// True if two bindings of one port claim some of the same traffic.
-fn overlap(a: Views, b: Views) -> bool {
-    let same = |x: Option<u128>, y: Option<u128>| match (x, y) {
-        (Some(x), Some(y)) => x == y || x == 0 || y == 0,
-        _ => false,
-    };
-    same(a.v4, b.v4) || same(a.v6, b.v6)
 }
 
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@
 use super::ip_out;
 use super::tx::Out;
 use super::Core;
+use crate::bind_views::{key_of, overlap, views, Views};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::keys::Keys;
 use crate::port::{Buf, ChecksumStatus, Port};
@@ -84,6 +85,20 @@ pub enum TcpEvent {
     Closed(Option<TcpError>),
 }
 
+/// How a listener shares its address (the socket options of Linux's
+/// `bind` and `listen` that matter here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListenOptions {
+    /// SO_REUSEPORT: join (or start) the group of listeners on the same
+    /// address; each new connection goes to one member by a keyed hash of
+    /// its addresses and ports. Every member must set it.
+    pub reuse_port: bool,
+    /// IPV6_V6ONLY: a listener on `[::]` hears IPv6 only, leaving IPv4 to
+    /// a listener on `0.0.0.0` (without it, `[::]` hears both families and
+    /// the two collide, as Linux's default `bindv6only=0`).
+    pub v6_only: bool,
+}
+
 /// Why a listen failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListenError {
@@ -136,6 +151,8 @@ struct Listener<B: Buf> {
     local: SocketAddr,
     /// Part of an SO_REUSEPORT group.
     reuse_port: bool,
+    /// IPV6_V6ONLY: `[::]` hears no IPv4.
+    v6_only: bool,
     /// Queue mode: accepted connections go here for application threads.
     accept: Option<Arc<AcceptQueue<B>>>,
     /// Connections in SYN-RECEIVED at most (0: closed).
@@ -433,20 +450,25 @@ impl<B: Buf> TcpCore<B> {
         keyed(self.ts_key, tuple) as u32
     }
 
-    /// The listener for a segment to `local`: exact address first, then the
-    /// wildcard of its family, then an IPv6 wildcard for IPv4.
+    /// The listener for a segment to `local`, as Linux's scoring picks it:
+    /// our exact address first (for IPv4, an IPv4 listener before one on
+    /// the IPv4-mapped address), then the family's wildcard, then, for
+    /// IPv4, a dual-stack `[::]`.
     fn listener_for(&self, tuple: &FourTuple) -> Option<usize> {
         let local = tuple.local;
         let port = local.port();
-        let v6_any = IpAddr::V6(core::net::Ipv6Addr::UNSPECIFIED);
-        // Most specific first: our exact address, the family's wildcard,
-        // then `[::]` for IPv4.
-        let at_level = |level: usize, l: &Listener<B>| match level {
-            0 => l.local.ip() == local.ip(),
-            1 => l.local.ip().is_unspecified() && l.local.is_ipv4() == local.is_ipv4(),
-            _ => local.is_ipv4() && l.local.ip() == v6_any,
+        let v4 = local.is_ipv4();
+        let at_level = |level: usize, l: &Listener<B>| {
+            let ip = l.local.ip();
+            match level {
+                0 => ip == local.ip(),
+                1 => v4 && l.local.is_ipv6() && ip.to_canonical() == local.ip(),
+                2 if v4 => ip.to_canonical() == IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED),
+                2 => l.local.is_ipv6() && ip.is_unspecified(),
+                _ => v4 && l.local.is_ipv6() && ip.is_unspecified() && !l.v6_only,
+            }
         };
-        for level in 0..3 {
+        for level in 0..4 {
             let matches = |l: &Listener<B>| at_level(level, l);
             let group = || {
                 self.listeners

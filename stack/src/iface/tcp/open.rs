@@ -4,26 +4,36 @@
 use super::*;
 
 /// Starts listening on `local` (port and address; an unspecified address
-/// takes every address, an IPv6 one both families). With `reuse_port`,
-/// several listeners may share `local` (SO_REUSEPORT): each connection goes
-/// to one of them by a keyed hash of its 4-tuple. Returns the listener's
-/// index.
+/// takes every address, `[::]` both families unless `v6_only`, an
+/// IPv4-mapped one that IPv4 address). With `reuse_port`, several
+/// listeners may share `local` (SO_REUSEPORT): each connection goes to one
+/// of them by a keyed hash of its 4-tuple. As in Linux, a listener is
+/// refused if it would hear some of what another on its port hears
+/// (`0.0.0.0` against an address of ours or against a dual-stack `[::]`),
+/// unless both set `reuse_port`. Returns the listener's index.
 pub(crate) fn listen<B: Buf>(
     core: &mut Core<B>,
     local: SocketAddr,
     backlog: usize,
-    reuse_port: bool,
+    options: ListenOptions,
 ) -> Result<usize, ListenError> {
-    if !local.ip().is_unspecified() && !crate::iface::is_ours(&core.local, &core.links, local.ip())
-    {
+    let canonical = local.ip().to_canonical();
+    let mapped = local.is_ipv6() && canonical.is_ipv4();
+    if mapped && options.v6_only {
+        // Linux: EINVAL; a v6-only listener hears no IPv4.
         return Err(ListenError::AddrNotAvailable);
     }
-    if core
-        .tcp
-        .listeners
-        .iter()
-        .any(|l| l.local == local && !(reuse_port && l.reuse_port))
-    {
+    if !canonical.is_unspecified() && !crate::iface::is_ours(&core.local, &core.links, canonical) {
+        return Err(ListenError::AddrNotAvailable);
+    }
+    let hears = listener_views(local, options.v6_only);
+    let collides = |l: &Listener<B>| {
+        l.backlog > 0
+            && l.local.port() == local.port()
+            && overlap(listener_views(l.local, l.v6_only), hears)
+            && !(options.reuse_port && l.reuse_port)
+    };
+    if core.tcp.listeners.iter().any(collides) {
         return Err(ListenError::AddrInUse);
     }
     let listener = Listener {
@@ -32,7 +42,8 @@ pub(crate) fn listen<B: Buf>(
         backlog: backlog.max(1),
         pending: 0,
         cookie_sent: None,
-        reuse_port,
+        reuse_port: options.reuse_port,
+        v6_only: options.v6_only,
         generation: 0,
     };
     // A closed listener's place is taken once no handshake it started is
@@ -56,6 +67,11 @@ pub(crate) fn listen<B: Buf>(
             Ok(core.tcp.listeners.len() - 1)
         }
     }
+}
+
+/// What a listener on `local` hears (see [`crate::bind_views`]).
+pub(super) fn listener_views(local: SocketAddr, v6_only: bool) -> Views {
+    views(key_of(local.ip()), local.is_ipv6(), v6_only)
 }
 
 /// The id of the listener at `at`.

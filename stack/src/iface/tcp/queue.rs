@@ -9,10 +9,10 @@ pub(crate) fn listen_queued<B: Buf>(
     core: &mut Core<B>,
     local: SocketAddr,
     backlog: usize,
-    reuse_port: bool,
+    options: ListenOptions,
     queue: Arc<AcceptQueue<B>>,
 ) -> Result<(), ListenError> {
-    let at = listen(core, local, backlog, reuse_port)?;
+    let at = listen(core, local, backlog, options)?;
     core.tcp.listeners[at].accept = Some(queue);
     Ok(())
 }
@@ -167,7 +167,7 @@ mod tests {
         let local: SocketAddr = "0.0.0.0:7".parse().unwrap();
         for _ in 0..100 {
             let queue = Arc::new(AcceptQueue::new(4));
-            listen_queued(core, local, 4, false, queue.clone()).unwrap();
+            listen_queued(core, local, 4, ListenOptions::default(), queue.clone()).unwrap();
             unlisten(core, local, &queue);
         }
         assert_eq!(
@@ -177,10 +177,17 @@ mod tests {
         );
         // A closed listener still owning a handshake keeps its index.
         let queue = Arc::new(AcceptQueue::new(4));
-        listen_queued(core, local, 4, false, queue.clone()).unwrap();
+        listen_queued(core, local, 4, ListenOptions::default(), queue.clone()).unwrap();
         core.tcp.listeners[0].pending = 1;
         unlisten(core, local, &queue);
-        listen_queued(core, local, 4, false, Arc::new(AcceptQueue::new(4))).unwrap();
+        listen_queued(
+            core,
+            local,
+            4,
+            ListenOptions::default(),
+            Arc::new(AcceptQueue::new(4)),
+        )
+        .unwrap();
         assert_eq!(core.tcp.listeners.len(), 2);
         assert!(core.tcp.listeners[1].accept.is_some());
     }

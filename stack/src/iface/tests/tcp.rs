@@ -515,14 +515,25 @@ impl UdpHandler<MemBuf> for Opener {
 /// Opens `count` connections from `client` to 10.0.0.1:7 and runs both
 /// stacks until they settle.
 fn open_many(
-    (server, server_port): (&mut Interface<MemBuf>, &mut MemPort),
-    (client, client_port): (&mut Interface<MemBuf>, &mut MemPort),
+    server: (&mut Interface<MemBuf>, &mut MemPort),
+    client: (&mut Interface<MemBuf>, &mut MemPort),
     now: &mut Instant,
     count: usize,
     log: &mut AcceptLog,
 ) -> Opener {
-    let mut opener = Opener::default();
     let target: SocketAddr = "10.0.0.1:7".parse().unwrap();
+    open_many_to(target, server, client, now, (count, log))
+}
+
+/// [`open_many`] to `target`.
+fn open_many_to(
+    target: SocketAddr,
+    (server, server_port): (&mut Interface<MemBuf>, &mut MemPort),
+    (client, client_port): (&mut Interface<MemBuf>, &mut MemPort),
+    now: &mut Instant,
+    (count, log): (usize, &mut AcceptLog),
+) -> Opener {
+    let mut opener = Opener::default();
     for _ in 0..count {
         client
             .tcp_connect(core::slice::from_mut(client_port), *now, target)
@@ -673,4 +684,84 @@ fn a_read_at_the_end_of_the_stream_does_not_wake_the_handler_again() {
     // At most one per segment that arrived (the handshake's ACK, the data,
     // the FIN): not one per poll (17,899 before the fix).
     assert!(counter.events <= 6, "{} Readable events", counter.events);
+}
+
+/// A stack and its port.
+type Host = (Interface<MemBuf>, MemPort);
+
+/// Opens three connections to `target` from `client` to `server`; the
+/// listeners that accepted them.
+fn accepted_by(
+    target: &str,
+    (server, client): (&mut Host, &mut Host),
+    now: &mut Instant,
+) -> Vec<ListenerId> {
+    let mut log = AcceptLog::default();
+    let target = target.parse().unwrap();
+    let server = (&mut server.0, &mut server.1);
+    let client = (&mut client.0, &mut client.1);
+    let opened = open_many_to(target, server, client, now, (3, &mut log));
+    assert_eq!(opened.opened, 3, "{target}");
+    log.0
+}
+
+#[test]
+fn a_v6_only_listener_leaves_ipv4_to_an_ipv4_one_and_overlaps_are_refused() {
+    let mut server = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let mut client = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+    // A dual-stack [::] hears IPv4 too: 0.0.0.0 and our IPv4 address
+    // collide with it, as in Linux.
+    let iface = &mut server.0;
+    let dual = iface.tcp_listen(at("[::]:7"), 8).unwrap();
+    assert_eq!(
+        iface.tcp_listen(at("0.0.0.0:7"), 8),
+        Err(ListenError::AddrInUse)
+    );
+    assert_eq!(
+        iface.tcp_listen(at("10.0.0.1:7"), 8),
+        Err(ListenError::AddrInUse)
+    );
+    assert!(iface.tcp_unlisten(dual));
+    let v6_only = ListenOptions {
+        v6_only: true,
+        ..ListenOptions::default()
+    };
+    let six = iface.tcp_listen_with(at("[::]:7"), 8, v6_only).unwrap();
+    let four = iface.tcp_listen(at("0.0.0.0:7"), 8).unwrap();
+    let mut now = Instant::ZERO;
+    let pair = (&mut server, &mut client);
+    assert_eq!(accepted_by("10.0.0.1:7", pair, &mut now), [four; 3]);
+    let pair = (&mut server, &mut client);
+    assert_eq!(accepted_by("[2001:db8::1]:7", pair, &mut now), [six; 3]);
+    // Alone, the v6-only listener leaves IPv4 refused.
+    assert!(server.0.tcp_unlisten(four));
+    let mut log = AcceptLog::default();
+    let (s, c) = (&mut server, &mut client);
+    let target = at("10.0.0.1:7");
+    let opened = open_many_to(
+        target,
+        (&mut s.0, &mut s.1),
+        (&mut c.0, &mut c.1),
+        &mut now,
+        (3, &mut log),
+    );
+    assert_eq!((opened.opened, opened.refused), (0, 3));
+    // An IPv4-mapped listener hears IPv4 to its address, before 0.0.0.0
+    // (both share by SO_REUSEPORT to coexist); never with IPV6_V6ONLY.
+    let iface = &mut server.0;
+    let mapped = at("[::ffff:10.0.0.1]:9");
+    assert_eq!(
+        iface.tcp_listen_with(mapped, 8, v6_only),
+        Err(ListenError::AddrNotAvailable)
+    );
+    let shared = ListenOptions {
+        reuse_port: true,
+        ..ListenOptions::default()
+    };
+    iface.tcp_listen_with(at("0.0.0.0:9"), 8, shared).unwrap();
+    assert_eq!(iface.tcp_listen(mapped, 8), Err(ListenError::AddrInUse));
+    let m = iface.tcp_listen_with(mapped, 8, shared).unwrap();
+    let pair = (&mut server, &mut client);
+    assert_eq!(accepted_by("10.0.0.1:9", pair, &mut now), [m; 3]);
 }

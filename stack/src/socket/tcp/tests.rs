@@ -271,8 +271,12 @@ fn a_reuseport_group_shares_connections_by_flow() {
         (client, client_port, DropDatagrams),
     );
     let any = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 8);
-    let first = server_handle.tcp_listen_with(any, 64, true).unwrap();
-    let second = server_handle.tcp_listen_with(any, 64, true).unwrap();
+    let reuse_port = crate::iface::ListenOptions {
+        reuse_port: true,
+        ..Default::default()
+    };
+    let first = server_handle.tcp_listen_with(any, 64, reuse_port).unwrap();
+    let second = server_handle.tcp_listen_with(any, 64, reuse_port).unwrap();
     assert!(
         matches!(
             server_handle.tcp_listen(any, 8),
