@@ -38,6 +38,10 @@ pub struct TcpConfig {
     /// tcp_congestion_control; CUBIC by default, as Linux), changed per
     /// connection with `Connection::set_congestion`.
     pub congestion: Algorithm,
+    /// HyStart++ (RFC 9406; Linux's CUBIC has HyStart on too): the first
+    /// slow start turns conservative once the RTT shows a queue building,
+    /// instead of growing until a loss.
+    pub hystart: bool,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
     /// Keepalive (SO_KEEPALIVE): probe a connection after this long
@@ -92,6 +96,7 @@ impl Default for TcpConfig {
             rfc7323: true,
             sack: true,
             congestion: Algorithm::Cubic,
+            hystart: true,
             ephemeral_ports: (32768, 60999),
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),

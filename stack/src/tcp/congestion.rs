@@ -8,8 +8,10 @@
 //! connection. Time comes in as an argument; nothing reads a clock.
 
 pub mod cubic;
+pub mod hystart;
 
 pub use cubic::Cubic;
+pub use hystart::HyStart;
 
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
@@ -53,6 +55,9 @@ pub trait CongestionControl {
     fn ssthresh(&self) -> u32;
     /// True during fast recovery.
     fn in_recovery(&self) -> bool;
+    /// Slow start ends here (HyStart++ saw the queue grow): `ssthresh`
+    /// becomes the window.
+    fn end_slow_start(&mut self);
     /// True below the slow-start threshold.
     fn in_slow_start(&self) -> bool {
         self.window() < self.ssthresh()
@@ -119,6 +124,9 @@ impl CongestionControl for Congestion {
     fn in_recovery(&self) -> bool {
         dispatch!(self, c => c.in_recovery())
     }
+    fn end_slow_start(&mut self) {
+        dispatch!(self, c => c.end_slow_start())
+    }
 }
 
 /// NewReno's state.
@@ -179,6 +187,10 @@ impl CongestionControl for NewReno {
     /// True during fast recovery.
     fn in_recovery(&self) -> bool {
         self.recover.is_some()
+    }
+
+    fn end_slow_start(&mut self) {
+        self.ssthresh = self.cwnd;
     }
 
     /// New data was acknowledged: `acked` bytes, up to `ack`, with

@@ -15,7 +15,7 @@
 use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
-use super::congestion::{Algorithm, Congestion};
+use super::congestion::{Algorithm, Congestion, HyStart};
 use super::pool::BufferPool;
 use super::rtt::RttEstimator;
 use super::sack::{LossEvents, Recovery, SackReceiver, Scoreboard};
@@ -174,6 +174,8 @@ pub struct Connection {
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
     pub(crate) cc: Congestion,
+    /// HyStart++ over the first slow start.
+    pub(crate) hystart: HyStart,
     pub(crate) rto_at: Option<Instant>,
     pub(crate) ack_at: Option<Instant>,
     pub(crate) persist_at: Option<Instant>,
@@ -304,6 +306,7 @@ impl Connection {
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
+            hystart: HyStart::new(config.hystart),
             rto_at: None,
             ack_at: None,
             persist_at: None,

@@ -436,11 +436,14 @@ impl Connection {
         if self.snd_nxt < self.snd_una {
             self.snd_nxt = self.snd_una;
         }
-        self.sample_rtt(seg, ack_no, now);
+        let sample = self.sample_rtt(seg, ack_no, now);
         self.retries = 0;
         let flight = self.snd_max.since(self.snd_una);
         let srtt = self.rtt.srtt().unwrap_or_default();
-        if self.cc.on_ack(acked, ack_no, flight, now, srtt) {
+        let mss = u32::from(self.mss);
+        let ack = (acked, ack_no, self.snd_nxt);
+        let grow = self.hystart.on_ack(&mut self.cc, ack, sample, mss);
+        if self.cc.on_ack(grow, ack_no, flight, now, srtt) {
             // RFC 6582: a partial acknowledgment retransmits the next hole.
             self.fast_retransmit = true;
         }
@@ -454,23 +457,24 @@ impl Connection {
 
     /// An RTT sample from the echoed timestamp, or from the timed segment
     /// once it is acknowledged (Karn's algorithm: never a retransmitted
-    /// one; the timer is dropped on retransmission).
-    fn sample_rtt(&mut self, seg: &TcpRepr, ack_no: Seq, now: Instant) {
+    /// one; the timer is dropped on retransmission). Returns the sample.
+    fn sample_rtt(&mut self, seg: &TcpRepr, ack_no: Seq, now: Instant) -> Option<Duration> {
         if let (Some(_), Some((_, echo))) = (self.timestamps, seg.options.timestamps) {
             let elapsed = self.ts_now(now).wrapping_sub(echo);
             if echo != 0 && elapsed < 60_000 {
-                self.rtt
-                    .sample(Duration::from_millis(u64::from(elapsed.max(1))));
+                let sample = Duration::from_millis(u64::from(elapsed.max(1)));
+                self.rtt.sample(sample);
                 self.timing = None;
-                return;
+                return Some(sample);
             }
         }
-        if let Some((end, sent)) = self.timing {
-            if ack_no >= end {
-                self.rtt.sample(now - sent);
-                self.timing = None;
-            }
+        let (end, sent) = self.timing?;
+        if ack_no < end {
+            return None;
         }
+        self.rtt.sample(now - sent);
+        self.timing = None;
+        Some(now - sent)
     }
 
     /// Stores segment text (RFC 9293 3.10.7.4 seventh step): in order, it

@@ -170,6 +170,10 @@ impl CongestionControl for Cubic {
     fn in_recovery(&self) -> bool {
         self.reno.in_recovery()
     }
+
+    fn end_slow_start(&mut self) {
+        self.reno.end_slow_start();
+    }
 }
 
 #[cfg(test)]
