@@ -86,6 +86,10 @@ struct Cli {
     /// The port's MTU (see dpstack-echo --mtu).
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
     mtu: u16,
+    /// Do not offer SACK (RFC 2018): loss recovery falls back to NewReno's
+    /// one hole per round trip (for comparing what SACK buys).
+    #[arg(long)]
+    no_sack: bool,
 }
 
 /// Period of the stream pattern (a prime, so the pattern does not line up
@@ -280,6 +284,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     }
     let mut config = InterfaceConfig::with_links(vec![link]);
     config.gateway = cli.gateway;
+    config.tcp.sack = !cli.no_sack;
     if cli.no_dad {
         config.dad_transmits = 0;
     }

@@ -433,6 +433,10 @@ protocol_counters! {
     /// TCP D-SACKs sent for out-of-order data already held. Linux:
     /// `TCPDSACKOfoSent`.
     TcpDSACKOfoSent,
+    /// TCP retransmissions found lost themselves (RACK: data sent after
+    /// them was delivered) and sent again before the timeout. Linux:
+    /// `TCPLostRetransmit`.
+    TcpLostRetransmit,
     /// TCP out-of-order segments dropped: holding them would take more
     /// separate ranges than a connection keeps. Linux: `TCPOFODrop`.
     TcpOFODrop,

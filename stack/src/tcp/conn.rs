@@ -17,6 +17,7 @@ use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
 use super::congestion::{Algorithm, Congestion, HyStart};
 use super::pool::BufferPool;
+use super::rack::RetransmitWatch;
 use super::rtt::RttEstimator;
 use super::sack::{LossEvents, Recovery, SackReceiver, Scoreboard};
 use super::seq::Seq;
@@ -162,6 +163,9 @@ pub struct Connection {
     pub(crate) scoreboard: Scoreboard,
     /// SACK-based loss recovery (RFC 6675) in progress.
     pub(crate) recovery: Option<Recovery>,
+    /// Retransmissions in flight in recovery, for RACK's lost-retransmission
+    /// rule.
+    pub(crate) rexmit_watch: RetransmitWatch,
     /// Duplicate ACKs in a row (SACK connections; NewReno counts its own).
     pub(crate) dup_acks: u32,
     /// Recovery events for the lcore's counters.
@@ -299,6 +303,7 @@ impl Connection {
             sack_rx: SackReceiver::default(),
             scoreboard: Scoreboard::default(),
             recovery: None,
+            rexmit_watch: RetransmitWatch::default(),
             dup_acks: 0,
             loss: LossEvents::default(),
             tlp_at: None,

@@ -9,8 +9,9 @@
 //! ring with out-of-order reassembly), [`pool`] (ring storage: the
 //! stack's buffer-memory budget and the lcore's pool), `autotune`
 //! (receive-window auto-tuning), [`rtt`] (RFC 6298), [`congestion`]
-//! (a small trait over NewReno and CUBIC, the default), [`sack`] (SACK blocks out, the scoreboard in), `recovery`
-//! (RFC 6675 loss recovery from the scoreboard), [`table`] (the connection
+//! (a small trait over NewReno and CUBIC, the default, with HyStart++), [`sack`] (SACK blocks out, the scoreboard in), `recovery`
+//! (RFC 6675 loss recovery from the scoreboard), [`rack`] (lost
+//! retransmissions by RACK's rule), [`table`] (the connection
 //! table `connect()` searches), [`wheel`] (the per-lcore timer wheel),
 //! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore). Options
 //! (MSS, window scale, timestamps, SACK permitted, SACK blocks) are parsed
@@ -27,6 +28,7 @@ pub mod cookie;
 pub mod input;
 mod output;
 pub mod pool;
+pub mod rack;
 mod recovery;
 pub mod rtt;
 pub mod sack;

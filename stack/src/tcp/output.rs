@@ -170,6 +170,13 @@ impl Connection {
             return None;
         }
         let len = available.min(room).min(usable);
+        if self.recovery.is_none() && len < room.min(available) && self.cwnd_cuts(usable) {
+            // The congestion window, not the data or the peer's window,
+            // would cut this segment short: wait for the ACK that makes
+            // room for a whole one (Linux counts its window in segments
+            // and never sends such runts).
+            return None;
+        }
         let fin_seq = self.fin_seq();
         let fin = self.fin_queued && self.snd_nxt + len == fin_seq && self.snd_nxt <= fin_seq;
         if len == 0 && !fin {
@@ -221,6 +228,15 @@ impl Connection {
         }
         self.persist_at = None;
         Some((self.acked(header), copied))
+    }
+
+    /// True if `usable` bytes of room are the congestion window's limit
+    /// (below the peer's window) while data is in flight, so an ACK will
+    /// open it.
+    fn cwnd_cuts(&self, usable: usize) -> bool {
+        let in_flight = self.in_flight();
+        let peer_room = self.snd_wnd.saturating_sub(in_flight) as usize;
+        in_flight > 0 && usable < peer_room
     }
 
     /// Marks the ACK a segment carries as sent: nothing more is owed (a

@@ -9,6 +9,9 @@
 //! data or ACK, the last segment again, so that a loss at the tail, which
 //! no duplicate ACK can reveal, is found before the RTO.
 //!
+//! A retransmission that is itself lost is found by RACK's rule
+//! ([`super::rack`]) and sent again, instead of waiting for the RTO.
+//!
 //! Called from [`super::input`] per ACK and from [`super::output`] per
 //! segment sent; the work is bounded by the scoreboard's size.
 
@@ -72,7 +75,18 @@ impl Connection {
         if let Some(recovery) = self.recovery {
             if self.snd_una >= recovery.point {
                 self.recovery = None;
+                self.rexmit_watch.clear();
                 self.dup_acks = 0;
+                return;
+            }
+            // RACK (RFC 8985 6.2): a retransmission that later data
+            // overtook is lost; NextSeg takes it again from there.
+            let mss = u32::from(self.mss);
+            if let Some(seq) = self.rexmit_watch.lost(&self.scoreboard, self.snd_una, mss) {
+                if let Some(r) = self.recovery.as_mut() {
+                    r.high_rxt = r.high_rxt.min(seq);
+                }
+                self.loss.lost_retransmits += 1;
             }
             return;
         }
@@ -197,6 +211,8 @@ impl Connection {
             r.high_rxt = seq + len + usize::from(fin);
             r.sent(len);
         }
+        let end = seq + len + usize::from(fin);
+        self.rexmit_watch.note(seq, end, self.snd_max);
         self.retransmitted += 1;
         self.loss.fast_retransmits += 1;
         if self.rto_at.is_none() {

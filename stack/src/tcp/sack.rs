@@ -114,6 +114,9 @@ pub struct LossEvents {
     /// Segments whose data was dropped because the receive ring had no
     /// storage and the stack's buffer memory was spent (`TCPRcvQDrop`).
     pub rcv_memory_drops: u64,
+    /// Retransmissions found lost (RACK) and sent again
+    /// (`TCPLostRetransmit`).
+    pub lost_retransmits: u64,
     /// Receive-window growths and writes the stack's buffer memory
     /// refused.
     pub memory_limited: u64,

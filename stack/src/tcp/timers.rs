@@ -132,6 +132,7 @@ impl Connection {
             // Nothing is in flight any more: a SACK recovery's pipe would
             // count what went back as sent, and hold the window shut.
             self.recovery = None;
+            self.rexmit_watch.clear();
             self.dup_acks = 0;
             self.persist_backoff = 0;
             self.persist_timeout(now);
@@ -152,6 +153,7 @@ impl Connection {
         // second in a row suggests the peer dropped what it sacked
         // (reneging, RFC 2018 8), and everything goes again.
         self.recovery = None;
+        self.rexmit_watch.clear();
         self.dup_acks = 0;
         self.tlp_at = None;
         if self.retries > 1 {

@@ -715,6 +715,7 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     counters.add(Stat::TcpDSACKOldSent, events.dsacks_old_sent);
     counters.add(Stat::TcpDSACKOfoSent, events.dsacks_ofo_sent);
     counters.add(Stat::TcpOFODrop, events.ofo_drops);
+    counters.add(Stat::TcpLostRetransmit, events.lost_retransmits);
     counters.add(Stat::TcpRcvQDrop, events.rcv_memory_drops);
     counters.add_drops(DropReason::TcpMemLimit, events.rcv_memory_drops);
     counters.add(Stat::TcpMemoryLimited, events.memory_limited);

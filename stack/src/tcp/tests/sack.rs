@@ -175,39 +175,39 @@ fn prr_spreads_the_window_reduction_over_the_round_trip() {
     }
     t.run(
         "
-        // The window grew by the SYN's byte: one byte more (the only small
-        // segment, so Nagle lets it go).
-        +0 > . 10001:10002(1) ack 1
+        // The window grew by the SYN's byte: one byte more, which waits
+        // (a runt the congestion window alone would cut is not sent).
         // 1-1001 is lost. Before recovery, what the peer sacked has left
         // the network: a new segment per duplicate.
         +0.01 < . 1:1(0) ack 1 win 20000 <sack 1001:2001>
-        +0 > . 10002:11002(1000) ack 1
+        +0 > . 10001:11001(1000) ack 1
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:3001>
-        +0 > . 11002:12002(1000) ack 1
-        // Recovery: 12001 in flight (RecoverFS), ssthresh 6000. The hole
+        +0 > . 11001:12001(1000) ack 1
+        // Recovery: 12000 in flight (RecoverFS), ssthresh 6000. The hole
         // goes at once; then PRR lets out ssthresh / RecoverFS = half of
-        // what each ACK delivers: a segment every second ACK (RFC 6675
-        // alone would wait for pipe to fall under cwnd, then send one per
-        // ACK).
+        // what each ACK delivers, whole segments only: nothing for the
+        // next ACK, 500 bytes after the one after (RFC 6675 alone would
+        // send one per ACK once pipe fell under cwnd).
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:4001>
         +0 > . 1:1001(1000) ack 1
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:5001>
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:6001>
+        // pipe is down to ssthresh (6000): PRR-SSRB sends only what keeps
+        // it there, a segment per segment delivered.
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:7001>
-        +0 > . 12002:13002(1000) ack 1
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:8001>
-        // pipe (5001) is under ssthresh now: PRR-SSRB brings it back up,
-        // whole segments only (999 bytes allowed: none yet).
+        +0 > . 12001:13001(1000) ack 1
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:9001>
+        +0 > . 13001:14001(1000) ack 1
         +0 < . 1:1(0) ack 1 win 20000 <sack 1001:10001>
-        +0 > . 13002:14002(1000) ack 1
+        +0 > . 14001:15001(1000) ack 1
         ",
     );
     t.quiet();
     let r = t.conn.recovery.expect("still recovering");
     assert_eq!(
         (r.recover_fs, r.prr_delivered, r.prr_out),
-        (12_001, 7000, 3000)
+        (12_000, 7000, 4000)
     );
     assert_eq!(t.conn.retransmitted, 1);
 }
@@ -243,4 +243,43 @@ fn a_lost_tail_is_probed_after_two_rtts_instead_of_the_rto() {
     let srtt = t.conn.rtt.srtt().unwrap();
     let pto = srtt * 2 + Duration::from_millis(200);
     assert_eq!(t.conn.tlp_at, Some(t.now + pto));
+}
+
+/// RACK (RFC 8985 6.2) for a retransmission: 1001-2001 is lost, and so
+/// is its first retransmission, sent while 14001 was the highest sequence
+/// number out. Everything else arrives and is sacked, a segment at a time.
+/// Once data sent after the retransmission is sacked three segments past
+/// that mark (17001), it is sent again: milliseconds later, not after the
+/// 1 s RTO.
+#[test]
+fn rack_sends_a_lost_retransmission_again_before_the_timeout() {
+    let mut t = established_sack();
+    t.write(&[5u8; 40_000]);
+    let mut sent_again = Vec::new();
+    let mut high = 3001u32;
+    while high <= 20_001 {
+        t.run(&format!(
+            "+0.001 < . 1:1(0) ack 1001 win 30000 <sack 2001:{high}>"
+        ));
+        let lost = t.sent.drain(..).filter(|(_, repr, payload)| {
+            describe(repr, payload.len()).starts_with("> . 1001:2001(1000)")
+        });
+        sent_again.extend(lost.map(|_| high));
+        high = (high + 1000).min(t.conn.snd_max.since(Seq(OUR_ISS)));
+    }
+    // The original, the first retransmission when recovery began (the
+    // third segment sacked above it), the second once 17001 was sacked.
+    assert_eq!(
+        &sent_again[1..],
+        [5001, 17001],
+        "sacked up to these when it went"
+    );
+    assert_eq!(t.conn.loss.lost_retransmits, 1);
+    assert_eq!(t.conn.retries, 0, "no timeout");
+    assert!(t.now < Instant::ZERO + Duration::from_millis(100));
+    // It arrives: everything is acknowledged and recovery ends.
+    let end = t.conn.snd_max.since(Seq(OUR_ISS));
+    t.run(&format!("+0.001 < . 1:1(0) ack {end} win 30000"));
+    assert!(t.conn.recovery.is_none());
+    assert!(t.conn.rexmit_watch.is_empty());
 }
