@@ -33,17 +33,15 @@ pub const PERSIST_MAX: Duration = Duration::from_secs(30);
 impl Connection {
     /// The earliest deadline of any timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [
-            self.rto_at,
-            self.tlp_at,
-            self.ack_at,
-            self.persist_at,
-            self.time_wait_at,
-            self.keepalive_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // Branch-free over the nanoseconds (none: u64::MAX): this runs
+        // after every segment.
+        let at = |t: Option<Instant>| t.map_or(u64::MAX, Instant::as_nanos);
+        let soonest = (at(self.rto_at).min(at(self.tlp_at)).min(at(self.ack_at))).min(
+            at(self.persist_at)
+                .min(at(self.time_wait_at))
+                .min(at(self.keepalive_at)),
+        );
+        (soonest != u64::MAX).then_some(Instant::from_nanos(soonest))
     }
 
     /// Runs the timers that are due at `now`.
