@@ -13,14 +13,16 @@
 use super::pool::{BufferPool, Storage};
 
 /// Most separate out-of-order ranges kept (a segment that would need more
-/// is dropped; the peer sends it again).
-pub const MAX_RANGES: usize = 8;
+/// is dropped and counted, `TcpOFODrop`; the peer sends it again). Sixteen
+/// offsets of 32 bits take what eight of 64 did: at 5 % loss and 10 %
+/// reordering, eight ranges dropped one segment in a hundred.
+pub const MAX_RANGES: usize = 16;
 
 /// Out-of-order ranges beyond the in-order end, as byte offsets from it,
 /// sorted and disjoint (never adjacent: those merge).
 #[derive(Debug, Clone, Default)]
 pub struct Assembler {
-    ranges: arrayvec::ArrayVec<(usize, usize), MAX_RANGES>,
+    ranges: arrayvec::ArrayVec<(u32, u32), MAX_RANGES>,
 }
 
 impl Assembler {
@@ -30,8 +32,9 @@ impl Assembler {
         if start >= end {
             return true;
         }
-        let (mut start, mut end) = (start, end);
-        let mut kept = arrayvec::ArrayVec::<(usize, usize), MAX_RANGES>::new();
+        // Offsets lie within the receive window (under 2^30, RFC 7323).
+        let (mut start, mut end) = (start as u32, end as u32);
+        let mut kept = arrayvec::ArrayVec::<(u32, u32), MAX_RANGES>::new();
         let mut placed = false;
         for &(s, e) in &self.ranges {
             if e < start {
@@ -68,7 +71,7 @@ impl Assembler {
                     range.0 -= end;
                     range.1 -= end;
                 }
-                end
+                end as usize
             }
             _ => 0,
         }
@@ -77,7 +80,8 @@ impl Assembler {
     /// Shifts every range down by `n` bytes that arrived in order, cutting
     /// what they cover.
     pub fn advance(&mut self, n: usize) {
-        let mut kept = arrayvec::ArrayVec::<(usize, usize), MAX_RANGES>::new();
+        let n = n as u32;
+        let mut kept = arrayvec::ArrayVec::<(u32, u32), MAX_RANGES>::new();
         for &(s, e) in &self.ranges {
             if e > n {
                 kept.push((s.saturating_sub(n), e - n));
@@ -92,7 +96,7 @@ impl Assembler {
     }
 
     /// The ranges (for SACK blocks and tests).
-    pub fn ranges(&self) -> &[(usize, usize)] {
+    pub fn ranges(&self) -> &[(u32, u32)] {
         &self.ranges
     }
 }
@@ -351,7 +355,7 @@ impl RecvBuffer {
     }
 
     /// The out-of-order ranges, as offsets past the in-order end.
-    pub fn out_of_order(&self) -> &[(usize, usize)] {
+    pub fn out_of_order(&self) -> &[(u32, u32)] {
         self.ooo.ranges()
     }
 
@@ -408,7 +412,7 @@ impl RecvBuffer {
             return true;
         }
         if self.ring.capacity() > 0 {
-            let live = self.len + self.ooo.ranges().last().map_or(0, |&(_, end)| end);
+            let live = self.len + self.ooo.ranges().last().map_or(0, |&(_, end)| end as usize);
             if !self.ring.resize(size, live, pool) {
                 return false;
             }

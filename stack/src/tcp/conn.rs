@@ -166,6 +166,9 @@ pub struct Connection {
     /// Retransmissions in flight in recovery, for RACK's lost-retransmission
     /// rule.
     pub(crate) rexmit_watch: RetransmitWatch,
+    /// RACK's reordering timer: when a watched retransmission that later
+    /// data overtook counts as lost.
+    pub(crate) rack_at: Option<Instant>,
     /// Duplicate ACKs in a row (SACK connections; NewReno counts its own).
     pub(crate) dup_acks: u32,
     /// Recovery events for the lcore's counters.
@@ -304,6 +307,7 @@ impl Connection {
             scoreboard: Scoreboard::default(),
             recovery: None,
             rexmit_watch: RetransmitWatch::default(),
+            rack_at: None,
             dup_acks: 0,
             loss: LossEvents::default(),
             tlp_at: None,
@@ -645,6 +649,7 @@ impl Connection {
         }
         self.rto_at = None;
         self.tlp_at = None;
+        self.rack_at = None;
         self.ack_at = None;
         self.persist_at = None;
         self.time_wait_at = None;
@@ -718,6 +723,7 @@ impl Connection {
         self.state = State::TimeWait;
         self.rto_at = None;
         self.tlp_at = None;
+        self.rack_at = None;
         self.persist_at = None;
         self.ack_at = None;
         self.keepalive_at = None;

@@ -390,7 +390,7 @@ impl Connection {
             if advanced || !duplicate {
                 self.dup_acks = 0;
             }
-            self.sack_after_ack(duplicate);
+            self.sack_after_ack(duplicate, now);
             self.prr_on_ack(mark);
         }
         // Window update (RFC 9293 3.10.7.4, SND.WL1/WL2).
@@ -504,7 +504,10 @@ impl Connection {
         if self.sack_ok && offset > 0 {
             let end = offset + bytes.len();
             let held = self.recv_buf.out_of_order().iter();
-            if held.clone().any(|&(s, e)| s <= offset && end <= e) {
+            if held
+                .clone()
+                .any(|&(s, e)| s as usize <= offset && end <= e as usize)
+            {
                 self.sack_rx.dsack = Some((seq, seq + bytes.len()));
                 self.loss.dsacks_ofo_sent += 1;
             }

@@ -67,7 +67,7 @@ impl Connection {
     /// After an ACK's processing: counts a duplicate (`dup`), prunes the
     /// scoreboard, leaves recovery at the recovery point and enters it
     /// when RFC 6675 5 says a segment is lost.
-    pub(crate) fn sack_after_ack(&mut self, dup: bool) {
+    pub(crate) fn sack_after_ack(&mut self, dup: bool, now: Instant) {
         self.scoreboard.prune(self.snd_una);
         if dup {
             self.dup_acks += 1;
@@ -76,18 +76,11 @@ impl Connection {
             if self.snd_una >= recovery.point {
                 self.recovery = None;
                 self.rexmit_watch.clear();
+                self.rack_at = None;
                 self.dup_acks = 0;
                 return;
             }
-            // RACK (RFC 8985 6.2): a retransmission that later data
-            // overtook is lost; NextSeg takes it again from there.
-            let mss = u32::from(self.mss);
-            if let Some(seq) = self.rexmit_watch.lost(&self.scoreboard, self.snd_una, mss) {
-                if let Some(r) = self.recovery.as_mut() {
-                    r.high_rxt = r.high_rxt.min(seq);
-                }
-                self.loss.lost_retransmits += 1;
-            }
+            self.rack_check(now, false);
             return;
         }
         // Nothing outstanding, or going back after a timeout (RFC 6675
@@ -109,6 +102,27 @@ impl Connection {
             self.timing = None;
             self.tlp_at = None;
         }
+    }
+
+    /// RACK (RFC 8985 6.2) in recovery, after an ACK or when its reordering
+    /// timer fires (`timer`): a retransmission that later data overtook is
+    /// lost, and NextSeg takes it again from there (from the timer, one
+    /// segment may go whatever PRR says: no ACK will come to allow it).
+    /// Then the timer is set for the next one that may be.
+    pub(crate) fn rack_check(&mut self, now: Instant, timer: bool) {
+        let mss = u32::from(self.mss);
+        let rtt = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto());
+        let board = (&self.scoreboard, self.snd_una);
+        if let Some(seq) = self.rexmit_watch.lost(board, mss, now, rtt) {
+            if let Some(r) = self.recovery.as_mut() {
+                r.high_rxt = r.high_rxt.min(seq);
+                if timer {
+                    r.sndcnt = r.sndcnt.max(mss);
+                }
+            }
+            self.loss.lost_retransmits += 1;
+        }
+        self.rack_at = self.rexmit_watch.deadline(&self.scoreboard, rtt);
     }
 
     /// Where delivery stands: `SND.UNA` and the bytes sacked above it
@@ -212,7 +226,7 @@ impl Connection {
             r.sent(len);
         }
         let end = seq + len + usize::from(fin);
-        self.rexmit_watch.note(seq, end, self.snd_max);
+        self.rexmit_watch.note(seq, end, self.snd_max, now);
         self.retransmitted += 1;
         self.loss.fast_retransmits += 1;
         if self.rto_at.is_none() {

@@ -147,9 +147,9 @@ impl SackReceiver {
     /// the out-of-order ranges (`ranges`, offsets past `rcv_nxt`) holding
     /// the latest segments, most recent first, then any others; at most
     /// `max` blocks.
-    pub fn blocks(&self, rcv_nxt: Seq, ranges: &[(usize, usize)], max: usize) -> SackBlocks {
+    pub fn blocks(&self, rcv_nxt: Seq, ranges: &[(u32, u32)], max: usize) -> SackBlocks {
         let mut blocks = SackBlocks::default();
-        let edges = |&(s, e): &(usize, usize)| (rcv_nxt + s, rcv_nxt + e);
+        let edges = |&(s, e): &(u32, u32)| (rcv_nxt + s, rcv_nxt + e);
         if let Some((left, right)) = self.dsack {
             blocks.push(left.0, right.0);
         }

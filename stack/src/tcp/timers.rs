@@ -36,11 +36,9 @@ impl Connection {
         // Branch-free over the nanoseconds (none: u64::MAX): this runs
         // after every segment.
         let at = |t: Option<Instant>| t.map_or(u64::MAX, Instant::as_nanos);
-        let soonest = (at(self.rto_at).min(at(self.tlp_at)).min(at(self.ack_at))).min(
-            at(self.persist_at)
-                .min(at(self.time_wait_at))
-                .min(at(self.keepalive_at)),
-        );
+        let soonest = (at(self.rto_at).min(at(self.tlp_at)).min(at(self.ack_at)))
+            .min(at(self.persist_at).min(at(self.time_wait_at)))
+            .min(at(self.keepalive_at).min(at(self.rack_at)));
         (soonest != u64::MAX).then_some(Instant::from_nanos(soonest))
     }
 
@@ -54,6 +52,12 @@ impl Connection {
         if self.ack_at.is_some_and(|t| now >= t) {
             self.ack_at = None;
             self.ack_now = true;
+        }
+        if self.rack_at.is_some_and(|t| now >= t) {
+            self.rack_at = None;
+            if self.recovery.is_some() {
+                self.rack_check(now, true);
+            }
         }
         if self.persist_at.is_some_and(|t| now >= t) {
             self.persist_timeout(now);
@@ -131,6 +135,7 @@ impl Connection {
             // count what went back as sent, and hold the window shut.
             self.recovery = None;
             self.rexmit_watch.clear();
+            self.rack_at = None;
             self.dup_acks = 0;
             self.persist_backoff = 0;
             self.persist_timeout(now);
@@ -152,6 +157,7 @@ impl Connection {
         // (reneging, RFC 2018 8), and everything goes again.
         self.recovery = None;
         self.rexmit_watch.clear();
+        self.rack_at = None;
         self.dup_acks = 0;
         self.tlp_at = None;
         if self.retries > 1 {
