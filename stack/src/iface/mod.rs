@@ -609,6 +609,7 @@ impl<B: Buf> Interface<B> {
         for link in 0..links {
             received += receive_burst(core, queues, &mut out, link, now, handler, &mut delivery);
         }
+        tcp::run_deferred(core, &mut out, now);
         delivery.wake_queues(queues);
         if now >= *next_timers {
             *next_timers = now + TIMER_INTERVAL;

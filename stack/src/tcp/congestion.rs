@@ -220,8 +220,10 @@ impl CongestionControl for NewReno {
             return true;
         }
         if self.cwnd < self.ssthresh {
-            // Slow start, growth limited to one segment per ACK (RFC 5681).
-            self.cwnd = self.cwnd.saturating_add(acked.min(self.mss));
+            // Slow start: the window grows by what was acknowledged (RFC
+            // 3465's byte counting, without its per-ACK limit, as Linux),
+            // since one ACK may stand for a whole receive burst.
+            self.cwnd = self.cwnd.saturating_add(acked);
         } else {
             // Congestion avoidance: one segment per window of data.
             self.acked_in_ca = self.acked_in_ca.saturating_add(acked);

@@ -440,9 +440,8 @@ impl Connection {
         self.retries = 0;
         let flight = self.snd_max.since(self.snd_una);
         let srtt = self.rtt.srtt().unwrap_or_default();
-        let mss = u32::from(self.mss);
         let ack = (acked, ack_no, self.snd_nxt);
-        let grow = self.hystart.on_ack(&mut self.cc, ack, sample, mss);
+        let grow = self.hystart.on_ack(&mut self.cc, ack, sample);
         if self.cc.on_ack(grow, ack_no, flight, now, srtt) {
             // RFC 6582: a partial acknowledgment retransmits the next hole.
             self.fast_retransmit = true;

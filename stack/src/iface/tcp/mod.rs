@@ -212,6 +212,9 @@ struct Slot<B: Buf> {
     /// Inline mode: a write took less than it was given; the handler hears
     /// `Readable` once half the send buffer is free again.
     write_blocked: bool,
+    /// In [`TcpCore::deferred`]: its bookkeeping (and what it owes) waits
+    /// for the end of the receive burst.
+    deferred: bool,
 }
 
 impl<B: Buf> Slot<B> {
@@ -232,6 +235,7 @@ impl<B: Buf> Slot<B> {
             announced: false,
             marked_time_wait: false,
             write_blocked: false,
+            deferred: false,
         }
     }
 }
@@ -263,6 +267,11 @@ pub(crate) struct TcpCore<B: Buf> {
     pub(crate) ephemeral: (u16, u16),
     /// The lcore's ring storage, over the stack's buffer-memory budget.
     pub(crate) pool: BufferPool,
+    /// Established connections that took segments in this receive burst:
+    /// what they owe goes out once the burst is done, so that one ACK
+    /// answers all their segments in it (as GRO gives Linux) and their
+    /// data leaves in one transmit burst.
+    deferred: Vec<ConnId>,
     /// A packet buffer (and the link whose pool it came from) that a flush
     /// took but had nothing to put in: the next flush on that link uses it
     /// instead of a pool round trip.
@@ -310,6 +319,7 @@ impl<B: Buf> TcpCore<B> {
             challenge_limit,
             ephemeral,
             pool,
+            deferred: Vec::new(),
             held_tx: None,
         }
     }
@@ -700,6 +710,22 @@ pub(crate) fn after_activity<P: Port>(
             tcp.timers.insert(deadline, id);
         }
     }
+}
+
+/// The end of a receive burst: the bookkeeping of every connection whose
+/// segments [`input`] deferred.
+pub(crate) fn run_deferred<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
+    if core.tcp.deferred.is_empty() {
+        return;
+    }
+    let mut deferred = core::mem::take(&mut core.tcp.deferred);
+    for id in deferred.drain(..) {
+        if let Some(slot) = core.tcp.slot(id) {
+            slot.deferred = false;
+            after_activity(core, out, now, id);
+        }
+    }
+    core.tcp.deferred = deferred;
 }
 
 /// Adds a connection's loss-recovery events to the lcore's counters.

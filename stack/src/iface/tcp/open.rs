@@ -190,6 +190,7 @@ pub(super) fn connect_with<P: Port>(
         announced: false,
         marked_time_wait: false,
         write_blocked: false,
+        deferred: false,
     });
     core.tcp.table.update(&tuple, ConnRef::new(id, false));
     if let Some(stream) = &stream {

@@ -76,13 +76,23 @@ pub(crate) fn input<P: Port>(
             return core.counters.count_drop(DropReason::TcpListenOverflow);
         }
         if let (Some((slot, pool)), None) = (core.tcp.slot_and_pool(id), iss_floor) {
+            let was_open = slot.conn.state() == State::Established;
             let verdict = slot.conn.on_segment(&repr, payload, now, pool);
             slot.quiet = false;
+            // Out of order, each segment is answered at once: the
+            // duplicate ACKs are what the peer counts to retransmit (RFC
+            // 5681 4.2), as Linux's GRO lets such segments through alone.
+            let in_order = !slot.conn.recv_buf.has_gaps();
+            let stays_open = was_open && in_order && slot.conn.state() == State::Established;
             if let Verdict::Refused(refusal) = verdict {
                 count_refusal(&core.counters, refusal);
                 if refusal.challenge_ack() {
                     limit_challenge(core, id, now);
                 }
+            } else if stays_open {
+                // The rest waits for the end of the burst (run_deferred).
+                drop(buf);
+                return defer(&mut core.tcp, id);
             }
             drop(buf);
             return after_activity(core, out, now, id);
@@ -165,6 +175,16 @@ pub(crate) fn input<P: Port>(
     core.counters.count_drop(DropReason::TcpNoSocket);
     if repr.flags & flags::RST == 0 {
         send_reset(core, out, now, &tuple, &repr, payload.len(), scope);
+    }
+}
+
+/// Puts connection `id` on the list [`run_deferred`] serves after the burst.
+fn defer<B: Buf>(tcp: &mut TcpCore<B>, id: ConnId) {
+    if let Some(slot) = tcp.slot(id) {
+        if !slot.deferred {
+            slot.deferred = true;
+            tcp.deferred.push(id);
+        }
     }
 }
 

@@ -60,15 +60,14 @@ impl HyStart {
     }
 
     /// An ACK of `acked` new bytes up to `ack`, while `snd_nxt` is the next
-    /// byte to send, with the RTT `sample` it gave (if any), segments of
-    /// `mss` bytes. Returns the bytes the congestion control may grow by
-    /// (all of them, outside Conservative Slow Start).
+    /// byte to send, with the RTT `sample` it gave (if any). Returns the
+    /// bytes the congestion control may grow by (all of them, outside
+    /// Conservative Slow Start).
     pub fn on_ack<C: CongestionControl>(
         &mut self,
         cc: &mut C,
         (acked, ack, snd_nxt): (u32, Seq, Seq),
         sample: Option<Duration>,
-        mss: u32,
     ) -> u32 {
         if self.done || cc.ssthresh() != u32::MAX || !cc.in_slow_start() || cc.in_recovery() {
             // A congestion event set ssthresh: the first slow start is over.
@@ -112,7 +111,7 @@ impl HyStart {
             }
         }
         match self.css {
-            Some(_) => acked.min(mss) / CSS_GROWTH_DIVISOR,
+            Some(_) => acked / CSS_GROWTH_DIVISOR,
             None => acked,
         }
     }
@@ -150,9 +149,7 @@ mod tests {
                 for _ in 0..10 {
                     self.next = self.next + MSS;
                     let sample = Some(Duration::from_millis(rtt(round)));
-                    let grow = self
-                        .h
-                        .on_ack(&mut self.cc, (MSS, self.next, end), sample, MSS);
+                    let grow = self.h.on_ack(&mut self.cc, (MSS, self.next, end), sample);
                     self.cc.on_ack(
                         grow,
                         self.next,
