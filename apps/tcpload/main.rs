@@ -22,12 +22,11 @@ use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::iface::{
-    Batch, ConnId, Interface, InterfaceConfig, LinkConfig, TcpEvent, UdpContext, UdpHandler,
+    ConnId, Interface, InterfaceConfig, LinkConfig, TcpEvent, UdpContext, UdpHandler,
 };
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::time::Instant;
-use dpstack::stack::udp::SocketId;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -216,14 +215,6 @@ impl Load {
 }
 
 impl UdpHandler<Mbuf> for Load {
-    fn on_datagrams<P: Port<Buf = Mbuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<Mbuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = Mbuf>>(
         &mut self,
         conn: ConnId,

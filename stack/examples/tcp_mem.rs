@@ -10,14 +10,11 @@
 //! `tcp-mem ours endpoints=2N bytes_per_endpoint=B ...`; `scripts/bench
 //! tcp-mem` sets it beside the kernel's figure.
 
-use dpstack_stack::iface::{
-    Batch, ConnId, Interface, InterfaceConfig, TcpEvent, UdpContext, UdpHandler,
-};
+use dpstack_stack::iface::{ConnId, Interface, InterfaceConfig, TcpEvent, UdpContext, UdpHandler};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack_stack::port::{MacAddr, Port};
 use dpstack_stack::route::Ipv4Cidr;
 use dpstack_stack::time::{Duration, Instant};
-use dpstack_stack::udp::SocketId;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -32,14 +29,6 @@ const BATCH: usize = 256;
 struct Opened(u64);
 
 impl UdpHandler<MemBuf> for Opened {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         _: ConnId,

@@ -28,13 +28,16 @@ pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
 /// Receives datagrams in inline mode, on the lcore.
 pub trait UdpHandler<B: Buf> {
     /// Called with consecutive datagrams of a burst for one socket, in
-    /// arrival order. Datagrams left in `batch` are freed afterwards.
+    /// arrival order. Datagrams left in `batch` are freed afterwards; a
+    /// handler that does not override it (a TCP-only one) frees them all.
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
         ctx: &mut UdpContext<'_, P>,
-    );
+    ) {
+        let _ = (socket, batch, ctx);
+    }
 
     /// `true` to take each rx burst's datagrams for inline sockets in one
     /// [`UdpHandler::on_burst`] call across sockets (batch receive, as a
@@ -102,15 +105,7 @@ pub trait UdpHandler<B: Buf> {
 #[derive(Debug, Default)]
 pub struct DropDatagrams;
 
-impl<B: Buf> UdpHandler<B> for DropDatagrams {
-    fn on_datagrams<P: Port<Buf = B>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<B>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-}
+impl<B: Buf> UdpHandler<B> for DropDatagrams {}
 
 /// What a handler may do while it runs on the lcore.
 pub struct UdpContext<'a, P: Port> {

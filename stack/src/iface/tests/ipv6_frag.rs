@@ -258,14 +258,6 @@ struct Errors {
 }
 
 impl UdpHandler<MemBuf> for Errors {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_error<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,

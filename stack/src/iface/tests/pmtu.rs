@@ -81,14 +81,6 @@ struct Writer {
 }
 
 impl UdpHandler<MemBuf> for Writer {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,

@@ -464,14 +464,6 @@ struct Churner {
 }
 
 impl UdpHandler<MemBuf> for Churner {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,

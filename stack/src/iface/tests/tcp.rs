@@ -11,14 +11,6 @@ use crate::tcp::TcpError;
 struct EchoTcp;
 
 impl UdpHandler<MemBuf> for EchoTcp {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
@@ -76,14 +68,6 @@ impl Client {
 }
 
 impl UdpHandler<MemBuf> for Client {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
@@ -359,14 +343,6 @@ struct Transactions {
 }
 
 impl UdpHandler<MemBuf> for Transactions {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
@@ -457,14 +433,6 @@ fn time_wait_four_tuples_are_reused_by_new_connects() {
 struct AcceptLog(Vec<ListenerId>);
 
 impl UdpHandler<MemBuf> for AcceptLog {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
@@ -487,14 +455,6 @@ struct Opener {
 }
 
 impl UdpHandler<MemBuf> for Opener {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
@@ -625,14 +585,6 @@ struct ReadableCounter {
 }
 
 impl UdpHandler<MemBuf> for ReadableCounter {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,

@@ -574,14 +574,6 @@ fn challenge_acks_are_limited_per_second_across_the_stack() {
 struct CloseFirst;
 
 impl UdpHandler<MemBuf> for CloseFirst {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,

@@ -37,14 +37,6 @@ struct Server {
 }
 
 impl UdpHandler<MemBuf> for Server {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
@@ -78,14 +70,6 @@ struct Writers {
 }
 
 impl UdpHandler<MemBuf> for Writers {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,

@@ -5,12 +5,11 @@
 //! other.
 
 use super::*;
-use crate::iface::{Batch, DropDatagrams, Interface, InterfaceConfig, TcpEvent};
+use crate::iface::{DropDatagrams, Interface, InterfaceConfig, TcpEvent};
 use crate::iface::{UdpContext, UdpHandler};
 use crate::port::memory::{MemBuf, MemPort, MemPortConfig};
 use crate::port::{MacAddr, Port};
 use crate::route::Ipv4Cidr;
-use crate::udp::SocketId;
 use core::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 
@@ -35,14 +34,6 @@ fn host(mac: MacAddr, ip: Ipv4Addr) -> (Interface<MemBuf>, MemPort) {
 struct InlineEcho;
 
 impl UdpHandler<MemBuf> for InlineEcho {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
-    ) {
-    }
-
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: crate::iface::ConnId,
