@@ -274,7 +274,7 @@ struct Datagram<B> {
     charge: usize,
     /// When it came, in arrivals: the smallest is the oldest.
     arrival: u64,
-    blocks: Box<[u64; WORDS]>,
+    blocks: BlockMap,
     /// Payload length, known once the last fragment arrived.
     total: Option<usize>,
     deadline: Instant,
@@ -288,7 +288,51 @@ impl<B> Datagram<B> {
             return false;
         };
         let full_blocks = total.div_ceil(8);
-        (0..full_blocks).all(|b| self.blocks[b / 64] & (1 << (b % 64)) != 0)
+        self.blocks.arrived_in(0..full_blocks) == full_blocks
+    }
+}
+
+/// Which 8-byte blocks of a datagram have arrived, one bit each. Ranges are
+/// counted and set a 64-bit word at a time: a last fragment asks about
+/// every block beyond it, up to [`BLOCKS`].
+#[derive(Debug)]
+struct BlockMap(Box<[u64; WORDS]>);
+
+impl BlockMap {
+    fn new() -> BlockMap {
+        BlockMap(Box::new([0; WORDS]))
+    }
+
+    /// The mask of `range`'s bits within word `w` (`range` non-empty and
+    /// touching `w`).
+    fn mask(w: usize, range: &std::ops::Range<usize>) -> u64 {
+        let lo = range.start.max(w * 64) - w * 64;
+        let hi = range.end.min(w * 64 + 64) - w * 64;
+        (u64::MAX >> (64 - (hi - lo))) << lo
+    }
+
+    /// How many blocks of `range` have arrived.
+    fn arrived_in(&self, range: std::ops::Range<usize>) -> usize {
+        if range.is_empty() {
+            return 0;
+        }
+        let (first, last) = (range.start / 64, (range.end - 1) / 64);
+        let edge = |w: usize| (self.0[w] & Self::mask(w, &range)).count_ones() as usize;
+        if first == last {
+            return edge(first);
+        }
+        let inner: u32 = self.0[first + 1..last].iter().map(|w| w.count_ones()).sum();
+        edge(first) + inner as usize + edge(last)
+    }
+
+    /// Marks every block of `range` as arrived.
+    fn set(&mut self, range: std::ops::Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        for w in range.start / 64..range.end.div_ceil(64) {
+            self.0[w] |= Self::mask(w, &range);
+        }
     }
 }
 
@@ -481,7 +525,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             buf: Some(buf),
             charge,
             arrival: self.arrivals,
-            blocks: Box::new([0; WORDS]),
+            blocks: BlockMap::new(),
             total: None,
             deadline: now + self.config.timeout,
             ttl: fragment.ttl,
@@ -558,8 +602,8 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             .get(fragment.payload_start..fragment.payload_start + fragment.payload_len)
             .ok_or(ReassemblyError::Malformed)?;
         let (first, last) = (fragment.offset / 8, end.div_ceil(8));
-        let arrived = |b: usize| datagram.blocks[b / 64] & (1 << (b % 64)) != 0;
-        if (first..last).any(arrived) {
+        let arrived = datagram.blocks.arrived_in(first..last);
+        if arrived != 0 {
             // RFC 5722 with erratum 3089, as Linux: a fragment that only
             // repeats what arrived (every block in, the same end of the
             // datagram, the same bytes) is a duplicate, which networks
@@ -568,7 +612,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
                 (true, total) => total.is_none_or(|t| end <= t),
                 (false, total) => total == Some(end),
             };
-            let repeated = (first..last).all(arrived)
+            let repeated = arrived == last - first
                 && same_end
                 && buf.data()[at..at + fragment.payload_len] == *source;
             return Err(if repeated {
@@ -584,7 +628,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             // Data already received beyond the end makes the datagram
             // inconsistent (the other order is checked just below).
             let last = end.div_ceil(8);
-            if (last..BLOCKS).any(|b| datagram.blocks[b / 64] & (1 << (b % 64)) != 0) {
+            if datagram.blocks.arrived_in(last..BLOCKS) != 0 {
                 return Err(ReassemblyError::Overlap);
             }
             datagram.total = Some(end);
@@ -592,9 +636,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         if datagram.total.is_some_and(|t| end > t) {
             return Err(ReassemblyError::Overlap);
         }
-        for b in first..last {
-            datagram.blocks[b / 64] |= 1 << (b % 64);
-        }
+        datagram.blocks.set(first..last);
         if fragment.offset == 0 {
             datagram.protocol = fragment.protocol;
             datagram.ttl = fragment.ttl;

@@ -350,3 +350,32 @@ fn a_fragment_too_big_for_a_large_buffer_evicts_nothing_for_its_place() {
     assert_eq!(counters.dropped(DropReason::Ipv4ReassemblyEvictedMemory), 0);
     assert_eq!(r.len(), 1, "the datagram in progress is kept");
 }
+
+#[test]
+fn the_block_map_counts_and_sets_ranges_across_words() {
+    let mut map = BlockMap::new();
+    map.set(60..130);
+    map.set(BLOCKS - 1..BLOCKS);
+    let bit = |b: usize| (map.0[b / 64] >> (b % 64)) & 1 == 1;
+    let naive = |range: std::ops::Range<usize>| range.filter(|&b| bit(b)).count();
+    for (start, end) in [
+        (0, 0),
+        (0, 60),
+        (0, 61),
+        (59, 61),
+        (64, 128),
+        (100, 200),
+        (129, 131),
+        (0, BLOCKS),
+        (BLOCKS - 64, BLOCKS),
+        (BLOCKS, BLOCKS),
+    ] {
+        assert_eq!(
+            map.arrived_in(start..end),
+            naive(start..end),
+            "{start}..{end}"
+        );
+    }
+    assert_eq!(map.arrived_in(0..BLOCKS), 71);
+    assert_eq!(map.arrived_in(60..130), 70);
+}
