@@ -98,8 +98,6 @@ pub struct BufferPool {
     /// Most bytes kept in `free`; beyond, freed storage goes back to the
     /// allocator.
     keep: usize,
-    /// Storage asked for and refused because the budget was spent.
-    refusals: u64,
 }
 
 impl BufferPool {
@@ -111,7 +109,6 @@ impl BufferPool {
             free: Vec::new(),
             pooled: 0,
             keep,
-            refusals: 0,
         }
     }
 
@@ -123,11 +120,6 @@ impl BufferPool {
     /// The budget it draws on.
     pub fn budget(&self) -> &Arc<BufferBudget> {
         &self.budget
-    }
-
-    /// Requests refused so far because the budget was spent.
-    pub fn refusals(&self) -> u64 {
-        self.refusals
     }
 
     /// Storage of exactly `size` bytes (its contents are stale: rings
@@ -143,7 +135,8 @@ impl BufferPool {
             self.free.clear();
             self.pooled = 0;
             if !self.budget.reserve(size) {
-                self.refusals += 1;
+                // Counted by the caller, which knows what it was for
+                // (`TcpMemoryLimited`, `TcpRcvQDrop`, a write refused).
                 return None;
             }
         }
@@ -186,7 +179,6 @@ mod tests {
         let a = pool.take(60).unwrap();
         assert_eq!(budget.used(), 60);
         assert!(pool.take(50).is_none(), "60 + 50 is over the limit");
-        assert_eq!(pool.refusals(), 1);
         let b = pool.take(40).unwrap();
         assert_eq!(budget.used(), 100);
         drop(a);
@@ -211,7 +203,6 @@ mod tests {
         // lets it go rather than refuse.
         let big = pool.take(900).unwrap();
         assert_eq!(budget.used(), 900);
-        assert_eq!(pool.refusals(), 0);
         drop(big);
         drop(pool);
         assert_eq!(budget.used(), 0);

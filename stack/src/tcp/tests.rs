@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 
 mod close;
 mod handshake;
+mod hystart;
 mod loss;
 mod sack;
 mod transfer;
