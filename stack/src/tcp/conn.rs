@@ -20,6 +20,7 @@ use super::pool::BufferPool;
 use super::rack::RetransmitWatch;
 use super::rtt::RttEstimator;
 use super::sack::{LossEvents, Recovery, SackReceiver, Scoreboard};
+use super::send_times::SendTimes;
 use super::seq::Seq;
 use super::TcpConfig;
 use crate::time::{Duration, Instant};
@@ -166,9 +167,17 @@ pub struct Connection {
     /// Retransmissions in flight in recovery, for RACK's lost-retransmission
     /// rule.
     pub(crate) rexmit_watch: RetransmitWatch,
-    /// RACK's reordering timer: when a watched retransmission that later
-    /// data overtook counts as lost.
+    /// RACK's reordering timer: when a watched retransmission, or a first
+    /// transmission, that later data overtook counts as lost.
     pub(crate) rack_at: Option<Instant>,
+    /// When new data left, for RACK's detection of lost first
+    /// transmissions.
+    pub(crate) send_times: SendTimes,
+    /// Every unsacked byte below it is lost by RACK's time rule.
+    pub(crate) rack_edge: Seq,
+    /// The peer reported a spurious retransmission (a D-SACK): the path
+    /// reorders, so RACK allows its reordering window even in recovery.
+    pub(crate) reordering_seen: bool,
     /// Duplicate ACKs in a row (SACK connections; NewReno counts its own).
     pub(crate) dup_acks: u32,
     /// Recovery events for the lcore's counters.
@@ -308,6 +317,9 @@ impl Connection {
             recovery: None,
             rexmit_watch: RetransmitWatch::default(),
             rack_at: None,
+            send_times: SendTimes::default(),
+            rack_edge: iss,
+            reordering_seen: false,
             dup_acks: 0,
             loss: LossEvents::default(),
             tlp_at: None,

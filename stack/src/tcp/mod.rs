@@ -32,6 +32,7 @@ pub mod rack;
 mod recovery;
 pub mod rtt;
 pub mod sack;
+pub mod send_times;
 pub mod seq;
 pub mod table;
 mod timers;

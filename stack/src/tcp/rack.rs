@@ -12,8 +12,8 @@
 //! segments), or, as RACK's reordering timer does, once a round trip and a
 //! quarter have passed since it left with anything sent after it
 //! delivered (an application-limited sender may never send three more
-//! segments). RACK's detection of first transmissions is RFC 6675's
-//! `IsLost` here (three segments sacked above a hole).
+//! segments). First transmissions are RACK's too, by time, in
+//! [`super::send_times`].
 //!
 //! Invariants: bounded ([`WATCHED`] retransmissions; the oldest is let go
 //! when full, leaving it to the timer); an entry leaves once its range is

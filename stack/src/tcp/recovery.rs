@@ -9,8 +9,13 @@
 //! data or ACK, the last segment again, so that a loss at the tail, which
 //! no duplicate ACK can reveal, is found before the RTO.
 //!
-//! A retransmission that is itself lost is found by RACK's rule
-//! ([`super::rack`]) and sent again, instead of waiting for the RTO.
+//! RACK's time rule (RFC 8985 6.2) finds lost first transmissions too
+//! ([`super::send_times`]): a segment the peer's SACKs overtook is lost a
+//! round trip and the reordering window after it left, however few
+//! segments were sacked above it; that can enter recovery, from an ACK or
+//! from the reordering timer. A retransmission that is itself lost is
+//! found by RACK's rule ([`super::rack`]) and sent again, instead of
+//! waiting for the RTO.
 //!
 //! Called from [`super::input`] per ACK and from [`super::output`] per
 //! segment sent; the work is bounded by the scoreboard's size.
@@ -44,6 +49,7 @@ impl Connection {
                     .is_some_and(|&(l, r)| left >= Seq(l) && right <= Seq(r));
                 if right <= ack_no || inside_second {
                     self.loss.dsacks_received += 1;
+                    self.reordering_seen = true;
                     continue;
                 }
             }
@@ -69,6 +75,7 @@ impl Connection {
     /// when RFC 6675 5 says a segment is lost.
     pub(crate) fn sack_after_ack(&mut self, dup: bool, now: Instant) {
         self.scoreboard.prune(self.snd_una);
+        self.send_times.prune(self.snd_una);
         if dup {
             self.dup_acks += 1;
         }
@@ -89,19 +96,70 @@ impl Connection {
         if self.snd_una == self.snd_max || self.snd_nxt < self.snd_max {
             return;
         }
+        self.rack_at = self.rack_first_transmissions(now);
         let lost = self.lost_edge() > self.snd_una;
         if self.dup_acks >= DUP_THRESH || lost {
-            let flight = self.flight();
-            self.recovery = Some(Recovery::new(self.snd_una, self.snd_max, flight));
-            self.cc.enter_recovery(flight, self.snd_max);
-            self.loss.sack_recoveries += 1;
-            // RFC 6675 5 step 4.2: the first hole goes at once, whatever
-            // pipe says (as the third duplicate's fast retransmit).
-            self.fast_retransmit = true;
-            // Karn: a retransmission may carry the timed range.
-            self.timing = None;
-            self.tlp_at = None;
+            self.enter_sack_recovery();
         }
+    }
+
+    /// RFC 6675 5: recovery begins, and the first hole goes at once.
+    fn enter_sack_recovery(&mut self) {
+        let flight = self.flight();
+        self.recovery = Some(Recovery::new(self.snd_una, self.snd_max, flight));
+        self.cc.enter_recovery(flight, self.snd_max);
+        self.loss.sack_recoveries += 1;
+        // RFC 6675 5 step 4.2: the first hole goes at once, whatever pipe
+        // says (as the third duplicate's fast retransmit).
+        self.fast_retransmit = true;
+        // Karn: a retransmission may carry the timed range.
+        self.timing = None;
+        self.tlp_at = None;
+    }
+
+    /// Going back to `SND.UNA` (a timeout): what is sent next is sent
+    /// again, later than the send times say, and RACK starts afresh.
+    pub(crate) fn forget_send_times(&mut self) {
+        self.send_times.clear();
+        self.rack_edge = self.snd_una;
+        self.rack_at = None;
+    }
+
+    /// The reordering timer fired outside recovery: the first
+    /// transmissions it was waiting for are lost unless delivered since,
+    /// and recovery begins (no ACK may come to start it).
+    pub(crate) fn rack_timer_outside_recovery(&mut self, now: Instant) {
+        if self.snd_una == self.snd_max || self.snd_nxt < self.snd_max {
+            return;
+        }
+        self.rack_at = self.rack_first_transmissions(now);
+        if self.lost_edge() > self.snd_una {
+            self.enter_sack_recovery();
+        }
+    }
+
+    /// RACK for first transmissions: the highest sacked byte was the last
+    /// delivered and everything below it was sent before it, so each
+    /// unsacked byte below it that left a round trip and the reordering
+    /// window ago is lost (raises `rack_edge`). Returns when the next one
+    /// will be, if any is waiting.
+    fn rack_first_transmissions(&mut self, now: Instant) -> Option<Instant> {
+        let overtaken = self.scoreboard.ranges().last()?.1;
+        let srtt = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto());
+        // RFC 8985 6.2 step 4: no reordering window in recovery until the
+        // path has been seen to reorder.
+        let reordering_window = if self.recovery.is_some() && !self.reordering_seen {
+            Duration::ZERO
+        } else {
+            srtt / 4
+        };
+        let (edge, due) = self
+            .send_times
+            .lost_edge(overtaken, now, srtt + reordering_window);
+        if let Some(edge) = edge {
+            self.rack_edge = self.rack_edge.max(edge);
+        }
+        due
     }
 
     /// RACK (RFC 8985 6.2) in recovery, after an ACK or when its reordering
@@ -113,16 +171,25 @@ impl Connection {
         let mss = u32::from(self.mss);
         let rtt = self.rtt.srtt().unwrap_or_else(|| self.rtt.rto());
         let board = (&self.scoreboard, self.snd_una);
+        let mut found = false;
         if let Some(seq) = self.rexmit_watch.lost(board, mss, now, rtt) {
             if let Some(r) = self.recovery.as_mut() {
                 r.high_rxt = r.high_rxt.min(seq);
-                if timer {
-                    r.sndcnt = r.sndcnt.max(mss);
-                }
             }
             self.loss.lost_retransmits += 1;
+            found = true;
         }
-        self.rack_at = self.rexmit_watch.deadline(&self.scoreboard, rtt);
+        let edge = self.rack_edge;
+        let first_due = self.rack_first_transmissions(now);
+        found |= self.rack_edge > edge;
+        if let (true, Some(r)) = (found && timer, self.recovery.as_mut()) {
+            r.sndcnt = r.sndcnt.max(mss);
+        }
+        let watch_due = self.rexmit_watch.deadline(&self.scoreboard, rtt);
+        self.rack_at = match (first_due, watch_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     /// Where delivery stands: `SND.UNA` and the bytes sacked above it
@@ -149,9 +216,11 @@ impl Connection {
         }
     }
 
-    /// RFC 6675's `IsLost` edge at the current MSS.
+    /// Every unsacked byte below it is lost: RFC 6675's `IsLost` edge at
+    /// the current MSS, or RACK's, whichever is higher.
     fn lost_edge(&self) -> Seq {
-        self.scoreboard.lost_edge(self.snd_una, u32::from(self.mss))
+        let is_lost = self.scoreboard.lost_edge(self.snd_una, u32::from(self.mss));
+        is_lost.max(self.rack_edge.min(self.snd_max))
     }
 
     /// RFC 6675's `pipe`: bytes believed in the network. Unsacked bytes

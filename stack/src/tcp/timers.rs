@@ -57,6 +57,8 @@ impl Connection {
             self.rack_at = None;
             if self.recovery.is_some() {
                 self.rack_check(now, true);
+            } else {
+                self.rack_timer_outside_recovery(now);
             }
         }
         if self.persist_at.is_some_and(|t| now >= t) {
@@ -135,7 +137,7 @@ impl Connection {
             // count what went back as sent, and hold the window shut.
             self.recovery = None;
             self.rexmit_watch.clear();
-            self.rack_at = None;
+            self.forget_send_times();
             self.dup_acks = 0;
             self.persist_backoff = 0;
             self.persist_timeout(now);
@@ -157,7 +159,7 @@ impl Connection {
         // (reneging, RFC 2018 8), and everything goes again.
         self.recovery = None;
         self.rexmit_watch.clear();
-        self.rack_at = None;
+        self.forget_send_times();
         self.dup_acks = 0;
         self.tlp_at = None;
         if self.retries > 1 {

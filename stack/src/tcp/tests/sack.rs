@@ -7,7 +7,11 @@ use super::*;
 /// An established connection whose peer offered SACK (and no timestamps:
 /// four blocks fit).
 fn established_sack() -> Script {
-    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 8000 <mss 1000,sackOK>");
+    established_sack_with(&config())
+}
+
+fn established_sack_with(config: &TcpConfig) -> Script {
+    let mut t = Script::passive(config, "0 < S 0:0(0) win 8000 <mss 1000,sackOK>");
     t.run(
         "
         +0 > S. 0:0(0) ack 1 <mss 1460,sackOK>
@@ -137,14 +141,16 @@ fn a_timeout_goes_back_but_skips_what_the_peer_holds() {
         +0 > . 1001:2001(1000) ack 1
         +0 > . 2001:3001(1000) ack 1
         +0 > P. 3001:4001(1000) ack 1
-        // Only 1001-2001 arrives: one duplicate, no recovery.
+        // Only 1001-2001 arrives: one duplicate, too few for IsLost.
         +0.01 < . 1:1(0) ack 1 win 8000 <sack 1001:2001>
-        // Two RTTs after the data went (the duplicate does not move it),
-        // the tail loss probe (RFC 8985): the last segment.
-        +0.01 > P. 3001:4001(1000) ack 1
-        // Unanswered. The RTO (200 ms, restarted by the probe) resends
-        // 1-1001, then 2001-3001 once the window allows: never 1001-2001.
-        +0.2 > . 1:1001(1000) ack 1
+        // A round trip and a quarter after 1-1001 left (RACK's reordering
+        // timer), with data sent after it delivered, it is lost: recovery
+        // sends it again.
+        +0.0025 > . 1:1001(1000) ack 1
+        // That is lost too, and nothing more comes. The RTO (200 ms from
+        // the first send) goes back: 1-1001, then 2001-3001 once the
+        // window allows, never 1001-2001.
+        +0.1875 > . 1:1001(1000) ack 1
         +0.01 < . 1:1(0) ack 2001 win 8000
         +0 > . 2001:3001(1000) ack 1
         +0 > P. 3001:4001(1000) ack 1
@@ -153,7 +159,7 @@ fn a_timeout_goes_back_but_skips_what_the_peer_holds() {
     );
     t.quiet();
     assert_eq!(t.conn.retransmitted, 4);
-    assert_eq!(t.conn.loss.loss_probes, 1);
+    assert_eq!(t.conn.loss.loss_probes, 0);
 }
 
 #[test]
@@ -227,19 +233,31 @@ fn a_lost_tail_is_probed_after_two_rtts_instead_of_the_rto() {
         // last segment, again (RFC 8985 7.3).
         +0.01 < . 1:1(0) ack 2001 win 8000
         +0.02 > P. 3001:4001(1000) ack 1
-        // Its SACK shows the hole; the RTO, restarted by the probe,
-        // repairs it (RACK would sooner).
+        // Its SACK shows the hole. 2001-3001 left 40 ms ago, more than a
+        // round trip and a quarter before the probe that was delivered:
+        // RACK's time rule finds it lost at once, with a single segment
+        // sacked above it, and recovery repairs it.
         +0.01 < . 1:1(0) ack 2001 win 8000 <sack 3001:4001>
-        +0.19 > . 2001:3001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
         +0.01 < . 1:1(0) ack 4001 win 8000
         ",
     );
     t.quiet();
     assert_eq!(t.conn.loss.loss_probes, 1);
-    // A lone segment out: two RTTs plus the worst delayed ACK (200 ms),
-    // armed because the RTO, backed off, is later still.
+    assert_eq!(t.conn.retransmitted, 2);
+}
+
+#[test]
+fn a_lone_segment_allows_for_a_delayed_ack_before_its_probe() {
+    let config = TcpConfig {
+        min_rto: Duration::from_secs(1),
+        ..config()
+    };
+    let mut t = established_sack_with(&config);
+    // One segment out: two RTTs plus the worst delayed ACK (200 ms), armed
+    // because the RTO (1 s here) is later still.
     t.write(&[6u8; 1000]);
-    t.run("+0 > P. 4001:5001(1000) ack 1");
+    t.run("+0 > P. 1:1001(1000) ack 1");
     let srtt = t.conn.rtt.srtt().unwrap();
     let pto = srtt * 2 + Duration::from_millis(200);
     assert_eq!(t.conn.tlp_at, Some(t.now + pto));
@@ -282,4 +300,49 @@ fn rack_sends_a_lost_retransmission_again_before_the_timeout() {
     t.run(&format!("+0.001 < . 1:1(0) ack {end} win 30000"));
     assert!(t.conn.recovery.is_none());
     assert!(t.conn.rexmit_watch.is_empty());
+}
+
+/// RACK's time rule for first transmissions (RFC 8985 6.2): a hole that
+/// later data overtook is lost a round trip and a quarter after it left
+/// (10 ms here, so 12.5 ms), with one segment sacked above it, where
+/// IsLost needs three. Filled before then, it was reordering: nothing is
+/// sent again.
+#[test]
+fn rack_waits_out_reordering_then_finds_an_overtaken_hole_lost() {
+    let mut t = established_sack();
+    t.write(&[5u8; 4000]);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > . 2001:3001(1000) ack 1
+        +0 > P. 3001:4001(1000) ack 1
+        // 1-1001 and 1001-2001 are late: 2001-3001 is sacked at 11 ms.
+        +0.011 < . 1:1(0) ack 1 win 8000 <sack 2001:3001>
+        // They arrive within the reordering window.
+        +0.001 < . 1:1(0) ack 3001 win 8000
+        +0.01 < . 1:1(0) ack 4001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.retransmitted, 0, "reordering is not loss");
+    assert!(t.conn.recovery.is_none());
+
+    t.write(&[5u8; 3000]);
+    t.run(
+        "
+        +0 > . 4001:5001(1000) ack 1
+        +0 > . 5001:6001(1000) ack 1
+        +0 > P. 6001:7001(1000) ack 1
+        // 4001-5001 is lost; the rest is sacked 11 ms on.
+        +0.011 < . 1:1(0) ack 4001 win 8000 <sack 5001:7001>
+        // A round trip (10.25 ms now) and a quarter after it left, the
+        // reordering timer finds it lost.
+        +0.002 > . 4001:5001(1000) ack 1
+        +0.01 < . 1:1(0) ack 7001 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.retransmitted, 1);
+    assert!(t.conn.recovery.is_none(), "recovered");
 }
