@@ -10,8 +10,10 @@
 //! link: our full-size segments (DF set) reach R1, which cannot forward
 //! them and answers "fragmentation needed, MTU 1280"; the transfer must
 //! lower its MSS and finish, the echo checked byte for byte. (R2 does the
-//! same for B's segments, and B's kernel its own discovery.) Every
-//! namespace is the test's own and deleted when dropped.
+//! same for B's segments, and B's kernel its own discovery.) Then the same
+//! with R1's errors dropped by nftables: a black hole, found by
+//! packetization-layer probing. Every namespace is the test's own and
+//! deleted when dropped.
 
 mod common;
 
@@ -59,8 +61,10 @@ fn veth(a: (&Netns, &str, &str), b: (&Netns, &str, &str), mtu: &str) {
     }
 }
 
-#[test]
-fn a_transfer_through_a_kernel_router_to_a_smaller_mtu_completes() {
+/// Runs `dpstack-tcpload` through the two routers (R1 dropping its own
+/// "fragmentation needed" errors if `black_hole`); returns its output once
+/// the echo is verified.
+fn transfer_through_routers(black_hole: bool) -> String {
     let iface = unique_name("dppm");
     let vdev = format!("net_tap0,iface={iface}");
     let ip_arg = format!("{CLIENT_IP}/24");
@@ -79,7 +83,7 @@ fn a_transfer_through_a_kernel_router_to_a_smaller_mtu_completes() {
             "--connect",
             &server,
             "--bytes",
-            "1048576",
+            "2097152",
         ],
     );
     app.wait_for_output("connecting to");
@@ -101,6 +105,29 @@ fn a_transfer_through_a_kernel_router_to_a_smaller_mtu_completes() {
     );
     forward(&r1);
     forward(&r2);
+    if black_hole {
+        // R1 still drops what does not fit, but tells no one: the errors
+        // it makes leave through its output hook, and die there.
+        let rules = "table inet dpstack_black_hole {\n chain out {\n  type filter hook output \
+                     priority 0;\n  icmp type destination-unreachable icmp code frag-needed \
+                     drop\n }\n}\n";
+        let mut nft = r1
+            .command("nft")
+            .args(["-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("nft (from the nftables package; scripts/setup installs it)");
+        use std::io::Write;
+        nft.stdin
+            .take()
+            .unwrap()
+            .write_all(rules.as_bytes())
+            .unwrap();
+        assert!(
+            nft.wait().unwrap().success(),
+            "nft refused the black-hole rule"
+        );
+    }
     ip(&b, &["link", "set", "lo", "up"]);
     ip(&b, &["route", "add", "default", "via", "10.205.2.1"]);
     ip(&r2, &["route", "add", "10.205.0.0/24", "via", "10.205.1.1"]);
@@ -128,17 +155,27 @@ fn a_transfer_through_a_kernel_router_to_a_smaller_mtu_completes() {
         "{}",
         done.stdout
     );
+    drop((b, r2, r1));
+    done.stdout
+}
+
+#[test]
+fn a_transfer_through_a_kernel_router_to_a_smaller_mtu_completes() {
+    let out = transfer_through_routers(false);
     // R1's "fragmentation needed" reached the connection and lowered its
     // MSS (to 1280 less headers and timestamps).
-    assert!(
-        app_counter(&done.stdout, "TcpIcmpTooBigs") >= 1,
-        "{}",
-        done.stdout
-    );
-    assert!(
-        app_counter(&done.stdout, "TcpMssLowered") >= 1,
-        "{}",
-        done.stdout
-    );
-    drop((b, r2, r1));
+    assert!(app_counter(&out, "TcpIcmpTooBigs") >= 1, "{out}");
+    assert!(app_counter(&out, "TcpMssLowered") >= 1, "{out}");
+    assert_eq!(app_counter(&out, "TcpMtuBlackHole"), 0, "{out}");
+}
+
+/// The same path with R1's ICMP errors filtered: a black hole. Two
+/// timeouts lower the MSS, probes (RFC 4821) find the largest size that
+/// passes, and the echo completes.
+#[test]
+fn a_transfer_through_a_router_that_filters_icmp_finds_the_mtu_by_probing() {
+    let out = transfer_through_routers(true);
+    assert_eq!(app_counter(&out, "TcpIcmpTooBigs"), 0, "{out}");
+    assert!(app_counter(&out, "TcpMtuBlackHole") >= 1, "{out}");
+    assert!(app_counter(&out, "TcpMtupSuccess") >= 1, "{out}");
 }

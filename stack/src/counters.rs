@@ -447,6 +447,20 @@ protocol_counters! {
     /// (`TcpConfig::buffer_memory`) was spent: receive windows that stayed
     /// small, writes refused with `TcpError::NoBufferMemory`.
     TcpMemoryLimited,
+    /// TCP connections whose MSS went down because full-sized segments
+    /// timed out twice in a row with no ICMP error: a suspected path MTU
+    /// black hole, which path MTU probing then searches up from (RFC 4821).
+    TcpMtuBlackHole,
+    /// TCP path MTU probes acknowledged: the MSS went up to their size.
+    /// Linux: `TCPMTUPSuccess`.
+    TcpMtupSuccess,
+    /// TCP path MTU probes lost: the search's upper bound went below them.
+    /// Linux: `TCPMTUPFail`.
+    TcpMtupFail,
+    /// TCP segments whose data was refused because the receive window was
+    /// zero (their ACK was still taken: RFC 9293 3.10.7.4). Linux:
+    /// `TCPZeroWindowDrop`.
+    TcpZeroWindowDrop,
 }
 
 /// Number of protocol counters.

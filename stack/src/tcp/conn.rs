@@ -16,6 +16,7 @@ use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
 use super::congestion::{Algorithm, Congestion, HyStart};
+use super::plpmtud::PathProbe;
 use super::pool::BufferPool;
 use super::rack::RetransmitWatch;
 use super::rtt::RttEstimator;
@@ -178,6 +179,8 @@ pub struct Connection {
     /// The peer reported a spurious retransmission (a D-SACK): the path
     /// reorders, so RACK allows its reordering window even in recovery.
     pub(crate) reordering_seen: bool,
+    /// Path MTU probing, once a black hole is suspected (RFC 4821).
+    pub(crate) path_probe: PathProbe,
     /// Duplicate ACKs in a row (SACK connections; NewReno counts its own).
     pub(crate) dup_acks: u32,
     /// Recovery events for the lcore's counters.
@@ -320,6 +323,7 @@ impl Connection {
             send_times: SendTimes::default(),
             rack_edge: iss,
             reordering_seen: false,
+            path_probe: PathProbe::default(),
             dup_acks: 0,
             loss: LossEvents::default(),
             tlp_at: None,
@@ -505,6 +509,14 @@ impl Connection {
     /// The MSS data segments use (after options).
     pub fn mss(&self) -> u16 {
         self.mss
+    }
+
+    /// The most payload the next segment may carry: the MSS, or a path MTU
+    /// probe's size while a search is open.
+    pub fn segment_room(&self) -> u16 {
+        self.path_probe
+            .largest()
+            .map_or(self.mss, |high| high.max(self.mss))
     }
 
     /// Loss-recovery events since the last call, for the counters.
@@ -695,6 +707,7 @@ impl Connection {
             // The peer's SYN-ACK takes the smaller of its MSS and ours.
             self.our_mss = self.our_mss.min(path_mss);
         }
+        self.path_probe.lowered(mss);
         if mss >= self.mss {
             return false;
         }
@@ -804,12 +817,17 @@ impl Connection {
     /// (which already allows for timestamps) less the SACK blocks, so the
     /// segment still fits the path (as Linux's tcp_current_mss).
     pub(crate) fn payload_room(&self, options: &TcpOptions) -> usize {
+        self.payload_room_of(self.mss, options)
+    }
+
+    /// The payload a segment of `mss` carries beside `options`.
+    pub(crate) fn payload_room_of(&self, mss: u16, options: &TcpOptions) -> usize {
         let blocks = if options.sack.is_empty() {
             0
         } else {
             4 + 8 * options.sack.len()
         };
-        usize::from(self.mss).saturating_sub(blocks).max(1)
+        usize::from(mss).saturating_sub(blocks).max(1)
     }
 
     /// Bytes sent and not yet acknowledged.

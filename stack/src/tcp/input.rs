@@ -329,15 +329,20 @@ impl Connection {
         fresh.then(|| self.snd_max + 65_537u32)
     }
 
-    /// RFC 9293 3.10.7.4 "first, check sequence number".
+    /// RFC 9293 3.10.7.4 "first, check sequence number", with the
+    /// allowance it asks for ACKs when the window is zero: a segment at
+    /// `RCV.NXT` is taken for its ACK (its data is refused), and a bare ACK
+    /// may sit at the right edge (the peer filled the window, as Linux
+    /// accepts). Otherwise two peers that each wait on a full buffer
+    /// ignore the very ACKs that would free it.
     fn acceptable(&self, seq: Seq, seg_len: u32) -> bool {
         let window = self.receive_window();
         let start = self.rcv_nxt;
         let end = start + window;
         match (seg_len, window) {
             (0, 0) => seq == start,
-            (0, _) => seq.in_range(start, end),
-            (_, 0) => false,
+            (0, _) => seq.in_range(start, end) || seq == end,
+            (_, 0) => seq == start,
             (len, _) => seq.in_range(start, end) || (seq + (len - 1)).in_range(start, end),
         }
     }
@@ -384,6 +389,12 @@ impl Connection {
                 self.fast_retransmit = true;
                 self.timing = None;
                 self.loss.reno_recoveries += 1;
+                if self.path_probe.in_flight() == Some(self.snd_una) {
+                    // The probe is what NewReno resends (at the current MSS).
+                    if self.path_probe.on_loss(now).is_some() {
+                        self.loss.mtu_probe_failures += 1;
+                    }
+                }
             }
         }
         if self.sack_ok {
@@ -438,6 +449,7 @@ impl Connection {
         }
         let sample = self.sample_rtt(seg, ack_no, now);
         self.retries = 0;
+        self.path_mtu_on_ack(ack_no, now);
         let flight = self.snd_max.since(self.snd_una);
         let srtt = self.rtt.srtt().unwrap_or_default();
         let ack = (acked, ack_no, self.snd_nxt);
@@ -524,6 +536,9 @@ impl Connection {
             Ok(0) => {
                 // Out of order (or no room): tell the peer where we are,
                 // the new segment's block first.
+                if self.recv_buf.window() == 0 {
+                    self.loss.zero_window_drops += 1;
+                }
                 if offset > 0 && self.sack_ok {
                     self.sack_rx.note(seq);
                 }

@@ -27,6 +27,7 @@ pub mod conn;
 pub mod cookie;
 pub mod input;
 mod output;
+pub mod plpmtud;
 pub mod pool;
 pub mod rack;
 mod recovery;

@@ -164,7 +164,13 @@ impl Connection {
             }
         };
         let options = self.options_for(false, now);
-        let room = payload.len().min(self.payload_room(&options));
+        let probe = self.probe_due(now, available, usable);
+        let room = match probe {
+            // A path MTU probe: one segment of its size (RFC 4821 7.4).
+            Some(size) => self.payload_room_of(size, &options),
+            None => self.payload_room(&options),
+        };
+        let room = payload.len().min(room);
         if self.recovery.is_some() && usable < room.min(available) {
             // Whole segments only while recovery paces the sending.
             return None;
@@ -208,6 +214,9 @@ impl Connection {
         let new_data = self.snd_nxt == self.snd_max;
         self.retransmitted += u64::from(!new_data);
         self.snd_nxt = self.snd_nxt + copied + usize::from(fin);
+        if let Some(size) = probe.filter(|_| copied == room) {
+            self.path_probe.sent(seq, self.snd_nxt, size);
+        }
         if let Some(r) = self.recovery.as_mut() {
             r.sent(copied);
         }

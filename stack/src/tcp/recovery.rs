@@ -98,13 +98,24 @@ impl Connection {
         }
         self.rack_at = self.rack_first_transmissions(now);
         let lost = self.lost_edge() > self.snd_una;
-        if self.dup_acks >= DUP_THRESH || lost {
-            self.enter_sack_recovery();
+        if (self.dup_acks >= DUP_THRESH || lost) && !self.probe_lost_at_una(now) {
+            self.enter_sack_recovery(now);
         }
     }
 
     /// RFC 6675 5: recovery begins, and the first hole goes at once.
-    fn enter_sack_recovery(&mut self) {
+    fn enter_sack_recovery(&mut self, now: Instant) {
+        // A probe among the losses failed: its range goes again at the
+        // current MSS, as every retransmission does.
+        let lost_edge = self.lost_edge();
+        if self
+            .path_probe
+            .in_flight()
+            .is_some_and(|start| lost_edge > start)
+            && self.path_probe.on_loss(now).is_some()
+        {
+            self.loss.mtu_probe_failures += 1;
+        }
         let flight = self.flight();
         self.recovery = Some(Recovery::new(self.snd_una, self.snd_max, flight));
         self.cc.enter_recovery(flight, self.snd_max);
@@ -133,8 +144,8 @@ impl Connection {
             return;
         }
         self.rack_at = self.rack_first_transmissions(now);
-        if self.lost_edge() > self.snd_una {
-            self.enter_sack_recovery();
+        if self.lost_edge() > self.snd_una && !self.probe_lost_at_una(now) {
+            self.enter_sack_recovery(now);
         }
     }
 

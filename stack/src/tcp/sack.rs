@@ -120,6 +120,15 @@ pub struct LossEvents {
     /// Receive-window growths and writes the stack's buffer memory
     /// refused.
     pub memory_limited: u64,
+    /// MSS reductions for a suspected MTU black hole.
+    pub mtu_black_holes: u64,
+    /// Path MTU probes acknowledged (`TCPMTUPSuccess`).
+    pub mtu_probe_successes: u64,
+    /// Path MTU probes lost (`TCPMTUPFail`).
+    pub mtu_probe_failures: u64,
+    /// Segments whose data the zero receive window refused, taken for
+    /// their ACK (`TCPZeroWindowDrop`).
+    pub zero_window_drops: u64,
 }
 
 /// The receiver's side: what goes into the SACK blocks of our ACKs.

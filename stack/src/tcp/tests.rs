@@ -25,6 +25,7 @@ mod close;
 mod handshake;
 mod hystart;
 mod loss;
+mod plpmtud;
 mod sack;
 mod transfer;
 

@@ -152,6 +152,7 @@ impl Connection {
         self.timing = None; // Karn: no sample from a retransmission
         if !handshake {
             self.cc.on_timeout(self.flight());
+            self.path_mtu_on_timeout(now);
         }
         // SACK recovery is over. The scoreboard is kept through one
         // timeout, so going back skips what the peer holds (as Linux); a

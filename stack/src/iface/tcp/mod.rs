@@ -742,6 +742,10 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     counters.add(Stat::TcpDSACKOfoSent, events.dsacks_ofo_sent);
     counters.add(Stat::TcpOFODrop, events.ofo_drops);
     counters.add(Stat::TcpLostRetransmit, events.lost_retransmits);
+    counters.add(Stat::TcpMtuBlackHole, events.mtu_black_holes);
+    counters.add(Stat::TcpMtupSuccess, events.mtu_probe_successes);
+    counters.add(Stat::TcpMtupFail, events.mtu_probe_failures);
+    counters.add(Stat::TcpZeroWindowDrop, events.zero_window_drops);
     counters.add(Stat::TcpRcvQDrop, events.rcv_memory_drops);
     counters.add_drops(DropReason::TcpMemLimit, events.rcv_memory_drops);
     counters.add(Stat::TcpMemoryLimited, events.memory_limited);

@@ -528,8 +528,8 @@ pub(crate) fn flush<P: Port>(
             core.tcp.held_tx = Some((link, buf));
             return;
         };
-        let mss = usize::from(slot.conn.mss());
-        let Some(area) = buf.append(HEADROOM + mss) else {
+        let room = usize::from(slot.conn.segment_room());
+        let Some(area) = buf.append(HEADROOM + room) else {
             return core.counters.count_drop(DropReason::TxNoBuffer);
         };
         let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {

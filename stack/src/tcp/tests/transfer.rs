@@ -136,6 +136,51 @@ fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
     t.quiet();
 }
 
+/// Both sides' buffers full, as an echo whose reader waits on its writer:
+/// our window is zero and our data waits for the peer's ACK. The peer's
+/// next segment starts at `RCV.NXT` and carries that ACK: its data is
+/// refused, its ACK taken (RFC 9293 3.10.7.4), or neither side would ever
+/// move again. A bare ACK at the window's right edge counts too.
+#[test]
+fn a_zero_window_still_takes_the_acks_of_segments_at_its_edge() {
+    let mut config = config();
+    config.recv_buffer = 2000;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 win 2000
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.write(&[1u8; 1000]);
+    t.run(
+        "
+        +0 > P. 1:1001(1000) ack 1 win 2000
+        +0 < . 1:1001(1000) ack 1 win 8000
+        +0 < . 1001:2001(1000) ack 1 win 8000
+        +0 > . 1001:1001(0) ack 2001 win 0
+        // Data at RCV.NXT with the window shut: refused, its ACK taken.
+        +0.01 < . 2001:3001(1000) ack 1001 win 8000
+        +0 > . 1001:1001(0) ack 2001 win 0
+        ",
+    );
+    assert!(t.conn.send_buf.is_empty(), "our data was acknowledged");
+    assert_eq!(t.conn.loss.zero_window_drops, 1);
+    t.write(&[2u8; 1000]);
+    t.run("+0 > P. 1001:2001(1000) ack 2001 win 0");
+    assert_eq!(t.read_all().len(), 2000);
+    t.run(
+        "
+        +0 > . 2001:2001(0) ack 2001 win 2000
+        // The peer filled the reopened window (that data is still on the
+        // way): its bare ACK sits at the right edge.
+        +0.01 < . 4001:4001(0) ack 2001 win 8000
+        ",
+    );
+    assert!(t.conn.send_buf.is_empty(), "the bare ACK was taken");
+    t.quiet();
+}
+
 #[test]
 fn a_long_zero_window_is_probed_at_most_persist_max_apart_and_leaves_the_rto_alone() {
     let mut t = established();
