@@ -65,28 +65,6 @@ fn veth(a: (&Netns, &str, &str), b: (&Netns, &str, &str), mtu: &str) {
 /// "fragmentation needed" errors if `black_hole`); returns its output once
 /// the echo is verified.
 fn transfer_through_routers(black_hole: bool) -> String {
-    let iface = unique_name("dppm");
-    let vdev = format!("net_tap0,iface={iface}");
-    let ip_arg = format!("{CLIENT_IP}/24");
-    let server = format!("{SERVER_IP}:7");
-    let app = AppProcess::spawn(
-        env!("CARGO_BIN_EXE_dpstack-tcpload"),
-        &child_eal_args(&[&vdev]),
-        &[
-            "--ip",
-            &ip_arg,
-            "--gateway",
-            R1_IP,
-            "--no-dad",
-            "--timeout",
-            "40",
-            "--connect",
-            &server,
-            "--bytes",
-            "2097152",
-        ],
-    );
-    app.wait_for_output("connecting to");
     // The whole path is up before our tap joins it: a router without a
     // route would answer our SYN with a destination unreachable, which
     // (rightly) fails a connect.
@@ -132,7 +110,7 @@ fn transfer_through_routers(black_hole: bool) -> String {
     ip(&b, &["route", "add", "default", "via", "10.205.2.1"]);
     ip(&r2, &["route", "add", "10.205.0.0/24", "via", "10.205.1.1"]);
     ip(&r1, &["route", "add", "10.205.2.0/24", "via", "10.205.1.2"]);
-    let _server = Server(
+    let echo = Server(
         // Run directly (not under `timeout`), so dropping `Server` kills
         // socat itself and nothing outlives the namespace.
         b.command("socat")
@@ -142,19 +120,44 @@ fn transfer_through_routers(black_hole: bool) -> String {
             .spawn()
             .expect("socat"),
     );
+    let iface = unique_name("dppm");
+    let vdev = format!("net_tap0,iface={iface}");
+    let ip_arg = format!("{CLIENT_IP}/24");
+    let server = format!("{SERVER_IP}:7");
+    let app = AppProcess::spawn(
+        env!("CARGO_BIN_EXE_dpstack-tcpload"),
+        &child_eal_args(&[&vdev]),
+        &[
+            "--ip",
+            &ip_arg,
+            "--gateway",
+            R1_IP,
+            "--no-dad",
+            "--timeout",
+            "40",
+            "--connect",
+            &server,
+            "--bytes",
+            "2097152",
+        ],
+    );
+    app.wait_for_output("connecting to");
     // Until the tap is in R1, our ARP and SYN go unanswered: both are
     // retried.
     common::run("ip", &["link", "set", &iface, "netns", &r1.name]);
     ip(&r1, &["link", "set", &iface, "address", KERNEL_MAC]);
     ip(&r1, &["addr", "add", &format!("{R1_IP}/24"), "dev", &iface]);
     ip(&r1, &["link", "set", &iface, "up"]);
-    let done = app.wait();
+    // A black hole costs two retransmission timeouts (seconds: the SYN's
+    // wait for the tap counts in the first RTT sample) before the search.
+    let done = app.wait_up_to(std::time::Duration::from_secs(45));
     assert_eq!(done.code, Some(0), "{}\n{}", done.stdout, done.stderr);
     assert!(
         done.stdout.contains("verified 1, failed 0"),
         "{}",
         done.stdout
     );
+    drop(echo);
     drop((b, r2, r1));
     done.stdout
 }

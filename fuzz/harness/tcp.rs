@@ -68,6 +68,9 @@ struct Harness {
     peer_ts: u32,
     our_ts: u32,
     payload: Vec<u8>,
+    /// The largest MSS the connection has had: no segment may exceed it
+    /// (a path MTU probe goes above the current MSS, never above that).
+    largest_mss: u16,
 }
 
 impl Harness {
@@ -86,7 +89,11 @@ impl Harness {
     /// Takes every segment the connection has to send, checking each.
     fn drain(&mut self) {
         for _ in 0..2048 {
-            let Some((repr, len)) = self.conn.poll_transmit(self.now, &mut self.payload) else {
+            self.largest_mss = self.largest_mss.max(self.conn.mss());
+            // The room the stack's transmit path gives a segment.
+            let room = usize::from(self.conn.segment_room()).min(self.payload.len());
+            let Some((repr, len)) = self.conn.poll_transmit(self.now, &mut self.payload[..room])
+            else {
                 self.check_state();
                 return;
             };
@@ -126,8 +133,8 @@ impl Harness {
         }
         if len > 0 {
             assert!(
-                len <= usize::from(self.conn.mss()),
-                "a segment above the MSS"
+                len <= usize::from(self.largest_mss),
+                "a segment above every MSS the connection had"
             );
             let start = repr.seq.wrapping_sub(OUR_ISS.wrapping_add(1));
             for (k, &b) in data.iter().enumerate() {
@@ -364,6 +371,7 @@ pub fn conn(data: &[u8]) {
         peer_ts,
         our_ts: 0,
         payload: vec![0u8; 16 * 1024],
+        largest_mss: 0,
     };
     h.drain();
     h.timestamps = !active && syn_options.timestamps.is_some() && config.rfc7323;

@@ -168,10 +168,15 @@ impl AppProcess {
     }
 
     /// Waits (at most 20 s) for the process to exit by itself.
-    pub fn wait(mut self) -> ConsoleOutput {
+    pub fn wait(self) -> ConsoleOutput {
+        self.wait_up_to(Duration::from_secs(20))
+    }
+
+    /// [`AppProcess::wait`] for an app whose run is known to be long.
+    pub fn wait_up_to(mut self, limit: Duration) -> ConsoleOutput {
         let mut child = self.child.take().expect("running");
-        let status = wait_at_most(&mut child, Duration::from_secs(20))
-            .unwrap_or_else(|| panic!("the app did not exit within 20 s"));
+        let status = wait_at_most(&mut child, limit)
+            .unwrap_or_else(|| panic!("the app did not exit within {limit:?}"));
         let mut stderr = String::new();
         child
             .stderr
