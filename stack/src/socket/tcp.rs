@@ -14,8 +14,8 @@
 //! through a condition variable, and only when one sleeps.
 
 use super::{BufPool, Command, Shared, SocketError};
-use crate::iface::ConnId;
 use crate::port::Buf;
+use crate::tcp::ids::ConnId;
 use crate::tcp::TcpError;
 use core::net::SocketAddr;
 use crossbeam_queue::ArrayQueue;

@@ -25,6 +25,7 @@ mod config;
 pub mod congestion;
 pub mod conn;
 pub mod cookie;
+pub mod ids;
 pub mod input;
 mod output;
 pub mod plpmtud;
