@@ -29,7 +29,7 @@ use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
 use dpstack::stack::counters::{Counters, Stat};
 use dpstack::stack::iface::{
-    Batch, ConnId, Interface, InterfaceConfig, LinkConfig, TcpEvent, UdpContext, UdpHandler,
+    Batch, ConnId, InlineHandler, Interface, InterfaceConfig, LcoreContext, LinkConfig, TcpEvent,
 };
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
@@ -199,13 +199,13 @@ struct Echo {
     scratch: Box<[u8; 16384]>,
 }
 
-impl UdpHandler<Mbuf> for Echo {
+impl InlineHandler<Mbuf> for Echo {
     #[inline]
     fn on_datagrams<P: Port<Buf = Mbuf>>(
         &mut self,
         _socket: SocketId,
         batch: &mut Batch<Mbuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if self.sink {
             return;
@@ -219,7 +219,7 @@ impl UdpHandler<Mbuf> for Echo {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;

@@ -10,7 +10,7 @@ use crate::proto::{self, state, Params, Results, COOKIE_LEN};
 use crate::report::{Reporter, Side};
 use crate::stream::{Stream, Transport};
 use crate::test::{cpu_percent, cpu_ticks, Test};
-use dpstack::stack::iface::{Batch, ConnId, TcpEvent, UdpContext, UdpHandler};
+use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, TcpEvent};
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
@@ -95,7 +95,7 @@ impl Client {
         }
     }
 
-    fn fail<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, message: String) {
+    fn fail<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, message: String) {
         if self.outcome.is_some() {
             return;
         }
@@ -107,7 +107,7 @@ impl Client {
         self.outcome = Some(Err(message));
     }
 
-    fn send<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, bytes: &[u8]) {
+    fn send<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, bytes: &[u8]) {
         if let Some(control) = self.control {
             let _ = ctx.tcp_send(control, bytes);
         }
@@ -123,7 +123,7 @@ impl Client {
         }
     }
 
-    fn create_next<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn create_next<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let index = self.test.streams.len();
         if index >= self.test.params.streams() {
             return;
@@ -150,7 +150,7 @@ impl Client {
         }
     }
 
-    fn stream_ready<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, transport: Transport) {
+    fn stream_ready<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, transport: Transport) {
         self.creating = None;
         let index = self.test.streams.len();
         let stream = Stream::new(index, self.sends(index), transport);
@@ -175,7 +175,7 @@ impl Client {
         self.create_next(ctx);
     }
 
-    fn control_bytes<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn control_bytes<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         while !self.buf.is_empty() && self.outcome.is_none() {
             if self.phase == Phase::Results {
                 match proto::take_json(&mut self.buf, proto::MAX_RESULTS_JSON) {
@@ -249,7 +249,7 @@ impl Client {
         }
     }
 
-    fn finish<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn finish<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         self.send(ctx, &[state::IPERF_DONE]);
         if let Some(control) = self.control.take() {
             ctx.tcp_close(control);
@@ -315,12 +315,12 @@ impl Client {
     }
 }
 
-impl<B: Buf> UdpHandler<B> for Client {
+impl<B: Buf> InlineHandler<B> for Client {
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let now = ctx.now();
         for datagram in batch.iter() {
@@ -341,7 +341,7 @@ impl<B: Buf> UdpHandler<B> for Client {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let now = ctx.now();
         match event {
@@ -403,7 +403,7 @@ impl<B: Buf> UdpHandler<B> for Client {
         }
     }
 
-    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let now = ctx.now();
         match self.phase {
             Phase::Start => {

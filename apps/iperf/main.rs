@@ -28,7 +28,7 @@ use dpstack::fault::{FaultPort, FaultSpec};
 use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
-use dpstack::stack::iface::{Interface, InterfaceConfig, LinkConfig, UdpHandler};
+use dpstack::stack::iface::{InlineHandler, Interface, InterfaceConfig, LinkConfig};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::udp::BindOptions;
@@ -376,7 +376,7 @@ fn run_client<P: Port<Buf = Mbuf>>(
 }
 
 /// Polls a little longer so the last closes and ACKs leave.
-fn linger<P: Port<Buf = Mbuf>, H: UdpHandler<Mbuf>>(
+fn linger<P: Port<Buf = Mbuf>, H: InlineHandler<Mbuf>>(
     iface: &mut Interface<Mbuf>,
     port: &mut P,
     handler: &mut H,

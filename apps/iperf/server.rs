@@ -10,7 +10,7 @@ use crate::proto::{self, state, Params, Results, COOKIE_LEN};
 use crate::report::{Reporter, Side};
 use crate::stream::{Stream, Transport};
 use crate::test::{cpu_percent, cpu_ticks, Test};
-use dpstack::stack::iface::{Batch, ConnId, TcpEvent, UdpContext, UdpHandler};
+use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, TcpEvent};
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
@@ -94,14 +94,14 @@ impl Server {
         );
     }
 
-    fn send_state<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, byte: u8) {
+    fn send_state<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, byte: u8) {
         if let Some(control) = self.control {
             let _ = ctx.tcp_send(control, &[byte]);
         }
     }
 
     /// Ends the current test (well or not) and waits for the next client.
-    fn reset<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, error: Option<String>) {
+    fn reset<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, error: Option<String>) {
         if let Some(message) = error {
             println!("iperf3: error - {message}");
             self.errors.push(message);
@@ -129,7 +129,7 @@ impl Server {
         }
     }
 
-    fn control_bytes<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn control_bytes<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         loop {
             match self.phase {
                 Phase::Cookie if self.buf.len() >= COOKIE_LEN => {
@@ -187,7 +187,7 @@ impl Server {
         }
     }
 
-    fn end_test<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn end_test<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         if let Some(test) = &mut self.test {
             test.close_streams(ctx);
         }
@@ -195,7 +195,7 @@ impl Server {
         self.phase = Phase::Exchange;
     }
 
-    fn send_results<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>, theirs: &Results) {
+    fn send_results<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, theirs: &Results) {
         let Some(test) = &mut self.test else {
             return;
         };
@@ -219,7 +219,7 @@ impl Server {
     /// are there.
     fn add_stream<P: Port>(
         &mut self,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
         transport: Transport,
         udp_local: Option<std::net::SocketAddr>,
     ) {
@@ -259,7 +259,7 @@ impl Server {
         }
     }
 
-    fn data_cookie<P: Port>(&mut self, conn: ConnId, ctx: &mut UdpContext<'_, P>) {
+    fn data_cookie<P: Port>(&mut self, conn: ConnId, ctx: &mut LcoreContext<'_, P>) {
         let Some(at) = self.pending.iter().position(|(c, _)| *c == conn) else {
             return;
         };
@@ -284,12 +284,12 @@ impl Server {
     }
 }
 
-impl<B: Buf> UdpHandler<B> for Server {
+impl<B: Buf> InlineHandler<B> for Server {
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if !self.udp_sockets.contains(&socket) {
             return;
@@ -317,7 +317,7 @@ impl<B: Buf> UdpHandler<B> for Server {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let now = ctx.now();
 
@@ -411,7 +411,7 @@ impl<B: Buf> UdpHandler<B> for Server {
         }
     }
 
-    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let now = ctx.now();
         if let Some(test) = &mut self.test {
             if self.phase == Phase::Running {

@@ -10,7 +10,7 @@
 use crate::proto::{Params, Results, UdpHeader};
 use crate::report::Reporter;
 use crate::stream::{Snapshot, Stream, Transport};
-use dpstack::stack::iface::{ConnId, UdpContext};
+use dpstack::stack::iface::{ConnId, LcoreContext};
 use dpstack::stack::port::Port;
 use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
@@ -99,7 +99,7 @@ impl Test {
 
     /// Reads what arrived on connection `conn` (a receiving stream counts
     /// it; anything else is drained). Returns true at the end of its stream.
-    pub fn on_readable<P: Port>(&mut self, conn: ConnId, ctx: &mut UdpContext<'_, P>) -> bool {
+    pub fn on_readable<P: Port>(&mut self, conn: ConnId, ctx: &mut LcoreContext<'_, P>) -> bool {
         let running = self.running();
         let Some(stream) = self.streams.iter_mut().find(|s| s.conn() == Some(conn)) else {
             return false;
@@ -147,7 +147,7 @@ impl Test {
 
     /// Sends what the senders may: TCP until the send buffers are full,
     /// UDP up to the pacing allowance. Stops at the byte or block limit.
-    pub fn pump<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    pub fn pump<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         if !self.sending {
             return;
         }
@@ -239,7 +239,7 @@ impl Test {
     }
 
     /// Ends the omitted seconds when due and reports finished intervals.
-    pub fn tick<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    pub fn tick<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let now = ctx.now();
         let (Some(started), Some(due)) = (self.started, self.next_report) else {
             return;
@@ -306,7 +306,7 @@ impl Test {
     }
 
     /// Closes the TCP streams (the test is over).
-    pub fn close_streams<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    pub fn close_streams<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         self.sending = false;
         for s in &mut self.streams {
             if let Transport::Tcp(conn) = s.transport {
@@ -316,7 +316,7 @@ impl Test {
     }
 
     /// Aborts the TCP streams (the test failed).
-    pub fn abort_streams<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    pub fn abort_streams<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         self.sending = false;
         for s in &mut self.streams {
             if let Transport::Tcp(conn) = s.transport {

@@ -22,7 +22,7 @@ use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::iface::{
-    ConnId, Interface, InterfaceConfig, LinkConfig, TcpEvent, UdpContext, UdpHandler,
+    ConnId, InlineHandler, Interface, InterfaceConfig, LcoreContext, LinkConfig, TcpEvent,
 };
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
@@ -140,7 +140,7 @@ impl Load {
         }
     }
 
-    fn pump<P: Port<Buf = Mbuf>>(&mut self, conn: ConnId, ctx: &mut UdpContext<'_, P>) {
+    fn pump<P: Port<Buf = Mbuf>>(&mut self, conn: ConnId, ctx: &mut LcoreContext<'_, P>) {
         let target = if self.crr_until.is_some() {
             self.request
         } else {
@@ -204,7 +204,7 @@ impl Load {
         }
     }
 
-    fn open<P: Port<Buf = Mbuf>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn open<P: Port<Buf = Mbuf>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         match ctx.tcp_connect(self.remote) {
             Ok(conn) => {
                 self.streams.insert(conn, Stream::default());
@@ -214,12 +214,12 @@ impl Load {
     }
 }
 
-impl UdpHandler<Mbuf> for Load {
+impl InlineHandler<Mbuf> for Load {
     fn on_tcp<P: Port<Buf = Mbuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Connected => {

@@ -24,7 +24,7 @@ use super::input::{debug, Input};
 use dpstack_stack::counters::{Counters, DropReason, Stat};
 use dpstack_stack::iface::Interface;
 use dpstack_stack::iface::{
-    Batch, ConnId, InterfaceConfig, LinkConfig, TcpEvent, UdpContext, UdpHandler,
+    Batch, ConnId, InlineHandler, InterfaceConfig, LcoreContext, LinkConfig, TcpEvent,
 };
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack_stack::port::{MacAddr, Port};
@@ -187,12 +187,12 @@ struct App {
     accepted: Vec<ConnId>,
 }
 
-impl UdpHandler<MemBuf> for App {
+impl InlineHandler<MemBuf> for App {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         self.datagrams += batch.len() as u64;
         for datagram in batch.drain(..) {
@@ -206,7 +206,7 @@ impl UdpHandler<MemBuf> for App {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Accepted(_) => self.accepted.push(conn),

@@ -6,7 +6,7 @@
 //!
 //! `cargo run --release -p dpstack-stack --example pipeline_cost -- 200000`
 
-use dpstack_stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
+use dpstack_stack::iface::{Batch, InlineHandler, Interface, InterfaceConfig, LcoreContext};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack_stack::port::{MacAddr, Port};
 use dpstack_stack::route::Ipv4Cidr;
@@ -36,12 +36,12 @@ impl Frames for SameFrame {
 
 struct Echo;
 
-impl UdpHandler<MemBuf> for Echo {
+impl InlineHandler<MemBuf> for Echo {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for d in batch.drain(..) {
             ctx.reply(d);

@@ -10,7 +10,9 @@
 //! `tcp-mem ours endpoints=2N bytes_per_endpoint=B ...`; `scripts/bench
 //! tcp-mem` sets it beside the kernel's figure.
 
-use dpstack_stack::iface::{ConnId, Interface, InterfaceConfig, TcpEvent, UdpContext, UdpHandler};
+use dpstack_stack::iface::{
+    ConnId, InlineHandler, Interface, InterfaceConfig, LcoreContext, TcpEvent,
+};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack_stack::port::{MacAddr, Port};
 use dpstack_stack::route::Ipv4Cidr;
@@ -28,12 +30,12 @@ const BATCH: usize = 256;
 #[derive(Default)]
 struct Opened(u64);
 
-impl UdpHandler<MemBuf> for Opened {
+impl InlineHandler<MemBuf> for Opened {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         _: ConnId,
         event: TcpEvent,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         if matches!(event, TcpEvent::Accepted(_) | TcpEvent::Connected) {
             self.0 += 1;

@@ -292,7 +292,7 @@ fn no_address_hint(v6: bool) -> String {
 mod tests {
     use super::*;
     use crate::stack::{LinkLine, StackPort};
-    use dpstack::stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
+    use dpstack::stack::iface::{Batch, InlineHandler, Interface, InterfaceConfig, LcoreContext};
     use dpstack::stack::port::memory::{MemBuf, MemPort, MemPortConfig};
     use dpstack::stack::port::{MacAddr, Port};
     use dpstack::stack::rtp::RtpHeader;
@@ -306,12 +306,12 @@ mod tests {
     #[derive(Default)]
     struct Collect(Vec<(SocketAddr, Vec<u8>)>);
 
-    impl UdpHandler<MemBuf> for Collect {
+    impl InlineHandler<MemBuf> for Collect {
         fn on_datagrams<P: Port<Buf = MemBuf>>(
             &mut self,
             _: SocketId,
             batch: &mut Batch<MemBuf>,
-            _: &mut UdpContext<'_, P>,
+            _: &mut LcoreContext<'_, P>,
         ) {
             self.0
                 .extend(batch.drain(..).map(|d| (d.src(), d.payload().to_vec())));

@@ -6,7 +6,7 @@
 //! (`show sockets` and `show tcp` read the stack's own tables, so the
 //! handler keeps no list of connections.)
 
-use dpstack::stack::iface::{Batch, ConnId, ListenerId, TcpEvent, UdpContext, UdpHandler};
+use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, ListenerId, TcpEvent};
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::udp::SocketId;
 use std::net::SocketAddr;
@@ -49,13 +49,13 @@ impl Services {
     }
 }
 
-impl<B: Buf> UdpHandler<B> for Services {
+impl<B: Buf> InlineHandler<B> for Services {
     #[inline]
     fn on_datagrams<P: Port<Buf = B>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if let Some(rtp) = self.rtp.as_mut().filter(|r| r.relay.owns(socket)) {
             return rtp.relay.on_datagrams(socket, batch, ctx);
@@ -66,7 +66,7 @@ impl<B: Buf> UdpHandler<B> for Services {
     }
 
     #[inline]
-    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         if let Some(rtp) = &mut self.rtp {
             rtp.relay.on_poll(ctx);
         }
@@ -76,7 +76,7 @@ impl<B: Buf> UdpHandler<B> for Services {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if let TcpEvent::Closed(_) = event {
             return;

@@ -3,7 +3,7 @@
 //! the answer comes.
 
 use super::*;
-use dpstack::stack::iface::{Batch, UdpContext, UdpHandler};
+use dpstack::stack::iface::{Batch, InlineHandler, LcoreContext};
 use dpstack::stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack::stack::port::MacAddr;
 use dpstack::stack::time::Duration;
@@ -17,12 +17,12 @@ const PEER: MacAddr = MacAddr([2, 0, 0, 0, 7, 2]);
 #[derive(Default)]
 struct Collect(Vec<Vec<u8>>);
 
-impl UdpHandler<MemBuf> for Collect {
+impl InlineHandler<MemBuf> for Collect {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.0.extend(batch.drain(..).map(|d| d.payload().to_vec()));
     }

@@ -1,7 +1,8 @@
-//! What applications see of the lcore in inline mode: the [`UdpHandler`]
-//! an interface calls with received datagrams (and TCP events and a
-//! per-poll tick), and the [`UdpContext`] through which a handler sends,
-//! replies, forwards and works its TCP connections while it runs.
+//! What applications see of the lcore in inline mode: the [`InlineHandler`]
+//! an interface calls on the polling lcore with received datagrams, TCP
+//! events and a per-poll tick, and the [`LcoreContext`] through which a
+//! handler sends, replies, forwards and works its TCP connections while it
+//! runs. (Queue mode, for application threads, is `socket/`.)
 //!
 //! Invariants: a context lives only for one handler call and borrows the
 //! interface's state and the poll's transmit batches, so whatever a
@@ -26,7 +27,7 @@ pub const RX_BURST: usize = DEFAULT_BURST;
 pub type Batch<B> = ArrayVec<Datagram<B>, RX_BURST>;
 
 /// Receives datagrams in inline mode, on the lcore.
-pub trait UdpHandler<B: Buf> {
+pub trait InlineHandler<B: Buf> {
     /// Called with consecutive datagrams of a burst for one socket, in
     /// arrival order. Datagrams left in `batch` are freed afterwards; a
     /// handler that does not override it (a TCP-only one) frees them all.
@@ -34,27 +35,27 @@ pub trait UdpHandler<B: Buf> {
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let _ = (socket, batch, ctx);
     }
 
     /// `true` to take each rx burst's datagrams for inline sockets in one
-    /// [`UdpHandler::on_burst`] call across sockets (batch receive, as a
+    /// [`InlineHandler::on_burst`] call across sockets (batch receive, as a
     /// media server with thousands of sockets wants: one call per burst,
     /// each datagram naming its socket, source and receive time), instead
-    /// of one [`UdpHandler::on_datagrams`] call per run of one socket's
+    /// of one [`InlineHandler::on_datagrams`] call per run of one socket's
     /// datagrams. A compile-time choice: the per-packet path tests a
     /// constant.
     const WHOLE_BURSTS: bool = false;
 
-    /// With [`UdpHandler::WHOLE_BURSTS`]: the datagrams of one rx burst for
+    /// With [`InlineHandler::WHOLE_BURSTS`]: the datagrams of one rx burst for
     /// inline sockets, across sockets, in arrival order; each names its
     /// socket ([`Datagram::socket`]), source ([`Datagram::src`]) and
     /// receive time ([`Datagram::received_at`]). Datagrams left in `batch`
     /// are freed afterwards. Unless overridden, each run of one socket's
-    /// datagrams goes to [`UdpHandler::on_datagrams`].
-    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut UdpContext<'_, P>) {
+    /// datagrams goes to [`InlineHandler::on_datagrams`].
+    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut LcoreContext<'_, P>) {
         let mut run = Batch::new();
         let mut datagrams = batch.drain(..).peekable();
         while let Some(first) = datagrams.next() {
@@ -74,7 +75,7 @@ pub trait UdpHandler<B: Buf> {
         &mut self,
         socket: SocketId,
         error: PeerError,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let _ = (socket, error, ctx);
     }
@@ -86,7 +87,7 @@ pub trait UdpHandler<B: Buf> {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let _ = (conn, event, ctx);
     }
@@ -96,7 +97,7 @@ pub trait UdpHandler<B: Buf> {
     /// (paced datagrams, filling TCP send buffers, its timeouts), with
     /// `ctx.now()` as the time. Nothing unless overridden.
     #[inline]
-    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let _ = ctx;
     }
 }
@@ -105,16 +106,16 @@ pub trait UdpHandler<B: Buf> {
 #[derive(Debug, Default)]
 pub struct DropDatagrams;
 
-impl<B: Buf> UdpHandler<B> for DropDatagrams {}
+impl<B: Buf> InlineHandler<B> for DropDatagrams {}
 
 /// What a handler may do while it runs on the lcore.
-pub struct UdpContext<'a, P: Port> {
+pub struct LcoreContext<'a, P: Port> {
     pub(crate) core: &'a mut Core<P::Buf>,
     pub(crate) out: Out<'a, P>,
     pub(crate) now: Instant,
 }
 
-impl<P: Port> UdpContext<'_, P> {
+impl<P: Port> LcoreContext<'_, P> {
     /// Sends `datagram`'s payload back to its sender, from the address it
     /// was sent to, through the port it came in on, reusing its buffer
     /// (zero-copy).
@@ -145,7 +146,7 @@ impl<P: Port> UdpContext<'_, P> {
     /// many datagrams; they leave in this poll's transmit bursts). Returns
     /// how many were sent; a datagram that cannot be sent (no route, no
     /// buffer, unresolved neighbour) is skipped and counted by reason in
-    /// the interface's counters, as [`UdpContext::send_to`] counts it.
+    /// the interface's counters, as [`LcoreContext::send_to`] counts it.
     pub fn send_batch<'d>(
         &mut self,
         socket: SocketId,
@@ -161,7 +162,7 @@ impl<P: Port> UdpContext<'_, P> {
     }
 
     /// Forwards `datagram`'s payload from socket `from` to `dst`, as
-    /// [`UdpContext::send_to`] would send it (the route picks the link;
+    /// [`LcoreContext::send_to`] would send it (the route picks the link;
     /// source: `from`'s address and port; `from`'s TOS byte), but in the
     /// datagram's own buffer: the headers are rewritten in place and the
     /// payload stays where it is (counted as `UdpForwardedInPlace`). Only
@@ -185,7 +186,7 @@ impl<P: Port> UdpContext<'_, P> {
         self.forward_other(datagram, from, dst)
     }
 
-    /// [`UdpContext::forward`] for all but IPv4 to IPv4: IPv6 to IPv6 (or
+    /// [`LcoreContext::forward`] for all but IPv4 to IPv4: IPv6 to IPv6 (or
     /// to an IPv4-mapped address), or a change of family.
     fn forward_other(
         &mut self,
@@ -225,7 +226,7 @@ impl<P: Port> UdpContext<'_, P> {
     }
 
     /// Reads from a TCP connection into `buf` (`Ok(0)`: nothing yet, or
-    /// the end of the stream once [`UdpContext::tcp_at_eof`]).
+    /// the end of the stream once [`LcoreContext::tcp_at_eof`]).
     pub fn tcp_recv(&mut self, conn: ConnId, buf: &mut [u8]) -> Result<usize, TcpError> {
         tcp::with_conn(self.core, &mut self.out, self.now, conn, |c, pool| {
             c.recv(buf, pool)

@@ -113,7 +113,7 @@ impl<B: Buf> Interface<B> {
     /// Listens for TCP connections on `local` (an unspecified address takes
     /// every address; `[::]` both families), with at most `backlog`
     /// handshakes in progress. Accepted connections reach the handler's
-    /// [`UdpHandler::on_tcp`] as [`TcpEvent::Accepted`] with this id. As in
+    /// [`InlineHandler::on_tcp`] as [`TcpEvent::Accepted`] with this id. As in
     /// Linux, it fails with `AddrInUse` if another listener on the port
     /// hears some of the same traffic (`0.0.0.0` and `[::]` included).
     pub fn tcp_listen(

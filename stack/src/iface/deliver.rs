@@ -8,7 +8,7 @@
 //! queue is woken at most once per poll (its receivers, if any sleep).
 
 use super::tx::Out;
-use super::{fast, fast6, rx, Batch, Core, UdpContext, UdpHandler, RX_BURST};
+use super::{fast, fast6, rx, Batch, Core, InlineHandler, LcoreContext, RX_BURST};
 use crate::counters::DropReason;
 use crate::port::{Buf, Port};
 use crate::socket::SocketQueue;
@@ -22,7 +22,7 @@ pub(super) struct Delivery<B: Buf> {
     /// Consecutive datagrams for `socket`.
     batch: Batch<B>,
     /// A whole burst's datagrams for inline sockets, across sockets (for
-    /// handlers with [`UdpHandler::WHOLE_BURSTS`]).
+    /// handlers with [`InlineHandler::WHOLE_BURSTS`]).
     burst: Batch<B>,
     socket: Option<SocketId>,
     to_wake: ArrayVec<u32, RX_BURST>,
@@ -53,7 +53,7 @@ impl<B: Buf> Delivery<B> {
 /// Receives one burst from `link` and hands its datagrams over as they
 /// come, in arrival order; consecutive ones for the same socket travel
 /// together. Returns the number of frames received.
-pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     core: &mut Core<B>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     out: &mut Out<'_, P>,
@@ -94,7 +94,7 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
         hand_over(core, queues, socket, out, now, handler, delivery);
     }
     if H::WHOLE_BURSTS && !delivery.burst.is_empty() {
-        let mut ctx = UdpContext {
+        let mut ctx = LcoreContext {
             core: &mut *core,
             out: out.reborrow(),
             now,
@@ -114,7 +114,7 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
 /// Hands the TCP events of a burst (or of the timers) to the handler, once
 /// each; events the handler's own calls cause wait for the next poll.
 #[inline(never)]
-pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     core: &mut Core<B>,
     out: &mut Out<'_, P>,
     now: Instant,
@@ -124,7 +124,7 @@ pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
     // poll) and its allocation handed back after.
     let mut events = core::mem::take(&mut core.tcp.events);
     for &(conn, event) in &events {
-        let mut ctx = UdpContext {
+        let mut ctx = LcoreContext {
             core,
             out: out.reborrow(),
             now,
@@ -141,7 +141,7 @@ pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
 /// (queue mode; its receivers are woken after the poll) or passed to the
 /// handler (inline mode).
 #[inline(never)]
-fn report_errors<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     core: &mut Core<B>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     out: &mut Out<'_, P>,
@@ -162,7 +162,7 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
                 }
             }
             _ => {
-                let mut ctx = UdpContext {
+                let mut ctx = LcoreContext {
                     core,
                     out: out.reborrow(),
                     now,
@@ -177,7 +177,7 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
 /// handing the previous socket's batch over first if this one differs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn deliver<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     core: &mut Core<B>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     out: &mut Out<'_, P>,
@@ -213,7 +213,7 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
 /// handler call (inline mode). Leaves the batch empty. Inlined at both call
 /// sites: with traffic spread over many sockets it runs once per packet.
 #[inline(always)]
-fn hand_over<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
+fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     core: &mut Core<B>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     socket: SocketId,
@@ -234,7 +234,7 @@ fn hand_over<B: Buf, P: Port<Buf = B>, H: UdpHandler<B>>(
             }
         }
         _ => {
-            let mut ctx = UdpContext {
+            let mut ctx = LcoreContext {
                 core,
                 out: out.reborrow(),
                 now,

@@ -4,7 +4,7 @@
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
 //! from each port, run each frame through Ethernet, ARP, IPv4, ICMP and UDP
 //! ([`rx`]), hand the datagrams to the application grouped per socket
-//! ([`UdpHandler`], inline mode, or socket queues), run the timers, and
+//! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
 //! ([`TxBatch`]). Replies (ARP, ICMP echo, UDP echo) are built in the
 //! received buffer and leave through the port the request came in on; new
@@ -36,7 +36,7 @@ pub mod tcp;
 mod tx;
 mod tx6;
 
-pub use app::{Batch, DropDatagrams, UdpContext, UdpHandler, RX_BURST};
+pub use app::{Batch, DropDatagrams, InlineHandler, LcoreContext, RX_BURST};
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use inspect::{
     parse_echo_reply, AddressInfo, AddressState, CounterSnapshot, EchoReply, NeighborInfo, Prefix,
@@ -553,7 +553,7 @@ impl<B: Buf> Interface<B> {
 
     /// One run-to-completion step on a one-port interface.
     /// See [`Interface::poll_ports`].
-    pub fn poll<P: Port<Buf = B>, H: UdpHandler<B>>(
+    pub fn poll<P: Port<Buf = B>, H: InlineHandler<B>>(
         &mut self,
         port: &mut P,
         now: Instant,
@@ -567,7 +567,7 @@ impl<B: Buf> Interface<B> {
     /// polled), process them, deliver datagrams to `handler` or socket
     /// queues, run timers, transmit. Returns the number of frames received.
     /// Owning lcore only.
-    pub fn poll_ports<P: Port<Buf = B>, H: UdpHandler<B>>(
+    pub fn poll_ports<P: Port<Buf = B>, H: InlineHandler<B>>(
         &mut self,
         ports: &mut [P],
         now: Instant,
@@ -616,7 +616,7 @@ impl<B: Buf> Interface<B> {
             run_timers(core, probes, &mut out, now);
         }
         tcp::run_timers(core, &mut out, now);
-        handler.on_poll(&mut UdpContext {
+        handler.on_poll(&mut LcoreContext {
             core,
             out: out.reborrow(),
             now,

@@ -125,12 +125,12 @@ fn arp(
 /// Echoes every datagram back to its sender.
 struct Echo;
 
-impl UdpHandler<MemBuf> for Echo {
+impl InlineHandler<MemBuf> for Echo {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for datagram in batch.drain(..) {
             ctx.reply(datagram);
@@ -144,19 +144,23 @@ struct Recorder {
     calls: Vec<(SocketId, Vec<Vec<u8>>)>,
 }
 
-impl UdpHandler<MemBuf> for Recorder {
+impl InlineHandler<MemBuf> for Recorder {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.calls
             .push((socket, batch.iter().map(|d| d.payload().to_vec()).collect()));
     }
 }
 
-fn poll<H: UdpHandler<MemBuf>>(iface: &mut Interface<MemBuf>, port: &mut MemPort, handler: &mut H) {
+fn poll<H: InlineHandler<MemBuf>>(
+    iface: &mut Interface<MemBuf>,
+    port: &mut MemPort,
+    handler: &mut H,
+) {
     iface.poll(port, Instant::from_nanos(1_000_000), handler);
 }
 
@@ -301,12 +305,12 @@ fn an_echo_resets_ttl_and_sets_df_with_a_correct_header_checksum() {
 #[derive(Default)]
 struct Addresses(Vec<(core::net::SocketAddr, core::net::SocketAddr, Vec<u8>)>);
 
-impl UdpHandler<MemBuf> for Addresses {
+impl InlineHandler<MemBuf> for Addresses {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         for d in batch.iter() {
             self.0.push((d.src(), d.dst(), d.payload().to_vec()));
@@ -771,12 +775,12 @@ fn arp_from_off_link_senders_is_not_learned() {
 /// Uppercases each payload in place, then replies.
 struct Shout;
 
-impl UdpHandler<MemBuf> for Shout {
+impl InlineHandler<MemBuf> for Shout {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for mut datagram in batch.drain(..) {
             datagram.payload_mut().make_ascii_uppercase();

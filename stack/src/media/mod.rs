@@ -25,7 +25,7 @@
 //!
 //! ```
 //! # use dpstack_stack::counters::Stat;
-//! # use dpstack_stack::iface::{Batch, Interface, InterfaceConfig, UdpContext, UdpHandler};
+//! # use dpstack_stack::iface::{Batch, Interface, InterfaceConfig, LcoreContext, InlineHandler};
 //! # use dpstack_stack::media::{Latch, LatchConfig, LegSockets, PortAllocator, SessionTable};
 //! # use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 //! # use dpstack_stack::port::{Buf, MacAddr, Port};
@@ -42,9 +42,9 @@
 //! struct Leg { latch: Latch, stats: Option<ReceiveStats> }
 //! struct Relay { sessions: SessionTable<[Leg; 2]> }
 //!
-//! impl<B: Buf> UdpHandler<B> for Relay {
+//! impl<B: Buf> InlineHandler<B> for Relay {
 //!     fn on_datagrams<P: Port<Buf = B>>(&mut self, socket: SocketId, batch: &mut Batch<B>,
-//!                                       ctx: &mut UdpContext<'_, P>) {
+//!                                       ctx: &mut LcoreContext<'_, P>) {
 //!         let now = ctx.now(); // the receive timestamp: TSC at this poll
 //!         let Some(entry) = self.sessions.lookup_mut(socket) else { return };
 //!         let this = entry.endpoint.leg.index();

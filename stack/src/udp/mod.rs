@@ -201,7 +201,7 @@ impl<B: Buf> Datagram<B> {
 
 /// An ICMP or ICMPv6 error a peer (or a router on the way) sent about a
 /// datagram from a connected socket: the socket's next receive reports it
-/// (queue mode) or [`crate::iface::UdpHandler::on_error`] gets it (inline).
+/// (queue mode) or [`crate::iface::InlineHandler::on_error`] gets it (inline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerError {
     /// Port unreachable: nobody listens there (`ECONNREFUSED`).

@@ -1,5 +1,5 @@
-//! Batch receive across sockets (`UdpHandler::WHOLE_BURSTS`), batch send
-//! (`UdpContext::send_batch`) and the per-datagram receive time.
+//! Batch receive across sockets (`InlineHandler::WHOLE_BURSTS`), batch send
+//! (`LcoreContext::send_batch`) and the per-datagram receive time.
 
 use super::*;
 
@@ -15,13 +15,13 @@ struct BurstRecorder {
     per_socket_calls: usize,
 }
 
-impl UdpHandler<MemBuf> for BurstRecorder {
+impl InlineHandler<MemBuf> for BurstRecorder {
     const WHOLE_BURSTS: bool = true;
 
     fn on_burst<P: Port<Buf = MemBuf>>(
         &mut self,
         batch: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.calls.push(
             batch
@@ -35,7 +35,7 @@ impl UdpHandler<MemBuf> for BurstRecorder {
         &mut self,
         _: SocketId,
         _: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.per_socket_calls += 1;
     }
@@ -81,12 +81,12 @@ fn a_whole_burst_across_sockets_comes_in_one_call_with_socket_source_and_time() 
 #[derive(Default)]
 struct TimeRecorder(Vec<(SocketId, Instant)>);
 
-impl UdpHandler<MemBuf> for TimeRecorder {
+impl InlineHandler<MemBuf> for TimeRecorder {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.0
             .extend(batch.iter().map(|d| (d.socket(), d.received_at())));
@@ -107,12 +107,12 @@ fn per_socket_delivery_stamps_each_datagram_with_its_socket_and_time() {
 #[derive(Default)]
 struct SplitRecorder(Vec<(SocketId, usize)>);
 
-impl UdpHandler<MemBuf> for SplitRecorder {
+impl InlineHandler<MemBuf> for SplitRecorder {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<MemBuf>,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.0.push((socket, batch.len()));
     }
@@ -131,12 +131,12 @@ fn the_default_on_burst_hands_each_run_of_one_socket_to_on_datagrams() {
     // Collect a burst through a whole-burst handler, then replay it through
     // the default `on_burst` of a per-socket handler.
     struct Collect<'a>(&'a mut Batch<MemBuf>, &'a mut SplitRecorder);
-    impl UdpHandler<MemBuf> for Collect<'_> {
+    impl InlineHandler<MemBuf> for Collect<'_> {
         const WHOLE_BURSTS: bool = true;
         fn on_burst<P: Port<Buf = MemBuf>>(
             &mut self,
             batch: &mut Batch<MemBuf>,
-            ctx: &mut UdpContext<'_, P>,
+            ctx: &mut LcoreContext<'_, P>,
         ) {
             self.0.extend(batch.drain(..));
             self.1.on_burst(self.0, ctx);
@@ -145,7 +145,7 @@ fn the_default_on_burst_hands_each_run_of_one_socket_to_on_datagrams() {
             &mut self,
             _: SocketId,
             _: &mut Batch<MemBuf>,
-            _: &mut UdpContext<'_, P>,
+            _: &mut LcoreContext<'_, P>,
         ) {
             unreachable!("whole bursts only");
         }
@@ -166,12 +166,12 @@ struct BatchSender {
     sent: Vec<usize>,
 }
 
-impl UdpHandler<MemBuf> for BatchSender {
+impl InlineHandler<MemBuf> for BatchSender {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
         _: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let peer = |p| SocketAddr::V4(SocketAddrV4::new(PEER_IP, p));
         let nowhere = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 9));

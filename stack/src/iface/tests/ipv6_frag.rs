@@ -257,12 +257,12 @@ struct Errors {
     got: Vec<(SocketId, PeerError)>,
 }
 
-impl UdpHandler<MemBuf> for Errors {
+impl InlineHandler<MemBuf> for Errors {
     fn on_error<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
         error: PeerError,
-        _: &mut UdpContext<'_, P>,
+        _: &mut LcoreContext<'_, P>,
     ) {
         self.got.push((socket, error));
     }

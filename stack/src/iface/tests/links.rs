@@ -42,7 +42,7 @@ fn two_links() -> (Interface<MemBuf>, [MemPort; 2]) {
     (iface, ports)
 }
 
-fn poll_both<H: UdpHandler<MemBuf>>(
+fn poll_both<H: InlineHandler<MemBuf>>(
     iface: &mut Interface<MemBuf>,
     ports: &mut [MemPort; 2],
     handler: &mut H,
@@ -149,12 +149,12 @@ fn a_send_takes_the_routed_port_and_resolves_the_gateway_there() {
 /// Answers every datagram with a new one to [`FAR`] (routed via link 1).
 struct Forward;
 
-impl UdpHandler<MemBuf> for Forward {
+impl InlineHandler<MemBuf> for Forward {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for datagram in batch.drain(..) {
             let far = SocketAddrV4::new(FAR, 9);

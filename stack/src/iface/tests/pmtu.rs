@@ -80,12 +80,12 @@ struct Writer {
     closed: Vec<Option<TcpError>>,
 }
 
-impl UdpHandler<MemBuf> for Writer {
+impl InlineHandler<MemBuf> for Writer {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if let TcpEvent::Closed(error) = event {
             return self.closed.push(error);

@@ -17,12 +17,12 @@ use core::net::{Ipv6Addr, SocketAddrV6};
 /// Echoes datagrams and TCP bytes (as far as the send buffer takes them).
 struct EchoBoth;
 
-impl UdpHandler<MemBuf> for EchoBoth {
+impl InlineHandler<MemBuf> for EchoBoth {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         _: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for datagram in batch.drain(..) {
             ctx.reply(datagram);
@@ -33,7 +33,7 @@ impl UdpHandler<MemBuf> for EchoBoth {
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
@@ -463,12 +463,12 @@ struct Churner {
     failed: u64,
 }
 
-impl UdpHandler<MemBuf> for Churner {
+impl InlineHandler<MemBuf> for Churner {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Connected => {

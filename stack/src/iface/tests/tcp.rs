@@ -10,12 +10,12 @@ use crate::tcp::TcpError;
 /// after the peer did.
 struct EchoTcp;
 
-impl UdpHandler<MemBuf> for EchoTcp {
+impl InlineHandler<MemBuf> for EchoTcp {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
@@ -47,7 +47,7 @@ struct Client {
 }
 
 impl Client {
-    fn pump<P: Port<Buf = MemBuf>>(&mut self, conn: ConnId, ctx: &mut UdpContext<'_, P>) {
+    fn pump<P: Port<Buf = MemBuf>>(&mut self, conn: ConnId, ctx: &mut LcoreContext<'_, P>) {
         let mut buf = [0u8; 8192];
         loop {
             let n = ctx.tcp_recv(conn, &mut buf).unwrap_or(0);
@@ -67,12 +67,12 @@ impl Client {
     }
 }
 
-impl UdpHandler<MemBuf> for Client {
+impl InlineHandler<MemBuf> for Client {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Connected => {
@@ -342,12 +342,12 @@ struct Transactions {
     current: Option<(ConnId, usize)>,
 }
 
-impl UdpHandler<MemBuf> for Transactions {
+impl InlineHandler<MemBuf> for Transactions {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Connected => {
@@ -432,12 +432,12 @@ fn time_wait_four_tuples_are_reused_by_new_connects() {
 #[derive(Default)]
 struct AcceptLog(Vec<ListenerId>);
 
-impl UdpHandler<MemBuf> for AcceptLog {
+impl InlineHandler<MemBuf> for AcceptLog {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Accepted(listener) => self.0.push(listener),
@@ -454,12 +454,12 @@ struct Opener {
     refused: usize,
 }
 
-impl UdpHandler<MemBuf> for Opener {
+impl InlineHandler<MemBuf> for Opener {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         match event {
             TcpEvent::Connected => {
@@ -584,12 +584,12 @@ struct ReadableCounter {
     bytes: usize,
 }
 
-impl UdpHandler<MemBuf> for ReadableCounter {
+impl InlineHandler<MemBuf> for ReadableCounter {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if event == TcpEvent::Readable {
             self.events += 1;

@@ -170,7 +170,7 @@ impl Peer {
     }
 
     /// [`Peer::send`], with `handler` serving the stack's connections.
-    pub(super) fn send_to<H: UdpHandler<MemBuf>>(
+    pub(super) fn send_to<H: InlineHandler<MemBuf>>(
         &mut self,
         repr: &TcpRepr,
         payload: &[u8],
@@ -573,12 +573,12 @@ fn challenge_acks_are_limited_per_second_across_the_stack() {
 /// A server that closes each connection as soon as it is accepted.
 struct CloseFirst;
 
-impl UdpHandler<MemBuf> for CloseFirst {
+impl InlineHandler<MemBuf> for CloseFirst {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if let TcpEvent::Accepted(_) = event {
             ctx.tcp_close(conn);

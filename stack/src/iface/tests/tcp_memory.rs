@@ -36,12 +36,12 @@ struct Server {
     got: HashMap<ConnId, Vec<u8>>,
 }
 
-impl UdpHandler<MemBuf> for Server {
+impl InlineHandler<MemBuf> for Server {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if matches!(event, TcpEvent::Accepted(_)) {
             self.known.push(conn);
@@ -69,12 +69,12 @@ struct Writers {
     connected: usize,
 }
 
-impl UdpHandler<MemBuf> for Writers {
+impl InlineHandler<MemBuf> for Writers {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if event == TcpEvent::Connected {
             self.connected += 1;

@@ -46,12 +46,12 @@ impl Handler {
     }
 }
 
-impl UdpHandler<MemBuf> for Handler {
+impl InlineHandler<MemBuf> for Handler {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
         batch: &mut Batch<MemBuf>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for datagram in batch.drain(..) {
             assert_eq!(datagram.socket(), socket);

@@ -1,6 +1,6 @@
 //! An RTP/RTCP relay (and echo) for many sessions, as a library: what
 //! `dpstack-rtp-relay` runs, and what any other app linking the stack can
-//! run inside its own [`UdpHandler`] by composition.
+//! run inside its own [`InlineHandler`] by composition.
 //!
 //! Each session has two legs (A and B), each an RTP socket and an RTCP
 //! socket (or one socket under rtcp-mux). What a leg's peer sends is
@@ -31,7 +31,7 @@
 //! [`Relay::on_poll`] from its `on_poll`:
 //!
 //! ```
-//! use dpstack_stack::iface::{Batch, UdpContext, UdpHandler};
+//! use dpstack_stack::iface::{Batch, LcoreContext, InlineHandler};
 //! use dpstack_stack::media::relay::Relay;
 //! use dpstack_stack::port::{Buf, Port};
 //! use dpstack_stack::udp::SocketId;
@@ -40,12 +40,12 @@
 //!     relay: Relay,
 //! }
 //!
-//! impl<B: Buf> UdpHandler<B> for MyApp {
+//! impl<B: Buf> InlineHandler<B> for MyApp {
 //!     fn on_datagrams<P: Port<Buf = B>>(
 //!         &mut self,
 //!         socket: SocketId,
 //!         batch: &mut Batch<B>,
-//!         ctx: &mut UdpContext<'_, P>,
+//!         ctx: &mut LcoreContext<'_, P>,
 //!     ) {
 //!         if self.relay.owns(socket) {
 //!             return self.relay.on_datagrams(socket, batch, ctx);
@@ -53,7 +53,7 @@
 //!         // ... the app's own sockets
 //!     }
 //!
-//!     fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+//!     fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
 //!         self.relay.on_poll(ctx);
 //!     }
 //! }
@@ -91,7 +91,7 @@ pub use spec::{
     assign_ports, check_peer, generate, parse, LegSpec, LocalPort, SessionPorts, SessionSpec,
 };
 
-use crate::iface::{Batch, Interface, UdpContext, UdpHandler};
+use crate::iface::{Batch, InlineHandler, Interface, LcoreContext};
 use crate::media::{LatchConfig, LegSockets, SessionId, SessionTable};
 use crate::port::{Buf, Port};
 use crate::udp::{BindOptions, SocketId};
@@ -454,7 +454,7 @@ impl Relay {
     /// of sessions examined per call), and a snapshot if one was asked for
     /// through the [`StatsLink`] (one atomic load otherwise).
     #[inline]
-    pub fn on_poll<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    pub fn on_poll<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         if self.options.sends_reports() {
             self.run_reports(ctx);
         }
@@ -490,11 +490,11 @@ fn leg_ip(local: LocalAddrs, leg: &LegSpec) -> Option<IpAddr> {
     }
 }
 
-impl<B: Buf> UdpHandler<B> for Relay {
+impl<B: Buf> InlineHandler<B> for Relay {
     const WHOLE_BURSTS: bool = true;
 
     #[inline]
-    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut UdpContext<'_, P>) {
+    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut LcoreContext<'_, P>) {
         Relay::on_burst(self, batch, ctx);
     }
 
@@ -503,13 +503,13 @@ impl<B: Buf> UdpHandler<B> for Relay {
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         Relay::on_datagrams(self, socket, batch, ctx);
     }
 
     #[inline]
-    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         Relay::on_poll(self, ctx);
     }
 }

@@ -16,7 +16,7 @@
 
 use super::addr::Stored;
 use super::{Drops, LegState, Relay, RelayDrop, RelayOptions, Session};
-use crate::iface::{Batch, UdpContext};
+use crate::iface::{Batch, LcoreContext};
 use crate::media::{Channel, Endpoint, Entry, Leg, LegSockets, Verdict};
 use crate::port::{Buf, Port};
 use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpSummary};
@@ -35,7 +35,7 @@ impl Relay {
         &mut self,
         socket: SocketId,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         debug_assert!(batch.iter().all(|d| d.socket() == socket));
         for datagram in batch.drain(..) {
@@ -43,7 +43,7 @@ impl Relay {
         }
     }
 
-    /// A whole burst across sockets (`UdpHandler::WHOLE_BURSTS`), each
+    /// A whole burst across sockets (`InlineHandler::WHOLE_BURSTS`), each
     /// datagram as [`Relay::on_datagrams`] takes it. Reading every
     /// session's state in a first pass, to overlap the cache misses, was
     /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
@@ -53,7 +53,7 @@ impl Relay {
     pub fn on_burst<B: Buf, P: Port<Buf = B>>(
         &mut self,
         batch: &mut Batch<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         for datagram in batch.drain(..) {
             self.take(datagram, ctx);
@@ -68,7 +68,7 @@ impl Relay {
     fn take<B: Buf, P: Port<Buf = B>>(
         &mut self,
         datagram: Datagram<B>,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         let Relay {
             table,
@@ -111,7 +111,7 @@ fn latched<P: Port>(
     options: &RelayOptions,
     socket: SocketId,
     peer: impl FnOnce() -> SocketAddr,
-    ctx: &mut UdpContext<'_, P>,
+    ctx: &mut LcoreContext<'_, P>,
 ) {
     if verdict == Verdict::Latched
         && options.connect_on_latch
@@ -153,7 +153,7 @@ impl Session {
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
         options: &RelayOptions,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let payload = datagram.payload();
         let kind = match at.channel {
@@ -179,7 +179,7 @@ impl Session {
         datagram: Datagram<B>,
         header: RtpSummary,
         options: &RelayOptions,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let RtpSummary {
             payload_type: pt,
@@ -236,7 +236,7 @@ impl Session {
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
         options: &RelayOptions,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let now: Instant = datagram.received_at();
         let leg = at.leg;

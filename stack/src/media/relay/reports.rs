@@ -51,7 +51,7 @@
 use super::membership::timeouts;
 use super::timer::{Expiry, Timer};
 use super::{LegState, Relay};
-use crate::iface::{Interface, UdpContext};
+use crate::iface::{Interface, LcoreContext};
 use crate::media::LegSockets;
 use crate::port::{Buf, Port};
 use crate::rtp::{
@@ -262,7 +262,7 @@ impl Relay {
     /// Examines the next few sessions' report timers: starts those of
     /// legs that started hearing a source, reconsiders the expired ones
     /// and sends the reports still due.
-    pub(crate) fn run_reports<P: Port>(&mut self, ctx: &mut UdpContext<'_, P>) {
+    pub(crate) fn run_reports<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let slots = self.table.slot_count();
         if slots == 0 {
             return;

@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::iface::{DropDatagrams, Interface, InterfaceConfig, TcpEvent};
-use crate::iface::{UdpContext, UdpHandler};
+use crate::iface::{InlineHandler, LcoreContext};
 use crate::port::memory::{MemBuf, MemPort, MemPortConfig};
 use crate::port::{MacAddr, Port};
 use crate::route::Ipv4Cidr;
@@ -33,12 +33,12 @@ fn host(mac: MacAddr, ip: Ipv4Addr) -> (Interface<MemBuf>, MemPort) {
 /// Echoes inline (the other side of the connect test).
 struct InlineEcho;
 
-impl UdpHandler<MemBuf> for InlineEcho {
+impl InlineHandler<MemBuf> for InlineEcho {
     fn on_tcp<P: Port<Buf = MemBuf>>(
         &mut self,
         conn: crate::iface::ConnId,
         event: TcpEvent,
-        ctx: &mut UdpContext<'_, P>,
+        ctx: &mut LcoreContext<'_, P>,
     ) {
         if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
@@ -82,8 +82,8 @@ fn drive<HA, HB>(
     b: (Interface<MemBuf>, MemPort, HB),
 ) -> Running
 where
-    HA: UdpHandler<MemBuf> + Send + 'static,
-    HB: UdpHandler<MemBuf> + Send + 'static,
+    HA: InlineHandler<MemBuf> + Send + 'static,
+    HB: InlineHandler<MemBuf> + Send + 'static,
 {
     let stop = Arc::new(AtomicBool::new(false));
     let (mut a, mut b) = (a, b);

@@ -1,5 +1,5 @@
 //! IPv6 legs over the in-memory port: relaying IPv6 to IPv6 (in place)
-//! and IPv4 to IPv6 and back (`UdpContext::forward` copies on a change of
+//! and IPv4 to IPv6 and back (`LcoreContext::forward` copies on a change of
 //! family), echo over IPv6, and receiver reports to an IPv6 peer. The
 //! peers are 2001:db8::2 (A) and ::3 (B); they answer Neighbor
 //! Discovery.
