@@ -3,7 +3,9 @@
 //! Invariants of this crate:
 //! - it never names DPDK, and `forbid(unsafe_code)` holds for all of it;
 //! - it reads no clock and starts no thread: callers pass `now`
-//!   ([`time::Instant`]) into every entry point;
+//!   ([`time::Instant`]) into every entry point. The one exception is
+//!   [`socket`], the application-thread side of queue mode, whose calls
+//!   block (with timeouts) while the lcore side stays sans-IO;
 //! - it is generic over the [`port::Port`] / [`port::Buf`] traits, so each
 //!   driver gets its own monomorphized copy and no packet goes through a
 //!   `dyn` call.

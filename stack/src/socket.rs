@@ -1,5 +1,8 @@
-//! Queue-mode UDP sockets: used from any application thread while the
-//! interface runs on its polling lcore.
+//! Queue mode: UDP sockets and TCP listeners and streams ([`tcp`]) used
+//! from any application thread while the interface runs on its polling
+//! lcore. This is the application-thread side of the crate, the one part
+//! that blocks and reads the clock (its timeouts); the lcore side it talks
+//! to stays sans-IO.
 //!
 //! - **Control** (bind, connect, close) goes to the lcore as a [`Command`] on a
 //!   bounded queue; the caller blocks for the answer (microseconds: the lcore
@@ -26,9 +29,9 @@ use queue::{bind_queue, queue_close, queue_forward, queue_send, send_all, RecvEr
 
 pub use tcp::{TcpListener, TcpReadHalf, TcpStream, TcpWriteHalf};
 
-use crate::iface::{ConnId, ListenError, ListenOptions};
 use crate::port::Buf;
 pub use crate::port::BufPool;
+use crate::tcp::ids::{ConnId, ListenError, ListenOptions};
 use crate::tcp::TcpError;
 use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId};
 use core::net::SocketAddr;

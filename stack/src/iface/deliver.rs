@@ -75,12 +75,12 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
                 deliver(core, queues, out, now, handler, delivery, socket, datagram);
                 continue;
             }
-            fast::Fast::NotIpv4(buf) => match fast6::try_udp6(core, link, buf) {
+            fast::Fast::NotUdp4(buf) => match fast6::try_udp6(core, link, buf) {
                 fast::Fast::Deliver(socket, datagram) => {
                     deliver(core, queues, out, now, handler, delivery, socket, datagram);
                     continue;
                 }
-                fast::Fast::General(buf) | fast::Fast::NotIpv4(buf) => buf,
+                fast::Fast::General(buf) | fast::Fast::NotUdp4(buf) => buf,
             },
             fast::Fast::General(buf) => buf,
         };

@@ -24,11 +24,11 @@ pub(super) enum Fast<B: Buf> {
     Deliver(SocketId, Datagram<B>),
     /// Not the common case, or something to count: use the general path.
     General(B),
-    /// Not plain UDP over IPv4: perhaps plain UDP over IPv6
+    /// Not plain UDP over IPv4 (any other frame): perhaps plain UDP over IPv6
     /// ([`super::fast6::try_udp6`]). A separate outcome, so that each fast
     /// path hands its datagram over on its own (a shared hand-over made the
     /// compiler pass the IPv4 datagram through memory).
-    NotIpv4(B),
+    NotUdp4(B),
 }
 
 #[inline]
@@ -82,7 +82,7 @@ pub(super) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         && total >= 28
         && 14 + total <= frame_len;
     if !plain {
-        return Fast::NotIpv4(buf);
+        return Fast::NotUdp4(buf);
     }
     let (src_ip, dst_ip) = (addr(h, 26), addr(h, 30));
     if core.class(dst_ip.to_bits()) != super::LOCAL || is_martian(core, src_ip) {

@@ -1,9 +1,10 @@
-//! The IPv4/UDP pipeline of one lcore: an [`Interface`] driving one or more
-//! ports (links) with one route table.
+//! The pipeline of one lcore: an [`Interface`] driving one or more ports
+//! (links) with its routes, over IPv4 and IPv6.
 //!
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
-//! from each port, run each frame through Ethernet, ARP, IPv4, ICMP and UDP
-//! ([`rx`]), hand the datagrams to the application grouped per socket
+//! from each port, run each frame through Ethernet, ARP or Neighbor
+//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`rx`, `rx6`, `tcp`),
+//! hand the datagrams to the application grouped per socket
 //! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
 //! ([`TxBatch`]). Replies (ARP, ICMP echo, UDP echo) are built in the
