@@ -1,11 +1,12 @@
 //! Start-up shared by the apps: EAL arguments (with the embedded default),
-//! the SIGINT/SIGTERM flag, and the packet pool of `--total-num-mbufs`.
+//! the SIGINT/SIGTERM flag, the packet pool of `--total-num-mbufs`, and the
+//! launch of the polling job on the worker lcore.
 //! Included by each binary with `#[path]`; control path only.
 
 use clap::Parser;
 use dpstack::eal::{split_args, EalArgs};
 use dpstack::ethdev::PortConfig;
-use dpstack::lcore::Lcore;
+use dpstack::lcore::{launch, LaunchHandle, Lcore};
 use dpstack::mempool::{Mempool, PoolConfig, PoolNeed};
 use dpstack::DpdkError;
 use std::process::ExitCode;
@@ -69,6 +70,16 @@ fn eal_args_or_default(
         eal[1..].join(" ")
     );
     eal
+}
+
+/// Runs `job` (the app's poll loop) on the first worker lcore, or says
+/// how to give EAL one: the error every app gives.
+#[allow(dead_code)] // the console launches its forwarding lcores itself
+pub fn launch_worker(job: impl FnOnce() -> i32 + Send + 'static) -> Result<LaunchHandle, String> {
+    let lcore = *Lcore::workers()
+        .first()
+        .ok_or("no worker lcore: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0)")?;
+    launch(lcore, job).map_err(|e| e.to_string())
 }
 
 /// A flag set to the signal number when SIGINT or SIGTERM arrives.

@@ -24,7 +24,6 @@ use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
-use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
 use dpstack::stack::counters::{Counters, Stat};
@@ -410,14 +409,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             0
         }
     };
-    let handle = match Lcore::workers().first() {
-        Some(&lcore) => launch(lcore, poller).map_err(|e| e.to_string())?,
-        None => {
-            return Err(
-                "no worker lcore: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0)".into(),
-            )
-        }
-    };
+    let handle = common::launch_worker(poller)?;
     // Queue mode: the lcore runs now, so binds through the handle complete.
     let app_stop = Arc::new(AtomicBool::new(false));
     let mut app_threads = Vec::new();

@@ -25,7 +25,6 @@ use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
-use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::iface::{InlineHandler, Interface, InterfaceConfig, LinkConfig};
@@ -308,10 +307,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             0
         })
     };
-    let lcore = *Lcore::workers()
-        .first()
-        .ok_or("no worker lcore: give EAL two lcores (e.g. -l 0-1)")?;
-    let handle = launch(lcore, job).map_err(|e| e.to_string())?;
+    let handle = common::launch_worker(job)?;
     while !done.load(Ordering::SeqCst) && signal.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -22,7 +22,6 @@ use dpstack::cycles::CycleCountingPort;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
-use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::PoolConfig;
 use dpstack::stack::counters::Counters;
@@ -319,10 +318,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             0
         }
     };
-    let &lcore = Lcore::workers()
-        .first()
-        .ok_or("no worker lcore: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0)")?;
-    let handle = launch(lcore, poller).map_err(|e| e.to_string())?;
+    let handle = common::launch_worker(poller)?;
     let info = port.info().map_err(|e| e.to_string())?;
     let ip6 = cli.ip6.map_or(String::new(), |c| format!(" and {c}"));
     println!(

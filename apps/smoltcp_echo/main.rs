@@ -16,7 +16,6 @@ use clap::Parser;
 use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
-use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::PoolConfig;
 use dpstack::stack::port::{send_burst, Buf, Port};
@@ -223,10 +222,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             0
         }
     };
-    let lcore = *Lcore::workers()
-        .first()
-        .ok_or("no worker lcore: give EAL two lcores")?;
-    let handle = launch(lcore, poller).map_err(|e| e.to_string())?;
+    let handle = common::launch_worker(poller)?;
     println!(
         "{PROGRAM}: port {port_id} ({}) is {ip}; echoing UDP port {udp_port}",
         port.mac()

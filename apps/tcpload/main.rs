@@ -18,7 +18,6 @@ use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
-use dpstack::lcore::{launch, Lcore};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::iface::{
@@ -317,10 +316,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             0
         }
     };
-    let lcore = *Lcore::workers()
-        .first()
-        .ok_or("no worker lcore: give EAL two lcores (e.g. -l 0-1)")?;
-    let handle = launch(lcore, job).map_err(|e| e.to_string())?;
+    let handle = common::launch_worker(job)?;
     println!("{PROGRAM}: connecting to {}", cli.connect);
     let deadline = std::time::Instant::now() + Duration::from_secs(cli.timeout);
     while !done.load(Ordering::SeqCst)
