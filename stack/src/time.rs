@@ -49,9 +49,56 @@ impl Sub<Instant> for Instant {
     }
 }
 
+/// An [`Instant`] in 4 bytes, for state kept per segment or per
+/// connection: microseconds, wrapping every 71 minutes. Only the time since
+/// a recent stamp is read back (up to half the wrap, 35 minutes), so the
+/// wrap never shows; older stamps read as taken just now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp(u32);
+
+impl Stamp {
+    /// `t`, to the microsecond.
+    pub fn of(t: Instant) -> Stamp {
+        Stamp((t.0 / 1_000) as u32)
+    }
+
+    /// Time from the stamp to `now` (zero if `now` is earlier, or the stamp
+    /// is older than half the wrap).
+    pub fn age(self, now: Instant) -> Duration {
+        let micros = Stamp::of(now).0.wrapping_sub(self.0);
+        if micros > u32::MAX / 2 {
+            Duration::ZERO
+        } else {
+            Duration::from_micros(u64::from(micros))
+        }
+    }
+
+    /// When `wait` after the stamp is, seen from `now` (`now` itself if
+    /// that has passed).
+    pub fn plus(self, wait: Duration, now: Instant) -> Instant {
+        now + wait.saturating_sub(self.age(now))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_read_back_ages_and_deadlines_across_the_wrap() {
+        let ms = |n: u64| Duration::from_millis(n);
+        let wrap = Instant::from_nanos((1u64 << 32) * 1_000 - 3_000_000);
+        for base in [Instant::ZERO + ms(5), wrap] {
+            let stamp = Stamp::of(base);
+            assert_eq!(stamp.age(base + ms(10)), ms(10));
+            assert_eq!(stamp.plus(ms(25), base + ms(10)), base + ms(25));
+            assert_eq!(stamp.plus(ms(5), base + ms(10)), base + ms(10), "passed");
+        }
+        assert_eq!(
+            Stamp::of(Instant::ZERO + ms(10)).age(Instant::ZERO),
+            Duration::ZERO
+        );
+    }
 
     #[test]
     fn arithmetic_saturates_instead_of_panicking() {

@@ -47,9 +47,9 @@ pub enum ProbeOutcome {
     Lost,
 }
 
-/// The search state of one connection. See the module documentation.
+/// The search state of one connection once a black hole was suspected.
 #[derive(Debug, Clone, Default)]
-pub struct PathProbe {
+struct Search {
     /// Searching: the largest MSS known to pass and the largest that may.
     search: Option<(u16, u16)>,
     /// The probe in flight: its sequence range and size.
@@ -61,7 +61,7 @@ pub struct PathProbe {
     ceiling: u16,
 }
 
-impl PathProbe {
+impl Search {
     /// A second timeout in a row with segments of `mss` in flight: returns
     /// the MSS to drop to, if lower.
     pub fn black_hole(&mut self, mss: u16) -> Option<u16> {
@@ -154,6 +154,66 @@ impl PathProbe {
     /// The largest segment a probe may be now (the search's upper bound).
     pub fn largest(&self) -> Option<u16> {
         self.search.map(|(_, high)| high)
+    }
+}
+
+/// A connection's path MTU probing. It holds nothing until the first
+/// suspected black hole (most connections never meet one), then the
+/// search's state. See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct PathProbe(Option<Box<Search>>);
+
+impl PathProbe {
+    /// A second timeout in a row with segments of `mss` in flight: returns
+    /// the MSS to drop to, if lower.
+    pub fn black_hole(&mut self, mss: u16) -> Option<u16> {
+        self.0.get_or_insert_with(Box::default).black_hole(mss)
+    }
+
+    /// An ICMP error lowered the MSS to `mss`: no probe may exceed it.
+    pub fn lowered(&mut self, mss: u16) {
+        if let Some(search) = self.0.as_mut() {
+            search.lowered(mss);
+        }
+    }
+
+    /// The size of the probe to send now, if one is due: the middle of
+    /// the search (with `mss` the current MSS).
+    pub fn due(&mut self, mss: u16, now: Instant) -> Option<u16> {
+        self.0.as_mut()?.due(mss, now)
+    }
+
+    /// The probe of `size` went out as `[start, end)`.
+    pub fn sent(&mut self, start: Seq, end: Seq, size: u16) {
+        if let Some(search) = self.0.as_mut() {
+            search.sent(start, end, size);
+        }
+    }
+
+    /// The probe in flight, if any: where it starts.
+    pub fn in_flight(&self) -> Option<Seq> {
+        self.0.as_ref()?.in_flight()
+    }
+
+    /// After an ACK up to `ack`, at `now`.
+    pub fn on_ack(&mut self, ack: Seq, now: Instant) -> Option<ProbeOutcome> {
+        self.0.as_mut()?.on_ack(ack, now)
+    }
+
+    /// The probe was found lost (a timeout, or loss detection, with it
+    /// unacknowledged), at `now`.
+    pub fn on_loss(&mut self, now: Instant) -> Option<ProbeOutcome> {
+        self.0.as_mut()?.on_loss(now)
+    }
+
+    /// True while a search is open.
+    pub fn searching(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| s.searching())
+    }
+
+    /// The largest segment a probe may be now (the search's upper bound).
+    pub fn largest(&self) -> Option<u16> {
+        self.0.as_ref()?.largest()
     }
 }
 

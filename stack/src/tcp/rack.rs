@@ -22,7 +22,7 @@
 
 use super::sack::Scoreboard;
 use super::seq::Seq;
-use crate::time::{Duration, Instant};
+use crate::time::{Duration, Instant, Stamp};
 use arrayvec::ArrayVec;
 
 /// Retransmissions watched at once.
@@ -39,7 +39,7 @@ struct Sent {
     start: Seq,
     end: Seq,
     mark: Seq,
-    at: Instant,
+    at: Stamp,
 }
 
 /// Retransmissions in flight.
@@ -70,7 +70,7 @@ impl RetransmitWatch {
             start,
             end,
             mark,
-            at,
+            at: Stamp::of(at),
         });
     }
 
@@ -95,7 +95,7 @@ impl RetransmitWatch {
             }
             let overtaken = highest_sacked.is_some_and(|h| h > s.mark);
             let far = highest_sacked.is_some_and(|h| h >= s.mark + allowance);
-            if far || (overtaken && now >= s.at + patience(rtt)) {
+            if far || (overtaken && s.at.age(now) >= patience(rtt)) {
                 let from = s.start.max(una);
                 lost = Some(lost.map_or(from, |l| l.min(from)));
                 return false;
@@ -107,11 +107,16 @@ impl RetransmitWatch {
 
     /// When a watched retransmission that later data overtook counts as
     /// lost if nothing arrives before (RACK's reordering timer).
-    pub fn deadline(&self, scoreboard: &Scoreboard, rtt: Duration) -> Option<Instant> {
+    pub fn deadline(
+        &self,
+        scoreboard: &Scoreboard,
+        rtt: Duration,
+        now: Instant,
+    ) -> Option<Instant> {
         let highest_sacked = scoreboard.ranges().last().map(|r| r.1)?;
         (self.sent.iter())
             .filter(|s| highest_sacked > s.mark)
-            .map(|s| s.at + patience(rtt))
+            .map(|s| s.at.plus(patience(rtt), now))
             .min()
     }
 
@@ -164,10 +169,14 @@ mod tests {
         watch.note(Seq(1000), Seq(1100), Seq(5000), at(0));
         let mut board = Scoreboard::default();
         board.add(Seq(1100), Seq(5000));
-        assert_eq!(watch.deadline(&board, RTT), None, "nothing later delivered");
+        assert_eq!(
+            watch.deadline(&board, RTT, at(0)),
+            None,
+            "nothing later delivered"
+        );
         board.add(Seq(5000), Seq(5100));
         let due = at(0) + Duration::from_micros(12_500);
-        assert_eq!(watch.deadline(&board, RTT), Some(due));
+        assert_eq!(watch.deadline(&board, RTT, at(0)), Some(due));
         let una = Seq(1000);
         let early = watch.lost((&board, una), MSS, at(12), RTT);
         assert_eq!(early, None, "reordering, maybe");

@@ -196,7 +196,7 @@ impl Connection {
         if let (true, Some(r)) = (found && timer, self.recovery.as_mut()) {
             r.sndcnt = r.sndcnt.max(mss);
         }
-        let watch_due = self.rexmit_watch.deadline(&self.scoreboard, rtt);
+        let watch_due = self.rexmit_watch.deadline(&self.scoreboard, rtt, now);
         self.rack_at = match (first_due, watch_due) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

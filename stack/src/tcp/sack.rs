@@ -94,41 +94,41 @@ impl Recovery {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LossEvents {
     /// Recoveries entered with SACK (`TCPSackRecovery`).
-    pub sack_recoveries: u64,
+    pub sack_recoveries: u32,
     /// Recoveries entered without it: NewReno (`TCPRenoRecovery`).
-    pub reno_recoveries: u64,
+    pub reno_recoveries: u32,
     /// Retransmissions in recovery (`TCPFastRetrans`).
-    pub fast_retransmits: u64,
+    pub fast_retransmits: u32,
     /// Tail loss probes sent (`TCPLossProbes`).
-    pub loss_probes: u64,
+    pub loss_probes: u32,
     /// D-SACKs received: the peer got something twice (`TCPDSACKRecv`).
-    pub dsacks_received: u64,
+    pub dsacks_received: u32,
     /// D-SACKs sent for data below `RCV.NXT` (`TCPDSACKOldSent`).
-    pub dsacks_old_sent: u64,
+    pub dsacks_old_sent: u32,
     /// D-SACKs sent for out-of-order data held already
     /// (`TCPDSACKOfoSent`).
-    pub dsacks_ofo_sent: u64,
+    pub dsacks_ofo_sent: u32,
     /// Out-of-order segments dropped: they would have needed more ranges
     /// than are kept (`TCPOFODrop`).
-    pub ofo_drops: u64,
+    pub ofo_drops: u32,
     /// Segments whose data was dropped because the receive ring had no
     /// storage and the stack's buffer memory was spent (`TCPRcvQDrop`).
-    pub rcv_memory_drops: u64,
+    pub rcv_memory_drops: u32,
     /// Retransmissions found lost (RACK) and sent again
     /// (`TCPLostRetransmit`).
-    pub lost_retransmits: u64,
+    pub lost_retransmits: u32,
     /// Receive-window growths and writes the stack's buffer memory
     /// refused.
-    pub memory_limited: u64,
+    pub memory_limited: u32,
     /// MSS reductions for a suspected MTU black hole.
-    pub mtu_black_holes: u64,
+    pub mtu_black_holes: u32,
     /// Path MTU probes acknowledged (`TCPMTUPSuccess`).
-    pub mtu_probe_successes: u64,
+    pub mtu_probe_successes: u32,
     /// Path MTU probes lost (`TCPMTUPFail`).
-    pub mtu_probe_failures: u64,
+    pub mtu_probe_failures: u32,
     /// Segments whose data the zero receive window refused, taken for
     /// their ACK (`TCPZeroWindowDrop`).
-    pub zero_window_drops: u64,
+    pub zero_window_drops: u32,
 }
 
 /// The receiver's side: what goes into the SACK blocks of our ACKs.

@@ -15,49 +15,40 @@
 //! time (later still: the same direction of error).
 //!
 //! Invariants: bounded ([`MARKS`]); marks rise in both sequence and time;
-//! per ACK or segment sent, on the owning lcore. Times are kept as
-//! microseconds in 32 bits (wrapping: spans of seconds are compared, not
-//! dates).
+//! per ACK or segment sent, on the owning lcore. Times are 4-byte
+//! [`Stamp`]s: only the time since a recent mark is read back.
 
 use super::seq::Seq;
-use crate::time::{Duration, Instant};
+use crate::time::{Duration, Instant, Stamp};
 use arrayvec::ArrayVec;
 
 /// Marks kept (with a grain of a quarter RTT: two round trips of sending).
 pub const MARKS: usize = 8;
 
-/// A mark: bytes below `end` had all left by `at` (µs, wrapping).
+/// A mark: bytes below `end` had all left by `at`.
 #[derive(Debug, Clone, Copy)]
 struct Mark {
     end: Seq,
-    at: u32,
+    at: Stamp,
 }
 
 /// See the module documentation.
 #[derive(Debug, Clone, Default)]
 pub struct SendTimes {
     marks: ArrayVec<Mark, MARKS>,
-    /// When the latest mark's grain began (µs, wrapping).
-    grain_start: u32,
-}
-
-fn micros(t: Instant) -> u32 {
-    (t.as_nanos() / 1_000) as u32
-}
-
-fn micros_of(d: Duration) -> u32 {
-    d.as_micros().min(u128::from(u32::MAX / 2)) as u32
+    /// When the latest mark's grain began.
+    grain_start: Stamp,
 }
 
 impl SendTimes {
     /// New data up to `end` left at `now`; marks are `grain` apart.
     pub fn note(&mut self, end: Seq, now: Instant, grain: Duration) {
-        let at = micros(now);
+        let at = Stamp::of(now);
         if let Some(last) = self.marks.last_mut() {
             if end <= last.end {
                 return;
             }
-            if at.wrapping_sub(self.grain_start) < micros_of(grain) {
+            if self.grain_start.age(now) < grain {
                 *last = Mark { end, at };
                 return;
             }
@@ -92,19 +83,16 @@ impl SendTimes {
         now: Instant,
         wait: Duration,
     ) -> (Option<Seq>, Option<Instant>) {
-        let (now_us, wait_us) = (micros(now), micros_of(wait));
         let mut edge = None;
         let mut start: Option<Seq> = None;
         for mark in &self.marks {
             if start.is_some_and(|s| s >= overtaken) {
                 break;
             }
-            let age = now_us.wrapping_sub(mark.at);
-            if age >= wait_us && age < u32::MAX / 2 {
+            if mark.at.age(now) >= wait {
                 edge = Some(mark.end.min(overtaken));
             } else {
-                let due = now + Duration::from_micros(u64::from(wait_us.wrapping_sub(age)));
-                return (edge, Some(due));
+                return (edge, Some(mark.at.plus(wait, now)));
             }
             start = Some(mark.end);
         }
@@ -155,7 +143,7 @@ mod tests {
             "never above what overtook"
         );
         // Nothing overtaken below 1000: nothing lost, nothing to wait for.
-        assert_eq!(log.lost_edge(Seq(1000), ms(1), wait), (None, Some(ms(14))));
+        assert_eq!(log.lost_edge(Seq(1000), ms(3), wait), (None, Some(ms(14))));
     }
 
     #[test]

@@ -642,22 +642,22 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     if events == LossEvents::default() {
         return;
     }
-    counters.add(Stat::TcpSackRecovery, events.sack_recoveries);
-    counters.add(Stat::TcpRenoRecovery, events.reno_recoveries);
-    counters.add(Stat::TcpFastRetrans, events.fast_retransmits);
-    counters.add(Stat::TcpLossProbes, events.loss_probes);
-    counters.add(Stat::TcpDSACKRecv, events.dsacks_received);
-    counters.add(Stat::TcpDSACKOldSent, events.dsacks_old_sent);
-    counters.add(Stat::TcpDSACKOfoSent, events.dsacks_ofo_sent);
-    counters.add(Stat::TcpOFODrop, events.ofo_drops);
-    counters.add(Stat::TcpLostRetransmit, events.lost_retransmits);
-    counters.add(Stat::TcpMtuBlackHole, events.mtu_black_holes);
-    counters.add(Stat::TcpMtupSuccess, events.mtu_probe_successes);
-    counters.add(Stat::TcpMtupFail, events.mtu_probe_failures);
-    counters.add(Stat::TcpZeroWindowDrop, events.zero_window_drops);
-    counters.add(Stat::TcpRcvQDrop, events.rcv_memory_drops);
-    counters.add_drops(DropReason::TcpMemLimit, events.rcv_memory_drops);
-    counters.add(Stat::TcpMemoryLimited, events.memory_limited);
+    counters.add(Stat::TcpSackRecovery, u64::from(events.sack_recoveries));
+    counters.add(Stat::TcpRenoRecovery, u64::from(events.reno_recoveries));
+    counters.add(Stat::TcpFastRetrans, u64::from(events.fast_retransmits));
+    counters.add(Stat::TcpLossProbes, u64::from(events.loss_probes));
+    counters.add(Stat::TcpDSACKRecv, u64::from(events.dsacks_received));
+    counters.add(Stat::TcpDSACKOldSent, u64::from(events.dsacks_old_sent));
+    counters.add(Stat::TcpDSACKOfoSent, u64::from(events.dsacks_ofo_sent));
+    counters.add(Stat::TcpOFODrop, u64::from(events.ofo_drops));
+    counters.add(Stat::TcpLostRetransmit, u64::from(events.lost_retransmits));
+    counters.add(Stat::TcpMtuBlackHole, u64::from(events.mtu_black_holes));
+    counters.add(Stat::TcpMtupSuccess, u64::from(events.mtu_probe_successes));
+    counters.add(Stat::TcpMtupFail, u64::from(events.mtu_probe_failures));
+    counters.add(Stat::TcpZeroWindowDrop, u64::from(events.zero_window_drops));
+    counters.add(Stat::TcpRcvQDrop, u64::from(events.rcv_memory_drops));
+    counters.add_drops(DropReason::TcpMemLimit, u64::from(events.rcv_memory_drops));
+    counters.add(Stat::TcpMemoryLimited, u64::from(events.memory_limited));
 }
 
 /// Runs the connections' timers that are due.
