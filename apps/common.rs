@@ -8,6 +8,7 @@ use dpstack::eal::{split_args, EalArgs};
 use dpstack::ethdev::PortConfig;
 use dpstack::lcore::{launch, LaunchHandle, Lcore};
 use dpstack::mempool::{Mempool, PoolConfig, PoolNeed};
+use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::DpdkError;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicUsize;
@@ -70,6 +71,36 @@ fn eal_args_or_default(
         eal[1..].join(" ")
     );
     eal
+}
+
+/// One `--ip ADDR/PREFIX` argument, the syntax every app takes: IPv4 or
+/// IPv6 (told apart by the colon), repeatable to give several.
+#[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // the console takes addresses by command, not --ip
+pub enum IpArg {
+    /// An IPv4 address and prefix length.
+    V4(Ipv4Cidr),
+    /// An IPv6 address and prefix length.
+    V6(Ipv6Cidr),
+}
+
+/// Parses an [`IpArg`] (clap's `value_parser` for `--ip`).
+#[allow(dead_code)] // the console takes addresses by command, not --ip
+pub fn parse_ip(s: &str) -> Result<IpArg, String> {
+    if s.contains(':') {
+        s.parse().map(IpArg::V6)
+    } else {
+        s.parse().map(IpArg::V4)
+    }
+}
+
+impl std::fmt::Display for IpArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IpArg::V4(c) => c.fmt(f),
+            IpArg::V6(c) => c.fmt(f),
+        }
+    }
 }
 
 /// Runs `job` (the app's poll loop) on the first worker lcore, or says

@@ -298,7 +298,7 @@ fn stack_mode_runs_the_rtp_relay_and_shows_its_statistics() {
     assert_eq!(console.say("show rtp"), NOT_RUNNING);
     assert_has(&console.say("start"), "stack packet forwarding - ports=1");
     // An IPv6 leg on a stack with no global IPv6 address: the console
-    // names its own command, not dpstack-rtp-relay's --ip6.
+    // names its own command, not dpstack-rtp-relay's --ip.
     let v6 = "rtp-relay start --sessions 2 --port-base 30000 --b-peer-base [2001:db8::2]:5000";
     assert_has(
         &console.say(v6),

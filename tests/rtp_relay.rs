@@ -13,7 +13,7 @@
 //! relay's statistics show about 5 % loss, matching the packets the
 //! receiver never got. In echo mode, the relay sends GStreamer's RTCP port
 //! receiver reports of its own (checked by a Python listener there). With
-//! `--ip6`, a Python peer sends over IPv6 to leg A and receives over IPv4
+//! a second `--ip` (IPv6), a Python peer sends over IPv6 to leg A and receives over IPv4
 //! as leg B's peer, and back.
 
 mod common;
@@ -562,7 +562,7 @@ fn ipv6_and_ipv4_legs_are_bridged() {
     let s = start_with(
         &config,
         &[&format!("{PEER_IP}/24"), &format!("{PEER6}/64")],
-        &["--ip6", &format!("{RELAY6}/64")],
+        &["--ip", &format!("{RELAY6}/64")],
     );
     let script = FAMILIES
         .replace("PEER6", PEER6)

@@ -134,3 +134,33 @@ fn session_mistakes_name_their_line_or_flag() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("--port-base: port base 30001"), "{stderr}");
 }
+
+#[test]
+fn the_relay_takes_one_address_of_each_family_in_the_shared_ip_syntax() {
+    let (code, stderr) = relay(&[
+        "--sessions",
+        "1",
+        "--ip",
+        "10.0.0.1/24",
+        "--ip",
+        "10.0.0.2/24",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--ip: one IPv4 address at most"),
+        "{stderr}"
+    );
+    let (code, stderr) = relay(&[
+        "--sessions",
+        "1",
+        "--ip",
+        "2001:db8::1/64",
+        "--ip",
+        "fd00::1/64",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--ip: one IPv6 address at most"),
+        "{stderr}"
+    );
+}

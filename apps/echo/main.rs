@@ -18,6 +18,7 @@
 
 #[path = "../common.rs"]
 mod common;
+use common::IpArg;
 
 use clap::Parser;
 use dpstack::clock::TscClock;
@@ -57,8 +58,8 @@ struct Cli {
     /// Our address and prefix length, IPv4 or IPv6; repeat it to use more
     /// ports: the n-th IPv4 --ip goes to port n, and so does the n-th IPv6
     /// one (every port also has an IPv6 link-local address).
-    #[arg(long, default_value = "192.0.2.1/24", value_parser = parse_cidr)]
-    ip: Vec<Cidr>,
+    #[arg(long, default_value = "192.0.2.1/24", value_parser = common::parse_ip)]
+    ip: Vec<IpArg>,
     /// Default gateway (on the network of one of the --ip prefixes).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -120,35 +121,20 @@ fn parse_ports(s: &str) -> Result<PortRange, String> {
     Ok(PortRange(low, high))
 }
 
-/// An --ip value.
-#[derive(Debug, Clone, Copy)]
-enum Cidr {
-    V4(Ipv4Cidr),
-    V6(Ipv6Cidr),
-}
-
-fn parse_cidr(s: &str) -> Result<Cidr, String> {
-    if s.contains(':') {
-        s.parse().map(Cidr::V6)
-    } else {
-        s.parse().map(Cidr::V4)
-    }
-}
-
 /// The IPv4 and IPv6 addresses of each port, from the --ip list.
-fn addresses_per_port(ips: &[Cidr]) -> Vec<(Vec<Ipv4Cidr>, Vec<Ipv6Cidr>)> {
+fn addresses_per_port(ips: &[IpArg]) -> Vec<(Vec<Ipv4Cidr>, Vec<Ipv6Cidr>)> {
     let v4: Vec<Ipv4Cidr> = ips
         .iter()
         .filter_map(|c| match c {
-            Cidr::V4(a) => Some(*a),
-            Cidr::V6(_) => None,
+            IpArg::V4(a) => Some(*a),
+            IpArg::V6(_) => None,
         })
         .collect();
     let v6: Vec<Ipv6Cidr> = ips
         .iter()
         .filter_map(|c| match c {
-            Cidr::V6(a) => Some(*a),
-            Cidr::V4(_) => None,
+            IpArg::V6(a) => Some(*a),
+            IpArg::V4(_) => None,
         })
         .collect();
     (0..v4.len().max(v6.len()))

@@ -29,7 +29,7 @@ use dpstack::mbuf::Mbuf;
 use dpstack::mempool::{Mempool, PoolConfig};
 use dpstack::stack::iface::{InlineHandler, Interface, InterfaceConfig, LinkConfig};
 use dpstack::stack::port::Port;
-use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
+use dpstack::stack::route::Ipv4Cidr;
 use dpstack::stack::udp::BindOptions;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
@@ -51,8 +51,8 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack2"];
 )]
 struct Cli {
     /// Our address and prefix length (IPv4 or IPv6; repeat for both).
-    #[arg(long, required = true)]
-    ip: Vec<String>,
+    #[arg(long, required = true, value_name = "ADDR/PREFIX", value_parser = common::parse_ip)]
+    ip: Vec<common::IpArg>,
     /// Default gateway (IPv4).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -206,10 +206,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
     };
     for ip in &cli.ip {
-        if ip.contains(':') {
-            link.addresses6.push(ip.parse::<Ipv6Cidr>()?);
-        } else {
-            link.addresses.push(ip.parse::<Ipv4Cidr>()?);
+        match *ip {
+            common::IpArg::V4(cidr) => link.addresses.push(cidr),
+            common::IpArg::V6(cidr) => link.addresses6.push(cidr),
         }
     }
     let mut config = InterfaceConfig::with_links(vec![link]);

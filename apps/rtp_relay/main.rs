@@ -58,13 +58,16 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack3"];
                   SIGUSR1 prints every session's statistics."
 )]
 struct Cli {
-    /// Our IPv4 address and prefix length.
-    #[arg(long, default_value = "192.0.2.1/24", value_parser = host_cidr)]
-    ip: Ipv4Cidr,
-    /// Our IPv6 address and prefix length, for legs whose peers are IPv6
-    /// (used at once: no duplicate address detection).
-    #[arg(long, value_name = "ADDR/PREFIX")]
-    ip6: Option<Ipv6Cidr>,
+    /// Our address and prefix length, IPv4 or IPv6; give it twice for both
+    /// (one of each family at most). An IPv6 one serves legs whose peers
+    /// are IPv6, at once: no duplicate address detection.
+    #[arg(
+        long,
+        value_name = "ADDR/PREFIX",
+        default_value = "192.0.2.1/24",
+        value_parser = relay_ip
+    )]
+    ip: Vec<common::IpArg>,
     /// Default gateway (on the --ip network).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -146,15 +149,40 @@ struct Cli {
 }
 
 /// `--ip`: an address with its prefix that an interface can have.
-fn host_cidr(s: &str) -> Result<Ipv4Cidr, String> {
-    let cidr: Ipv4Cidr = s.parse()?;
-    if !cidr.is_host_address() {
-        return Err(format!(
-            "{cidr} cannot be the relay's address: give a unicast host address of its \
-             network (not the network's or broadcast address), e.g. 10.0.0.1/24"
-        ));
+/// An `--ip` for the relay: an IPv4 one must be a unicast host address
+/// of its network.
+fn relay_ip(s: &str) -> Result<common::IpArg, String> {
+    let ip = common::parse_ip(s)?;
+    if let common::IpArg::V4(cidr) = ip {
+        if !cidr.is_host_address() {
+            return Err(format!(
+                "{cidr} cannot be the relay's address: give a unicast host address of its \
+                 network (not the network's or broadcast address), e.g. 10.0.0.1/24"
+            ));
+        }
     }
-    Ok(cidr)
+    Ok(ip)
+}
+
+/// The relay's IPv4 and IPv6 address from the `--ip` list: one of each
+/// family at most.
+fn relay_addresses(ips: &[common::IpArg]) -> Result<(Option<Ipv4Cidr>, Option<Ipv6Cidr>), String> {
+    let (mut v4, mut v6) = (None, None);
+    for ip in ips {
+        match *ip {
+            common::IpArg::V4(cidr) => {
+                if v4.replace(cidr).is_some() {
+                    return Err("--ip: one IPv4 address at most".into());
+                }
+            }
+            common::IpArg::V6(cidr) => {
+                if v6.replace(cidr).is_some() {
+                    return Err("--ip: one IPv6 address at most".into());
+                }
+            }
+        }
+    }
+    Ok((v4, v6))
 }
 
 /// An inclusive port range.
@@ -245,6 +273,7 @@ fn stats_link(sessions: usize) -> (StatsLink, StatsClient) {
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let (specs, range) = session_specs(cli)?;
+    let (ip4, ip6) = relay_addresses(&cli.ip)?;
     let signal = common::stop_signal()?;
     let usr1 = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&usr1))
@@ -260,9 +289,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let pool = common::packet_pool("rtp_pool", &pool_config, &PortConfig::default(), 1)?;
     let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
     let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
-    let mut config = InterfaceConfig::new(port.mac(), cli.ip);
+    let mut config = InterfaceConfig::new(port.mac(), ip4.unwrap_or(Ipv4Cidr::DEFAULT));
     config.gateway = cli.gateway;
-    if let Some(ip6) = cli.ip6 {
+    if let Some(ip6) = ip6 {
         config.links[0].addresses6.push(ip6);
         config.dad_transmits = 0;
     }
@@ -284,14 +313,19 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         },
     };
     let local = LocalAddrs {
-        v4: Some(cli.ip.addr),
-        v6: cli.ip6.map(|c| c.addr),
+        v4: ip4.map(|c| c.addr),
+        v6: ip6.map(|c| c.addr),
     };
     let mut relay = Relay::new(options);
     let ports = relay
         .start(&mut iface, local, &specs, range.0..=range.1)
         .map_err(|e| match e {
-            StartError::NoAddress { ipv6: true, .. } => format!("{e} (give one with --ip6)"),
+            StartError::NoAddress { ipv6: true, .. } => {
+                format!("{e} (give one with --ip, e.g. --ip 2001:db8::1/64)")
+            }
+            StartError::NoAddress { ipv6: false, .. } => {
+                format!("{e} (give one with --ip, e.g. --ip 10.0.0.1/24)")
+            }
             e => e.to_string(),
         })?;
     let (link, client) = stats_link(relay.sessions());
@@ -320,13 +354,15 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     };
     let handle = common::launch_worker(poller)?;
     let info = port.info().map_err(|e| e.to_string())?;
-    let ip6 = cli.ip6.map_or(String::new(), |c| format!(" and {c}"));
+    let addresses: Vec<String> = (ip4.map(|c| c.to_string()).into_iter())
+        .chain(ip6.map(|c| c.to_string()))
+        .collect();
     println!(
-        "{PROGRAM}: port {} ({}, {}) is {}{ip6}",
+        "{PROGRAM}: port {} ({}, {}) is {}",
         port.id(),
         info.name,
         port.mac(),
-        cli.ip
+        addresses.join(" and ")
     );
     print_sessions(&specs, &ports);
     println!(

@@ -24,7 +24,7 @@ use dpstack::stack::iface::{
     ConnId, InlineHandler, Interface, InterfaceConfig, LcoreContext, LinkConfig, TcpEvent,
 };
 use dpstack::stack::port::Port;
-use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
+use dpstack::stack::route::Ipv4Cidr;
 use dpstack::stack::time::Instant;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -46,8 +46,8 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack1"];
 )]
 struct Cli {
     /// Our address and prefix length (IPv4 or IPv6; repeat for both).
-    #[arg(long, required = true)]
-    ip: Vec<String>,
+    #[arg(long, required = true, value_name = "ADDR/PREFIX", value_parser = common::parse_ip)]
+    ip: Vec<common::IpArg>,
     /// Default gateway (IPv4).
     #[arg(long)]
     gateway: Option<Ipv4Addr>,
@@ -266,10 +266,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
     };
     for ip in &cli.ip {
-        if ip.contains(':') {
-            link.addresses6.push(ip.parse::<Ipv6Cidr>()?);
-        } else {
-            link.addresses.push(ip.parse::<Ipv4Cidr>()?);
+        match *ip {
+            common::IpArg::V4(cidr) => link.addresses.push(cidr),
+            common::IpArg::V6(cidr) => link.addresses6.push(cidr),
         }
     }
     let mut config = InterfaceConfig::with_links(vec![link]);
@@ -283,7 +282,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         "{PROGRAM}: port {} ({}) is {}",
         port.id(),
         port.mac(),
-        cli.ip.join(" ")
+        cli.ip
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let done = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));

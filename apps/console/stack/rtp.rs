@@ -255,7 +255,7 @@ impl<B: Buf> StackState<B> {
             .start(&mut self.iface, local, &specs, port_base..=last)
             .map_err(|e| match e {
                 // Said in the console's words: its way to an address is
-                // `ip addr add`, not the relay app's --ip/--ip6.
+                // `ip addr add`, not the relay app's --ip.
                 StartError::NoAddress { ipv6, .. } => no_address_hint(ipv6),
                 e => e.to_string(),
             })?;
@@ -511,7 +511,7 @@ mod tests {
             "Error: an IPv6 leg needs a global IPv6 address on the stack: add one with ip addr \
              add ADDR/LEN [port N] (e.g. ip addr add 2001:db8::1/64)\n"
         );
-        assert!(!refused.contains("--ip6"), "the console has no --ip6");
+        assert!(!refused.contains("--ip"), "the console has no --ip");
         // Nothing was bound: after the command the hint names, it starts.
         let (_, values) = crate::commands::parse("ip addr add 2001:db8::1/64")
             .expect("parses")
