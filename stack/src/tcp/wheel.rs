@@ -1,10 +1,13 @@
 //! The per-lcore timer wheel: a hashed timing wheel of 1 ms ticks. A
 //! deadline lands in the slot of its tick modulo the number of slots; each
-//! poll walks the slots from the tick of the previous poll to its own and
-//! takes the entries that are due, leaving those of later revolutions and
-//! those later within the tick. Because the poll's own tick is walked again
-//! next time, a deadline already past when it is inserted is due at the
-//! very next poll, not a tick later. Inserting is O(1);
+//! poll walks the slots of the ticks that began since the last walk, once
+//! each, and takes the entries that are due, leaving those of later
+//! revolutions. Entries of the poll's own tick that are not due yet, and
+//! entries inserted for a tick already walked (a deadline now or past), go
+//! to a short list every poll looks at: so a past deadline is due at the
+//! very next poll, and no slot is walked twice (a slot also holds the far
+//! deadlines of later revolutions, TIME-WAIT's among them, thousands when
+//! connections churn). Inserting is O(1);
 //! expiring costs the entries of the walked slots, not a heap's log n per
 //! entry. Entries are never removed early: the owner ignores stale ones (a
 //! connection re-arms with its current deadline). A bitmap of the
@@ -24,8 +27,11 @@ pub struct TimerWheel<T> {
     slots: Vec<Vec<(u64, Instant, T)>>,
     /// One bit per slot, set while the slot holds an entry.
     occupied: [u64; SLOTS / 64],
-    /// The first tick the next walk covers (the previous poll's tick).
+    /// The next tick to walk.
     current: u64,
+    /// Entries due within the tick last walked, or inserted for a tick
+    /// already walked: looked at by every poll.
+    soon: Vec<(Instant, T)>,
     len: usize,
 }
 
@@ -42,6 +48,7 @@ impl<T: Copy> TimerWheel<T> {
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             occupied: [0; SLOTS / 64],
             current: 0,
+            soon: Vec::new(),
             len: 0,
         }
     }
@@ -59,21 +66,36 @@ impl<T: Copy> TimerWheel<T> {
     /// Adds `entry`, due at `deadline` (a deadline already past is due at
     /// the next walk).
     pub fn insert(&mut self, deadline: Instant, entry: T) {
-        let tick = (deadline.as_nanos() / TICK_NANOS).max(self.current);
+        let tick = deadline.as_nanos() / TICK_NANOS;
+        self.len += 1;
+        if tick < self.current {
+            self.soon.push((deadline, entry));
+            return;
+        }
         let index = (tick % SLOTS as u64) as usize;
         self.slots[index].push((tick, deadline, entry));
         self.occupied[index / 64] |= 1 << (index % 64);
-        self.len += 1;
     }
 
     /// Moves every entry due by `now` into `due` as (deadline, entry), in no
     /// particular order.
     pub fn expire(&mut self, now: Instant, due: &mut Vec<(Instant, T)>) {
+        let now_tick = now.as_nanos() / TICK_NANOS;
         if self.len == 0 {
-            self.current = self.current.max(now.as_nanos() / TICK_NANOS);
+            self.current = self.current.max(now_tick + 1);
             return;
         }
-        let now_tick = now.as_nanos() / TICK_NANOS;
+        if !self.soon.is_empty() {
+            let before = self.soon.len();
+            self.soon.retain(|&(deadline, entry)| {
+                let ready = deadline <= now;
+                if ready {
+                    due.push((deadline, entry));
+                }
+                !ready
+            });
+            self.len -= before - self.soon.len();
+        }
         if now_tick < self.current {
             return;
         }
@@ -98,10 +120,15 @@ impl<T: Copy> TimerWheel<T> {
             let slot = &mut self.slots[index];
             let before = slot.len();
             let mut kept = 0;
+            let mut later_this_tick = 0;
             for i in 0..before {
                 let (tick, deadline, entry) = slot[i];
                 if tick <= now_tick && deadline <= now {
                     due.push((deadline, entry));
+                } else if tick <= now_tick {
+                    // This tick's, not due yet: the next polls look.
+                    self.soon.push((deadline, entry));
+                    later_this_tick += 1;
                 } else {
                     slot[kept] = (tick, deadline, entry);
                     kept += 1;
@@ -111,9 +138,9 @@ impl<T: Copy> TimerWheel<T> {
             if kept == 0 {
                 self.occupied[index / 64] &= !(1 << (index % 64));
             }
-            self.len -= before - kept;
+            self.len -= before - kept - later_this_tick;
         }
-        self.current = now_tick;
+        self.current = now_tick + 1;
     }
 }
 
