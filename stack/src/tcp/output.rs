@@ -164,7 +164,9 @@ impl Connection {
             }
         };
         let options = self.options_for(false, now);
-        let probe = self.probe_due(now, available, usable);
+        // A probe only when this segment's buffer can hold it (the one a
+        // search just reopened sizes the next buffer).
+        let probe = self.probe_due(now, available, usable.min(payload.len()));
         let room = match probe {
             // A path MTU probe: one segment of its size (RFC 4821 7.4).
             Some(size) => self.payload_room_of(size, &options),

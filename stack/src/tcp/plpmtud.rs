@@ -246,7 +246,9 @@ impl Connection {
         available: usize,
         usable: usize,
     ) -> Option<u16> {
-        if self.recovery.is_some() || self.snd_nxt != self.snd_max || !self.path_probe.searching() {
+        // Not gated on an open search: `due` also reopens one after
+        // REPROBE_INTERVAL (and costs an Option test before any black hole).
+        if self.recovery.is_some() || self.snd_nxt != self.snd_max {
             return None;
         }
         let size = self.path_probe.due(self.mss, now)?;

@@ -120,6 +120,29 @@ fn a_black_hole_lowers_the_mss_and_probes_find_the_path_s_size() {
     );
     assert_eq!(largest, mss, "nothing bigger got through");
     assert!(!t.conn.path_probe.searching(), "the search ended");
+
+    // Ten minutes on, the path may have changed: the search opens again and
+    // the next new data carries a probe above the settled MSS.
+    let mut t = t;
+    let later = t.now + super::super::plpmtud::REPROBE_INTERVAL;
+    t.advance(later);
+    t.sent.clear();
+    t.write(&[4u8; 8000]);
+    let mut payload = vec![0u8; 2048];
+    let mut sizes = Vec::new();
+    for _ in 0..8 {
+        let room = usize::from(t.conn.segment_room());
+        match t.conn.poll_transmit(t.now, &mut payload[..room]) {
+            Some((_, len)) => sizes.push(len),
+            None => break,
+        }
+    }
+    sizes.extend(t.sent.drain(..).map(|(_, _, p)| p.len()));
+    assert!(t.conn.path_probe.searching(), "searching again");
+    assert!(
+        sizes.iter().any(|&len| len > mss),
+        "a probe went out: {sizes:?}"
+    );
 }
 
 #[test]
