@@ -76,6 +76,10 @@ struct Cli {
     /// Take an IPv6 default route from router advertisements.
     #[arg(long)]
     accept_ra: bool,
+    /// Pace TCP data segments at a rate from each connection's congestion
+    /// window and round trip (as Linux's internal pacing).
+    #[arg(long)]
+    pacing: bool,
     /// UDP port or range to echo on, e.g. 7 or 10000-19999 (repeatable).
     #[arg(long = "udp", default_value = "7", value_parser = parse_ports)]
     udp_ports: Vec<PortRange>,
@@ -289,6 +293,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         config.dad_transmits = 0;
     }
     config.accept_ra = cli.accept_ra;
+    config.tcp.pacing = cli.pacing;
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
     let addresses6: Vec<Vec<Ipv6Cidr>> = iface
         .config()

@@ -88,6 +88,10 @@ struct Cli {
     /// one hole per round trip (for comparing what SACK buys).
     #[arg(long)]
     no_sack: bool,
+    /// Pace data segments at a rate from the congestion window and the
+    /// round trip (as Linux's internal pacing).
+    #[arg(long)]
+    pacing: bool,
 }
 
 /// Period of the stream pattern (a prime, so the pattern does not line up
@@ -274,6 +278,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let mut config = InterfaceConfig::with_links(vec![link]);
     config.gateway = cli.gateway;
     config.tcp.sack = !cli.no_sack;
+    config.tcp.pacing = cli.pacing;
     if cli.no_dad {
         config.dad_transmits = 0;
     }

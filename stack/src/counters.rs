@@ -461,6 +461,9 @@ protocol_counters! {
     /// zero (their ACK was still taken: RFC 9293 3.10.7.4). Linux:
     /// `TCPZeroWindowDrop`.
     TcpZeroWindowDrop,
+    /// Times pacing (`TcpConfig::pacing`) held a connection's next data
+    /// segment until its release time.
+    TcpPacingWaits,
 }
 
 /// Number of protocol counters.

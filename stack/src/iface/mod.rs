@@ -616,6 +616,7 @@ impl<B: Buf> Interface<B> {
             *next_timers = now + TIMER_INTERVAL;
             run_timers(core, probes, &mut out, now);
         }
+        tcp::run_paced(core, &mut out, now);
         tcp::run_timers(core, &mut out, now);
         handler.on_poll(&mut LcoreContext {
             core,

@@ -42,6 +42,10 @@ pub struct TcpConfig {
     /// slow start turns conservative once the RTT shows a queue building,
     /// instead of growing until a loss.
     pub hystart: bool,
+    /// Pace data segments at a rate from the congestion window and the
+    /// round trip (see [`crate::tcp::pacing`]); changed per connection
+    /// with `Connection::set_pacing`. Off by default.
+    pub pacing: bool,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
     /// Keepalive (SO_KEEPALIVE): probe a connection after this long
@@ -97,6 +101,7 @@ impl Default for TcpConfig {
             sack: true,
             congestion: Algorithm::Cubic,
             hystart: true,
+            pacing: false,
             ephemeral_ports: (32768, 60999),
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),

@@ -16,6 +16,7 @@ use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
 use super::congestion::{Algorithm, Congestion, HyStart};
+use super::pacing::Pacer;
 use super::plpmtud::PathProbe;
 use super::pool::BufferPool;
 use super::rack::RetransmitWatch;
@@ -195,6 +196,8 @@ pub struct Connection {
     pub(crate) cc: Congestion,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,
+    /// Pacing of data segments (off unless configured).
+    pub(crate) pacer: Pacer,
     pub(crate) rto_at: Option<Instant>,
     pub(crate) ack_at: Option<Instant>,
     pub(crate) persist_at: Option<Instant>,
@@ -332,6 +335,7 @@ impl Connection {
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
             hystart: HyStart::new(config.hystart),
+            pacer: Pacer::new(config.pacing),
             rto_at: None,
             ack_at: None,
             persist_at: None,
@@ -535,6 +539,24 @@ impl Connection {
     /// The congestion control in use.
     pub fn congestion(&self) -> Algorithm {
         self.cc.algorithm()
+    }
+
+    /// Turns pacing of data segments on or off (Linux paces every
+    /// connection under the fq qdisc or its internal pacing).
+    pub fn set_pacing(&mut self, on: bool) {
+        self.pacer.set(on);
+    }
+
+    /// True if data segments are paced.
+    pub fn pacing(&self) -> bool {
+        self.pacer.is_on()
+    }
+
+    /// If pacing held a data segment back since the last call: when it may
+    /// go. The caller polls [`Connection::poll_transmit`] again then (the
+    /// timer wheel is too coarse for pacing's microseconds).
+    pub fn take_pacing_release(&mut self) -> Option<Instant> {
+        self.pacer.take_held()
     }
 
     /// True if both sides agreed to SACK.

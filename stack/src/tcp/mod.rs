@@ -28,6 +28,7 @@ pub mod cookie;
 pub mod ids;
 pub mod input;
 mod output;
+pub mod pacing;
 pub mod plpmtud;
 pub mod pool;
 pub mod rack;

@@ -208,6 +208,9 @@ impl Connection {
         if len > 0 && small && !self.nodelay && self.snd_sml > self.snd_una && !fin && !resending {
             return None;
         }
+        if len > 0 && !self.pacer.may_send(now) {
+            return None;
+        }
         let copied = self.send_buf.copy_out(offset, &mut payload[..len]);
         let push = copied > 0 && offset + copied == self.send_buf.len();
         let extra = if fin { flags::FIN } else { 0 } | if push { flags::PSH } else { 0 };
@@ -241,6 +244,9 @@ impl Connection {
             self.arm_tail_loss_probe(now);
         }
         self.persist_at = None;
+        let window = (self.cc.window(), self.cc.ssthresh());
+        let mss = u32::from(self.mss);
+        self.pacer.sent(now, copied, window, self.rtt.srtt(), mss);
         Some((self.acked(header), copied))
     }
 

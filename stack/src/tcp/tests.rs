@@ -25,6 +25,7 @@ mod close;
 mod handshake;
 mod hystart;
 mod loss;
+mod pacing;
 mod plpmtud;
 mod sack;
 mod transfer;
@@ -206,6 +207,22 @@ impl Script {
         };
         script.collect();
         script
+    }
+
+    /// A passive connection established at 20 ms with timestamps, SACK,
+    /// an MSS of 1000 and a peer window of 8 MiB: the sender of the bulk
+    /// tests, whose peer echoes timestamps in milliseconds.
+    fn bulk_sender(config: &TcpConfig) -> Script {
+        let mut t = Script::passive(
+            config,
+            "0 < S 0:0(0) win 65535 <mss 1000,sackOK,TS val 1 ecr 0,nop,wscale 7>",
+        );
+        let (_, syn_ack, _) = t.sent.pop_front().expect("a SYN-ACK");
+        let (our_ts, _) = syn_ack.options.timestamps.expect("timestamps agreed");
+        t.run(&format!(
+            "0.02 < . 1:1(0) ack 1 win 65535 <nop,nop,TS val 21 ecr {our_ts}>"
+        ));
+        t
     }
 
     /// Runs script lines (blank lines and `//` comments skipped).

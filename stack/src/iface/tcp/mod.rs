@@ -36,7 +36,9 @@ use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use crate::wire::ipv6::{next_header, pseudo_header};
 use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr, HEADER_LEN as TCP_LEN};
+use core::cmp::Reverse;
 use core::net::{IpAddr, SocketAddr};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 mod icmp;
@@ -124,6 +126,8 @@ struct Slot<B: Buf> {
     /// In [`TcpCore::deferred`]: its bookkeeping (and what it owes) waits
     /// for the end of the receive burst.
     deferred: bool,
+    /// In [`TcpCore::paced`]: pacing holds its next data segment.
+    paced: bool,
 }
 
 impl<B: Buf> Slot<B> {
@@ -145,6 +149,7 @@ impl<B: Buf> Slot<B> {
             marked_time_wait: false,
             write_blocked: false,
             deferred: false,
+            paced: false,
         }
     }
 }
@@ -181,6 +186,10 @@ pub(crate) struct TcpCore<B: Buf> {
     /// answers all their segments in it (as GRO gives Linux) and their
     /// data leaves in one transmit burst.
     deferred: Vec<ConnId>,
+    /// Connections whose pacing holds a data segment, soonest release
+    /// first: looked at every poll, as the timer wheel's millisecond is
+    /// coarser than pacing's gaps.
+    paced: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     /// A packet buffer (and the link whose pool it came from) that a flush
     /// took but had nothing to put in: the next flush on that link uses it
     /// instead of a pool round trip.
@@ -229,6 +238,7 @@ impl<B: Buf> TcpCore<B> {
             ephemeral,
             pool,
             deferred: Vec::new(),
+            paced: BinaryHeap::new(),
             held_tx: None,
         }
     }
@@ -613,10 +623,37 @@ pub(crate) fn after_activity<P: Port>(
     let Some(slot) = tcp.slot(id) else {
         return;
     };
+    if let Some(release) = slot.conn.take_pacing_release().filter(|_| !slot.paced) {
+        slot.paced = true;
+        tcp.paced.push(Reverse((release, id.index, id.generation)));
+        core.counters.count(Stat::TcpPacingWaits);
+    }
+    let Some(slot) = tcp.slot(id) else {
+        return;
+    };
     if let Some(deadline) = slot.conn.next_deadline() {
         if slot.armed.is_none_or(|armed| deadline < armed) {
             slot.armed = Some(deadline);
             tcp.timers.insert(deadline, id);
+        }
+    }
+}
+
+/// Sends what pacing held back from the connections whose release time
+/// has come. A connection held again goes back with a later release, so
+/// each is served at most once per call.
+pub(crate) fn run_paced<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
+    for _ in 0..core.tcp.paced.len() {
+        match core.tcp.paced.peek() {
+            Some(&Reverse((release, index, generation))) if release <= now => {
+                core.tcp.paced.pop();
+                let id = ConnId { index, generation };
+                if let Some(slot) = core.tcp.slot(id) {
+                    slot.paced = false;
+                    after_activity(core, out, now, id);
+                }
+            }
+            _ => return,
         }
     }
 }

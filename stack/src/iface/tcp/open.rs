@@ -191,6 +191,7 @@ pub(super) fn connect_with<P: Port>(
         marked_time_wait: false,
         write_blocked: false,
         deferred: false,
+        paced: false,
     });
     core.tcp.table.update(&tuple, ConnRef::new(id, false));
     if let Some(stream) = &stream {

@@ -135,19 +135,39 @@ impl Wire {
 }
 
 fn host(mac: MacAddr, ip: Ipv4Addr, ip6: &str) -> (Interface<MemBuf>, MemPort) {
-    host_with(mac, ip, ip6, true)
+    host_with(mac, ip, ip6, Knobs::default())
 }
 
-/// [`host`], offering SACK or not.
-fn host_with(mac: MacAddr, ip: Ipv4Addr, ip6: &str, sack: bool) -> (Interface<MemBuf>, MemPort) {
+/// What the echo tests vary in both stacks' TCP configuration.
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    sack: bool,
+    pacing: bool,
+    /// Send and receive buffer bytes.
+    buffer: usize,
+}
+
+impl Default for Knobs {
+    fn default() -> Knobs {
+        Knobs {
+            sack: true,
+            pacing: false,
+            buffer: 32 * 1024,
+        }
+    }
+}
+
+/// [`host`], configured by `knobs`.
+fn host_with(mac: MacAddr, ip: Ipv4Addr, ip6: &str, knobs: Knobs) -> (Interface<MemBuf>, MemPort) {
     let mut link = LinkConfig::new(mac, Ipv4Cidr::new(ip, 24).unwrap());
     link.addresses6
         .push(crate::route::Ipv6Cidr::new(ip6.parse().unwrap(), 64).unwrap());
     let mut config = InterfaceConfig::with_links(vec![link]);
     config.dad_transmits = 0;
-    config.tcp.send_buffer = 32 * 1024;
-    config.tcp.recv_buffer = 32 * 1024;
-    config.tcp.sack = sack;
+    config.tcp.send_buffer = knobs.buffer;
+    config.tcp.recv_buffer = knobs.buffer;
+    config.tcp.sack = knobs.sack;
+    config.tcp.pacing = knobs.pacing;
     let iface = Interface::new(config).unwrap();
     let port = MemPort::new(MemPortConfig {
         mac,
@@ -163,21 +183,21 @@ fn host_with(mac: MacAddr, ip: Ipv4Addr, ip6: &str, sack: bool) -> (Interface<Me
 /// the client, the frames the wire dropped, and both sides' retransmission
 /// timeouts.
 fn echo_through(len: usize, server_addr: &str, faults: Faults, seed: u64) -> (Client, usize, u64) {
-    let (client, dropped, stats) = echo_counting(len, server_addr, faults, seed, true);
+    let (client, dropped, stats) = echo_counting(len, server_addr, faults, seed, Knobs::default());
     (client, dropped, stats[0])
 }
 
-/// [`echo_through`] with SACK on or off; the stats are both sides' sums of
-/// [`COUNTED`].
+/// [`echo_through`] with both stacks configured by `knobs`; the stats are
+/// both sides' sums of [`COUNTED`].
 fn echo_counting(
     len: usize,
     server_addr: &str,
     faults: Faults,
     seed: u64,
-    sack: bool,
+    knobs: Knobs,
 ) -> (Client, usize, [u64; COUNTED.len()]) {
-    let (mut server, mut server_port) = host_with(OUR_MAC, OUR_IP, "2001:db8::1", sack);
-    let (mut client, mut client_port) = host_with(PEER_MAC, PEER_IP, "2001:db8::2", sack);
+    let (mut server, mut server_port) = host_with(OUR_MAC, OUR_IP, "2001:db8::1", knobs);
+    let (mut client, mut client_port) = host_with(PEER_MAC, PEER_IP, "2001:db8::2", knobs);
     server
         .tcp_listen("[::]:7".parse::<SocketAddr>().unwrap(), 16)
         .unwrap();
@@ -216,11 +236,12 @@ fn echo_counting(
 }
 
 /// The counters [`echo_counting`] reports, in this order.
-const COUNTED: [Stat; 4] = [
+const COUNTED: [Stat; 5] = [
     Stat::TcpRetransTimeouts,
     Stat::TcpSackRecovery,
     Stat::TcpRenoRecovery,
     Stat::TcpFastRetrans,
+    Stat::TcpPacingWaits,
 ];
 
 #[test]
@@ -232,6 +253,43 @@ fn data_is_echoed_intact_over_ipv4_and_ipv6() {
         assert_eq!(client.got.len(), client.data.len(), "{server}");
         assert!(client.got == client.data, "{server}: the echo differs");
         assert_eq!(client.closed, Some(None), "{server}: an orderly close");
+    }
+}
+
+#[test]
+fn paced_connections_are_released_by_the_poll_and_echo_intact() {
+    // Buffers larger than the pacer's burst, so that pacing holds
+    // segments. Each poll releases the connections whose time has come;
+    // one that was never released would never be held (and counted)
+    // again, and would send only when an ACK came.
+    for (server, faults) in [
+        ("10.0.0.1:7", Faults::default()),
+        (
+            "[2001:db8::1]:7",
+            Faults {
+                drop: 10,
+                ..Faults::default()
+            },
+        ),
+    ] {
+        let knobs = Knobs {
+            pacing: true,
+            buffer: 1 << 20,
+            ..Knobs::default()
+        };
+        let (client, _, stats) = echo_counting(4 << 20, server, faults, 5, knobs);
+        assert!(client.got == client.data, "{server}: the echo differs");
+        assert_eq!(client.closed, Some(None), "{server}: an orderly close");
+        // Loss keeps the window near the burst, so pacing holds less.
+        let least = if faults.drop == 0 { 20 } else { 1 };
+        assert!(
+            stats[4] >= least,
+            "{server}: pacing held segments {} times",
+            stats[4]
+        );
+        if faults.drop == 0 {
+            assert_eq!(stats[0], 0, "{server}: no timeout on a clean wire");
+        }
     }
 }
 
@@ -274,7 +332,11 @@ fn sack_recovers_megabytes_through_random_loss_with_fewer_timeouts() {
     let mut totals = [[0u64; COUNTED.len()]; 2];
     for seed in [3, 4] {
         for (sack, total) in [true, false].into_iter().zip(&mut totals) {
-            let (client, dropped, stats) = echo_counting(len, "10.0.0.1:7", faults, seed, sack);
+            let knobs = Knobs {
+                sack,
+                ..Knobs::default()
+            };
+            let (client, dropped, stats) = echo_counting(len, "10.0.0.1:7", faults, seed, knobs);
             assert!(dropped > 100, "seed {seed}: the wire dropped {dropped}");
             assert!(
                 client.got == client.data,

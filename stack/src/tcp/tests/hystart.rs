@@ -27,15 +27,7 @@ fn bulk_over_a_queueing_path(hystart: bool, total: usize) -> (Script, u32) {
         hystart,
         ..config()
     };
-    let mut t = Script::passive(
-        &config,
-        "0 < S 0:0(0) win 65535 <mss 1000,sackOK,TS val 1 ecr 0,nop,wscale 7>",
-    );
-    let (_, syn_ack, _) = t.sent.pop_front().expect("a SYN-ACK");
-    let (our_ts, _) = syn_ack.options.timestamps.expect("timestamps agreed");
-    t.run(&format!(
-        "0.02 < . 1:1(0) ack 1 win 65535 <nop,nop,TS val 21 ecr {our_ts}>"
-    ));
+    let mut t = Script::bulk_sender(&config);
     assert_eq!(t.conn.state(), State::Established);
     let mut written = 0;
     let mut in_flight: VecDeque<(Instant, u32, u32)> = VecDeque::new();
