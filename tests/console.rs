@@ -107,6 +107,9 @@ fn loop_topology_on_one_ring_port() {
 #[test]
 fn without_eal_options_it_runs_on_the_embedded_default() {
     let console = AppProcess::console(&[], &["--stats-period", "1"]);
+    // Counted from the start of forwarding: EAL's start-up takes longer
+    // on a busy machine.
+    console.wait_until_forwarding();
     std::thread::sleep(Duration::from_millis(1500));
     let out = console.stop_with(libc::SIGINT);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -117,7 +120,7 @@ fn without_eal_options_it_runs_on_the_embedded_default() {
     );
     assert!(out.stdout.contains("--vdev=net_null0 --vdev=net_null1"));
     let (rx, tx, _) = out.accumulated();
-    assert!(rx > 10_000 && tx > 0);
+    assert!(rx > 10_000 && tx > 0, "rx {rx}, tx {tx}:\n{}", out.stdout);
 }
 
 #[test]
