@@ -244,9 +244,11 @@ impl Connection {
             self.arm_tail_loss_probe(now);
         }
         self.persist_at = None;
-        let window = (self.cc.window(), self.cc.ssthresh());
-        let mss = u32::from(self.mss);
-        self.pacer.sent(now, copied, window, self.rtt.srtt(), mss);
+        if self.pacer.is_on() {
+            let window = (self.cc.window(), self.cc.ssthresh());
+            let mss = u32::from(self.mss);
+            self.pacer.sent(now, copied, window, self.rtt.srtt(), mss);
+        }
         Some((self.acked(header), copied))
     }
 
