@@ -466,26 +466,40 @@ impl Connection {
         self.arm_tail_loss_probe(now);
     }
 
-    /// An RTT sample from the echoed timestamp, or from the timed segment
-    /// once it is acknowledged (Karn's algorithm: never a retransmitted
-    /// one; the timer is dropped on retransmission). Returns the sample.
+    /// An RTT sample: from the timed segment once it is acknowledged (our
+    /// own clock, to the nanosecond; Karn's algorithm: never a
+    /// retransmitted one, the timer is dropped on retransmission), else from
+    /// the echoed timestamp. Returns the sample.
+    ///
+    /// The timed segment comes first, as in Linux, because the timestamp
+    /// clock ticks in milliseconds: an echo within the current tick says
+    /// only "under about a millisecond". Such a sample is skipped once the
+    /// estimate is already below a millisecond, so that on a short path
+    /// the smoothed RTT (and the pacing rate, RACK's reordering window and
+    /// the loss probe's timeout, all derived from it) follows the round
+    /// trip, not the tick.
     fn sample_rtt(&mut self, seg: &TcpRepr, ack_no: Seq, now: Instant) -> Option<Duration> {
-        if let (Some(_), Some((_, echo))) = (self.timestamps, seg.options.timestamps) {
-            let elapsed = self.ts_now(now).wrapping_sub(echo);
-            if echo != 0 && elapsed < 60_000 {
-                let sample = Duration::from_millis(u64::from(elapsed.max(1)));
-                self.rtt.sample(sample);
+        if let Some((end, sent)) = self.timing {
+            if ack_no >= end {
                 self.timing = None;
-                return Some(sample);
+                self.rtt.sample(now - sent);
+                return Some(now - sent);
             }
         }
-        let (end, sent) = self.timing?;
-        if ack_no < end {
+        let (Some(_), Some((_, echo))) = (self.timestamps, seg.options.timestamps) else {
+            return None;
+        };
+        let elapsed = self.ts_now(now).wrapping_sub(echo);
+        if echo == 0 || elapsed >= 60_000 {
             return None;
         }
-        self.rtt.sample(now - sent);
-        self.timing = None;
-        Some(now - sent)
+        let tick = Duration::from_millis(1);
+        if elapsed <= 1 && self.rtt.srtt().is_some_and(|srtt| srtt < tick) {
+            return None;
+        }
+        let sample = Duration::from_millis(u64::from(elapsed.max(1)));
+        self.rtt.sample(sample);
+        Some(sample)
     }
 
     /// Stores segment text (RFC 9293 3.10.7.4 seventh step): in order, it

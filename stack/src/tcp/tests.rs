@@ -209,18 +209,21 @@ impl Script {
         script
     }
 
-    /// A passive connection established at 20 ms with timestamps, SACK,
+    /// A passive connection established after one `rtt` with timestamps, SACK,
     /// an MSS of 1000 and a peer window of 8 MiB: the sender of the bulk
     /// tests, whose peer echoes timestamps in milliseconds.
-    fn bulk_sender(config: &TcpConfig) -> Script {
+    fn bulk_sender(config: &TcpConfig, rtt: Duration) -> Script {
         let mut t = Script::passive(
             config,
             "0 < S 0:0(0) win 65535 <mss 1000,sackOK,TS val 1 ecr 0,nop,wscale 7>",
         );
         let (_, syn_ack, _) = t.sent.pop_front().expect("a SYN-ACK");
         let (our_ts, _) = syn_ack.options.timestamps.expect("timestamps agreed");
+        // The peer's clock ticks in milliseconds from 1 at time 0.
+        let secs = rtt.as_secs_f64();
+        let peer_ts = 1 + rtt.as_millis();
         t.run(&format!(
-            "0.02 < . 1:1(0) ack 1 win 65535 <nop,nop,TS val 21 ecr {our_ts}>"
+            "{secs:.9} < . 1:1(0) ack 1 win 65535 <nop,nop,TS val {peer_ts} ecr {our_ts}>"
         ));
         t
     }

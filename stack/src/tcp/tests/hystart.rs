@@ -27,7 +27,7 @@ fn bulk_over_a_queueing_path(hystart: bool, total: usize) -> (Script, u32) {
         hystart,
         ..config()
     };
-    let mut t = Script::bulk_sender(&config);
+    let mut t = Script::bulk_sender(&config, Duration::from_millis(20));
     assert_eq!(t.conn.state(), State::Established);
     let mut written = 0;
     let mut in_flight: VecDeque<(Instant, u32, u32)> = VecDeque::new();
