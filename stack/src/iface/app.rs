@@ -9,8 +9,8 @@
 //! handler sends leaves in the poll's bursts; the context's time is the
 //! poll's (`now`), never a clock read.
 
-use super::tx::Out;
-use super::{canonical_dst, forward, tcp, tx, tx6, ConnId, Core, SendError, TcpEvent};
+use super::transmit::Out;
+use super::{canonical_dst, forward, tcp, tx6, udp_out, ConnId, Core, SendError, TcpEvent};
 use crate::counters::Counters;
 use crate::port::{Buf, Port, DEFAULT_BURST};
 use crate::tcp::TcpError;
@@ -121,7 +121,7 @@ impl<P: Port> LcoreContext<'_, P> {
     /// (zero-copy).
     #[inline]
     pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
-        tx::reply_udp_in_place(self.core, &mut self.out, datagram);
+        udp_out::reply_udp_in_place(self.core, &mut self.out, datagram);
     }
 
     /// Sends `payload` from `socket` to `dst` (a new buffer; headers added;
@@ -132,7 +132,7 @@ impl<P: Port> LcoreContext<'_, P> {
         dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        tx6::send_any(
+        udp_out::send_any(
             self.core,
             &mut self.out,
             self.now,
@@ -206,7 +206,7 @@ impl<P: Port> LcoreContext<'_, P> {
                     .counters
                     .count(crate::counters::Stat::UdpForwardCopies);
                 let payload = datagram.payload();
-                tx6::send_any(self.core, &mut self.out, self.now, from, dst, payload)
+                udp_out::send_any(self.core, &mut self.out, self.now, from, dst, payload)
             }
         }
     }

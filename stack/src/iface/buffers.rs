@@ -2,7 +2,7 @@
 //! link's pool (empty frame bytes, or a copy of a payload with room in
 //! front), or a received one cut down to its payload for new headers.
 
-use super::tx::{Out, SendError};
+use super::transmit::{Out, SendError};
 use crate::counters::{Counters, DropReason};
 use crate::port::{Buf, Port};
 

@@ -7,8 +7,8 @@
 //! datagram carries its socket and the poll's time when handed over; a
 //! queue is woken at most once per poll (its receivers, if any sleep).
 
-use super::tx::Out;
-use super::{fast, fast6, rx, Batch, Core, InlineHandler, LcoreContext, RX_BURST};
+use super::transmit::Out;
+use super::{ethernet, fast, fast6, Batch, Core, InlineHandler, LcoreContext, RX_BURST};
 use crate::counters::DropReason;
 use crate::port::{Buf, Port};
 use crate::socket::SocketQueue;
@@ -85,7 +85,7 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
             fast::Fast::General(buf) => buf,
         };
         let mut delivered = None;
-        rx::receive_frame(core, out, link, now, general, &mut delivered);
+        ethernet::receive_frame(core, out, link, now, general, &mut delivered);
         if let Some((socket, datagram)) = delivered {
             deliver(core, queues, out, now, handler, delivery, socket, datagram);
         }

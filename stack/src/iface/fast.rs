@@ -4,7 +4,7 @@
 //! It reads the 42 header bytes once, as fixed offsets into one array (one
 //! bounds check), validates exactly what the general path validates, and
 //! looks the socket up. It never drops: any frame it does not fully accept
-//! goes to the general path ([`super::rx::receive_frame`]), which counts the
+//! goes to the general path ([`super::ethernet::receive_frame`]), which counts the
 //! reason, so drop accounting lives in one place. Per packet; owning lcore.
 
 use super::Core;

@@ -18,9 +18,9 @@
 //! the same headers on the wire (a test compares them byte for byte).
 
 use super::buffers::cut_to_payload;
+use super::transmit::{Out, SendError};
 use super::tx::{
-    path_to, send_framed, transmit_ipv4, udp_ip_header, write_udp_headers, Out, SendError,
-    FAST_HEADERS,
+    path_to, send_framed, transmit_ipv4, udp_ip_header, write_udp_headers, FAST_HEADERS,
 };
 use super::Core;
 use crate::counters::{DropReason, Stat};

@@ -6,7 +6,8 @@
 //! have their own paths in `tx.rs` and `tx6.rs`.
 
 use super::next_hop::send_to_neighbor;
-use super::tx::{self, Out, SendError};
+use super::transmit::{set_destination_mac, Out, SendError};
+use super::tx;
 use super::tx6;
 use super::Core;
 use crate::counters::{DropReason, Stat};
@@ -144,7 +145,7 @@ pub(crate) fn send_cached<P: Port>(
     if let Err(error) = framed {
         return Ok(Err(error));
     }
-    tx::set_destination_mac(&mut buf, hop.mac);
+    set_destination_mac(&mut buf, hop.mac);
     Ok(match dst {
         core::net::IpAddr::V4(_) => {
             tx::transmit_ipv4(core, out, hop.link, buf);
@@ -197,7 +198,7 @@ pub(crate) fn send_ipv6<P: Port>(
     };
     frame_ipv6(core, path.link, (src, dst), next_header, &mut buf)?;
     if path.via.is_multicast() {
-        tx::set_destination_mac(&mut buf, multicast_mac(path.via));
+        set_destination_mac(&mut buf, multicast_mac(path.via));
         return tx6::transmit6(core, out, path.link, buf).map(|()| None);
     }
     let mac = send_to_neighbor(core, out, now, path.link, (path.source, path.via), buf)?;

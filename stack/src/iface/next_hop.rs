@@ -5,17 +5,18 @@
 //! that waited for it leave.
 //!
 //! The family-specific parts (which cache, how to ask, how to transmit)
-//! are the [`NextHopAddr`] implementations of `Ipv4Addr` and `Ipv6Addr`.
+//! are the [`NextHopAddr`] implementations of `Ipv4Addr` (in `tx`) and
+//! `Ipv6Addr` (in `tx6`), beside the ARP request and the solicitation they
+//! send, so that this module depends on neither family.
 //! Not per packet in the steady state: a socket or connection remembers
 //! its next hop's MAC and sends without asking the cache.
 
-use super::tx::{self, Out, SendError};
-use super::{tx6, Core, Link};
+use super::transmit::{set_destination_mac, Out, SendError};
+use super::{Core, Link};
 use crate::counters::DropReason;
 use crate::neighbor::{NeighborAddr, NeighborCache, Resolution};
 use crate::port::{MacAddr, Port};
 use crate::time::Instant;
-use core::net::{Ipv4Addr, Ipv6Addr};
 
 /// An address family whose next hops a link's neighbour cache resolves.
 pub(super) trait NextHopAddr: NeighborAddr {
@@ -43,57 +44,6 @@ pub(super) trait NextHopAddr: NeighborAddr {
     ) -> Result<(), SendError>;
 }
 
-impl NextHopAddr for Ipv4Addr {
-    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv4Addr> {
-        &mut link.neighbors
-    }
-
-    fn ask<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        link: usize,
-        source: Ipv4Addr,
-        target: Ipv4Addr,
-    ) {
-        tx::send_arp_request(core, out, link, source, target, None);
-    }
-
-    fn transmit<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        link: usize,
-        buf: P::Buf,
-    ) -> Result<(), SendError> {
-        tx::transmit_ipv4(core, out, link, buf);
-        Ok(())
-    }
-}
-
-impl NextHopAddr for Ipv6Addr {
-    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv6Addr> {
-        &mut link.neighbors6
-    }
-
-    fn ask<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        link: usize,
-        _source: Ipv6Addr,
-        target: Ipv6Addr,
-    ) {
-        tx6::send_solicitation(core, out, link, target, None);
-    }
-
-    fn transmit<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        link: usize,
-        buf: P::Buf,
-    ) -> Result<(), SendError> {
-        tx6::transmit6(core, out, link, buf)
-    }
-}
-
 /// Sends the frame in `buf` to the neighbour `via` on `link`, asking for
 /// its MAC (from our `source`) if the cache does not know it. Returns the
 /// MAC when the frame left now (for the caller to remember), `None` when
@@ -108,7 +58,7 @@ pub(super) fn send_to_neighbor<P: Port, A: NextHopAddr>(
 ) -> Result<Option<MacAddr>, SendError> {
     match A::cache(&mut core.links[link]).resolve(via, buf, now) {
         Resolution::Ready(mut buf, mac) => {
-            tx::set_destination_mac(&mut buf, mac);
+            set_destination_mac(&mut buf, mac);
             A::transmit(core, out, link, buf)?;
             Ok(Some(mac))
         }
@@ -134,7 +84,7 @@ pub(super) fn release_waiting<P: Port, A: NextHopAddr>(
     mac: MacAddr,
 ) {
     for mut buf in waiting {
-        tx::set_destination_mac(&mut buf, mac);
+        set_destination_mac(&mut buf, mac);
         let _ = A::transmit(core, out, link, buf); // failures are counted inside
     }
 }

@@ -1,6 +1,5 @@
-//! The receive path: one frame through Ethernet, ARP, IPv4, ICMP and UDP.
-//! Ethernet drops frames from a group (multicast or broadcast) source MAC
-//! before anything else: replies go back to the source MAC.
+//! IPv4 in: one packet that `ethernet` found addressed to us, through IPv4,
+//! ICMP and UDP (TCP segments go on to `tcp`).
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
 //! table's hash probes, no panic (every view is checked before it is read).
@@ -8,18 +7,17 @@
 //! datagram handed back in `delivered`, or a counted drop. The step that
 //! hands a fragment to reassembly ([`reassemble`]) serves IPv6 too.
 
-use super::next_hop::release_waiting;
-use super::tx::{self, Out};
+use super::fast::is_martian;
+use super::transmit::Out;
+use super::tx;
 use super::{tcp, Core};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
-use crate::route::Ipv4Cidr;
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{Datagram, PeerError, SocketId};
-use crate::wire::arp::{ArpOperation, ArpRepr};
-use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::icmpv4::{
     msg_type, Icmpv4Packet, CODE_FRAGMENTATION_NEEDED, CODE_PORT_UNREACHABLE,
 };
@@ -31,133 +29,7 @@ use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 /// A datagram the receive path accepted, with its socket.
 pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
 
-pub(super) fn receive_frame<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.counters.count(Stat::EthInFrames);
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::EthNotForUs);
-    };
-    let (dst, src, ethertype) = match EthernetFrame::new_checked(buf.data()) {
-        Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
-        Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
-    };
-    if src.is_multicast() {
-        // No station sends from a group address; our in-place replies go
-        // back to the source MAC, so one spoofed frame would make us
-        // answer the whole group.
-        return core.counters.count_drop(DropReason::EthGroupSource);
-    }
-    let multicast_for_us = || core.links.get(link).is_some_and(|l| l.listens(dst));
-    if dst != our_mac && !dst.is_broadcast() && !multicast_for_us() {
-        return core.counters.count_drop(DropReason::EthNotForUs);
-    }
-    match ethertype {
-        EtherType::Arp => arp_input(core, out, link, now, buf),
-        EtherType::Ipv4 => ipv4_input(core, out, link, now, buf, src, delivered),
-        EtherType::Ipv6 => super::rx6::ipv6_input(core, out, link, now, buf, src, delivered),
-        _ => core.counters.count_drop(DropReason::EthUnknownType),
-    }
-}
-
-/// ARP on `link`: we answer for that link's own addresses, and learn
-/// neighbours into that link's cache; martian senders are refused.
-fn arp_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    mut buf: P::Buf,
-) {
-    let arp = match ArpRepr::parse(&buf.data()[ETH_LEN..]) {
-        Ok(arp) => arp,
-        Err(WireError::Unsupported) => return core.counters.count_drop(DropReason::ArpUnsupported),
-        Err(_) => return core.counters.count_drop(DropReason::ArpMalformed),
-    };
-    if arp.sender_mac.is_multicast()
-        || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
-    {
-        return core.counters.count_drop(DropReason::ArpMalformed);
-    }
-    if let Some(reason) = martian_sender(core, link, &arp) {
-        // Neither learned (the entry would capture traffic to that
-        // address) nor answered.
-        return core.counters.count_drop(reason);
-    }
-    let here = &core.links[link];
-    let our_mac = here.mac;
-    let for_us = here.addresses.iter().any(|a| a.addr == arp.target_ip);
-    // Only on-link senders get a new entry: an off-link address in an ARP
-    // packet is bogus, and must not take room in the cache.
-    let on_link = here.on_link(arp.sender_ip);
-    if !arp.sender_ip.is_unspecified() {
-        let released =
-            core.links[link]
-                .neighbors
-                .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
-        release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
-    }
-    match arp.operation {
-        ArpOperation::Reply => core.counters.count(Stat::ArpInReplies),
-        ArpOperation::Request if for_us => {
-            core.counters.count(Stat::ArpInRequests);
-            let reply = ArpRepr {
-                operation: ArpOperation::Reply,
-                sender_mac: our_mac,
-                sender_ip: arp.target_ip,
-                target_mac: arp.sender_mac,
-                target_ip: arp.sender_ip,
-            };
-            let data = buf.data_mut();
-            reply.emit(&mut data[ETH_LEN..]);
-            let mut frame = EthernetFrame::new_unchecked(data);
-            frame.set_dst(arp.sender_mac);
-            frame.set_src(our_mac);
-            core.counters.count(Stat::ArpOutReplies);
-            out.push(link, buf, &core.counters);
-        }
-        ArpOperation::Request if arp.sender_ip == arp.target_ip => {
-            // An announcement: learned above if the neighbour was known.
-            core.counters.count(Stat::ArpInGratuitous);
-        }
-        ArpOperation::Request => core.counters.count_drop(DropReason::ArpNotForUs),
-    }
-}
-
-/// Why the sender of `arp` cannot be a neighbour, if it cannot: one of our
-/// addresses (claimed by another MAC: an address conflict; from our own
-/// MAC: our own packet looped back), a network or broadcast address of one
-/// of our subnets, or any source IPv4 never accepts. The unspecified sender
-/// of an address probe (RFC 5227) is not one: it teaches nothing.
-fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<DropReason> {
-    let ip = arp.sender_ip;
-    if ip.is_unspecified() {
-        return None;
-    }
-    if core.is_local(ip) {
-        let looped_back = core
-            .links
-            .get(link)
-            .is_some_and(|l| l.mac == arp.sender_mac);
-        return Some(if looped_back {
-            DropReason::ArpMartianSender
-        } else {
-            DropReason::ArpAddressConflict
-        });
-    }
-    let network = |a: &Ipv4Cidr| a.len < 31 && a.network() == ip;
-    let network = core.links.iter().any(|l| l.addresses.iter().any(network));
-    (network || is_martian(core, ip)).then_some(DropReason::ArpMartianSender)
-}
-
-use super::fast::is_martian;
-
-fn ipv4_input<P: Port>(
+pub(super) fn ipv4_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,

@@ -11,7 +11,7 @@
 
 use super::next_hop::release_waiting;
 use super::rx::{reassemble, Delivered};
-use super::tx::Out;
+use super::transmit::Out;
 use super::tx6::MIN_MTU;
 use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
 use super::{tcp, Core, ALL_NODES};

@@ -1,7 +1,8 @@
-//! The send path: replies built in the received buffer, new packets built in
-//! fresh buffers, and the per-poll transmit batch.
+//! The IPv4 send path: replies built in the received buffer, new packets
+//! built in fresh buffers, and the hand-off of a finished IPv4 frame to its
+//! link, fragmented to the MTU ([`transmit_ipv4`]).
 //!
-//! Replies reuse the request's buffer: ARP and ICMP echo are rewritten in
+//! Replies reuse the request's buffer: an ICMP echo is rewritten in
 //! place; a UDP echo swaps addresses and ports (which leaves the UDP checksum
 //! valid: the ones' complement sum does not depend on their order); an ICMP
 //! port-unreachable grows the datagram's headroom by 28 bytes to put new
@@ -10,205 +11,22 @@
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
 use super::config::DEFAULT_HOP_LIMIT;
 use super::next_hop::send_to_neighbor;
+use super::transmit::{set_destination_mac, Out, SendError};
 use super::Core;
-use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{send_burst, Buf, MacAddr, Port};
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::table::CachedRoute;
-use crate::udp::{Datagram, SocketId};
-use crate::wire::arp::{ArpOperation, ArpRepr, PACKET_LEN as ARP_LEN};
+use crate::udp::SocketId;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv4::{msg_type, Icmpv4Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP_LEN};
 use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
-use arrayvec::ArrayVec;
 use core::net::{Ipv4Addr, SocketAddrV4};
-
-/// Packets collected before one `tx_burst`.
-pub const TX_BATCH: usize = 64;
 
 /// Bytes of the offending datagram quoted in an ICMP error (576-byte limit).
 const ICMP_QUOTE_MAX: usize = 576 - IP_LEN - ICMP_LEN;
-
-/// Why a send failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendError {
-    /// The socket does not exist.
-    NoSocket,
-    /// No route to the destination.
-    NoRoute,
-    /// The payload does not fit one buffer.
-    TooLarge,
-    /// No buffer was free.
-    NoBuffer,
-    /// The neighbour is unresolved and its wait queue is full.
-    NeighborUnresolved,
-}
-
-impl core::fmt::Display for SendError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            SendError::NoSocket => "no such socket",
-            SendError::NoRoute => "no route to host",
-            SendError::TooLarge => "datagram too large for one buffer",
-            SendError::NoBuffer => "no buffer available",
-            SendError::NeighborUnresolved => "neighbour unresolved and its queue is full",
-        })
-    }
-}
-
-impl std::error::Error for SendError {}
-
-/// Outgoing packets of one poll, sent in bursts.
-#[derive(Debug)]
-pub struct TxBatch<B> {
-    bufs: ArrayVec<B, TX_BATCH>,
-    retries: u32,
-}
-
-impl<B: Buf> TxBatch<B> {
-    /// An empty batch whose flushes retry `retries` times.
-    pub fn new(retries: u32) -> TxBatch<B> {
-        TxBatch {
-            bufs: ArrayVec::new(),
-            retries,
-        }
-    }
-
-    /// Queues `buf`; sends the batch first if it is full.
-    #[inline]
-    pub fn push<P: Port<Buf = B>>(&mut self, port: &mut P, buf: B, counters: &Counters) {
-        if self.bufs.is_full() {
-            self.flush(port, counters);
-        }
-        self.bufs.push(buf);
-    }
-
-    /// Sends everything queued; counts what the device refused.
-    pub fn flush<P: Port<Buf = B>>(&mut self, port: &mut P, counters: &Counters) {
-        if self.bufs.is_empty() {
-            return;
-        }
-        let outcome = send_burst(port, &mut self.bufs, self.retries);
-        counters.add(Stat::EthOutFrames, outcome.sent as u64);
-        for _ in 0..outcome.dropped {
-            counters.count_drop(DropReason::TxDeviceFull);
-        }
-    }
-}
-
-/// Where a poll's packets leave: the ports, in link order, and a transmit
-/// batch for each. A link without a port (the caller passed fewer ports
-/// than the interface has links) drops what is sent to it, counted.
-pub struct Out<'a, P: Port> {
-    ports: &'a mut [P],
-    batches: &'a mut [TxBatch<P::Buf>],
-}
-
-impl<'a, P: Port> Out<'a, P> {
-    pub(crate) fn new(ports: &'a mut [P], batches: &'a mut [TxBatch<P::Buf>]) -> Out<'a, P> {
-        Out { ports, batches }
-    }
-
-    /// The same ports and batches, for a shorter borrow.
-    pub(crate) fn reborrow(&mut self) -> Out<'_, P> {
-        Out {
-            ports: &mut *self.ports,
-            batches: &mut *self.batches,
-        }
-    }
-
-    /// The port of `link`.
-    #[inline]
-    pub(crate) fn port(&mut self, link: usize) -> Option<&mut P> {
-        self.ports.get_mut(link)
-    }
-
-    /// A fresh buffer from `link`'s pool.
-    pub(crate) fn alloc(&mut self, link: usize) -> Option<P::Buf> {
-        self.ports.get_mut(link)?.alloc()
-    }
-
-    /// Queues `buf` for `link`. Per packet: the common case (a batch with
-    /// room) is inlined into its callers, a few instructions with no
-    /// registers to save; a missing link or a full batch goes out of line.
-    #[inline]
-    pub(crate) fn push(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
-        match self.batches.get_mut(link) {
-            Some(batch) if batch.bufs.len() < batch.bufs.capacity() => batch.bufs.push(buf),
-            _ => self.push_slow(link, buf, counters),
-        }
-    }
-
-    /// [`Out::push`] without room: no such link (dropped, counted), or a
-    /// full batch, sent first.
-    #[cold]
-    #[inline(never)]
-    fn push_slow(&mut self, link: usize, buf: P::Buf, counters: &Counters) {
-        let Some(batch) = self.batches.get_mut(link) else {
-            return counters.count_drop(DropReason::TxNoRoute);
-        };
-        if let Err(full) = batch.bufs.try_push(buf) {
-            // Full: send the batch (ports and batches have the same length).
-            if let Some(port) = self.ports.get_mut(link) {
-                batch.flush(port, counters);
-            }
-            // A flush empties the batch (the unsent tail is freed, counted).
-            if batch.bufs.try_push(full.element()).is_err() {
-                counters.count_drop(DropReason::TxDeviceFull);
-            }
-        }
-    }
-
-    /// Sends every batch.
-    pub(crate) fn flush(&mut self, counters: &Counters) {
-        for (port, batch) in self.ports.iter_mut().zip(self.batches.iter_mut()) {
-            batch.flush(port, counters);
-        }
-    }
-}
-
-/// Sets the Ethernet destination of a frame whose header is in place.
-pub(crate) fn set_destination_mac<B: Buf>(buf: &mut B, mac: MacAddr) {
-    if let Some(header) = buf.data_mut().get_mut(..6) {
-        header.copy_from_slice(&mac.0);
-    }
-}
-
-/// Asks "who has `target`? tell `source`", broadcast (with
-/// `source == target`: a gratuitous ARP announcing our address) or, to
-/// confirm a known neighbour, unicast to `to`.
-pub(crate) fn send_arp_request<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    source: Ipv4Addr,
-    target: Ipv4Addr,
-    to: Option<MacAddr>,
-) {
-    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
-    };
-    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + ARP_LEN) else {
-        return;
-    };
-    let frame = buf.data_mut();
-    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(to.unwrap_or(MacAddr::BROADCAST));
-    eth.set_src(mac);
-    eth.set_ethertype(EtherType::Arp);
-    ArpRepr {
-        operation: ArpOperation::Request,
-        sender_mac: mac,
-        sender_ip: source,
-        target_mac: MacAddr::default(),
-        target_ip: target,
-    }
-    .emit(&mut frame[ETH_LEN..]);
-    core.counters.count(Stat::ArpOutRequests);
-    out.push(link, buf, &core.counters);
-}
 
 /// Swaps the Ethernet addresses: the reply goes back to the previous hop.
 fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr) {
@@ -285,77 +103,10 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     transmit_ipv4(core, out, link, buf);
 }
 
-/// Sends a datagram's payload back to where it came from, in its own buffer.
-///
-/// The common case (a plain header, unmodified payload, sent to one of our
-/// addresses) is turned around on the fixed header array. Otherwise the
-/// reply is rebuilt carefully: headers without options, the IPv4 length
-/// matching the UDP length, our own address as the source when the request
-/// went to a broadcast address, and the UDP checksum recomputed when the
-/// source or the payload changed.
-#[inline]
-pub(crate) fn reply_udp_in_place<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    datagram: Datagram<P::Buf>,
-) {
-    let Datagram {
-        mut buf,
-        payload_start,
-        payload_end,
-        plain,
-        to_broadcast: broadcast,
-        link,
-        v6,
-        socket,
-        received_at: _,
-    } = datagram;
-    let link = usize::from(link);
-    let tos = core.udp.tos(socket);
-    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
-    };
-    if v6 {
-        if plain && !broadcast {
-            if let Some(h) = buf
-                .data_mut()
-                .first_chunk_mut::<{ super::fast6::HEADERS6 }>()
-            {
-                super::tx6::turn_around_plain_udp6(h, mac, tos);
-                core.counters.count(Stat::UdpOutDatagrams);
-                if buf.len() <= ETH_LEN + super::tx6::MIN_MTU {
-                    core.counters.count(Stat::Ip6OutRequests);
-                    return out.push(link, buf, &core.counters);
-                }
-                // It may exceed the link's or a learned path MTU (the
-                // sender's link may carry larger frames than ours).
-                let _ = super::tx6::transmit6(core, out, link, buf); // counted inside
-                return;
-            }
-        }
-        let payload = payload_start as usize..payload_end as usize;
-        return super::tx6::reply_udp6(core, out, link, buf, payload, broadcast, tos);
-    }
-    if plain && buf.len() <= ETH_LEN + mtu {
-        if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
-            turn_around_plain_udp(h, mac, tos);
-            core.counters.count(Stat::UdpOutDatagrams);
-            core.counters.count(Stat::IpOutRequests);
-            return out.push(link, buf, &core.counters);
-        }
-    }
-    let payload = payload_start as usize..payload_end as usize;
-    let ((peer_ip, our_ip), (peer_port, our_port)) =
-        crate::udp::addresses(buf.data(), payload.start);
-    let peer = SocketAddrV4::new(peer_ip, peer_port);
-    let ours = SocketAddrV4::new(our_ip, our_port);
-    rebuild_udp_reply(core, out, link, buf, peer, ours, payload, (broadcast, tos));
-}
-
-/// The general case of [`reply_udp_in_place`]: headers rebuilt from scratch.
+/// The general case of [`super::udp_out::reply_udp_in_place`]: headers rebuilt from scratch.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn rebuild_udp_reply<P: Port>(
+pub(super) fn rebuild_udp_reply<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
@@ -457,7 +208,7 @@ pub(super) const FAST_HEADERS: usize = ETH_LEN + IP_LEN + UDP_LEN;
 /// change, so the IPv4 checksum is updated incrementally (RFC 1624), which
 /// is exact because the receive path verified the request's checksum.
 #[inline]
-fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr, tos: u8) {
+pub(super) fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr, tos: u8) {
     h.copy_within(6..12, 0);
     h[6..12].copy_from_slice(&our_mac.0);
     // Source and destination address swap as the halves of one word, and

@@ -11,10 +11,11 @@
 
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
 use super::config::DEFAULT_HOP_LIMIT;
-use super::next_hop::send_to_neighbor;
-use super::tx::{Out, SendError};
-use super::Core;
+use super::next_hop::{send_to_neighbor, NextHopAddr};
+use super::transmit::{set_destination_mac, Out, SendError};
+use super::{Core, Link};
 use crate::counters::{DropReason, Stat};
+use crate::neighbor::NeighborCache;
 use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::addresses6;
@@ -29,7 +30,7 @@ use crate::wire::ipv6::{
 };
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::Ipv6Addr;
-use core::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+use core::net::{SocketAddr, SocketAddrV6};
 use core::ops::Range;
 
 /// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU; no
@@ -274,28 +275,6 @@ fn write_headers(
     udp[6..8].copy_from_slice(&check.to_be_bytes());
 }
 
-/// Sends `payload` from `socket` to `dst`, IPv4 or IPv6 (an IPv4-mapped
-/// IPv6 destination goes out as IPv4).
-pub(crate) fn send_any<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    socket: SocketId,
-    dst: SocketAddr,
-    payload: &[u8],
-) -> Result<(), SendError> {
-    match dst {
-        SocketAddr::V4(v4) => super::tx::send_udp(core, out, now, socket, v4, payload),
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => {
-                let v4 = SocketAddrV4::new(v4, v6.port());
-                super::tx::send_udp(core, out, now, socket, v4, payload)
-            }
-            None => send_udp6(core, out, now, socket, v6, payload),
-        },
-    }
-}
-
 /// How an IPv6 datagram leaves: the link, the neighbour to resolve and
 /// our source address.
 pub(crate) struct Path6 {
@@ -523,7 +502,7 @@ fn send_framed6<P: Port>(
     mut buf: P::Buf,
 ) -> Result<(), SendError> {
     if path.via.is_multicast() {
-        super::tx::set_destination_mac(&mut buf, multicast_mac(path.via));
+        set_destination_mac(&mut buf, multicast_mac(path.via));
         return transmit6(core, out, path.link, buf);
     }
     let via = (path.source, path.via);
@@ -749,4 +728,29 @@ pub(crate) fn send_router_solicitation<P: Port>(
         message,
         Stat::Icmp6OutRouterSolicits,
     );
+}
+
+impl NextHopAddr for Ipv6Addr {
+    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv6Addr> {
+        &mut link.neighbors6
+    }
+
+    fn ask<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        _source: Ipv6Addr,
+        target: Ipv6Addr,
+    ) {
+        send_solicitation(core, out, link, target, None);
+    }
+
+    fn transmit<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        buf: P::Buf,
+    ) -> Result<(), SendError> {
+        transmit6(core, out, link, buf)
+    }
 }

@@ -29,6 +29,7 @@ pub mod ids;
 pub mod input;
 mod output;
 pub mod pacing;
+mod path_mtu;
 pub mod plpmtud;
 pub mod pool;
 pub mod rack;

@@ -2,7 +2,7 @@
 //! [`parse_echo_reply`] to recognise the answers on the receive side.
 
 use crate::counters::DropReason;
-use crate::iface::{ip_out, tx::Out, tx6, Interface, SendError};
+use crate::iface::{ip_out, transmit::Out, tx6, Interface, SendError};
 use crate::port::{Buf, Port};
 use crate::time::Instant;
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;

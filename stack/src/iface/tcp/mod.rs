@@ -14,7 +14,7 @@
 //! (path MTU discovery, unreachable peers).
 
 use super::ip_out;
-use super::tx::Out;
+use super::transmit::Out;
 use super::Core;
 use crate::bind_views::{key_of, overlap, views, Views};
 use crate::counters::{Counters, DropReason, Stat};

@@ -39,7 +39,7 @@
 //! good, after a timeout until it is heard again).
 
 use super::addr::{Compact, Family, Stored};
-use super::membership::Membership;
+use super::membership::{Membership, SSRCS_PER_LEG};
 use super::reports::ReportState;
 use super::LegReport;
 use crate::media::{Channel, Latch, LatchConfig, LegSockets, Verdict};
@@ -47,10 +47,6 @@ use crate::rtp::{Counters, ReceiveStats};
 use crate::time::{Duration, Instant};
 use crate::udp::SocketId;
 use std::net::{SocketAddr, SocketAddrV4};
-
-/// SSRCs per leg with statistics (one, plus one change of source, e.g.
-/// after a re-INVITE or a transfer).
-pub const SSRCS_PER_LEG: usize = 2;
 
 /// `streams_used`: the last stream's index; `LAST` itself, an index past
 /// `streams`, until the first stream is in use.

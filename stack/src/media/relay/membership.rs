@@ -28,7 +28,6 @@
 //! [`SSRCS_PER_LEG`] are ignored; a BYE'd stream is never a member again;
 //! an SSRC is never both a listener and a stream the leg added since.
 
-use super::leg::SSRCS_PER_LEG;
 use crate::time::{Duration, Instant};
 
 /// 6.3.5's `M`: members silent for this many deterministic intervals time
@@ -40,6 +39,10 @@ pub const TIMEOUT_MULTIPLIER: u32 = 5;
 pub const LISTENERS_PER_LEG: usize = 2;
 
 // One bit per stream in each mask.
+/// SSRCs per leg with statistics (one, plus one change of source, e.g.
+/// after a re-INVITE or a transfer).
+pub const SSRCS_PER_LEG: usize = 2;
+
 const _: () = assert!(SSRCS_PER_LEG <= 8);
 
 /// What the checks know of one stream's activity.

@@ -84,7 +84,8 @@ pub mod timer;
 mod tests;
 
 pub use error::{PeerProblem, SpecError, StartError};
-pub use leg::{clock_rate, rtcp_of, LegCounters, LegState, StreamReport, SSRCS_PER_LEG};
+pub use leg::{clock_rate, rtcp_of, LegCounters, LegState, StreamReport};
+pub use membership::SSRCS_PER_LEG;
 pub use report::{is_active, leg_lines, render, LegReport, SessionReport, Snapshot, StatsLink};
 pub use reports::ReportConfig;
 pub use spec::{

@@ -16,7 +16,8 @@
 //! reports of its own (echo mode, `--rtcp-reports`) ends its line with
 //! `reports N reports-failed M`.
 
-use super::leg::{LegCounters, StreamReport, SSRCS_PER_LEG};
+use super::leg::{LegCounters, StreamReport};
+use super::membership::SSRCS_PER_LEG;
 use super::{Drops, RelayDrop};
 use arrayvec::ArrayVec;
 use crossbeam_channel::{Receiver, Sender};

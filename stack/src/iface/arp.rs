@@ -1,0 +1,170 @@
+//! ARP (RFC 826) on one link: requests for our addresses answered in the
+//! request's own buffer, senders learned into the link's neighbour cache
+//! (releasing what waited for them), martian senders refused, and the
+//! requests we send to resolve IPv4 next hops ([`send_request`], also the
+//! gratuitous announcement of an address).
+
+use super::buffers::new_frame;
+use super::fast::is_martian;
+use super::next_hop::{release_waiting, NextHopAddr};
+use super::transmit::{Out, SendError};
+use super::{tx, Core, Link};
+use crate::counters::{DropReason, Stat};
+use crate::neighbor::NeighborCache;
+use crate::port::{Buf, MacAddr, Port};
+use crate::route::Ipv4Cidr;
+use crate::time::Instant;
+use crate::wire::arp::{ArpOperation, ArpRepr, PACKET_LEN as ARP_LEN};
+use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::WireError;
+use core::net::Ipv4Addr;
+
+/// ARP on `link`: we answer for that link's own addresses, and learn
+/// neighbours into that link's cache; martian senders are refused.
+pub(super) fn arp_input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    mut buf: P::Buf,
+) {
+    let arp = match ArpRepr::parse(&buf.data()[ETH_LEN..]) {
+        Ok(arp) => arp,
+        Err(WireError::Unsupported) => return core.counters.count_drop(DropReason::ArpUnsupported),
+        Err(_) => return core.counters.count_drop(DropReason::ArpMalformed),
+    };
+    if arp.sender_mac.is_multicast()
+        || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
+    {
+        return core.counters.count_drop(DropReason::ArpMalformed);
+    }
+    if let Some(reason) = martian_sender(core, link, &arp) {
+        // Neither learned (the entry would capture traffic to that
+        // address) nor answered.
+        return core.counters.count_drop(reason);
+    }
+    let here = &core.links[link];
+    let our_mac = here.mac;
+    let for_us = here.addresses.iter().any(|a| a.addr == arp.target_ip);
+    // Only on-link senders get a new entry: an off-link address in an ARP
+    // packet is bogus, and must not take room in the cache.
+    let on_link = here.on_link(arp.sender_ip);
+    if !arp.sender_ip.is_unspecified() {
+        let released =
+            core.links[link]
+                .neighbors
+                .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
+        release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
+    }
+    match arp.operation {
+        ArpOperation::Reply => core.counters.count(Stat::ArpInReplies),
+        ArpOperation::Request if for_us => {
+            core.counters.count(Stat::ArpInRequests);
+            let reply = ArpRepr {
+                operation: ArpOperation::Reply,
+                sender_mac: our_mac,
+                sender_ip: arp.target_ip,
+                target_mac: arp.sender_mac,
+                target_ip: arp.sender_ip,
+            };
+            let data = buf.data_mut();
+            reply.emit(&mut data[ETH_LEN..]);
+            let mut frame = EthernetFrame::new_unchecked(data);
+            frame.set_dst(arp.sender_mac);
+            frame.set_src(our_mac);
+            core.counters.count(Stat::ArpOutReplies);
+            out.push(link, buf, &core.counters);
+        }
+        ArpOperation::Request if arp.sender_ip == arp.target_ip => {
+            // An announcement: learned above if the neighbour was known.
+            core.counters.count(Stat::ArpInGratuitous);
+        }
+        ArpOperation::Request => core.counters.count_drop(DropReason::ArpNotForUs),
+    }
+}
+
+/// Why the sender of `arp` cannot be a neighbour, if it cannot: one of our
+/// addresses (claimed by another MAC: an address conflict; from our own
+/// MAC: our own packet looped back), a network or broadcast address of one
+/// of our subnets, or any source IPv4 never accepts. The unspecified sender
+/// of an address probe (RFC 5227) is not one: it teaches nothing.
+fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<DropReason> {
+    let ip = arp.sender_ip;
+    if ip.is_unspecified() {
+        return None;
+    }
+    if core.is_local(ip) {
+        let looped_back = core
+            .links
+            .get(link)
+            .is_some_and(|l| l.mac == arp.sender_mac);
+        return Some(if looped_back {
+            DropReason::ArpMartianSender
+        } else {
+            DropReason::ArpAddressConflict
+        });
+    }
+    let network = |a: &Ipv4Cidr| a.len < 31 && a.network() == ip;
+    let network = core.links.iter().any(|l| l.addresses.iter().any(network));
+    (network || is_martian(core, ip)).then_some(DropReason::ArpMartianSender)
+}
+
+/// Asks "who has `target`? tell `source`", broadcast (with
+/// `source == target`: a gratuitous ARP announcing our address) or, to
+/// confirm a known neighbour, unicast to `to`.
+pub(crate) fn send_request<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    source: Ipv4Addr,
+    target: Ipv4Addr,
+    to: Option<MacAddr>,
+) {
+    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::TxNoRoute);
+    };
+    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + ARP_LEN) else {
+        return;
+    };
+    let frame = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(to.unwrap_or(MacAddr::BROADCAST));
+    eth.set_src(mac);
+    eth.set_ethertype(EtherType::Arp);
+    ArpRepr {
+        operation: ArpOperation::Request,
+        sender_mac: mac,
+        sender_ip: source,
+        target_mac: MacAddr::default(),
+        target_ip: target,
+    }
+    .emit(&mut frame[ETH_LEN..]);
+    core.counters.count(Stat::ArpOutRequests);
+    out.push(link, buf, &core.counters);
+}
+
+impl NextHopAddr for Ipv4Addr {
+    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv4Addr> {
+        &mut link.neighbors
+    }
+
+    fn ask<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        source: Ipv4Addr,
+        target: Ipv4Addr,
+    ) {
+        send_request(core, out, link, source, target, None);
+    }
+
+    fn transmit<P: Port>(
+        core: &mut Core<P::Buf>,
+        out: &mut Out<'_, P>,
+        link: usize,
+        buf: P::Buf,
+    ) -> Result<(), SendError> {
+        tx::transmit_ipv4(core, out, link, buf);
+        Ok(())
+    }
+}

@@ -1,0 +1,51 @@
+//! Ethernet in: the first step of the general receive path. A frame is
+//! checked for length and for being addressed to us (our MAC, broadcast, or
+//! a group the link listens to), and goes on by its EtherType to ARP
+//! (`arp`), IPv4 (`rx`) or IPv6 (`rx6`).
+//!
+//! Frames from a group (multicast or broadcast) source MAC are dropped
+//! before anything else: replies go back to the source MAC.
+
+use super::rx::Delivered;
+use super::transmit::Out;
+use super::{arp, rx, rx6, Core};
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, Port};
+use crate::time::Instant;
+use crate::wire::ethernet::{EtherType, EthernetFrame};
+
+/// Runs one received frame through the pipeline; a datagram for a queue
+/// socket comes back in `delivered`.
+pub(super) fn receive_frame<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    buf: P::Buf,
+    delivered: &mut Delivered<P::Buf>,
+) {
+    core.counters.count(Stat::EthInFrames);
+    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+        return core.counters.count_drop(DropReason::EthNotForUs);
+    };
+    let (dst, src, ethertype) = match EthernetFrame::new_checked(buf.data()) {
+        Ok(frame) => (frame.dst(), frame.src(), frame.ethertype()),
+        Err(_) => return core.counters.count_drop(DropReason::EthTruncated),
+    };
+    if src.is_multicast() {
+        // No station sends from a group address; our in-place replies go
+        // back to the source MAC, so one spoofed frame would make us
+        // answer the whole group.
+        return core.counters.count_drop(DropReason::EthGroupSource);
+    }
+    let multicast_for_us = || core.links.get(link).is_some_and(|l| l.listens(dst));
+    if dst != our_mac && !dst.is_broadcast() && !multicast_for_us() {
+        return core.counters.count_drop(DropReason::EthNotForUs);
+    }
+    match ethertype {
+        EtherType::Arp => arp::arp_input(core, out, link, now, buf),
+        EtherType::Ipv4 => rx::ipv4_input(core, out, link, now, buf, src, delivered),
+        EtherType::Ipv6 => rx6::ipv6_input(core, out, link, now, buf, src, delivered),
+        _ => core.counters.count_drop(DropReason::EthUnknownType),
+    }
+}
