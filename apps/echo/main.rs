@@ -35,6 +35,7 @@ use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::socket::{SocketError, TcpListener, TcpStream, UdpSocket};
 use dpstack::stack::udp::{BindOptions, SocketId};
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -87,6 +88,11 @@ struct Cli {
     /// back until the peer closes, then we close.
     #[arg(long = "tcp", value_name = "PORT")]
     tcp_ports: Vec<u16>,
+    /// Close each TCP connection first, once BYTES of it have been echoed (as
+    /// an HTTP/1.0 server does): our side then holds the connection in
+    /// TIME-WAIT, and a client reconnecting on the same port reopens it.
+    #[arg(long, value_name = "BYTES", conflicts_with = "sink")]
+    tcp_close_after: Option<usize>,
     /// Receive and drop instead of echoing (a sink, for benchmarks).
     #[arg(long)]
     sink: bool,
@@ -186,6 +192,11 @@ fn parse_route(s: &str) -> Result<Route, String> {
 struct Echo {
     sink: bool,
     scratch: Box<[u8; 16384]>,
+    /// `--tcp-close-after`: close a connection once this many of its bytes
+    /// were echoed.
+    close_after: Option<usize>,
+    /// Bytes echoed so far per open connection (only with `close_after`).
+    echoed: HashMap<ConnId, usize>,
 }
 
 impl InlineHandler<Mbuf> for Echo {
@@ -210,6 +221,9 @@ impl InlineHandler<Mbuf> for Echo {
         event: TcpEvent,
         ctx: &mut LcoreContext<'_, P>,
     ) {
+        if let TcpEvent::Closed(_) = event {
+            self.echoed.remove(&conn);
+        }
         if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
         }
@@ -227,8 +241,18 @@ impl InlineHandler<Mbuf> for Echo {
             if !self.sink && ctx.tcp_send(conn, &self.scratch[..got]).is_err() {
                 break;
             }
+            if let Some(limit) = self.close_after {
+                let echoed = self.echoed.entry(conn).or_insert(0);
+                *echoed += got;
+                if *echoed >= limit {
+                    self.echoed.remove(&conn);
+                    ctx.tcp_close(conn);
+                    return;
+                }
+            }
         }
         if ctx.tcp_at_eof(conn) {
+            self.echoed.remove(&conn);
             ctx.tcp_close(conn);
         }
     }
@@ -373,6 +397,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
     let (dad_tx, dad_rx) = crossbeam_channel::bounded::<Vec<(usize, Ipv6Cidr)>>(1);
     let sink = cli.sink;
+    let close_after = cli.tcp_close_after;
     let faults = cli.faults;
     let poller = {
         let stop = Arc::clone(&stop);
@@ -380,6 +405,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             let handler = Echo {
                 sink,
                 scratch: Box::new([0; 16384]),
+                close_after,
+                echoed: HashMap::new(),
             };
             let report = match faults {
                 Some(spec) => {
@@ -420,7 +447,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
             let app_stop = Arc::clone(&app_stop);
             app_threads.push(std::thread::spawn(move || {
-                accept_from_thread(&listener, &app_stop)
+                accept_from_thread(&listener, &app_stop, close_after)
             }));
         }
     }
@@ -531,13 +558,19 @@ fn echo_from_thread(socket: &UdpSocket<PoolPair>, stop: &AtomicBool) {
 
 /// Queue mode: accepts connections and echoes each from a thread of its
 /// own, until told to stop.
-fn accept_from_thread(listener: &TcpListener<PoolPair>, stop: &Arc<AtomicBool>) {
+fn accept_from_thread(
+    listener: &TcpListener<PoolPair>,
+    stop: &Arc<AtomicBool>,
+    close_after: Option<usize>,
+) {
     let mut connections = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         match listener.accept(Some(Duration::from_millis(100))) {
             Ok((stream, _peer)) => {
                 let stop = Arc::clone(stop);
-                connections.push(std::thread::spawn(move || echo_stream(stream, &stop)));
+                connections.push(std::thread::spawn(move || {
+                    echo_stream(stream, &stop, close_after)
+                }));
             }
             Err(SocketError::TimedOut) => {}
             Err(_) => break,
@@ -549,14 +582,17 @@ fn accept_from_thread(listener: &TcpListener<PoolPair>, stop: &Arc<AtomicBool>) 
     }
 }
 
-/// Echoes one connection's bytes until the peer closes (then our side
-/// closes as the stream drops).
-fn echo_stream(mut stream: TcpStream<PoolPair>, stop: &AtomicBool) {
+/// Echoes one connection's bytes until the peer closes, or until
+/// `close_after` bytes were echoed (then our side closes as the stream
+/// drops).
+fn echo_stream(mut stream: TcpStream<PoolPair>, stop: &AtomicBool, close_after: Option<usize>) {
     let mut buf = vec![0u8; 16384];
-    while !stop.load(Ordering::Relaxed) {
+    let mut echoed = 0;
+    while !stop.load(Ordering::Relaxed) && close_after.is_none_or(|limit| echoed < limit) {
         match stream.read(&mut buf, Some(Duration::from_millis(100))) {
             Ok(0) => return,
             Ok(n) => {
+                echoed += n;
                 let mut written = 0;
                 while written < n && !stop.load(Ordering::Relaxed) {
                     match stream.write(&buf[written..n], Some(Duration::from_millis(100))) {
