@@ -14,9 +14,9 @@
 //! caller reports the send with [`Session::sent`] or [`Session::send_failed`])
 //! or a [`RelayDrop`] already counted on its leg.
 
-use dpstack::stack::media::relay::{Drops, LegState, RelayDrop};
-use dpstack::stack::media::{Channel, LatchConfig, Leg, Verdict};
-use dpstack::stack::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
+use dpstack::media::relay::{Drops, LegState, RelayDrop};
+use dpstack::media::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
+use dpstack::media::{Channel, LatchConfig, Leg, Verdict};
 use dpstack::stack::time::Instant;
 use std::net::SocketAddr;
 
