@@ -152,15 +152,7 @@ impl Session {
         let seq = packet.seq();
         let (this, other) = self.pair(leg);
         admit(this.observe_rtp(source, seq, now), this)?;
-        this.record(
-            packet.ssrc(),
-            packet.payload_type(),
-            seq,
-            packet.timestamp(),
-            packet.payload().len(),
-            now,
-            options.clock_rate,
-        );
+        this.record(packet.summary(), now, options.clock_rate);
         let dst = other.dst().ok_or(RelayDrop::NoPeer)?;
         Ok(Forward {
             leg: leg.other(),

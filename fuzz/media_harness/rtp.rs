@@ -42,6 +42,7 @@ pub fn rtp(data: &[u8]) {
         )
     );
     assert_eq!(summary.payload_len, packet.payload().len());
+    assert_eq!(packet.summary(), summary);
     assert!(packet.header_len() + packet.padding_len() + packet.payload().len() == data.len());
     let csrcs: Vec<u32> = packet.csrcs().collect();
     assert_eq!(csrcs.len(), usize::from(packet.csrc_count()));

@@ -42,7 +42,7 @@ use super::addr::{Compact, Family, Stored};
 use super::membership::{Membership, SSRCS_PER_LEG};
 use super::reports::ReportState;
 use super::LegReport;
-use crate::rtp::{Counters, ReceiveStats};
+use crate::rtp::{Counters, ReceiveStats, RtpSummary};
 use crate::{Channel, Latch, LatchConfig, LegSockets, Verdict};
 use dpstack_stack::time::{Duration, Instant};
 use dpstack_stack::udp::SocketId;
@@ -346,49 +346,38 @@ impl LegState {
         self.rtcp.peer()
     }
 
-    /// Records an accepted RTP packet in its SSRC's statistics (a new SSRC
-    /// gets a slot while there is one). Per packet: the last packet's
-    /// stream, most often this one's, is checked inline; any other goes
-    /// to [`LegState::record_other`].
+    /// Records an accepted RTP packet (its header's fields and payload
+    /// size), arrived at `arrival`, in its SSRC's statistics; a new SSRC
+    /// gets a slot while there is one, with the clock rate of its payload
+    /// type, or `default_rate` for a dynamic one. Per packet: the last
+    /// packet's stream, most often this one's, is checked inline; any
+    /// other goes to [`LegState::record_other`].
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn record(
-        &mut self,
-        ssrc: u32,
-        pt: u8,
-        seq: u16,
-        timestamp: u32,
-        payload_len: usize,
-        arrival: Instant,
-        default_rate: u32,
-    ) {
+    pub fn record(&mut self, packet: RtpSummary, arrival: Instant, default_rate: u32) {
         // The last stream's index is of a stream in use, or past
         // `streams` (none in use yet): no count of streams needed.
         let last = usize::from(self.streams_used & LAST);
         if let Some(stream) = self.streams.get_mut(last) {
-            if stream.ssrc() == ssrc {
+            if stream.ssrc() == packet.ssrc {
                 // `streams_used` stays as it is.
-                stream.record(seq, timestamp, payload_len, arrival);
+                stream.record(packet.seq, packet.timestamp, packet.payload_len, arrival);
                 return;
             }
         }
-        self.record_other(ssrc, pt, seq, timestamp, payload_len, arrival, default_rate);
+        self.record_other(packet, arrival, default_rate);
     }
 
     /// [`LegState::record`] for a packet of another stream than the last
     /// one's (or the first packet).
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn record_other(
-        &mut self,
-        ssrc: u32,
-        pt: u8,
-        seq: u16,
-        timestamp: u32,
-        payload_len: usize,
-        arrival: Instant,
-        default_rate: u32,
-    ) {
+    fn record_other(&mut self, packet: RtpSummary, arrival: Instant, default_rate: u32) {
+        let RtpSummary {
+            payload_type: pt,
+            seq,
+            timestamp,
+            ssrc,
+            payload_len,
+        } = packet;
         let used = usize::from(self.streams_used >> 4);
         let index = match self.index_of(ssrc) {
             Some(i) => i,
@@ -575,11 +564,22 @@ pub fn rtcp_of(rtp: SocketAddr, mux: bool) -> Option<SocketAddr> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn leg(peer: Option<SocketAddr>, mux: bool) -> LegState {
         LegState::new(LatchConfig::default(), peer, mux, 1)
+    }
+
+    /// Packet `seq` of a G.711 stream from `ssrc`: 20 ms, 160 bytes.
+    pub(in crate::relay) fn g711(ssrc: u32, seq: u16) -> RtpSummary {
+        RtpSummary {
+            payload_type: 0,
+            seq,
+            timestamp: u32::from(seq) * 160,
+            ssrc,
+            payload_len: 160,
+        }
     }
 
     #[test]
@@ -597,7 +597,7 @@ mod tests {
         let t = Instant::ZERO;
         let send = |leg: &mut LegState, ssrc: u32, packets: u16| {
             for seq in 0..packets {
-                leg.record(ssrc, 0, seq, u32::from(seq) * 160, 160, t, 8000);
+                leg.record(g711(ssrc, seq), t, 8000);
             }
         };
         send(&mut leg, 1, 3);
@@ -627,7 +627,7 @@ mod tests {
         let t = Instant::ZERO;
         for ssrc in 1..=3u32 {
             for seq in 0..4u16 {
-                leg.record(ssrc, 0, seq, u32::from(seq) * 160, 160, t, 8000);
+                leg.record(g711(ssrc, seq), t, 8000);
             }
         }
         let streams: Vec<_> = leg.streams().collect();
@@ -642,7 +642,7 @@ mod tests {
     fn a_source_that_says_bye_is_no_longer_a_member() {
         let mut leg = leg(None, false);
         for ssrc in [7, 8] {
-            leg.record(ssrc, 0, 1, 160, 160, Instant::ZERO, 8000);
+            leg.record(g711(ssrc, 1), Instant::ZERO, 8000);
         }
         assert_eq!(leg.member_count(), 2);
         assert!(!leg.mark_left(9), "not tracked");
@@ -652,7 +652,7 @@ mod tests {
         let members: Vec<u32> = leg.members_mut().map(|s| s.ssrc()).collect();
         assert_eq!(members, [8]);
         // Its statistics stay, and keep counting.
-        leg.record(7, 0, 2, 320, 160, Instant::ZERO, 8000);
+        leg.record(g711(7, 2), Instant::ZERO, 8000);
         assert_eq!(leg.stream_mut(7).map(|s| s.counters().packets), Some(2));
         assert_eq!(leg.streams().count(), 2);
         assert_eq!(leg.member_count(), 1);
@@ -664,7 +664,7 @@ mod tests {
         leg.heard_rtcp_from(0x77, Instant::ZERO);
         assert_eq!((leg.member_count(), leg.sender_count()), (1, 0));
         // Then it sends RTP: one member, now a tracked stream.
-        leg.record(0x77, 0, 1, 160, 160, Instant::ZERO, 8000);
+        leg.record(g711(0x77, 1), Instant::ZERO, 8000);
         assert_eq!((leg.member_count(), leg.sender_count()), (1, 1));
         assert!(leg.mark_left(0x77));
         assert_eq!(leg.member_count(), 0);

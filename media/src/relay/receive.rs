@@ -181,13 +181,7 @@ impl Session {
         options: &RelayOptions,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
-        let RtpSummary {
-            payload_type: pt,
-            seq,
-            timestamp,
-            ssrc,
-            payload_len: len,
-        } = header;
+        let seq = header.seq;
         let now = datagram.received_at();
         let (this, other) = self.pair(leg);
         let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
@@ -202,7 +196,7 @@ impl Session {
             || datagram.src(),
             ctx,
         );
-        this.record(ssrc, pt, seq, timestamp, len, now, options.clock_rate);
+        this.record(header, now, options.clock_rate);
         if options.echo {
             ctx.reply(datagram);
         } else {

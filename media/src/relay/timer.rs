@@ -253,6 +253,7 @@ mod tests {
     /// real intervals, report blocks and BYEs.
     mod through_a_leg {
         use super::*;
+        use crate::relay::leg::tests::g711;
         use crate::relay::reports::{run_timer, ReportConfig};
         use crate::relay::LegState;
         use crate::rtp::{write_bye, write_receiver_report, Compound, RtcpPacket};
@@ -292,7 +293,7 @@ mod tests {
 
         fn hear(leg: &mut LegState, ssrc: u32) {
             for seq in 1..=3u16 {
-                leg.record(ssrc, 0, seq, u32::from(seq) * 160, 160, ms(0), 8000);
+                leg.record(g711(ssrc, seq), ms(0), 8000);
             }
         }
 

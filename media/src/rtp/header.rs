@@ -223,6 +223,18 @@ impl<T: AsRef<[u8]>> RtpPacket<T> {
         be32(self.buffer.as_ref(), 8)
     }
 
+    /// The fields a relay records of this packet: what
+    /// [`RtpSummary::parse`] returns for the same (checked) bytes.
+    pub fn summary(&self) -> RtpSummary {
+        RtpSummary {
+            payload_type: self.payload_type(),
+            seq: self.seq(),
+            timestamp: self.timestamp(),
+            ssrc: self.ssrc(),
+            payload_len: self.payload().len(),
+        }
+    }
+
     /// The `index`th CSRC, if the CC field lists that many and they fit.
     pub fn csrc(&self, index: usize) -> Option<u32> {
         if index >= usize::from(self.csrc_count()) {

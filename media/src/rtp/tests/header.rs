@@ -52,6 +52,7 @@ fn the_summary_reads_what_the_view_reads() {
             payload_len: p.payload().len(),
         };
         assert_eq!(RtpSummary::parse(b), Ok(summary));
+        assert_eq!(p.summary(), summary, "the view's summary");
     }
 }
 
