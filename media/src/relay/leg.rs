@@ -351,7 +351,7 @@ impl LegState {
     /// gets a slot while there is one, with the clock rate of its payload
     /// type, or `default_rate` for a dynamic one. Per packet: the last
     /// packet's stream, most often this one's, is checked inline; any
-    /// other goes to [`LegState::record_other`].
+    /// other goes to `record_other`.
     #[inline(always)]
     pub fn record(&mut self, packet: RtpSummary, arrival: Instant, default_rate: u32) {
         // The last stream's index is of a stream in use, or past

@@ -29,7 +29,7 @@ impl Relay {
     /// relay's, see [`Relay::owns`]; others are counted as
     /// `unknown_socket` and freed). Per packet. Not inlined (with
     /// `WHOLE_BURSTS` the stack calls [`Relay::on_burst`] instead), so that
-    /// [`Relay::take`] is inlined into just the two loops.
+    /// `Relay::take` is inlined into just the two loops.
     #[inline(never)]
     pub fn on_datagrams<B: Buf, P: Port<Buf = B>>(
         &mut self,
@@ -47,7 +47,7 @@ impl Relay {
     /// datagram as [`Relay::on_datagrams`] takes it. Reading every
     /// session's state in a first pass, to overlap the cache misses, was
     /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
-    /// Inlined into the receive path, with [`Relay::take`] inlined in its
+    /// Inlined into the receive path, with `Relay::take` inlined in its
     /// loop: no call per packet but the forward's.
     #[inline]
     pub fn on_burst<B: Buf, P: Port<Buf = B>>(
