@@ -6,12 +6,14 @@
 //! ([`lcore`]), the TSC clock ([`clock`]), vector header shuffles ([`simd`]) and, for benchmarks, batched kernel
 //! UDP sockets ([`kernel_udp`]). It implements the stack's
 //! [`stack::port::Port`] and [`stack::port::Buf`] traits for DPDK, and
-//! re-exports the pure protocol crate as [`stack`].
+//! re-exports the pure protocol crate as [`stack`] and the media library
+//! (RTP/RTCP and the relay, above the stack's handler API) as [`media`].
 //!
 //! Invariants: every `unsafe` block carries a `// SAFETY:` comment saying why
 //! it holds; the fast-path calls (rx/tx burst, alloc/free) allocate nothing,
 //! log nothing and take no lock.
 
+pub use dpstack_media as media;
 pub use dpstack_stack as stack;
 
 pub mod clock;

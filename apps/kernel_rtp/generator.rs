@@ -12,7 +12,7 @@
 //! is allocated per packet.
 
 use dpstack::kernel_udp::{send_batch, MAX_BATCH};
-use dpstack::stack::rtp::RtpHeader;
+use dpstack::media::rtp::RtpHeader;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -14,9 +14,9 @@
 //! caller reports the send with [`Session::sent`] or [`Session::send_failed`])
 //! or a [`RelayDrop`] already counted on its leg.
 
-use dpstack::stack::media::relay::{Drops, LegState, RelayDrop};
-use dpstack::stack::media::{Channel, LatchConfig, Leg, Verdict};
-use dpstack::stack::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
+use dpstack::media::relay::{Drops, LegState, RelayDrop};
+use dpstack::media::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
+use dpstack::media::{Channel, LatchConfig, Leg, Verdict};
 use dpstack::stack::time::Instant;
 use std::net::SocketAddr;
 
@@ -152,15 +152,7 @@ impl Session {
         let seq = packet.seq();
         let (this, other) = self.pair(leg);
         admit(this.observe_rtp(source, seq, now), this)?;
-        this.record(
-            packet.ssrc(),
-            packet.payload_type(),
-            seq,
-            packet.timestamp(),
-            packet.payload().len(),
-            now,
-            options.clock_rate,
-        );
+        this.record(packet.summary(), now, options.clock_rate);
         let dst = other.dst().ok_or(RelayDrop::NoPeer)?;
         Ok(Forward {
             leg: leg.other(),

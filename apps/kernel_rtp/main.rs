@@ -24,7 +24,7 @@ mod tests;
 
 use clap::{Parser, Subcommand};
 use dpstack::kernel_udp::pin_to_cpu;
-use dpstack::stack::media::LatchConfig;
+use dpstack::media::LatchConfig;
 use logic::RelayOptions;
 use relay::{KernelRelay, RelayConfig};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};

@@ -14,7 +14,7 @@
 //! ```
 
 use crate::logic::Session;
-use dpstack::stack::media::relay::{is_active, leg_lines, Drops, LegReport, RelayDrop};
+use dpstack::media::relay::{is_active, leg_lines, Drops, LegReport, RelayDrop};
 use std::fmt::Write;
 
 /// The report of `sessions` (listing at most `list` active ones), `drops`

@@ -9,7 +9,7 @@
 
 use crate::sockets::SocketSet;
 use dpstack::kernel_udp::{recv_nowait, set_recv_buffer, Batch};
-use dpstack::stack::rtp::{classify, Kind};
+use dpstack::media::rtp::{classify, Kind};
 use nix::sys::epoll::EpollEvent;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};

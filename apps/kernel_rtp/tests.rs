@@ -5,9 +5,9 @@ use crate::generator::{Stream, DATAGRAM_LEN, PAYLOAD_LEN};
 use crate::logic::{endpoint_of, socket_index, RelayOptions, Session};
 use crate::relay::peer_of;
 use crate::report::render;
-use dpstack::stack::media::relay::RelayDrop;
-use dpstack::stack::media::{Channel, LatchConfig, Leg};
-use dpstack::stack::rtp::{write_sender_report, Kind, RtpPacket, SenderInfo};
+use dpstack::media::relay::RelayDrop;
+use dpstack::media::rtp::{write_sender_report, Kind, RtpPacket, SenderInfo};
+use dpstack::media::{Channel, LatchConfig, Leg};
 use dpstack::stack::time::Instant;
 use std::net::{SocketAddr, SocketAddrV4};
 

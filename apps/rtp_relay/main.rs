@@ -23,14 +23,14 @@ use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
 use dpstack::fault::{FaultPort, FaultSpec};
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::PoolConfig;
-use dpstack::stack::counters::Counters;
-use dpstack::stack::iface::{Interface, InterfaceConfig};
-use dpstack::stack::media::relay::{
+use dpstack::media::relay::{
     self as config, report, LocalAddrs, Relay, RelayOptions, ReportConfig, SessionSpec, Snapshot,
     SpecError, StartError, StatsLink,
 };
-use dpstack::stack::media::LatchConfig;
+use dpstack::media::LatchConfig;
+use dpstack::mempool::PoolConfig;
+use dpstack::stack::counters::Counters;
+use dpstack::stack::iface::{Interface, InterfaceConfig};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use std::net::{Ipv4Addr, SocketAddr};

@@ -1,7 +1,7 @@
-//! Fuzz target `relay_spec`: the harness in fuzz/harness (`harness::rtp::relay_spec`).
+//! Fuzz target `relay_spec`: the harness in fuzz/media_harness (`harness::rtp::relay_spec`).
 #![no_main]
 
-#[path = "../harness/mod.rs"]
+#[path = "../media_harness/mod.rs"]
 mod harness;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::rtp::relay_spec(data));

@@ -1,7 +1,10 @@
-//! The fuzzing harness shared by the libFuzzer targets (fuzz/fuzz_targets)
-//! and the stable replay test (stack/tests/fuzz_corpus.rs), which both
-//! include this directory with `#[path]`: one copy of the decoding and of
-//! the invariants, so a corpus file means the same thing in both places.
+//! The fuzzing harness of `dpstack-stack`, shared by the libFuzzer targets
+//! (fuzz/fuzz_targets) and the stable replay test (stack/tests/fuzz_corpus.rs),
+//! which both include this directory with `#[path]`: one copy of the decoding
+//! and of the invariants, so a corpus file means the same thing in both
+//! places. The media library's targets (RTP, RTCP, the relay's session files)
+//! are in fuzz/media_harness, replayed by media/tests/fuzz_corpus.rs: the
+//! stack's tests do not build the crate above it.
 //!
 //! Every function here takes arbitrary bytes, never panics on its own
 //! account, and panics (an `assert!`) exactly when an invariant of the
@@ -14,7 +17,6 @@
 pub mod ingress;
 mod input;
 pub mod reassembly;
-pub mod rtp;
 pub mod tcp;
 pub mod wire;
 
@@ -32,9 +34,6 @@ pub const TARGETS: &[Target] = &[
     ("wire_icmpv6", wire::icmpv6),
     ("wire_udp", wire::udp),
     ("wire_tcp", wire::tcp),
-    ("rtp", rtp::rtp),
-    ("rtcp", rtp::rtcp),
-    ("relay_spec", rtp::relay_spec),
     ("reassembly_ipv4", reassembly::ipv4),
     ("reassembly_ipv6", reassembly::ipv6),
     ("tcp_conn", tcp::conn),

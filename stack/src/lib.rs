@@ -17,19 +17,15 @@
 
 mod bind_views;
 pub mod counters;
-#[cfg(test)]
-mod doc_examples;
 mod hash;
 pub mod iface;
 pub mod keys;
-pub mod media;
 pub mod neighbor;
 pub mod port;
 pub mod reassembly;
 pub mod route;
 pub mod route6;
 pub mod rss;
-pub mod rtp;
 pub mod socket;
 pub mod tcp;
 pub mod time;

@@ -1,6 +1,6 @@
 //! The RTP relay as a console service in stack mode: `rtp-relay start
 //! --sessions N --port-base P [--b-peer-base IP:Q] [--echo]`, `rtp-relay
-//! stop` and `show rtp`. It is `dpstack::stack::media::relay`, the relay
+//! stop` and `show rtp`. It is `dpstack::media::relay`, the relay
 //! `dpstack-rtp-relay` runs, composed into the console's handler
 //! ([`super::services::Services`] hands it the batches of its sockets and
 //! calls its poll), bound to the stack's first IPv4 address (and first
@@ -18,10 +18,8 @@
 use super::{Request, StackState};
 use crate::commands::{Command, Reply, Section, Token, Value};
 use crate::session::Session;
+use dpstack::media::relay::{self, LocalAddrs, Relay, RelayOptions, ReportConfig, StartError};
 use dpstack::stack::iface::Prefix;
-use dpstack::stack::media::relay::{
-    self, LocalAddrs, Relay, RelayOptions, ReportConfig, StartError,
-};
 use dpstack::stack::port::Buf;
 use std::net::{IpAddr, SocketAddr};
 
@@ -292,10 +290,10 @@ fn no_address_hint(v6: bool) -> String {
 mod tests {
     use super::*;
     use crate::stack::{LinkLine, StackPort};
+    use dpstack::media::rtp::RtpHeader;
     use dpstack::stack::iface::{Batch, InlineHandler, Interface, InterfaceConfig, LcoreContext};
     use dpstack::stack::port::memory::{MemBuf, MemPort, MemPortConfig};
     use dpstack::stack::port::{MacAddr, Port};
-    use dpstack::stack::rtp::RtpHeader;
     use dpstack::stack::time::{Duration, Instant};
     use dpstack::stack::udp::{BindOptions, SocketId};
 
