@@ -8,7 +8,7 @@
 //! connects and closes in a loop, so the range stays 95% full), and prints
 //! the rates and their ratio (`scripts/bench connect-crowded` reports it).
 
-use dpstack_stack::tcp::table::{ConnTable, ConnectMode, FourTuple};
+use dpstack_stack::tcp::table::{ConnTable, ConnectMode, FourTuple, PortSearch};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,9 +53,17 @@ fn run(mode: ConnectMode, secs: f64) -> f64 {
             std::thread::spawn(move || {
                 let mut count = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let Ok((port, _)) =
-                        table.connect(local(), peer(), RANGE, 1, mode, |_| false, |_| false)
-                    else {
+                    let Ok((port, _)) = table.connect(
+                        PortSearch {
+                            local_ip: local(),
+                            remote: peer(),
+                            range: RANGE,
+                            mode,
+                        },
+                        1,
+                        |_| false,
+                        |_| false,
+                    ) else {
                         continue;
                     };
                     table.remove(&FourTuple {

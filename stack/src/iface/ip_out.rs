@@ -1,22 +1,29 @@
 //! Sending an upper-layer packet that is already in a buffer (TCP
-//! segments): the IPv4 or IPv6 header and the Ethernet header go in front,
-//! the route picks the link and next hop, the neighbour cache its MAC (the
-//! packet waits in the neighbour's bounded queue while a request is out).
-//! Slow-path plumbing shared by protocols other than UDP, whose datagrams
+//! segments, pings): the IPv4 or IPv6 header and the Ethernet header go in
+//! front, the route picks the link and next hop, the neighbour cache its
+//! MAC (the packet waits in the neighbour's bounded queue while a request
+//! is out). Plumbing shared by protocols other than UDP, whose datagrams
 //! have their own paths in `tx.rs` and `tx6.rs`.
+//!
+//! [`IpOut`] is this layer as TCP's endpoint sees it: the implementation
+//! of [`SegmentOut`] over the pipeline's state and the poll's transmit
+//! context.
 
 use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
 use super::tx;
 use super::tx6;
 use super::Core;
-use crate::counters::{DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
+use crate::counters::{Counters, DropReason, Stat};
+use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
+use crate::tcp::endpoint::{PeerRoute, SegmentOut};
 use crate::time::Instant;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
-use crate::wire::ipv4::{Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
-use crate::wire::ipv6::{multicast_mac, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN};
-use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
+use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
+use crate::wire::ipv6::{
+    multicast_mac, next_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
+};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV6};
 
 /// Hop limit / TTL of packets we originate.
 const HOPS: u8 = 64;
@@ -28,13 +35,6 @@ pub(crate) struct CachedHop {
     generation: u64,
     link: usize,
     mac: MacAddr,
-}
-
-impl CachedHop {
-    /// The link it leaves through.
-    pub(crate) fn link(&self) -> usize {
-        self.link
-    }
 }
 
 /// The generation cached IPv6 hops are stamped with: IPv6 routes and
@@ -115,31 +115,24 @@ fn frame_ipv6<B: Buf>(
 
 /// Sends through a remembered next hop if it is still valid: no route
 /// lookup, no neighbour lookup. Hands `buf` back when it is not.
-pub(crate) fn send_cached<P: Port>(
+fn send_cached<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
-    hop: Option<CachedHop>,
-    (src, dst): (core::net::IpAddr, core::net::IpAddr),
+    hop: CachedHop,
+    (src, dst): (IpAddr, IpAddr),
     protocol: u8,
     mut buf: P::Buf,
 ) -> Result<Result<(), SendError>, P::Buf> {
-    let Some(hop) = hop else {
-        return Err(buf);
-    };
     let current = match dst {
-        core::net::IpAddr::V4(_) => core.generation(),
-        core::net::IpAddr::V6(_) => generation6(core),
+        IpAddr::V4(_) => core.generation(),
+        IpAddr::V6(_) => generation6(core),
     };
     if hop.generation != current {
         return Err(buf);
     }
     let framed = match (src, dst) {
-        (core::net::IpAddr::V4(s), core::net::IpAddr::V4(d)) => {
-            frame_ipv4(core, hop.link, (s, d), protocol, &mut buf)
-        }
-        (core::net::IpAddr::V6(s), core::net::IpAddr::V6(d)) => {
-            frame_ipv6(core, hop.link, (s, d), protocol, &mut buf)
-        }
+        (IpAddr::V4(s), IpAddr::V4(d)) => frame_ipv4(core, hop.link, (s, d), protocol, &mut buf),
+        (IpAddr::V6(s), IpAddr::V6(d)) => frame_ipv6(core, hop.link, (s, d), protocol, &mut buf),
         _ => Err(SendError::NoRoute),
     };
     if let Err(error) = framed {
@@ -147,11 +140,11 @@ pub(crate) fn send_cached<P: Port>(
     }
     set_destination_mac(&mut buf, hop.mac);
     Ok(match dst {
-        core::net::IpAddr::V4(_) => {
+        IpAddr::V4(_) => {
             tx::transmit_ipv4(core, out, hop.link, buf);
             Ok(())
         }
-        core::net::IpAddr::V6(_) => tx6::transmit6(core, out, hop.link, buf),
+        IpAddr::V6(_) => tx6::transmit6(core, out, hop.link, buf),
     })
 }
 
@@ -209,19 +202,103 @@ pub(crate) fn send_ipv6<P: Port>(
     }))
 }
 
-/// The link a packet to `dst` leaves through (for allocating its buffer
-/// from that port's pool), or `None` without a route.
-pub(crate) fn link_for<B: Buf>(
-    core: &mut Core<B>,
-    src: core::net::IpAddr,
-    dst: core::net::IpAddr,
-    scope: u32,
-) -> Option<usize> {
-    match (src, dst) {
-        (_, core::net::IpAddr::V4(dst)) => core.routes.next_hop(dst).map(|h| usize::from(h.port)),
-        (core::net::IpAddr::V6(src), core::net::IpAddr::V6(dst)) => {
-            tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)).map(|p| p.link)
+/// The IP layer for TCP's endpoint: the pipeline's state (without the
+/// endpoint, lent out while it runs) and the poll's transmit context.
+pub(crate) struct IpOut<'c, 'o, 'p, P: Port> {
+    pub(crate) core: &'c mut Core<P::Buf>,
+    pub(crate) out: &'o mut Out<'p, P>,
+}
+
+impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
+    type Buf = P::Buf;
+    type Hop = CachedHop;
+
+    #[inline]
+    fn counters(&self) -> &Counters {
+        &self.core.counters
+    }
+
+    #[inline]
+    fn checksum_ok(&self, offload: ChecksumStatus, verify: impl FnOnce() -> bool) -> bool {
+        self.core.config.checksum.accepts(offload, verify)
+    }
+
+    fn route(&mut self, local: IpAddr, remote: IpAddr, scope: u32) -> Option<PeerRoute> {
+        match (local, remote) {
+            (_, IpAddr::V4(dst)) => self.core.routes.next_hop(dst).map(|hop| PeerRoute {
+                link: usize::from(hop.port),
+                source: IpAddr::V4(hop.source),
+            }),
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let to = SocketAddrV6::new(dst, 0, 0, scope);
+                tx6::path6(self.core, src, &to).map(|path| PeerRoute {
+                    link: path.link,
+                    source: IpAddr::V6(path.source),
+                })
+            }
+            _ => None,
         }
-        _ => None,
+    }
+
+    fn path_mtu(&self, link: usize, remote: IpAddr) -> Option<usize> {
+        let link_mtu = self.core.links.get(link)?.mtu;
+        Some(match remote {
+            IpAddr::V4(dst) => self.core.path_mtu4(dst, link_mtu),
+            IpAddr::V6(dst) => self.core.path_mtu6(dst, link_mtu),
+        })
+    }
+
+    fn learn_path_mtu(&mut self, remote: IpAddr, mtu: usize, now: Instant) {
+        self.core.learn_path_mtu(remote, mtu, now);
+    }
+
+    #[inline]
+    fn alloc(&mut self, link: Option<usize>) -> Option<P::Buf> {
+        // No route: any pool will do (the send then fails for want of a
+        // route); the first link always exists.
+        self.out.alloc(link.unwrap_or(0))
+    }
+
+    #[inline]
+    fn hop_link(hop: &CachedHop) -> usize {
+        hop.link
+    }
+
+    fn send(
+        &mut self,
+        now: Instant,
+        (src, dst, scope): (IpAddr, IpAddr, u32),
+        buf: P::Buf,
+    ) -> Option<CachedHop> {
+        let sent = match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                send_ipv4(self.core, self.out, now, (s, d), protocol::TCP, buf)
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => send_ipv6(
+                self.core,
+                self.out,
+                now,
+                (s, d, scope),
+                next_header::TCP,
+                buf,
+            ),
+            _ => Err(SendError::NoRoute),
+        };
+        sent.ok().flatten()
+    }
+
+    #[inline]
+    fn send_cached(
+        &mut self,
+        hop: CachedHop,
+        (src, dst): (IpAddr, IpAddr),
+        buf: P::Buf,
+    ) -> Result<(), P::Buf> {
+        let protocol = if dst.is_ipv4() {
+            protocol::TCP
+        } else {
+            next_header::TCP
+        };
+        send_cached(self.core, self.out, hop, (src, dst), protocol, buf).map(|_| ())
     }
 }

@@ -13,7 +13,9 @@
 //! (RFC 6675 loss recovery from the scoreboard), [`rack`] (lost
 //! retransmissions by RACK's rule), [`table`] (the connection
 //! table `connect()` searches), [`wheel`] (the per-lcore timer wheel),
-//! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore). Options
+//! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore), and
+//! `endpoint` (the lcore's connections, listeners, queue pump and timers,
+//! talking to the IP layer through its `SegmentOut` trait). Options
 //! (MSS, window scale, timestamps, SACK permitted, SACK blocks) are parsed
 //! in [`crate::wire::tcp`]. SYN cookies have their place: the listener's
 //! SYN queue.
@@ -25,6 +27,7 @@ mod config;
 pub mod congestion;
 pub mod conn;
 pub mod cookie;
+pub(crate) mod endpoint;
 pub mod ids;
 pub mod input;
 mod output;

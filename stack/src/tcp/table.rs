@@ -47,6 +47,21 @@ pub struct FourTuple {
     pub remote: SocketAddr,
 }
 
+/// What a [`ConnTable::connect`] searches: a local port for a connection
+/// from `local_ip` to `remote`, among the ports of `range` (inclusive),
+/// checked as `mode` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortSearch {
+    /// Our address.
+    pub local_ip: core::net::IpAddr,
+    /// The peer's address and port.
+    pub remote: SocketAddr,
+    /// The ephemeral range (inclusive; either order).
+    pub range: (u16, u16),
+    /// How candidates are checked.
+    pub mode: ConnectMode,
+}
+
 /// How `connect` checks candidate ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectMode {
@@ -292,23 +307,25 @@ impl<V: TableValue> ConnTable<V> {
         true
     }
 
-    /// Picks a local port in `range` (inclusive) for a connection from
-    /// `local_ip` to `remote`, inserts it with `value`, and returns the
-    /// port and the value it took over, if any: an existing entry for a
-    /// candidate is taken over if `reusable` says so (a TIME-WAIT entry per
-    /// RFC 6191's rules; its owner must let it go). `in_use(port)` excludes
-    /// ports bound otherwise (listeners).
-    #[allow(clippy::too_many_arguments)]
+    /// Picks a local port in `search.range` (inclusive) for a connection
+    /// from `search.local_ip` to `search.remote`, inserts it with `value`,
+    /// and returns the port and the value it took over, if any: an existing
+    /// entry for a candidate is taken over if `reusable` says so (a
+    /// TIME-WAIT entry per RFC 6191's rules; its owner must let it go).
+    /// `in_use(port)` excludes ports bound otherwise (listeners).
     pub fn connect(
         &self,
-        local_ip: core::net::IpAddr,
-        remote: SocketAddr,
-        range: (u16, u16),
+        search: PortSearch,
         value: V,
-        mode: ConnectMode,
         reusable: impl Fn(&V) -> bool,
         in_use: impl Fn(u16) -> bool,
     ) -> Result<(u16, Option<V>), ConnectError> {
+        let PortSearch {
+            local_ip,
+            remote,
+            range,
+            mode,
+        } = search;
         let (low, high) = (range.0.min(range.1), range.0.max(range.1));
         let size = u32::from(high - low) + 1;
         // RFC 6056 algorithm 4: F (the offset) and G (the perturbation

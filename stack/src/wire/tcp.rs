@@ -140,7 +140,8 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
 
     /// True if the checksum over the segment and the pseudo-header sum
-    /// `pseudo` (of the right family) holds.
+    /// `pseudo` (of the right family) holds. Per segment.
+    #[inline]
     pub fn verify_checksum(&self, pseudo: u64) -> bool {
         checksum::fold(checksum::accumulate(pseudo, self.buffer.as_ref())) == 0xffff
     }
@@ -360,7 +361,8 @@ pub struct TcpRepr {
 }
 
 impl TcpRepr {
-    /// Parses the header of a checked segment.
+    /// Parses the header of a checked segment. Per segment.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(packet: &TcpPacket<T>) -> WireResult<TcpRepr> {
         Ok(TcpRepr {
             src_port: packet.src_port(),

@@ -5,6 +5,7 @@
 use crate::iface::tcp::TcpCore;
 use crate::iface::{ConnId, Interface};
 use crate::port::Buf;
+pub use crate::tcp::endpoint::TcpListenerInfo;
 use crate::tcp::table::FourTuple;
 use crate::tcp::{ConnStats, Connection, State};
 use core::net::SocketAddr;
@@ -40,21 +41,6 @@ pub struct TcpBufferMemory {
     pub used: usize,
     /// The most there may be.
     pub limit: usize,
-}
-
-/// A TCP listener (inline or queue mode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpListenerInfo {
-    /// The address it listens on.
-    pub local: SocketAddr,
-    /// Most handshakes it keeps in progress at once.
-    pub backlog: usize,
-    /// Handshakes in progress (connections in SYN-RECEIVED).
-    pub handshakes: usize,
-    /// Queue mode: connections accepted and not yet taken by the
-    /// application (0 for inline listeners, whose handler takes each at
-    /// once).
-    pub accept_queued: usize,
 }
 
 impl<B: Buf> Interface<B> {

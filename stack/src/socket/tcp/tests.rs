@@ -388,3 +388,72 @@ fn a_split_stream_reads_and_writes_from_two_threads_beyond_the_buffers() {
         sent.len()
     );
 }
+
+/// Queue mode on a host whose second link reaches the peer: the bytes a
+/// stream reads travel in buffers from that link's pool. The first link's
+/// pool is empty here, so a pump that took its buffers from link 0 would
+/// hand the application nothing.
+#[test]
+fn a_stream_on_the_second_link_reads_through_that_links_pool() {
+    use crate::iface::LinkConfig;
+    let (mut server, mut server_port) = host(A_MAC, A_IP);
+    server
+        .tcp_listen(SocketAddr::new(A_IP.into(), 7), 16)
+        .unwrap();
+    let unused_mac = MacAddr([2, 0, 0, 0, 9, 1]);
+    let unused = Ipv4Cidr::new(Ipv4Addr::new(10, 9, 0, 1), 24).unwrap();
+    let mut config = InterfaceConfig::with_links(vec![
+        LinkConfig::new(unused_mac, unused),
+        LinkConfig::new(B_MAC, Ipv4Cidr::new(B_IP, 24).unwrap()),
+    ]);
+    config.dad_transmits = 0;
+    let mut client = Interface::<MemBuf>::new(config).unwrap();
+    let empty = MemPort::new(MemPortConfig {
+        mac: unused_mac,
+        pool_size: 0,
+        ..MemPortConfig::default()
+    });
+    let reaching = MemPort::new(MemPortConfig {
+        mac: B_MAC,
+        ..MemPortConfig::default()
+    });
+    let handle = client.handle(reaching.pool(), 64);
+    let mut ports = [empty, reaching];
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        let start = Instant::now();
+        while !flag.load(Ordering::Relaxed) {
+            let now = crate::time::Instant::from_nanos(start.elapsed().as_nanos() as u64);
+            server.poll(&mut server_port, now, &mut InlineEcho);
+            for frame in server_port.take_tx() {
+                ports[1].push_rx(&frame);
+            }
+            client.poll_ports(&mut ports, now, &mut DropDatagrams);
+            for frame in ports[1].take_tx() {
+                server_port.push_rx(&frame);
+            }
+            ports[0].take_tx();
+            std::thread::yield_now();
+        }
+    });
+    let _running = Running {
+        stop,
+        thread: Some(thread),
+    };
+    let peer = SocketAddr::new(A_IP.into(), 7);
+    let mut stream = TcpStream::connect(&handle, peer, Some(Duration::from_secs(5))).unwrap();
+    let sent = data(20_000);
+    assert_eq!(stream_write_all(&mut stream, &sent), sent.len());
+    stream.shutdown();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf, Some(Duration::from_secs(5))) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read: {e} after {} bytes", got.len()),
+        }
+    }
+    assert!(got == sent, "{} of {} bytes back", got.len(), sent.len());
+}

@@ -49,11 +49,13 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
     for i in 0..100 {
         let port = table
             .connect(
-                LOCAL,
-                remote(80),
-                (5000, 5099),
+                PortSearch {
+                    local_ip: LOCAL,
+                    remote: remote(80),
+                    range: (5000, 5099),
+                    mode: ConnectMode::RcuFirst,
+                },
                 i,
-                ConnectMode::RcuFirst,
                 never,
                 free,
             )
@@ -64,11 +66,13 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
     }
     assert_eq!(
         table.connect(
-            LOCAL,
-            remote(80),
-            (5000, 5099),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(80),
+                range: (5000, 5099),
+                mode: ConnectMode::RcuFirst
+            },
             0,
-            ConnectMode::RcuFirst,
             never,
             free
         ),
@@ -77,11 +81,13 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
     // Another destination has the whole range again.
     assert!(table
         .connect(
-            LOCAL,
-            remote(81),
-            (5000, 5099),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(81),
+                range: (5000, 5099),
+                mode: ConnectMode::LockFirst
+            },
             0,
-            ConnectMode::LockFirst,
             never,
             free
         )
@@ -90,11 +96,13 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
     table.remove(&tuple(5042, 80));
     assert_eq!(
         table.connect(
-            LOCAL,
-            remote(80),
-            (5000, 5099),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(80),
+                range: (5000, 5099),
+                mode: ConnectMode::LockFirst
+            },
             0,
-            ConnectMode::LockFirst,
             never,
             free
         ),
@@ -103,11 +111,13 @@ fn connect_uses_the_whole_range_then_reports_exhaustion() {
     table.remove(&tuple(5043, 80));
     assert_eq!(
         table.connect(
-            LOCAL,
-            remote(80),
-            (5000, 5099),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(80),
+                range: (5000, 5099),
+                mode: ConnectMode::RcuFirst
+            },
             0,
-            ConnectMode::RcuFirst,
             never,
             |p| p == 5043
         ),
@@ -120,11 +130,13 @@ fn consecutive_connects_to_one_destination_do_not_restart_from_the_same_port() {
     let table: ConnTable<u32> = ConnTable::new(64, 13, !13);
     let first = table
         .connect(
-            LOCAL,
-            remote(80),
-            (1024, 65535),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(80),
+                range: (1024, 65535),
+                mode: ConnectMode::RcuFirst,
+            },
             0,
-            ConnectMode::RcuFirst,
             never,
             free,
         )
@@ -133,11 +145,13 @@ fn consecutive_connects_to_one_destination_do_not_restart_from_the_same_port() {
     table.remove(&tuple(first, 80));
     let second = table
         .connect(
-            LOCAL,
-            remote(80),
-            (1024, 65535),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(80),
+                range: (1024, 65535),
+                mode: ConnectMode::RcuFirst,
+            },
             0,
-            ConnectMode::RcuFirst,
             never,
             free,
         )
@@ -157,11 +171,13 @@ fn a_reusable_time_wait_entry_is_taken_over() {
     }
     let port = table
         .connect(
-            LOCAL,
-            remote(80),
-            (7000, 7009),
+            PortSearch {
+                local_ip: LOCAL,
+                remote: remote(80),
+                range: (7000, 7009),
+                mode: ConnectMode::RcuFirst,
+            },
             3,
-            ConnectMode::RcuFirst,
             |&v| v == 1,
             free,
         )
@@ -201,11 +217,13 @@ fn threads_connecting_at_once_never_share_a_four_tuple() {
                     let mut refused = 0;
                     for i in 0..40 {
                         match table.connect(
-                            LOCAL,
-                            remote(443),
-                            (20000, 20199),
+                            PortSearch {
+                                local_ip: LOCAL,
+                                remote: remote(443),
+                                range: (20000, 20199),
+                                mode,
+                            },
                             t * 1000 + i,
-                            mode,
                             never,
                             free,
                         ) {

@@ -7,7 +7,7 @@
 //! aborts a connection still in SYN-SENT; anything else is a soft error.
 //!
 //! Runs on the owning lcore for ICMP errors only (not per data packet): the
-//! path-MTU table may grow here, within its bound.
+//! IP layer's path-MTU table may grow here, within its bound.
 
 use super::*;
 
@@ -66,66 +66,57 @@ pub(crate) enum IcmpKind {
     Soft,
 }
 
-impl From<PeerError> for IcmpKind {
-    fn from(error: PeerError) -> IcmpKind {
-        match error {
-            PeerError::TooBig { mtu } => IcmpKind::TooBig(mtu as usize),
-            PeerError::Refused => IcmpKind::Unreachable(TcpError::Refused),
-            PeerError::Unreachable => IcmpKind::Unreachable(TcpError::Unreachable),
-            PeerError::TimeExceeded | PeerError::ParameterProblem => IcmpKind::Soft,
+impl<B: Buf, H: Copy> Endpoint<B, H> {
+    /// An ICMP(v6) error quoting one of our TCP segments (see the module
+    /// documentation).
+    pub(crate) fn icmp_error<O: SegmentOut<Buf = B, Hop = H>>(
+        &mut self,
+        ip: &mut O,
+        now: Instant,
+        quote: IcmpQuote,
+        kind: IcmpKind,
+    ) {
+        let Some(id) = self.table.lookup(&quote.tuple).map(ConnRef::id) else {
+            return ip.counters().count_drop(DropReason::TcpIcmpNoConnection);
+        };
+        let Some(conn) = self.peek(id) else {
+            return ip.counters().count_drop(DropReason::TcpIcmpNoConnection);
+        };
+        if !conn.quoted_in_flight(quote.seq) {
+            return ip.counters().count_drop(DropReason::TcpIcmpOutOfWindow);
         }
-    }
-}
-
-/// An ICMP(v6) error quoting one of our TCP segments (see the module
-/// documentation).
-pub(crate) fn icmp_error<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    quote: IcmpQuote,
-    kind: IcmpKind,
-) {
-    let Some(id) = core.tcp.table.lookup(&quote.tuple).map(ConnRef::id) else {
-        return core.counters.count_drop(DropReason::TcpIcmpNoConnection);
-    };
-    let Some(conn) = core.tcp.peek(id) else {
-        return core.counters.count_drop(DropReason::TcpIcmpNoConnection);
-    };
-    if !conn.quoted_in_flight(quote.seq) {
-        return core.counters.count_drop(DropReason::TcpIcmpOutOfWindow);
-    }
-    match kind {
-        IcmpKind::TooBig(reported) => {
-            // The router could not forward the quoted packet, so the MTU it
-            // reports is below that packet's size; one that is not names
-            // no MTU this segment exceeded (RFC 5927 7.2: forged or
-            // confused).
-            if reported >= quote.sent {
-                return core.counters.count_drop(DropReason::TcpIcmpOutOfWindow);
+        match kind {
+            IcmpKind::TooBig(reported) => {
+                // The router could not forward the quoted packet, so the MTU it
+                // reports is below that packet's size; one that is not names
+                // no MTU this segment exceeded (RFC 5927 7.2: forged or
+                // confused).
+                if reported >= quote.sent {
+                    return ip.counters().count_drop(DropReason::TcpIcmpOutOfWindow);
+                }
+                ip.counters().count(Stat::TcpIcmpTooBigs);
+                let remote = quote.tuple.remote.ip();
+                let (floor, ip_len) = match remote {
+                    IpAddr::V4(_) => (MIN_PATH_MTU4, 20),
+                    IpAddr::V6(_) => (MIN_PATH_MTU6, 40),
+                };
+                let mtu = reported.max(floor);
+                ip.learn_path_mtu(remote, mtu, now);
+                let path_mss = (mtu - ip_len - TCP_LEN) as u16;
+                if self.conn(id).is_some_and(|c| c.lower_mss(path_mss)) {
+                    ip.counters().count(Stat::TcpMssLowered);
+                    self.after_activity(ip, now, id);
+                }
             }
-            core.counters.count(Stat::TcpIcmpTooBigs);
-            let remote = quote.tuple.remote.ip();
-            let (floor, ip_len) = match remote {
-                IpAddr::V4(_) => (MIN_PATH_MTU4, 20),
-                IpAddr::V6(_) => (MIN_PATH_MTU6, 40),
-            };
-            let mtu = reported.max(floor);
-            core.learn_path_mtu(remote, mtu, now);
-            let path_mss = (mtu - ip_len - TCP_LEN) as u16;
-            if core.tcp.conn(id).is_some_and(|c| c.lower_mss(path_mss)) {
-                core.counters.count(Stat::TcpMssLowered);
-                after_activity(core, out, now, id);
+            IcmpKind::Unreachable(error) => {
+                if self.conn(id).is_some_and(|c| c.unreachable(error)) {
+                    ip.counters().count(Stat::TcpIcmpAborts);
+                    self.after_activity(ip, now, id);
+                } else {
+                    ip.counters().count(Stat::TcpIcmpSoftErrors);
+                }
             }
+            IcmpKind::Soft => ip.counters().count(Stat::TcpIcmpSoftErrors),
         }
-        IcmpKind::Unreachable(error) => {
-            if core.tcp.conn(id).is_some_and(|c| c.unreachable(error)) {
-                core.counters.count(Stat::TcpIcmpAborts);
-                after_activity(core, out, now, id);
-            } else {
-                core.counters.count(Stat::TcpIcmpSoftErrors);
-            }
-        }
-        IcmpKind::Soft => core.counters.count(Stat::TcpIcmpSoftErrors),
     }
 }

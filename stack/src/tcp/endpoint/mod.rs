@@ -1,37 +1,43 @@
-//! TCP on the lcore: segments from the IPv4 and IPv6 receive paths go to
-//! their connection (the shared [`ConnTable`], read without locks) or to a
-//! listener (a SYN makes a connection in SYN-RECEIVED); segments for
-//! nothing get a reset. Connections live in a slab owned by the lcore; what
-//! they send is framed here (TCP header, checksum, then `ip_out`), their
-//! deadlines sit in a timer wheel walked every poll, and what the application
-//! should hear (accepted, readable, closed) is queued as events the
-//! handler gets after the burst (inline mode).
+//! TCP's endpoint on the lcore: the connection slab, the listeners, the
+//! queue pump that serves application threads, segment input, the timers
+//! and the pacing heap. Segments from the IP layer go to their connection
+//! (the shared [`ConnTable`], read without locks) or to a listener (a SYN
+//! makes a connection in SYN-RECEIVED); segments for nothing get a reset.
+//! What connections send is framed here (TCP header and checksum) and
+//! handed to the IP layer through [`SegmentOut`], a small trait the
+//! endpoint is generic over (no `dyn` per segment); their deadlines sit in
+//! a timer wheel walked every poll, and what the application should hear
+//! (accepted, readable, closed) is queued as events the handler gets after
+//! the burst (inline mode).
 //!
-//! Files: this one holds the types, the slab and the per-connection
-//! bookkeeping after any activity; [`segment`] receives and frames
-//! segments; [`open`] listens and connects; [`queue`] serves application
-//! threads (queue mode); [`icmp`] takes ICMP errors about our segments
-//! (path MTU discovery, unreachable peers).
+//! Invariants: a [`ConnId`] names a slot and its generation, so a stale id
+//! finds nothing; every connection in the slab is in the connection table
+//! under its 4-tuple (a connect's placeholder entry is replaced before
+//! anything can look it up); a listener's place is reused only once no
+//! handshake it started is pending.
+//!
+//! Files: this one holds the types and the slab; [`ip`] the interface to
+//! IP; `activity` the bookkeeping after any activity on a connection
+//! (what it owes, its timer, its events), the deferred list, the pacing
+//! heap and the timers; `segment` receives and frames segments; `open`
+//! listens and connects; `queue` serves application threads (queue mode)
+//! through the queues of [`stream`]; `icmp` takes ICMP errors about our
+//! segments (path MTU discovery, unreachable peers).
 
-use super::ip_out;
-use super::transmit::Out;
-use super::Core;
 use crate::bind_views::{key_of, overlap, views, Views};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::keys::Keys;
-use crate::port::{Buf, ChecksumStatus, Port};
-use crate::socket::tcp::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
+use crate::port::{Buf, ChecksumStatus};
 use crate::tcp::challenge::ChallengeAckLimit;
 use crate::tcp::conn::{ts_clock, window_shift_for, DEFAULT_MSS};
 use crate::tcp::cookie::{self, SynCookies};
-use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, TableValue};
+use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, PortSearch, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{
     BufferBudget, BufferPool, Connection, LossEvents, Refusal, Seq, State, TcpConfig, TcpError,
     Verdict,
 };
 use crate::time::{Duration, Instant};
-use crate::udp::PeerError;
 use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use crate::wire::ipv6::{next_header, pseudo_header};
@@ -40,23 +46,38 @@ use core::cmp::Reverse;
 use core::net::{IpAddr, SocketAddr};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
+use stream::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
 
+mod activity;
 mod icmp;
+pub(crate) mod ip;
 mod open;
 mod queue;
 mod segment;
+pub(crate) mod stream;
 
-use open::*;
-use queue::*;
-use segment::*;
-
-pub(crate) use icmp::{icmp_error, IcmpKind, IcmpQuote};
-pub(crate) use open::{connect, listen, listener_id, unlisten_inline};
-pub(crate) use queue::{attend, connect_queued, listen_queued, unlisten};
-pub(crate) use segment::{flush, input};
+pub(crate) use icmp::{IcmpKind, IcmpQuote};
+pub(crate) use ip::{PeerRoute, SegmentOut};
+use segment::mss_for;
+pub(crate) use segment::Arrival;
 
 use crate::tcp::ids::ConnRef;
 pub use crate::tcp::ids::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};
+
+/// A TCP listener (inline or queue mode), as the console shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpListenerInfo {
+    /// The address it listens on.
+    pub local: SocketAddr,
+    /// Most handshakes it keeps in progress at once.
+    pub backlog: usize,
+    /// Handshakes in progress (connections in SYN-RECEIVED).
+    pub handshakes: usize,
+    /// Queue mode: connections accepted and not yet taken by the
+    /// application (0 for inline listeners, whose handler takes each at
+    /// once).
+    pub accept_queued: usize,
+}
 
 struct Listener<B: Buf> {
     local: SocketAddr,
@@ -96,7 +117,7 @@ impl<B: Buf> Listener<B> {
     }
 }
 
-struct Slot<B: Buf> {
+struct Slot<B: Buf, H> {
     conn: Connection,
     /// Queue mode: the application thread's side.
     stream: Option<Arc<StreamQueue<B>>>,
@@ -104,7 +125,7 @@ struct Slot<B: Buf> {
     /// the send buffer: (buffer, bytes taken).
     tx_partial: Option<(B, usize)>,
     /// The next hop its segments take, while valid.
-    hop: Option<ip_out::CachedHop>,
+    hop: Option<H>,
     tuple: FourTuple,
     /// The listener that made it (until its handshake completes).
     listener: Option<usize>,
@@ -123,17 +144,23 @@ struct Slot<B: Buf> {
     /// Inline mode: a write took less than it was given; the handler hears
     /// `Readable` once half the send buffer is free again.
     write_blocked: bool,
-    /// In [`TcpCore::deferred`]: its bookkeeping (and what it owes) waits
+    /// In [`Endpoint::deferred`]: its bookkeeping (and what it owes) waits
     /// for the end of the receive burst.
     deferred: bool,
-    /// In [`TcpCore::paced`]: pacing holds its next data segment.
+    /// In [`Endpoint::paced`]: pacing holds its next data segment.
     paced: bool,
 }
 
-impl<B: Buf> Slot<B> {
+impl<B: Buf, H> Slot<B, H> {
     /// A connection listener `l` made for a peer on `tuple`: from a SYN
     /// (quiet until it opens) or from a SYN cookie's ACK.
-    fn passive(conn: Connection, tuple: FourTuple, l: usize, scope: u32, quiet: bool) -> Slot<B> {
+    fn passive(
+        conn: Connection,
+        tuple: FourTuple,
+        l: usize,
+        scope: u32,
+        quiet: bool,
+    ) -> Slot<B, H> {
         Slot {
             conn,
             stream: None,
@@ -154,10 +181,11 @@ impl<B: Buf> Slot<B> {
     }
 }
 
-/// The lcore's TCP state.
-pub(crate) struct TcpCore<B: Buf> {
+/// The lcore's TCP endpoint: its connections (with the next hop each
+/// remembers, `H`: [`SegmentOut::Hop`]), listeners and timers.
+pub(crate) struct Endpoint<B: Buf, H> {
     pub(crate) config: TcpConfig,
-    slots: Vec<Option<Slot<B>>>,
+    slots: Vec<Option<Slot<B, H>>>,
     generations: Vec<u32>,
     free: Vec<u32>,
     pub(crate) table: Arc<ConnTable<ConnRef>>,
@@ -190,18 +218,18 @@ pub(crate) struct TcpCore<B: Buf> {
     /// first: looked at every poll, as the timer wheel's millisecond is
     /// coarser than pacing's gaps.
     paced: BinaryHeap<Reverse<(Instant, u32, u32)>>,
-    /// A packet buffer (and the link whose pool it came from) that a flush
-    /// took but had nothing to put in: the next flush on that link uses it
-    /// instead of a pool round trip.
-    pub(crate) held_tx: Option<(usize, B)>,
+    /// A packet buffer (and the link whose pool it came from; `None`: the
+    /// pool taken without a route) that a flush took but had nothing to put
+    /// in: the next flush on that link uses it instead of a pool round trip.
+    held_tx: Option<(Option<usize>, B)>,
 }
 
 /// Most bytes of freed ring storage an lcore keeps for its next rings.
 const POOL_KEEP: usize = 32 << 20;
 
-impl<B: Buf> core::fmt::Debug for TcpCore<B> {
+impl<B: Buf, H> core::fmt::Debug for Endpoint<B, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("TcpCore")
+        f.debug_struct("Endpoint")
             .field("connections", &(self.slots.len() - self.free.len()))
             .field("listeners", &self.listeners.len())
             .finish()
@@ -211,8 +239,9 @@ impl<B: Buf> core::fmt::Debug for TcpCore<B> {
 /// Room kept in front of a segment's payload for its headers.
 const HEADROOM: usize = 14 + 40 + 60;
 
-impl<B: Buf> TcpCore<B> {
-    pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
+impl<B: Buf, H: Copy> Endpoint<B, H> {
+    /// An endpoint with no connections or listeners, keyed by `keys`.
+    pub(crate) fn new(config: TcpConfig, keys: &Keys) -> Endpoint<B, H> {
         let pool = BufferPool::new(
             BufferBudget::new(config.buffer_memory),
             POOL_KEEP.min(config.buffer_memory / 8),
@@ -220,7 +249,7 @@ impl<B: Buf> TcpCore<B> {
         let ephemeral = config.ephemeral_ports;
         let challenge_limit = ChallengeAckLimit::new(config.challenge_ack_limit, keys.jitter);
         let buckets = config.conn_buckets;
-        TcpCore {
+        Endpoint {
             config,
             slots: Vec::new(),
             generations: Vec::new(),
@@ -244,7 +273,7 @@ impl<B: Buf> TcpCore<B> {
     }
 
     /// Connection `id`'s slot and the lcore's buffer pool, together.
-    fn slot_and_pool(&mut self, id: ConnId) -> Option<(&mut Slot<B>, &mut BufferPool)> {
+    fn slot_and_pool(&mut self, id: ConnId) -> Option<(&mut Slot<B, H>, &mut BufferPool)> {
         let index = id.index as usize;
         if self.generations.get(index) != Some(&id.generation) {
             return None;
@@ -276,7 +305,7 @@ impl<B: Buf> TcpCore<B> {
         self.slots.get(index)?.as_ref().map(|s| s.tuple)
     }
 
-    fn slot(&mut self, id: ConnId) -> Option<&mut Slot<B>> {
+    fn slot(&mut self, id: ConnId) -> Option<&mut Slot<B, H>> {
         let index = id.index as usize;
         if self.generations.get(index) != Some(&id.generation) {
             return None;
@@ -289,7 +318,7 @@ impl<B: Buf> TcpCore<B> {
         self.slots.len() - self.free.len() >= self.config.max_connections
     }
 
-    fn add(&mut self, slot: Slot<B>) -> ConnId {
+    fn add(&mut self, slot: Slot<B, H>) -> ConnId {
         let index = match self.free.pop() {
             Some(index) => index,
             None => {
@@ -431,7 +460,7 @@ impl<B: Buf> TcpCore<B> {
             .is_some_and(|q| q.streams.is_full())
     }
 
-    /// [`TcpCore::listener_for`], if it can take a SYN: its backlog of
+    /// [`Endpoint::listener_for`], if it can take a SYN: its backlog of
     /// handshakes and its accept queue have room.
     fn listener_with_room(&self, tuple: &FourTuple) -> Option<usize> {
         let l = self.listener_for(tuple)?;
@@ -461,10 +490,7 @@ impl<B: Buf> TcpCore<B> {
     }
 
     /// Every open listener with its queue depths. Control path only.
-    pub(crate) fn each_listener(
-        &self,
-    ) -> impl Iterator<Item = super::inspect::TcpListenerInfo> + '_ {
-        use super::inspect::TcpListenerInfo;
+    pub(crate) fn each_listener(&self) -> impl Iterator<Item = TcpListenerInfo> + '_ {
         let open = self.listeners.iter().filter(|l| l.backlog > 0);
         open.map(|l| TcpListenerInfo {
             local: l.local,
@@ -483,293 +509,4 @@ fn keyed(key: [u64; 2], tuple: &FourTuple) -> u64 {
     let mut hasher = std::hash::SipHasher::new_with_keys(key[0], key[1]);
     tuple.hash(&mut hasher);
     hasher.finish()
-}
-
-/// After a segment, a timer or an application call touched connection
-/// `id`: send what it owes, re-arm its timer, report what the handler
-/// should hear, and free it once closed (or keep it in TIME-WAIT).
-pub(crate) fn after_activity<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    id: ConnId,
-) {
-    pump(core, out, id);
-    flush(core, out, now, id);
-    let tcp = &mut core.tcp;
-    let Some(slot) = tcp.slot(id) else {
-        return;
-    };
-    count_loss_events(&core.counters, slot.conn.take_loss_events());
-    let state = slot.conn.state();
-    let mut from_listener = None;
-    if let Some(l) = slot.listener {
-        if state != State::SynReceived {
-            slot.listener = None;
-            from_listener = Some(l);
-            if let Some(listener) = tcp.listeners.get_mut(l) {
-                listener.pending = listener.pending.saturating_sub(1);
-            }
-        }
-    }
-    let Some(slot) = tcp.slot(id) else {
-        return;
-    };
-    let opened = !matches!(state, State::SynSent | State::SynReceived | State::Closed);
-    if opened && !slot.announced {
-        slot.announced = true;
-        let active = slot.active;
-        let tuple = slot.tuple;
-        let queued = from_listener
-            .and_then(|l| tcp.listeners.get(l))
-            .and_then(|l| l.accept.clone());
-        match (&tcp.slot(id).and_then(|s| s.stream.clone()), queued) {
-            (Some(stream), _) => {
-                // A connect from an application thread completed.
-                stream.set(OPEN);
-                stream.waker.wake();
-            }
-            (None, Some(queue)) if !active => {
-                // Queue mode: the application accepts it from its queue.
-                let stream = Arc::new(StreamQueue::new());
-                *stream.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
-                *stream.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(tuple.remote);
-                stream.set(OPEN);
-                if queue.streams.push(Arc::clone(&stream)).is_ok() {
-                    if let Some(slot) = tcp.slot(id) {
-                        slot.stream = Some(stream);
-                    }
-                    queue.waker.wake();
-                } else {
-                    // Not reached: input drops the ACK that would complete
-                    // a handshake while the queue is full, and only this
-                    // lcore pushes. Were it reached, the connection could
-                    // only be reset.
-                    core.counters.count_drop(DropReason::TcpListenOverflow);
-                    core.counters.count(Stat::TcpListenOverflows);
-                    if let Some(slot) = core.tcp.slot(id) {
-                        slot.conn.abort();
-                    }
-                    return after_activity(core, out, now, id);
-                }
-            }
-            _ => {
-                let event = match from_listener {
-                    _ if active => Some(TcpEvent::Connected),
-                    Some(l) => tcp.listeners.get(l).map(|x| TcpEvent::Accepted(x.id(l))),
-                    None => None,
-                };
-                if let Some(event) = event {
-                    tcp.events.push((id, event));
-                }
-            }
-        }
-    }
-    let tcp = &mut core.tcp;
-    let Some(slot) = tcp.slot(id) else {
-        return;
-    };
-    if slot.stream.is_some() && opened {
-        // Data may have arrived with the handshake: move it now.
-        slot.quiet = true;
-    }
-    if matches!(state, State::TimeWait | State::Closed) {
-        if let Some((slot, pool)) = tcp.slot_and_pool(id) {
-            slot.conn.release_buffers(pool);
-        }
-    }
-    let Some(slot) = tcp.slot(id) else {
-        return;
-    };
-    if state == State::Closed {
-        let error = slot.conn.error();
-        let report = slot.announced || slot.active;
-        if let Some(stream) = slot.stream.take() {
-            stream
-                .error
-                .store(error_code(error), core::sync::atomic::Ordering::Release);
-            stream.set(CLOSED);
-            stream.waker.wake();
-            tcp.remove(id);
-            return;
-        }
-        tcp.remove(id);
-        if report {
-            tcp.events.push((id, TcpEvent::Closed(error)));
-        }
-        return;
-    }
-    let queue_mode = slot.stream.is_some();
-    let writable = slot.write_blocked && slot.conn.send_room() >= slot.conn.send_limit() / 2;
-    if writable {
-        slot.write_blocked = false;
-    }
-    let readable = !queue_mode
-        && slot.announced
-        && (writable || !slot.quiet && (slot.conn.recv_ready() > 0 || slot.conn.at_eof()));
-    if readable {
-        slot.quiet = true;
-    }
-    let tuple = slot.tuple;
-    if readable {
-        tcp.events.push((id, TcpEvent::Readable));
-    }
-    if state == State::TimeWait && !tcp.slot(id).is_some_and(|s| s.marked_time_wait) {
-        tcp.table.update(&tuple, ConnRef::new(id, true));
-        if let Some(slot) = tcp.slot(id) {
-            slot.marked_time_wait = true;
-        }
-    }
-    let Some(slot) = tcp.slot(id) else {
-        return;
-    };
-    if let Some(release) = slot.conn.take_pacing_release().filter(|_| !slot.paced) {
-        slot.paced = true;
-        tcp.paced.push(Reverse((release, id.index, id.generation)));
-        core.counters.count(Stat::TcpPacingWaits);
-    }
-    let Some(slot) = tcp.slot(id) else {
-        return;
-    };
-    if let Some(deadline) = slot.conn.next_deadline() {
-        if slot.armed.is_none_or(|armed| deadline < armed) {
-            slot.armed = Some(deadline);
-            tcp.timers.insert(deadline, id);
-        }
-    }
-}
-
-/// Sends what pacing held back from the connections whose release time
-/// has come. A connection held again goes back with a later release, so
-/// each is served at most once per call.
-pub(crate) fn run_paced<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
-    for _ in 0..core.tcp.paced.len() {
-        match core.tcp.paced.peek() {
-            Some(&Reverse((release, index, generation))) if release <= now => {
-                core.tcp.paced.pop();
-                let id = ConnId { index, generation };
-                if let Some(slot) = core.tcp.slot(id) {
-                    slot.paced = false;
-                    after_activity(core, out, now, id);
-                }
-            }
-            _ => return,
-        }
-    }
-}
-
-/// The end of a receive burst: the bookkeeping of every connection whose
-/// segments [`input`] deferred.
-pub(crate) fn run_deferred<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
-    if core.tcp.deferred.is_empty() {
-        return;
-    }
-    let mut deferred = core::mem::take(&mut core.tcp.deferred);
-    for id in deferred.drain(..) {
-        if let Some(slot) = core.tcp.slot(id) {
-            slot.deferred = false;
-            after_activity(core, out, now, id);
-        }
-    }
-    core.tcp.deferred = deferred;
-}
-
-/// Adds a connection's loss-recovery events to the lcore's counters.
-fn count_loss_events(counters: &Counters, events: LossEvents) {
-    if events == LossEvents::default() {
-        return;
-    }
-    counters.add(Stat::TcpSackRecovery, u64::from(events.sack_recoveries));
-    counters.add(Stat::TcpRenoRecovery, u64::from(events.reno_recoveries));
-    counters.add(Stat::TcpFastRetrans, u64::from(events.fast_retransmits));
-    counters.add(Stat::TcpLossProbes, u64::from(events.loss_probes));
-    counters.add(Stat::TcpDSACKRecv, u64::from(events.dsacks_received));
-    counters.add(Stat::TcpDSACKOldSent, u64::from(events.dsacks_old_sent));
-    counters.add(Stat::TcpDSACKOfoSent, u64::from(events.dsacks_ofo_sent));
-    counters.add(Stat::TcpOFODrop, u64::from(events.ofo_drops));
-    counters.add(Stat::TcpLostRetransmit, u64::from(events.lost_retransmits));
-    counters.add(Stat::TcpMtuBlackHole, u64::from(events.mtu_black_holes));
-    counters.add(Stat::TcpMtupSuccess, u64::from(events.mtu_probe_successes));
-    counters.add(Stat::TcpMtupFail, u64::from(events.mtu_probe_failures));
-    counters.add(Stat::TcpZeroWindowDrop, u64::from(events.zero_window_drops));
-    counters.add(Stat::TcpRcvQDrop, u64::from(events.rcv_memory_drops));
-    counters.add_drops(DropReason::TcpMemLimit, u64::from(events.rcv_memory_drops));
-    counters.add(Stat::TcpMemoryLimited, u64::from(events.memory_limited));
-}
-
-/// Runs the connections' timers that are due.
-pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
-    if core.tcp.timers.is_empty() {
-        return;
-    }
-    let mut due = core::mem::take(&mut core.tcp.due);
-    core.tcp.timers.expire(now, &mut due);
-    for (deadline, id) in due.drain(..) {
-        let Some(slot) = core.tcp.slot(id) else {
-            continue;
-        };
-        if slot.armed == Some(deadline) {
-            slot.armed = None;
-        }
-        let retries = slot.conn.retries;
-        let probes = (slot.conn.window_probes, slot.conn.keepalives);
-        slot.conn.on_timer(now);
-        if slot.conn.retries > retries {
-            core.counters.count(Stat::TcpRetransTimeouts);
-        }
-        if slot.conn.window_probes > probes.0 {
-            core.counters.count(Stat::TcpWinProbe);
-        }
-        if slot.conn.keepalives > probes.1 {
-            core.counters.count(Stat::TcpKeepAlive);
-        }
-        slot.quiet = false;
-        after_activity(core, out, now, id);
-    }
-    core.tcp.due = due;
-}
-
-/// The application's calls on a connection (inline, or through the
-/// interface), each followed by what the connection then owes.
-pub(crate) fn with_conn<P: Port, T>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    id: ConnId,
-    call: impl FnOnce(&mut Connection, &mut BufferPool) -> T,
-) -> Option<T> {
-    let (slot, pool) = core.tcp.slot_and_pool(id)?;
-    let before = (slot.conn.recv_ready(), slot.conn.send_room());
-    let result = call(&mut slot.conn, pool);
-    // Readiness is reported again only if the call changed it (a read
-    // that took bytes, a write that took room): a read that finds nothing,
-    // at the end of the stream, must not schedule another event, or an
-    // application that reads on every event would be woken every poll.
-    if (slot.conn.recv_ready(), slot.conn.send_room()) != before {
-        slot.quiet = false;
-    }
-    after_activity(core, out, now, id);
-    Some(result)
-}
-
-/// The application's write on connection `id` (inline): what fits is
-/// queued; if not all of it, the handler hears `Readable` once half the
-/// send buffer is free.
-pub(crate) fn send<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    id: ConnId,
-    data: &[u8],
-) -> Result<usize, TcpError> {
-    let sent = with_conn(core, out, now, id, |c, pool| c.send(data, pool))
-        .unwrap_or(Err(TcpError::NotConnected));
-    let blocked = match sent {
-        Ok(n) => n < data.len(),
-        Err(error) => error == TcpError::NoBufferMemory,
-    };
-    if let (true, Some(slot)) = (blocked, core.tcp.slot(id)) {
-        slot.write_blocked = true;
-    }
-    sent
 }
