@@ -9,6 +9,7 @@ use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
 use super::tx;
 use super::tx6;
+use super::udp;
 use super::Core;
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
@@ -192,7 +193,7 @@ pub(crate) fn send_ipv6<P: Port>(
     next_header: u8,
     mut buf: P::Buf,
 ) -> Result<Option<CachedHop>, SendError> {
-    let Some(path) = tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
+    let Some(path) = udp::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
         core.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
@@ -220,7 +221,7 @@ pub(crate) fn link_for<B: Buf>(
     match (src, dst) {
         (_, core::net::IpAddr::V4(dst)) => core.routes.next_hop(dst).map(|h| usize::from(h.port)),
         (core::net::IpAddr::V6(src), core::net::IpAddr::V6(dst)) => {
-            tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)).map(|p| p.link)
+            udp::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)).map(|p| p.link)
         }
         _ => None,
     }

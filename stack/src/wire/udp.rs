@@ -4,7 +4,9 @@ use super::checksum;
 use super::{read_u16, write_u16, WireError, WireResult};
 use core::net::Ipv4Addr;
 
-mod field {
+/// Field offsets in the UDP header (the fast paths index frames with them too).
+pub mod field {
+    #![allow(missing_docs)]
     pub const SRC_PORT: usize = 0;
     pub const DST_PORT: usize = 2;
     pub const LENGTH: usize = 4;

@@ -128,7 +128,7 @@ pub(super) fn connect_with<P: Port>(
                 .source,
         ),
         IpAddr::V6(dst) => {
-            let path = crate::iface::tx6::path6(
+            let path = crate::iface::udp::path6(
                 core,
                 core::net::Ipv6Addr::UNSPECIFIED,
                 &core::net::SocketAddrV6::new(dst, 0, 0, scope),

@@ -1,8 +1,9 @@
 //! IPv6 routes with gateways (static, and the default route router
 //! advertisements give when asked to): the next hop is resolved with
-//! Neighbor Discovery on the gateway's link.
+//! Neighbor Discovery on the gateway's link. A socket keeps its route to
+//! its latest destination for sends and forwards until a route changes.
 
-use super::ipv6::{ip6_icmp, parse6, parse_udp6, stack6, GLOBAL, PEER_LL};
+use super::ipv6::{ip6_icmp, ip6_udp, parse6, parse_udp6, stack6, GLOBAL, PEER6, PEER_LL};
 use super::*;
 use crate::route::Ipv6Cidr;
 use crate::wire::icmpv6::{msg_type as icmp6, NdpRepr};
@@ -206,4 +207,144 @@ fn router_advertisements_give_a_default_route_only_when_asked() {
     port.push_rx(&forwarded);
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 1);
+}
+
+/// How many route lookups the interface did so far.
+fn lookups(iface: &Interface<MemBuf>) -> u64 {
+    iface.counters().get(Stat::RouteLookups)
+}
+
+/// The stack of [`stack6`] knowing `PEER6` (at `PEER_MAC`), with a socket
+/// bound to our global address.
+fn stack_knowing_peer6() -> (Interface<MemBuf>, MemPort, SocketId) {
+    let (mut iface, mut port) = stack6();
+    super::ipv6::learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let socket = iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 5000, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    (iface, port, socket)
+}
+
+/// After a route to `PEER6` through the gateway `PEER_LL` appears, the
+/// next datagram to `PEER6` waits for that gateway: the only frame out is
+/// the solicitation for it.
+fn assert_rerouted_through_gateway(port: &mut MemPort) {
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "the new route's gateway is solicited");
+    let (_, _, dst, _, message) = parse6(&out[0]);
+    assert_eq!(dst, solicited_node(PEER_LL));
+    assert!(matches!(
+        NdpRepr::parse(&message).unwrap(),
+        NdpRepr::Solicitation {
+            target: PEER_LL,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn an_ipv6_socket_keeps_its_route_until_a_route_changes() {
+    let (mut iface, mut port, socket) = stack_knowing_peer6();
+    let peer = SocketAddrV6::new(PEER6, 53, 0, 0);
+    let send = |iface: &mut Interface<MemBuf>, port: &mut MemPort| {
+        iface
+            .send_to(port, Instant::ZERO, socket, peer, b"rtp")
+            .unwrap()
+    };
+    // The first sends move the neighbour on from STALE (a neighbour
+    // change): then the socket's route holds.
+    send(&mut iface, &mut port);
+    send(&mut iface, &mut port);
+    let warm = lookups(&iface);
+    assert!(warm <= 2, "{warm} lookups to warm up");
+    for _ in 0..5 {
+        send(&mut iface, &mut port);
+    }
+    assert_eq!(lookups(&iface), warm, "kept by the socket: no lookup");
+    let out = port.take_tx();
+    assert_eq!(out.len(), 7);
+    for frame in &out {
+        let (from, to, payload) = parse_udp6(frame); // to PEER_MAC
+        assert_eq!(
+            (from, to, &payload[..]),
+            ((GLOBAL, 5000), (PEER6, 53), &b"rtp"[..])
+        );
+    }
+    // A more specific route to the peer, through a gateway: seen at once.
+    iface
+        .add_route6(cidr("2001:db8::2/128"), PEER_LL, None)
+        .unwrap();
+    send(&mut iface, &mut port);
+    assert_eq!(lookups(&iface), warm + 1, "a route change invalidates it");
+    assert_rerouted_through_gateway(&mut port);
+}
+
+/// Forwards every datagram from the socket it names to `dst`.
+struct Forward6 {
+    from: SocketId,
+    dst: SocketAddrV6,
+    results: Vec<Result<(), SendError>>,
+}
+
+impl InlineHandler<MemBuf> for Forward6 {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        for datagram in batch.drain(..) {
+            self.results
+                .push(ctx.forward(datagram, self.from, self.dst));
+        }
+    }
+}
+
+#[test]
+fn an_ipv6_forward_keeps_the_sending_socket_s_route_until_a_route_changes() {
+    let (mut iface, mut port, from) = stack_knowing_peer6();
+    iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 7000, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let mut relay = Forward6 {
+        from,
+        dst: SocketAddrV6::new(PEER6, 53, 0, 0),
+        results: Vec::new(),
+    };
+    let relay_one = |iface: &mut Interface<MemBuf>, port: &mut MemPort, relay: &mut Forward6| {
+        let datagram = ip6_udp((PEER6, 4000), (GLOBAL, 7000), b"media", None);
+        port.push_rx(&super::ipv6::frame6(OUR_MAC, &datagram));
+        poll(iface, port, relay);
+    };
+    relay_one(&mut iface, &mut port, &mut relay);
+    relay_one(&mut iface, &mut port, &mut relay);
+    let warm = lookups(&iface);
+    assert!(warm <= 2, "{warm} lookups to warm up");
+    for _ in 0..5 {
+        relay_one(&mut iface, &mut port, &mut relay);
+    }
+    assert_eq!(lookups(&iface), warm, "kept by the socket: no lookup");
+    assert!(relay.results.iter().all(Result::is_ok));
+    let out = port.take_tx();
+    assert_eq!(out.len(), 7);
+    for frame in &out {
+        let (from, to, payload) = parse_udp6(frame); // to PEER_MAC, checksum valid
+        assert_eq!(
+            (from, to, &payload[..]),
+            ((GLOBAL, 5000), (PEER6, 53), &b"media"[..])
+        );
+    }
+    assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 7);
+    iface
+        .add_route6(cidr("2001:db8::2/128"), PEER_LL, None)
+        .unwrap();
+    relay_one(&mut iface, &mut port, &mut relay);
+    assert_eq!(lookups(&iface), warm + 1, "a route change invalidates it");
+    assert_rerouted_through_gateway(&mut port);
 }
