@@ -209,13 +209,8 @@ fn router_advertisements_give_a_default_route_only_when_asked() {
     assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 1);
 }
 
-/// How many route lookups the interface did so far.
-fn lookups(iface: &Interface<MemBuf>) -> u64 {
-    iface.counters().get(Stat::RouteLookups)
-}
-
 /// The stack of [`stack6`] knowing `PEER6` (at `PEER_MAC`), with a socket
-/// bound to our global address.
+/// bound to our global address, port 5000.
 fn stack_knowing_peer6() -> (Interface<MemBuf>, MemPort, SocketId) {
     let (mut iface, mut port) = stack6();
     super::ipv6::learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
@@ -228,10 +223,41 @@ fn stack_knowing_peer6() -> (Interface<MemBuf>, MemPort, SocketId) {
     (iface, port, socket)
 }
 
-/// After a route to `PEER6` through the gateway `PEER_LL` appears, the
-/// next datagram to `PEER6` waits for that gateway: the only frame out is
-/// the solicitation for it.
-fn assert_rerouted_through_gateway(port: &mut MemPort) {
+/// Runs `one`, which makes the socket of [`stack_knowing_peer6`] send
+/// `payload` to `PEER6` port 53, over and over: after a warm-up (the first
+/// sends move the neighbour on from STALE, a neighbour change) the
+/// socket's kept route spares every lookup, and the datagrams leave for
+/// `PEER_MAC` with valid checksums. Then a more specific route to the peer
+/// through the gateway `PEER_LL` appears, and the next datagram follows it
+/// at once: the only frame out is the solicitation for the gateway.
+fn assert_route_kept_until_it_changes(
+    (iface, port): (&mut Interface<MemBuf>, &mut MemPort),
+    payload: &[u8],
+    mut one: impl FnMut(&mut Interface<MemBuf>, &mut MemPort),
+) {
+    let lookups = |iface: &Interface<MemBuf>| iface.counters().get(Stat::RouteLookups);
+    one(iface, port);
+    one(iface, port);
+    let warm = lookups(iface);
+    assert!(warm <= 2, "{warm} lookups to warm up");
+    for _ in 0..5 {
+        one(iface, port);
+    }
+    assert_eq!(lookups(iface), warm, "kept by the socket: no lookup");
+    let out = port.take_tx();
+    assert_eq!(out.len(), 7);
+    for frame in &out {
+        let (from, to, sent) = parse_udp6(frame);
+        assert_eq!(
+            (from, to, &sent[..]),
+            ((GLOBAL, 5000), (PEER6, 53), payload)
+        );
+    }
+    iface
+        .add_route6(cidr("2001:db8::2/128"), PEER_LL, None)
+        .unwrap();
+    one(iface, port);
+    assert_eq!(lookups(iface), warm + 1, "a route change invalidates it");
     let out = port.take_tx();
     assert_eq!(out.len(), 1, "the new route's gateway is solicited");
     let (_, _, dst, _, message) = parse6(&out[0]);
@@ -249,37 +275,11 @@ fn assert_rerouted_through_gateway(port: &mut MemPort) {
 fn an_ipv6_socket_keeps_its_route_until_a_route_changes() {
     let (mut iface, mut port, socket) = stack_knowing_peer6();
     let peer = SocketAddrV6::new(PEER6, 53, 0, 0);
-    let send = |iface: &mut Interface<MemBuf>, port: &mut MemPort| {
+    assert_route_kept_until_it_changes((&mut iface, &mut port), b"rtp", |iface, port| {
         iface
             .send_to(port, Instant::ZERO, socket, peer, b"rtp")
             .unwrap()
-    };
-    // The first sends move the neighbour on from STALE (a neighbour
-    // change): then the socket's route holds.
-    send(&mut iface, &mut port);
-    send(&mut iface, &mut port);
-    let warm = lookups(&iface);
-    assert!(warm <= 2, "{warm} lookups to warm up");
-    for _ in 0..5 {
-        send(&mut iface, &mut port);
-    }
-    assert_eq!(lookups(&iface), warm, "kept by the socket: no lookup");
-    let out = port.take_tx();
-    assert_eq!(out.len(), 7);
-    for frame in &out {
-        let (from, to, payload) = parse_udp6(frame); // to PEER_MAC
-        assert_eq!(
-            (from, to, &payload[..]),
-            ((GLOBAL, 5000), (PEER6, 53), &b"rtp"[..])
-        );
-    }
-    // A more specific route to the peer, through a gateway: seen at once.
-    iface
-        .add_route6(cidr("2001:db8::2/128"), PEER_LL, None)
-        .unwrap();
-    send(&mut iface, &mut port);
-    assert_eq!(lookups(&iface), warm + 1, "a route change invalidates it");
-    assert_rerouted_through_gateway(&mut port);
+    });
 }
 
 /// Forwards every datagram from the socket it names to `dst`.
@@ -306,45 +306,20 @@ impl InlineHandler<MemBuf> for Forward6 {
 #[test]
 fn an_ipv6_forward_keeps_the_sending_socket_s_route_until_a_route_changes() {
     let (mut iface, mut port, from) = stack_knowing_peer6();
-    iface
-        .udp_bind(
-            SocketAddrV6::new(GLOBAL, 7000, 0, 0),
-            BindOptions::default(),
-        )
-        .unwrap();
+    let relayed = SocketAddrV6::new(GLOBAL, 7000, 0, 0);
+    iface.udp_bind(relayed, BindOptions::default()).unwrap();
     let mut relay = Forward6 {
         from,
         dst: SocketAddrV6::new(PEER6, 53, 0, 0),
         results: Vec::new(),
     };
-    let relay_one = |iface: &mut Interface<MemBuf>, port: &mut MemPort, relay: &mut Forward6| {
+    assert_route_kept_until_it_changes((&mut iface, &mut port), b"media", |iface, port| {
         let datagram = ip6_udp((PEER6, 4000), (GLOBAL, 7000), b"media", None);
         port.push_rx(&super::ipv6::frame6(OUR_MAC, &datagram));
-        poll(iface, port, relay);
-    };
-    relay_one(&mut iface, &mut port, &mut relay);
-    relay_one(&mut iface, &mut port, &mut relay);
-    let warm = lookups(&iface);
-    assert!(warm <= 2, "{warm} lookups to warm up");
-    for _ in 0..5 {
-        relay_one(&mut iface, &mut port, &mut relay);
-    }
-    assert_eq!(lookups(&iface), warm, "kept by the socket: no lookup");
+        poll(iface, port, &mut relay);
+    });
     assert!(relay.results.iter().all(Result::is_ok));
-    let out = port.take_tx();
-    assert_eq!(out.len(), 7);
-    for frame in &out {
-        let (from, to, payload) = parse_udp6(frame); // to PEER_MAC, checksum valid
-        assert_eq!(
-            (from, to, &payload[..]),
-            ((GLOBAL, 5000), (PEER6, 53), &b"media"[..])
-        );
-    }
-    assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 7);
-    iface
-        .add_route6(cidr("2001:db8::2/128"), PEER_LL, None)
-        .unwrap();
-    relay_one(&mut iface, &mut port, &mut relay);
-    assert_eq!(lookups(&iface), warm + 1, "a route change invalidates it");
-    assert_rerouted_through_gateway(&mut port);
+    // Seven sent, the eighth waiting for the gateway: all in their own
+    // buffers.
+    assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 8);
 }

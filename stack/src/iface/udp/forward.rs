@@ -58,23 +58,13 @@ pub(crate) fn forward_udp<P: Port>(
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    let Datagram {
-        buf,
-        payload_start,
-        payload_end,
-        plain,
-        ..
-    } = datagram;
-    let in_place =
-        plain && payload_start as usize == FAST_HEADERS && buf.len() == payload_end as usize;
+    let (buf, payload) = take_apart(datagram);
+    let in_place = payload.plain
+        && payload.start as usize == FAST_HEADERS
+        && buf.len() == payload.end as usize;
     if in_place {
         return forward_plain(core, out, now, buf, from, dst);
     }
-    let payload = Payload {
-        start: payload_start,
-        end: payload_end,
-        plain,
-    };
     forward_general::<Ipv4Addr, P>(core, out, now, buf, payload, from, dst)
 }
 
@@ -93,6 +83,13 @@ pub(crate) fn forward_udp6<P: Port>(
     from: SocketId,
     dst: SocketAddrV6,
 ) -> Result<(), SendError> {
+    let (buf, payload) = take_apart(datagram);
+    forward_general::<Ipv6Addr, P>(core, out, now, buf, payload, from, dst)
+}
+
+/// A datagram's buffer and where its payload lies.
+#[inline(always)]
+fn take_apart<B: Buf>(datagram: Datagram<B>) -> (B, Payload) {
     let Datagram {
         buf,
         payload_start,
@@ -105,7 +102,7 @@ pub(crate) fn forward_udp6<P: Port>(
         end: payload_end,
         plain,
     };
-    forward_general::<Ipv6Addr, P>(core, out, now, buf, payload, from, dst)
+    (buf, payload)
 }
 
 /// Where a datagram's payload lies in its frame, and whether the frame is

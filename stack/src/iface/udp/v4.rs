@@ -242,13 +242,8 @@ pub(super) fn write_udp_headers<B: Buf>(
         (*dst.ip(), dst.port()),
         payload_len as u16,
     );
-    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&udp_ip_header(
-        (src, dst),
-        ident,
-        udp_len,
-        mtu,
-        tos,
-    ));
+    let header = udp_ip_header((src, dst), ident, udp_len, mtu, tos);
+    Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&header);
 }
 
 /// The IPv4 header of a UDP datagram of `udp_len` bytes from `src` to
@@ -327,13 +322,8 @@ pub(super) fn readdress_plain(
     tos: u8,
 ) {
     readdress_plain_udp(h, src, dst);
-    Ipv4Packet::new_unchecked(&mut h[ETH_LEN..]).emit_header(&udp_ip_header(
-        (src, dst),
-        ident,
-        udp_len,
-        mtu,
-        tos,
-    ));
+    let header = udp_ip_header((src, dst), ident, udp_len, mtu, tos);
+    Ipv4Packet::new_unchecked(&mut h[ETH_LEN..]).emit_header(&header);
 }
 
 /// Rewrites the UDP source and destination (addresses and ports) of a

@@ -21,7 +21,7 @@ use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::ipv6::{
     multicast_mac, next_header, pseudo_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
 };
-use crate::wire::udp::HEADER_LEN as UDP_LEN;
+use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use core::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
 
 /// Where the fields of a plain UDP/IPv6 frame (Ethernet, the fixed IPv6
@@ -314,17 +314,13 @@ pub(super) fn write_udp6_headers(
     if class != 0 {
         Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).set_traffic_class(class);
     }
-    let udp = &mut frame[ETH_LEN + IP6_LEN..];
-    udp[0..2].copy_from_slice(&src_port.to_be_bytes());
-    udp[2..4].copy_from_slice(&dst_port.to_be_bytes());
-    udp[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
-    udp[6..8].copy_from_slice(&[0, 0]);
-    let sum = pseudo_header(src, dst, next_header::UDP, udp_len as u32);
-    let mut check = !checksum::fold(checksum::accumulate(sum, &udp[..udp_len]));
-    if check == 0 {
-        check = 0xffff; // zero means "no checksum", which IPv6 forbids
-    }
-    udp[6..8].copy_from_slice(&check.to_be_bytes());
+    let pseudo = pseudo_header(src, dst, next_header::UDP, udp_len as u32);
+    let payload_len = (udp_len - UDP_LEN) as u16;
+    UdpPacket::new_unchecked(&mut frame[ETH_LEN + IP6_LEN..]).emit(
+        (src_port, dst_port),
+        payload_len,
+        pseudo,
+    );
 }
 
 /// Turns the headers of a plain UDP/IPv6 frame around in place: MACs (the
