@@ -58,13 +58,24 @@ pub(crate) fn forward_udp<P: Port>(
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    let (buf, payload) = take_apart(datagram);
-    let in_place = payload.plain
-        && payload.start as usize == FAST_HEADERS
-        && buf.len() == payload.end as usize;
+    let Datagram {
+        buf,
+        payload_start,
+        payload_end,
+        plain,
+        ..
+    } = datagram;
+    let in_place =
+        plain && payload_start as usize == FAST_HEADERS && buf.len() == payload_end as usize;
     if in_place {
         return forward_plain(core, out, now, buf, from, dst);
     }
+    // Only here: the plain case above passes no `Payload`.
+    let payload = Payload {
+        start: payload_start,
+        end: payload_end,
+        plain,
+    };
     forward_general::<Ipv4Addr, P>(core, out, now, buf, payload, from, dst)
 }
 
@@ -88,7 +99,7 @@ pub(crate) fn forward_udp6<P: Port>(
 }
 
 /// A datagram's buffer and where its payload lies.
-#[inline(always)]
+#[inline]
 fn take_apart<B: Buf>(datagram: Datagram<B>) -> (B, Payload) {
     let Datagram {
         buf,
