@@ -74,7 +74,7 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     }
     let udp_len = usize::from(word(h, at::UDP_LENGTH));
     let udp_end = at::UDP + udp_len;
-    if !udp_answerable(udp_len, word(h, at::SRC_PORT)) || udp_end > ETH_LEN + total {
+    if udp_end > ETH_LEN + total || !udp_answerable(udp_len, word(h, at::SRC_PORT)) {
         return Fast::General(buf);
     }
     let offload = buf.rx_offload();
