@@ -29,42 +29,24 @@ pub(crate) mod at {
     use crate::wire::udp::field as udp;
     use core::ops::Range;
 
-    /// The Ethernet destination.
     pub(crate) const ETH_DST: Range<usize> = eth::DST;
-    /// The Ethernet source.
     pub(crate) const ETH_SRC: Range<usize> = eth::SRC;
-    /// The Ethernet type.
     pub(crate) const ETHERTYPE: usize = eth::ETHERTYPE;
     const IP: usize = ETH_LEN;
-    /// Version and header length.
     pub(crate) const VER_IHL: usize = IP + ip::VER_IHL;
-    /// Type of service.
     pub(crate) const TOS: usize = IP + ip::TOS;
-    /// Total length.
     pub(crate) const LENGTH: usize = IP + ip::LENGTH;
-    /// Identification.
     pub(crate) const IDENT: usize = IP + ip::IDENT;
-    /// Flags and fragment offset.
     pub(crate) const FLAGS_FRAG: usize = IP + ip::FLAGS_FRAG;
-    /// Time to live.
     pub(crate) const TTL: usize = IP + ip::TTL;
-    /// Protocol.
     pub(crate) const PROTOCOL: usize = IP + ip::PROTOCOL;
-    /// Header checksum.
     pub(crate) const CHECKSUM: usize = IP + ip::CHECKSUM;
-    /// Source address.
     pub(crate) const SRC: usize = IP + ip::SRC;
-    /// Destination address.
     pub(crate) const DST: usize = IP + ip::DST;
-    /// The UDP header.
     pub(crate) const UDP: usize = IP + IP_LEN;
-    /// UDP source port.
     pub(crate) const SRC_PORT: usize = UDP + udp::SRC_PORT;
-    /// UDP destination port.
     pub(crate) const DST_PORT: usize = UDP + udp::DST_PORT;
-    /// UDP length.
     pub(crate) const UDP_LENGTH: usize = UDP + udp::LENGTH;
-    /// UDP checksum.
     pub(crate) const UDP_CHECKSUM: usize = UDP + udp::CHECKSUM;
 }
 

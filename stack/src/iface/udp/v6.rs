@@ -32,32 +32,19 @@ pub(crate) mod at {
     use crate::wire::udp::field as udp;
     use core::ops::Range;
 
-    /// The Ethernet destination.
     pub(crate) const ETH_DST: Range<usize> = eth::DST;
-    /// The Ethernet source.
     pub(crate) const ETH_SRC: Range<usize> = eth::SRC;
     const IP: usize = ETH_LEN;
-    /// Version, traffic class and flow label.
     pub(crate) const VER_TC_FLOW: usize = IP + ip::VER_TC_FLOW;
-    /// Payload length.
     pub(crate) const PAYLOAD_LEN: usize = IP + ip::PAYLOAD_LEN;
-    /// Next header.
     pub(crate) const NEXT_HEADER: usize = IP + ip::NEXT_HEADER;
-    /// Hop limit.
     pub(crate) const HOP_LIMIT: usize = IP + ip::HOP_LIMIT;
-    /// Source address.
     pub(crate) const SRC: usize = IP + ip::SRC;
-    /// Destination address.
     pub(crate) const DST: usize = IP + ip::DST;
-    /// The UDP header.
     pub(crate) const UDP: usize = IP + IP6_LEN;
-    /// UDP source port.
     pub(crate) const SRC_PORT: usize = UDP + udp::SRC_PORT;
-    /// UDP destination port.
     pub(crate) const DST_PORT: usize = UDP + udp::DST_PORT;
-    /// UDP length.
     pub(crate) const UDP_LENGTH: usize = UDP + udp::LENGTH;
-    /// UDP checksum.
     pub(crate) const UDP_CHECKSUM: usize = UDP + udp::CHECKSUM;
 }
 
