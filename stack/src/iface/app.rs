@@ -10,7 +10,7 @@
 //! poll's (`now`), never a clock read.
 
 use super::transmit::Out;
-use super::{canonical_dst, forward, tcp, tx6, udp_out, ConnId, Core, SendError, TcpEvent};
+use super::{canonical_dst, tcp, udp, ConnId, Core, SendError, TcpEvent};
 use crate::counters::Counters;
 use crate::port::{Buf, Port, DEFAULT_BURST};
 use crate::tcp::TcpError;
@@ -121,7 +121,7 @@ impl<P: Port> LcoreContext<'_, P> {
     /// (zero-copy).
     #[inline]
     pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
-        udp_out::reply_udp_in_place(self.core, &mut self.out, datagram);
+        udp::reply_udp_in_place(self.core, &mut self.out, datagram);
     }
 
     /// Sends `payload` from `socket` to `dst` (a new buffer; headers added;
@@ -132,7 +132,7 @@ impl<P: Port> LcoreContext<'_, P> {
         dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) -> Result<(), SendError> {
-        udp_out::send_any(
+        udp::send_any(
             self.core,
             &mut self.out,
             self.now,
@@ -181,7 +181,7 @@ impl<P: Port> LcoreContext<'_, P> {
         let dst = dst.into();
         // IPv4 to IPv4, the common case, first: no canonical copy.
         if let (false, SocketAddr::V4(dst)) = (datagram.v6, dst) {
-            return forward::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst);
+            return udp::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst);
         }
         self.forward_other(datagram, from, dst)
     }
@@ -196,17 +196,17 @@ impl<P: Port> LcoreContext<'_, P> {
     ) -> Result<(), SendError> {
         match (datagram.v6, canonical_dst(dst)) {
             (false, SocketAddr::V4(dst)) => {
-                forward::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
+                udp::forward_udp(self.core, &mut self.out, self.now, datagram, from, dst)
             }
             (true, SocketAddr::V6(dst)) => {
-                tx6::forward_udp6(self.core, &mut self.out, self.now, datagram, from, dst)
+                udp::forward_udp6(self.core, &mut self.out, self.now, datagram, from, dst)
             }
             (_, dst) => {
                 self.core
                     .counters
                     .count(crate::counters::Stat::UdpForwardCopies);
                 let payload = datagram.payload();
-                udp_out::send_any(self.core, &mut self.out, self.now, from, dst, payload)
+                udp::send_any(self.core, &mut self.out, self.now, from, dst, payload)
             }
         }
     }

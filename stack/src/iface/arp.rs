@@ -5,7 +5,6 @@
 //! gratuitous announcement of an address).
 
 use super::buffers::new_frame;
-use super::fast::is_martian;
 use super::next_hop::{release_waiting, NextHopAddr};
 use super::transmit::{Out, SendError};
 use super::{tx, Core, Link};
@@ -106,7 +105,7 @@ fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<
     }
     let network = |a: &Ipv4Cidr| a.len < 31 && a.network() == ip;
     let network = core.links.iter().any(|l| l.addresses.iter().any(network));
-    (network || is_martian(core, ip)).then_some(DropReason::ArpMartianSender)
+    (network || core.is_martian(ip)).then_some(DropReason::ArpMartianSender)
 }
 
 /// Asks "who has `target`? tell `source`", broadcast (with

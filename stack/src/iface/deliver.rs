@@ -8,7 +8,8 @@
 //! queue is woken at most once per poll (its receivers, if any sleep).
 
 use super::transmit::Out;
-use super::{ethernet, fast, fast6, Batch, Core, InlineHandler, LcoreContext, RX_BURST};
+use super::udp::{try_udp, try_udp6, Fast};
+use super::{ethernet, Batch, Core, InlineHandler, LcoreContext, RX_BURST};
 use crate::counters::DropReason;
 use crate::port::{Buf, Port};
 use crate::socket::SocketQueue;
@@ -70,19 +71,19 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     for buf in burst.drain(..) {
         // Each fast path hands over in its own arm: straight into the
         // batch, the datagram kept in registers.
-        let general = match fast::try_udp(core, link, buf) {
-            fast::Fast::Deliver(socket, datagram) => {
+        let general = match try_udp(core, link, buf) {
+            Fast::Deliver(socket, datagram) => {
                 deliver(core, queues, out, now, handler, delivery, socket, datagram);
                 continue;
             }
-            fast::Fast::NotUdp4(buf) => match fast6::try_udp6(core, link, buf) {
-                fast::Fast::Deliver(socket, datagram) => {
+            Fast::NotUdp4(buf) => match try_udp6(core, link, buf) {
+                Fast::Deliver(socket, datagram) => {
                     deliver(core, queues, out, now, handler, delivery, socket, datagram);
                     continue;
                 }
-                fast::Fast::General(buf) | fast::Fast::NotUdp4(buf) => buf,
+                Fast::General(buf) | Fast::NotUdp4(buf) => buf,
             },
-            fast::Fast::General(buf) => buf,
+            Fast::General(buf) => buf,
         };
         let mut delivered = None;
         ethernet::receive_frame(core, out, link, now, general, &mut delivered);

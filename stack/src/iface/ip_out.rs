@@ -13,6 +13,7 @@ use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
 use super::tx;
 use super::tx6;
+use super::udp;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
@@ -185,7 +186,7 @@ pub(crate) fn send_ipv6<P: Port>(
     next_header: u8,
     mut buf: P::Buf,
 ) -> Result<Option<CachedHop>, SendError> {
-    let Some(path) = tx6::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
+    let Some(path) = udp::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
         core.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
@@ -231,7 +232,7 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
             }),
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let to = SocketAddrV6::new(dst, 0, 0, scope);
-                tx6::path6(self.core, src, &to).map(|path| PeerRoute {
+                udp::path6(self.core, src, &to).map(|path| PeerRoute {
                     link: path.link,
                     source: IpAddr::V6(path.source),
                 })

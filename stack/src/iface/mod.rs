@@ -26,9 +26,6 @@ mod config;
 mod control;
 mod deliver;
 mod ethernet;
-mod fast;
-mod fast6;
-mod forward;
 mod inspect;
 mod ip_out;
 mod limit;
@@ -40,7 +37,7 @@ pub mod tcp;
 mod transmit;
 mod tx;
 mod tx6;
-mod udp_out;
+mod udp;
 
 pub use app::{Batch, DropDatagrams, InlineHandler, LcoreContext, RX_BURST};
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
@@ -76,7 +73,7 @@ use std::sync::Arc;
 use transmit::Out;
 
 use state::{special_addresses, special_bit};
-pub(crate) use state::{Core, Link, Tentative, LOCAL};
+pub(crate) use state::{Core, Link, Tentative};
 
 /// The IPv4/UDP stack of one lcore over one or more ports. See the module
 /// documentation.
@@ -260,7 +257,7 @@ impl<B: Buf> Interface<B> {
     ) -> Result<(), SendError> {
         let links = ports.len().min(self.batches.len());
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
-        let result = udp_out::send_any(&mut self.core, &mut out, now, socket, dst.into(), payload);
+        let result = udp::send_any(&mut self.core, &mut out, now, socket, dst.into(), payload);
         out.flush(&self.core.counters);
         result
     }
@@ -525,14 +522,8 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
             return;
         };
         // Failures are counted by reason inside.
-        let _ = match canonical_dst(request.dst) {
-            SocketAddr::V4(v4) => {
-                tx::send_udp_buffer(core, out, now, request.socket, v4, request.buf)
-            }
-            SocketAddr::V6(v6) => {
-                tx6::send_udp6_buffer(core, out, now, request.socket, v6, request.buf)
-            }
-        };
+        let dst = canonical_dst(request.dst);
+        let _ = udp::send_buffer(core, out, now, request.socket, dst, request.buf);
     }
 }
 

@@ -1,5 +1,5 @@
-//! IPv4 in: one packet that `ethernet` found addressed to us, through IPv4,
-//! ICMP and UDP (TCP segments go on to `tcp`).
+//! IPv4 in: one packet that `ethernet` found addressed to us, through IPv4
+//! and ICMP (UDP datagrams go on to `udp`, TCP segments to `tcp`).
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the UDP
 //! table's hash probes, no panic (every view is checked before it is read).
@@ -7,27 +7,25 @@
 //! datagram handed back in `delivered`, or a counted drop. The step that
 //! hands a fragment to reassembly ([`reassemble`]) serves IPv6 too.
 
-use super::fast::is_martian;
 use super::transmit::Out;
 use super::tx;
+use super::udp::{self, UdpIn};
 use super::{tcp, Core};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
-use crate::udp::{Datagram, PeerError, SocketId};
+use crate::udp::PeerError;
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::icmpv4::{
     msg_type, Icmpv4Packet, CODE_FRAGMENTATION_NEEDED, CODE_PORT_UNREACHABLE,
 };
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
-use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
-use crate::wire::{checksum, WireError};
+use crate::wire::WireError;
 use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
-/// A datagram the receive path accepted, with its socket.
-pub(super) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
+pub(super) use super::udp::Delivered;
 
 pub(super) fn ipv4_input<P: Port>(
     core: &mut Core<P::Buf>,
@@ -53,7 +51,7 @@ pub(super) fn ipv4_input<P: Port>(
         return core.counters.count_drop(DropReason::Ipv4BadChecksum);
     }
     let (src, dst) = (ip.src(), ip.dst());
-    if is_martian(core, src) {
+    if core.is_martian(src) {
         return core.counters.count_drop(DropReason::Ipv4MartianSource);
     }
     let broadcast = core.is_broadcast(dst);
@@ -167,15 +165,15 @@ fn deliver_local<P: Port>(
             local.broadcast,
         ),
         protocol::UDP => {
-            let l4 = UdpInput {
+            let l4 = UdpIn {
                 src: local.src,
                 dst: local.dst,
-                header_len: local.header_len,
-                total_len: local.total_len,
-                broadcast: local.broadcast,
+                start: ETH_LEN + local.header_len,
+                end: ETH_LEN + local.total_len,
+                to_group: local.broadcast,
                 l4_checksum: local.l4_checksum,
             };
-            udp_input(core, out, link, now, buf, eth_src, l4, delivered)
+            udp::udp_input(core, out, (link, now), buf, eth_src, l4, delivered)
         }
         protocol::TCP if !local.broadcast => {
             let start = ETH_LEN + local.header_len;
@@ -289,63 +287,4 @@ fn icmp_error_input<P: Port>(
     if core.udp.peer_addr(socket) == Some(peer_addr) {
         let _ = core.socket_errors.try_push((socket, error));
     }
-}
-
-/// What the IPv4 layer found out for UDP.
-pub(super) struct UdpInput {
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
-    pub header_len: usize,
-    pub total_len: usize,
-    pub broadcast: bool,
-    pub l4_checksum: ChecksumStatus,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn udp_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    l4: UdpInput,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    let start = ETH_LEN + l4.header_len;
-    let end = ETH_LEN + l4.total_len;
-    let udp = match UdpPacket::new_checked(&buf.data()[start..end]) {
-        Ok(udp) => udp,
-        Err(_) => return core.counters.count_drop(DropReason::UdpMalformed),
-    };
-    let pseudo = || checksum::pseudo_header_v4(l4.src, l4.dst, protocol::UDP, udp.len());
-    // Over IPv4 a zero checksum field means none was sent (RFC 768).
-    if !core.config.checksum.accepts(l4.l4_checksum, || {
-        udp.checksum() == 0 || udp.verify_checksum(pseudo())
-    }) {
-        return core.counters.count_drop(DropReason::UdpBadChecksum);
-    }
-    if udp.src_port() == 0 {
-        // Port 0 is no destination: an answer (an echo, a port
-        // unreachable) could only go nowhere.
-        return core.counters.count_drop(DropReason::UdpSourcePortZero);
-    }
-    let src = SocketAddrV4::new(l4.src, udp.src_port());
-    let dst = SocketAddrV4::new(l4.dst, udp.dst_port());
-    let payload = start + UDP_LEN..start + usize::from(udp.len());
-    let key = FlowKey {
-        src,
-        dst,
-        device: link as u16,
-    };
-    let Some(socket) = core.udp.lookup(&key) else {
-        core.counters.count_drop(DropReason::UdpNoSocket);
-        if !l4.broadcast {
-            tx::port_unreachable_in_place(core, out, link, now, buf, eth_src, l4.total_len);
-        }
-        return;
-    };
-    core.counters.count(Stat::UdpInDatagrams);
-    let datagram = Datagram::new(buf, payload, l4.broadcast, link as u16);
-    *delivered = Some((socket, datagram));
 }

@@ -1,6 +1,7 @@
 //! The IPv6 receive path: header validation, the bounded extension-header
-//! walk, UDP delivery, ICMPv6 echo, and Neighbor Discovery (solicitations
-//! for our addresses answered, advertisements learned).
+//! walk, ICMPv6 echo, and Neighbor Discovery (solicitations for our
+//! addresses answered, advertisements learned); UDP datagrams go on to
+//! `udp`, TCP segments to `tcp`.
 //!
 //! Per packet, owning lcore only: no allocation, no panic (every view is
 //! checked before use). A packet ends in exactly one of: a reply pushed to
@@ -14,6 +15,7 @@ use super::rx::{reassemble, Delivered};
 use super::transmit::Out;
 use super::tx6::MIN_MTU;
 use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
+use super::udp::{self, UdpIn};
 use super::{tcp, Core, ALL_NODES};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
@@ -23,7 +25,6 @@ use crate::route6::Route6;
 use crate::time::Duration;
 use crate::time::Instant;
 use crate::udp::table::FlowKey6;
-use crate::udp::Datagram;
 use crate::udp::PeerError;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv6::RouterAdvert;
@@ -33,13 +34,12 @@ use crate::wire::icmpv6::{
     CODE_UNRECOGNIZED_OPTION,
 };
 use crate::wire::icmpv6::{CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
-use crate::wire::ipv6::pseudo_header;
 use crate::wire::ipv6::{
     multicast_mac, next_header, solicited_node, walk_extensions, Ipv6Header, Ipv6Packet,
     HEADER_LEN as IP6_LEN,
 };
 use crate::wire::ipv6::{Extensions, FragmentHeader};
-use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
+use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::WireError;
 use core::net::Ipv6Addr;
 use core::net::SocketAddrV6;
@@ -182,7 +182,16 @@ fn local6_input<P: Port>(
         }
         next_header::UDP => {
             core.counters.count(Stat::Ip6InDelivers);
-            udp6_input(core, out, link, now, buf, eth_src, &local, delivered)
+            let l4 = UdpIn {
+                src,
+                dst,
+                start: local.start,
+                end: local.end,
+                to_group: dst.is_multicast(),
+                // A reassembled datagram's buffer is fresh: `Unknown`.
+                l4_checksum: buf.rx_offload().l4_checksum,
+            };
+            udp::udp_input(core, out, (link, now), buf, eth_src, l4, delivered)
         }
         next_header::TCP if !dst.is_multicast() => {
             core.counters.count(Stat::Ip6InDelivers);
@@ -512,61 +521,6 @@ fn error_input<P: Port>(
     if connected_to_peer {
         let _ = core.socket_errors.try_push((socket, error));
     }
-}
-
-/// UDP over IPv6: length and (mandatory) checksum checked, source port 0
-/// refused, the socket looked up, the datagram handed back for delivery.
-#[allow(clippy::too_many_arguments)]
-fn udp6_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    local: &Local6,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    let segment = &buf.data()[local.start..local.end];
-    let Ok(udp) = UdpPacket::new_checked(segment) else {
-        return core.counters.count_drop(DropReason::UdpMalformed);
-    };
-    let udp_len = usize::from(udp.len());
-    let pseudo = || pseudo_header(local.src, local.dst, next_header::UDP, udp_len as u32);
-    // RFC 8200 8.1: a zero UDP checksum is not allowed over IPv6.
-    if !core
-        .config
-        .checksum
-        .accepts(buf.rx_offload().l4_checksum, || {
-            udp.checksum() != 0 && udp.verify_checksum(pseudo())
-        })
-    {
-        return core.counters.count_drop(DropReason::UdpBadChecksum);
-    }
-    if udp.src_port() == 0 {
-        // No answer can go to port 0 (as over IPv4).
-        return core.counters.count_drop(DropReason::UdpSourcePortZero);
-    }
-    let key = FlowKey6 {
-        src: SocketAddrV6::new(local.src, udp.src_port(), 0, 0),
-        dst: SocketAddrV6::new(local.dst, udp.dst_port(), 0, 0),
-        device: link as u16,
-    };
-    let Some(socket) = core.udp.lookup6(&key) else {
-        core.counters.count_drop(DropReason::UdpNoSocket);
-        let invoking = Invoking {
-            ours: local.dst,
-            peer: local.src,
-            end: local.end,
-        };
-        let error = Icmp6Error::PORT_UNREACHABLE;
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    };
-    core.counters.count(Stat::UdpInDatagrams);
-    let payload = local.start + UDP_LEN..local.start + udp_len;
-    let mut datagram = Datagram::new(buf, payload, local.dst.is_multicast(), link as u16);
-    datagram.v6 = true;
-    *delivered = Some((socket, datagram));
 }
 
 /// Answers a neighbour solicitation for one of the link's addresses with an

@@ -68,6 +68,20 @@ impl<B> Link<B> {
             .map_or(Ipv4Addr::UNSPECIFIED, |a| a.addr)
     }
 
+    /// Our IPv6 address on this link to answer `peer` from: the
+    /// link-local one for a link-local peer, else the first other one in
+    /// use (the link-local one if there is none).
+    pub(crate) fn source_for6(&self, peer: Ipv6Addr) -> Option<Ipv6Addr> {
+        if peer.is_unicast_link_local() {
+            return self.link_local6();
+        }
+        self.addresses6
+            .iter()
+            .find(|a| !a.addr.is_unicast_link_local())
+            .map(|a| a.addr)
+            .or_else(|| self.link_local6())
+    }
+
     /// True if `ip` is on one of this link's connected networks.
     pub(crate) fn on_link(&self, ip: Ipv4Addr) -> bool {
         self.addresses.iter().any(|a| a.contains(ip))
@@ -242,6 +256,15 @@ impl<B: Buf> Core<B> {
             }
         }
         0
+    }
+
+    /// True if no IPv4 packet may come from `src`: multicast (224/4),
+    /// loopback (127/8), unspecified, ours or a broadcast address. Per
+    /// packet (the fast path asks it too).
+    #[inline]
+    pub(crate) fn is_martian(&self, src: Ipv4Addr) -> bool {
+        let bits = src.to_bits();
+        bits >> 28 == 0xe || bits >> 24 == 127 || bits == 0 || self.class(bits) != 0
     }
 
     /// True if `ip` is one of our addresses (on any link).

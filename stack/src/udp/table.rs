@@ -253,6 +253,9 @@ pub struct UdpTable {
     hot: Vec<Hot>,
     /// What sending reads of each socket (same index).
     send: Vec<SendSlot>,
+    /// The route each socket keeps to its last IPv6 destination (same
+    /// index; valid with [`ROUTED6`] in its send slot).
+    routes6: Vec<CachedRoute<core::net::Ipv6Addr>>,
     free: Vec<u32>,
     /// First socket bound to each port.
     ports: Box<[u32; 1 << 16]>,
@@ -272,6 +275,7 @@ impl UdpTable {
             sockets: Vec::new(),
             hot: Vec::new(),
             send: Vec::new(),
+            routes6: Vec::new(),
             free: Vec::new(),
             addresses: Vec::new(),
             ports: vec![NONE; 1 << 16]
@@ -350,6 +354,7 @@ impl UdpTable {
                 self.sockets.push(Some(socket));
                 self.hot.push(hot);
                 self.send.push(send);
+                self.routes6.push(NO_ROUTE6);
                 SocketId((self.sockets.len() - 1) as u32)
             }
         };
@@ -547,7 +552,7 @@ impl UdpTable {
             return false;
         }
         let was_connected = socket.remote.replace(remote).is_some();
-        self.send[id.0 as usize].flags &= !ROUTED;
+        self.send[id.0 as usize].flags &= !(ROUTED | ROUTED6);
         hot.remote = key_of(peer.ip());
         hot.remote_port = remote.port();
         hot.connected = true;
@@ -893,7 +898,7 @@ fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
 
 mod send;
 pub use send::{CachedRoute, CachedSend};
-use send::{SendSlot, LIVE, ROUTED, SPEAKS_V4};
+use send::{SendSlot, LIVE, NO_ROUTE6, ROUTED, ROUTED6, SPEAKS_V4};
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,9 @@
 use super::{read_u16, write_u16, WireError, WireResult};
 use crate::port::MacAddr;
 
-mod field {
+/// Field offsets in the Ethernet header (the fast paths index frames with them too).
+pub mod field {
+    #![allow(missing_docs)]
     use core::ops::Range;
     pub const DST: Range<usize> = 0..6;
     pub const SRC: Range<usize> = 6..12;

@@ -10,7 +10,9 @@ use super::checksum;
 use super::{read_ipv4, read_u16, write_u16, WireError, WireResult};
 use core::net::Ipv4Addr;
 
-mod field {
+/// Field offsets in the IPv4 header (the fast paths index frames with them too).
+pub mod field {
+    #![allow(missing_docs)]
     pub const VER_IHL: usize = 0;
     pub const TOS: usize = 1;
     pub const LENGTH: usize = 2;
@@ -37,8 +39,10 @@ pub mod protocol {
 }
 
 const FLAG_DONT_FRAGMENT: u16 = 0x4000;
-const FLAG_MORE_FRAGMENTS: u16 = 0x2000;
-const FRAGMENT_OFFSET_MASK: u16 = 0x1fff;
+/// More fragments follow (in the flags and fragment offset word).
+pub const FLAG_MORE_FRAGMENTS: u16 = 0x2000;
+/// The fragment offset's bits (in the flags and fragment offset word).
+pub const FRAGMENT_OFFSET_MASK: u16 = 0x1fff;
 
 /// A view of an IPv4 packet.
 #[derive(Debug, Clone)]

@@ -11,7 +11,9 @@ use super::checksum;
 use super::{read_u16, write_u16, WireError, WireResult};
 use core::net::Ipv6Addr;
 
-mod field {
+/// Field offsets in the IPv6 fixed header (the fast paths index frames with them too).
+pub mod field {
+    #![allow(missing_docs)]
     pub const VER_TC_FLOW: usize = 0;
     pub const PAYLOAD_LEN: usize = 4;
     pub const NEXT_HEADER: usize = 6;

@@ -4,8 +4,10 @@
 //! without checking; `check_len` validates the length fields against the
 //! buffer; `new_checked` does both. **After a successful `check_len`, no
 //! accessor panics**, whatever the bytes are: the receive path relies on this
-//! to never panic on input. Field offsets live in a private `field` module.
-//! Setters need `T: AsMut<[u8]>` and assume a buffer of the right size.
+//! to never panic on input. Field offsets live in each header's public
+//! `field` module, which the hand-tuned fast paths of `iface::udp` index
+//! frames with as well. Setters need `T: AsMut<[u8]>` and assume a buffer
+//! of the right size.
 //!
 //! Checksums are verified or filled only when asked: the policy (software, or
 //! trust the device's rx flags) belongs to the caller.

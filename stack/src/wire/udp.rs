@@ -4,7 +4,9 @@ use super::checksum;
 use super::{read_u16, write_u16, WireError, WireResult};
 use core::net::Ipv4Addr;
 
-mod field {
+/// Field offsets in the UDP header (the fast paths index frames with them too).
+pub mod field {
+    #![allow(missing_docs)]
     pub const SRC_PORT: usize = 0;
     pub const DST_PORT: usize = 2;
     pub const LENGTH: usize = 4;
@@ -105,18 +107,30 @@ pub(crate) fn checksum_holds_v4<T: AsRef<[u8]>>(
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
-    /// Writes the header for `payload_len` bytes of payload and fills the
-    /// checksum over the payload already in place.
+    /// Writes the header for `payload_len` bytes of payload sent over IPv4
+    /// from `src` to `dst` and fills the checksum over the payload already
+    /// in place ([`UdpPacket::emit`] with the IPv4 pseudo-header).
     pub fn emit_header(&mut self, src: (Ipv4Addr, u16), dst: (Ipv4Addr, u16), payload_len: u16) {
         let len = HEADER_LEN as u16 + payload_len;
+        let pseudo = checksum::pseudo_header_v4(src.0, dst.0, super::ipv4::protocol::UDP, len);
+        self.emit((src.1, dst.1), payload_len, pseudo);
+    }
+
+    /// Writes the header for `payload_len` bytes of payload from port
+    /// `src_port` to `dst_port` and fills the checksum over the payload
+    /// already in place and `pseudo`, the sum of the pseudo-header of
+    /// either family (`checksum::pseudo_header_v4` or
+    /// `ipv6::pseudo_header`), as [`UdpPacket::verify_checksum`] takes it.
+    /// A computed zero is sent as all ones: zero means "no checksum" (and
+    /// is refused over IPv6).
+    pub fn emit(&mut self, (src_port, dst_port): (u16, u16), payload_len: u16, pseudo: u64) {
+        let len = HEADER_LEN as u16 + payload_len;
         let b = self.buffer.as_mut();
-        write_u16(b, field::SRC_PORT, src.1);
-        write_u16(b, field::DST_PORT, dst.1);
+        write_u16(b, field::SRC_PORT, src_port);
+        write_u16(b, field::DST_PORT, dst_port);
         write_u16(b, field::LENGTH, len);
         write_u16(b, field::CHECKSUM, 0);
-        let sum = checksum::pseudo_header_v4(src.0, dst.0, super::ipv4::protocol::UDP, len);
-        let sum = checksum::accumulate(sum, &self.buffer.as_ref()[..usize::from(len)]);
-        // A computed zero is sent as all ones (zero means "no checksum").
+        let sum = checksum::accumulate(pseudo, &self.buffer.as_ref()[..usize::from(len)]);
         let value = match !checksum::fold(sum) {
             0 => 0xffff,
             v => v,
@@ -162,6 +176,22 @@ mod tests {
     /// The pseudo-header sum of [`DATAGRAM`] from `src` to `dst`.
     fn pseudo(src: Ipv4Addr, dst: Ipv4Addr) -> u64 {
         checksum::pseudo_header_v4(src, dst, crate::wire::ipv4::protocol::UDP, 11)
+    }
+
+    #[test]
+    fn emit_fills_the_checksum_for_either_family_s_pseudo_header() {
+        let (src, dst) = (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        );
+        let over_six = crate::wire::ipv6::pseudo_header(src, dst, 17, 11);
+        let mut bytes = [0u8; 11];
+        bytes[8..].copy_from_slice(b"hi!");
+        UdpPacket::new_unchecked(&mut bytes[..]).emit((1234, 5678), 3, over_six);
+        let p = UdpPacket::new_checked(&bytes[..]).expect("valid");
+        assert_eq!((p.src_port(), p.dst_port(), p.len()), (1234, 5678, 11));
+        assert!(p.verify_checksum(over_six));
+        assert!(!p.verify_checksum(pseudo(SRC, DST)));
     }
 
     #[test]

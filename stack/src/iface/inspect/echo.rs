@@ -2,7 +2,7 @@
 //! [`parse_echo_reply`] to recognise the answers on the receive side.
 
 use crate::counters::DropReason;
-use crate::iface::{ip_out, transmit::Out, tx6, Interface, SendError};
+use crate::iface::{ip_out, transmit::Out, udp, Interface, SendError};
 use crate::port::{Buf, Port};
 use crate::time::Instant;
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
@@ -96,7 +96,7 @@ impl<B: Buf> Interface<B> {
             }
             IpAddr::V6(dst) => {
                 let target = SocketAddrV6::new(dst, 0, 0, 0);
-                let Some(path) = tx6::path6(core, Ipv6Addr::UNSPECIFIED, &target) else {
+                let Some(path) = udp::path6(core, Ipv6Addr::UNSPECIFIED, &target) else {
                     core.counters.count_drop(DropReason::TxNoRoute);
                     return Err(SendError::NoRoute);
                 };

@@ -1,8 +1,9 @@
 //! IPv6 routes with gateways (static, and the default route router
 //! advertisements give when asked to): the next hop is resolved with
-//! Neighbor Discovery on the gateway's link.
+//! Neighbor Discovery on the gateway's link. A socket keeps its route to
+//! its latest destination for sends and forwards until a route changes.
 
-use super::ipv6::{ip6_icmp, parse6, parse_udp6, stack6, GLOBAL, PEER_LL};
+use super::ipv6::{ip6_icmp, ip6_udp, parse6, parse_udp6, stack6, GLOBAL, PEER6, PEER_LL};
 use super::*;
 use crate::route::Ipv6Cidr;
 use crate::wire::icmpv6::{msg_type as icmp6, NdpRepr};
@@ -206,4 +207,119 @@ fn router_advertisements_give_a_default_route_only_when_asked() {
     port.push_rx(&forwarded);
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 1);
+}
+
+/// The stack of [`stack6`] knowing `PEER6` (at `PEER_MAC`), with a socket
+/// bound to our global address, port 5000.
+fn stack_knowing_peer6() -> (Interface<MemBuf>, MemPort, SocketId) {
+    let (mut iface, mut port) = stack6();
+    super::ipv6::learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let socket = iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 5000, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    (iface, port, socket)
+}
+
+/// Runs `one`, which makes the socket of [`stack_knowing_peer6`] send
+/// `payload` to `PEER6` port 53, over and over: after a warm-up (the first
+/// sends move the neighbour on from STALE, a neighbour change) the
+/// socket's kept route spares every lookup, and the datagrams leave for
+/// `PEER_MAC` with valid checksums. Then a more specific route to the peer
+/// through the gateway `PEER_LL` appears, and the next datagram follows it
+/// at once: the only frame out is the solicitation for the gateway.
+fn assert_route_kept_until_it_changes(
+    (iface, port): (&mut Interface<MemBuf>, &mut MemPort),
+    payload: &[u8],
+    mut one: impl FnMut(&mut Interface<MemBuf>, &mut MemPort),
+) {
+    let lookups = |iface: &Interface<MemBuf>| iface.counters().get(Stat::RouteLookups);
+    one(iface, port);
+    one(iface, port);
+    let warm = lookups(iface);
+    assert!(warm <= 2, "{warm} lookups to warm up");
+    for _ in 0..5 {
+        one(iface, port);
+    }
+    assert_eq!(lookups(iface), warm, "kept by the socket: no lookup");
+    let out = port.take_tx();
+    assert_eq!(out.len(), 7);
+    for frame in &out {
+        let (from, to, sent) = parse_udp6(frame);
+        assert_eq!(
+            (from, to, &sent[..]),
+            ((GLOBAL, 5000), (PEER6, 53), payload)
+        );
+    }
+    iface
+        .add_route6(cidr("2001:db8::2/128"), PEER_LL, None)
+        .unwrap();
+    one(iface, port);
+    assert_eq!(lookups(iface), warm + 1, "a route change invalidates it");
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1, "the new route's gateway is solicited");
+    let (_, _, dst, _, message) = parse6(&out[0]);
+    assert_eq!(dst, solicited_node(PEER_LL));
+    assert!(matches!(
+        NdpRepr::parse(&message).unwrap(),
+        NdpRepr::Solicitation {
+            target: PEER_LL,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn an_ipv6_socket_keeps_its_route_until_a_route_changes() {
+    let (mut iface, mut port, socket) = stack_knowing_peer6();
+    let peer = SocketAddrV6::new(PEER6, 53, 0, 0);
+    assert_route_kept_until_it_changes((&mut iface, &mut port), b"rtp", |iface, port| {
+        iface
+            .send_to(port, Instant::ZERO, socket, peer, b"rtp")
+            .unwrap()
+    });
+}
+
+/// Forwards every datagram from the socket it names to `dst`.
+struct Forward6 {
+    from: SocketId,
+    dst: SocketAddrV6,
+    results: Vec<Result<(), SendError>>,
+}
+
+impl InlineHandler<MemBuf> for Forward6 {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        for datagram in batch.drain(..) {
+            self.results
+                .push(ctx.forward(datagram, self.from, self.dst));
+        }
+    }
+}
+
+#[test]
+fn an_ipv6_forward_keeps_the_sending_socket_s_route_until_a_route_changes() {
+    let (mut iface, mut port, from) = stack_knowing_peer6();
+    let relayed = SocketAddrV6::new(GLOBAL, 7000, 0, 0);
+    iface.udp_bind(relayed, BindOptions::default()).unwrap();
+    let mut relay = Forward6 {
+        from,
+        dst: SocketAddrV6::new(PEER6, 53, 0, 0),
+        results: Vec::new(),
+    };
+    assert_route_kept_until_it_changes((&mut iface, &mut port), b"media", |iface, port| {
+        let datagram = ip6_udp((PEER6, 4000), (GLOBAL, 7000), b"media", None);
+        port.push_rx(&super::ipv6::frame6(OUR_MAC, &datagram));
+        poll(iface, port, &mut relay);
+    });
+    assert!(relay.results.iter().all(Result::is_ok));
+    // Seven sent, the eighth waiting for the gateway: all in their own
+    // buffers.
+    assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 8);
 }

@@ -1,8 +1,9 @@
 //! The UDP table's send side: one 32-byte [`SendSlot`] per socket, in a
 //! dense array indexed like the sockets, with what a send or forward from
 //! the socket reads (its IPv4 address and port, TOS byte, and the route and
-//! next-hop MAC to the last destination it sent to), and the table's
-//! per-packet accessors over it.
+//! next-hop MAC to the last IPv4 destination it sent to), the route to its
+//! last IPv6 destination in a second dense array, and the table's
+//! per-packet accessors over them.
 //!
 //! Invariants: a slot is [`LIVE`] exactly while its socket is bound; a
 //! kept route is used only for the destination it was computed for and
@@ -10,17 +11,18 @@
 //! moves the generation on).
 
 use super::{SocketId, UdpTable};
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 
-/// The route a connected socket keeps, valid while `generation` is current.
+/// The route a socket keeps to its latest destination, of either family
+/// (IPv4 by default), valid while `generation` is current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedRoute {
+pub struct CachedRoute<A = Ipv4Addr> {
     /// The destination it leads to.
-    pub dst: Ipv4Addr,
+    pub dst: A,
     /// The route table and neighbour cache generation it was computed under.
     pub generation: u64,
-    /// Our source address for it.
-    pub source: Ipv4Addr,
+    /// The route's source address for it.
+    pub source: A,
     /// The next hop's MAC address.
     pub mac: crate::port::MacAddr,
     /// The link it leaves through.
@@ -55,7 +57,7 @@ pub(super) struct SendSlot {
     pub(super) local4: Ipv4Addr,
     pub(super) port: u16,
     pub(super) tos: u8,
-    /// [`LIVE`], [`SPEAKS_V4`], [`ROUTED`].
+    /// [`LIVE`], [`SPEAKS_V4`], [`ROUTED`], [`ROUTED6`].
     pub(super) flags: u8,
 }
 
@@ -68,6 +70,17 @@ pub(super) const LIVE: u8 = 1;
 pub(super) const SPEAKS_V4: u8 = 2;
 /// `route` holds a route.
 pub(super) const ROUTED: u8 = 4;
+/// The socket's entry in the table's IPv6 routes holds a route.
+pub(super) const ROUTED6: u8 = 8;
+
+/// An IPv6 route no socket keeps (the IPv6 routes' filler).
+pub(super) const NO_ROUTE6: CachedRoute<Ipv6Addr> = CachedRoute {
+    dst: Ipv6Addr::UNSPECIFIED,
+    generation: 0,
+    source: Ipv6Addr::UNSPECIFIED,
+    mac: crate::port::MacAddr([0; 6]),
+    link: 0,
+};
 
 impl SendSlot {
     pub(super) const EMPTY: SendSlot = SendSlot {
@@ -152,6 +165,35 @@ impl UdpTable {
             if slot.flags & LIVE != 0 {
                 slot.route = route;
                 slot.flags |= ROUTED;
+            }
+        }
+    }
+
+    /// [`UdpTable::cached_route`] for an IPv6 destination: the route the
+    /// socket keeps to `dst`, if it keeps one still valid under
+    /// `generation`. Kept apart from the 32-byte slot (an IPv6 route does
+    /// not fit it), in a dense array indexed like it.
+    #[inline]
+    pub fn cached_route6(
+        &self,
+        id: SocketId,
+        dst: Ipv6Addr,
+        generation: u64,
+    ) -> Option<CachedRoute<Ipv6Addr>> {
+        let slot = self.send.get(id.0 as usize)?;
+        let route = self.routes6.get(id.0 as usize)?;
+        let valid = slot.flags & ROUTED6 != 0 && route.generation == generation;
+        (valid && route.dst == dst).then_some(*route)
+    }
+
+    /// Lets a socket keep `route` to its latest IPv6 destination.
+    #[inline]
+    pub fn remember_route6(&mut self, id: SocketId, route: CachedRoute<Ipv6Addr>) {
+        let at = id.0 as usize;
+        if let (Some(slot), Some(kept)) = (self.send.get_mut(at), self.routes6.get_mut(at)) {
+            if slot.flags & LIVE != 0 {
+                *kept = route;
+                slot.flags |= ROUTED6;
             }
         }
     }

@@ -1,38 +1,42 @@
-//! Zero-copy UDP forwarding over IPv4 ([`forward_udp`]): a received
-//! datagram leaves from another socket to another destination in its own
-//! buffer, headers rewritten, payload untouched.
+//! Zero-copy UDP forwarding ([`forward_udp`] over IPv4, [`forward_udp6`]
+//! over IPv6): a received datagram leaves from another socket to another
+//! destination in its own buffer, headers rewritten, payload untouched.
 //!
-//! Two ways through. The relay's steady state, a plain frame (checksums
-//! verified, no IPv4 options, no Ethernet padding) sent from a socket that
-//! keeps a valid route to the destination, reads that socket's send slot
-//! once ([`UdpTable::cached_send`](crate::udp::table::UdpTable::cached_send))
+//! Over IPv4, two ways through. The relay's steady state, a plain frame
+//! (checksums verified, no IPv4 options, no Ethernet padding) sent from a
+//! socket that keeps a valid route to the destination, reads that socket's
+//! send slot once
+//! ([`UdpTable::cached_send`](crate::udp::table::UdpTable::cached_send))
 //! and writes every header in place: the UDP checksum updated for the new
 //! addresses and ports (RFC 1624), a fresh IPv4 header, both Ethernet
 //! addresses. Everything else (the first packet to a destination, a changed
 //! route or neighbour, padding, options, an unverified checksum) goes the
 //! general way: route and neighbour lookups, headers summed afresh unless
-//! the frame is plain.
+//! the frame is plain ([`forward_general`], written once for both
+//! families). IPv6 always goes the general way, which, through the route
+//! the sending socket keeps ([`super::send::path_to`]), does no lookup
+//! either while nothing changed.
 //!
 //! Invariants: per packet, no allocation and no panic; a datagram that
 //! cannot be sent is freed, counted and the caller told why; both ways put
 //! the same headers on the wire (a test compares them byte for byte).
 
-use super::buffers::cut_to_payload;
-use super::transmit::{Out, SendError};
-use super::tx::{
-    path_to, send_framed, transmit_ipv4, udp_ip_header, write_udp_headers, FAST_HEADERS,
-};
-use super::Core;
+use super::super::buffers::cut_to_payload;
+use super::super::state::Core;
+use super::super::transmit::{Out, SendError};
+use super::super::tx::transmit_ipv4;
+use super::family::UdpFamily;
+use super::send::{path_to, send_framed};
+use super::v4::{at, readdress_plain, FAST_HEADERS};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::table::CachedSend;
 use crate::udp::{Datagram, SocketId};
-use crate::wire::checksum;
-use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
-use crate::wire::ipv4::{Ipv4Packet, HEADER_LEN as IP_LEN};
+use crate::wire::ethernet::{EtherType, HEADER_LEN as ETH_LEN};
+use crate::wire::ipv4::HEADER_LEN as IP_LEN;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
-use core::net::SocketAddrV4;
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 
 /// Forwards a received IPv4 datagram's payload from socket `from` to `dst`
 /// in the datagram's own buffer (zero-copy): new headers go right before
@@ -66,12 +70,50 @@ pub(crate) fn forward_udp<P: Port>(
     if in_place {
         return forward_plain(core, out, now, buf, from, dst);
     }
+    // Only here: the plain case above passes no `Payload`.
     let payload = Payload {
         start: payload_start,
         end: payload_end,
         plain,
     };
-    forward_general(core, out, now, buf, payload, from, dst)
+    forward_general::<Ipv4Addr, P>(core, out, now, buf, payload, from, dst)
+}
+
+/// Forwards a received IPv6 datagram's payload from socket `from` to `dst`
+/// in the datagram's own buffer (zero-copy), as [`forward_udp`] does for
+/// IPv4: new headers right before the payload (extension headers and
+/// padding dropped), `from`'s port, its address (the route's for a socket
+/// bound to `::`) and traffic class; the UDP checksum updated
+/// incrementally for a plain datagram, summed afresh otherwise. Per
+/// packet; owning lcore.
+pub(crate) fn forward_udp6<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    datagram: Datagram<P::Buf>,
+    from: SocketId,
+    dst: SocketAddrV6,
+) -> Result<(), SendError> {
+    let (buf, payload) = take_apart(datagram);
+    forward_general::<Ipv6Addr, P>(core, out, now, buf, payload, from, dst)
+}
+
+/// A datagram's buffer and where its payload lies.
+#[inline]
+fn take_apart<B: Buf>(datagram: Datagram<B>) -> (B, Payload) {
+    let Datagram {
+        buf,
+        payload_start,
+        payload_end,
+        plain,
+        ..
+    } = datagram;
+    let payload = Payload {
+        start: payload_start,
+        end: payload_end,
+        plain,
+    };
+    (buf, payload)
 }
 
 /// Where a datagram's payload lies in its frame, and whether the frame is
@@ -106,7 +148,7 @@ fn forward_plain<P: Port>(
         end: buf.len() as u32,
         plain: true,
     };
-    forward_general(core, out, now, buf, payload, from, dst)
+    forward_general::<Ipv4Addr, P>(core, out, now, buf, payload, from, dst)
 }
 
 /// The fast way of [`forward_udp`]: `buf` holds a plain frame (Ethernet,
@@ -160,133 +202,66 @@ fn forward_cached<P: Port>(
     Ok(())
 }
 
-/// The UDP and IPv4 headers of a plain frame for `src` to `dst`: ports
-/// and UDP checksum updated in place ([`readdress_plain_udp`]), a fresh
-/// IPv4 header (`udp_len` bytes of UDP, DF when it fits `mtu`). Inlined
-/// (the compiler would not: it has two callers): per relayed packet.
-#[inline(always)]
-fn readdress_plain(
-    h: &mut [u8; FAST_HEADERS],
-    (src, dst): (SocketAddrV4, SocketAddrV4),
-    ident: u16,
-    udp_len: usize,
-    mtu: usize,
-    tos: u8,
-) {
-    readdress_plain_udp(h, src, dst);
-    Ipv4Packet::new_unchecked(&mut h[ETH_LEN..]).emit_header(&udp_ip_header(
-        (src, dst),
-        ident,
-        udp_len,
-        mtu,
-        tos,
-    ));
-}
-
 /// Both Ethernet addresses and the IPv4 type, in one pass.
 #[inline]
 fn write_ethernet(h: &mut [u8; FAST_HEADERS], to: MacAddr, ours: MacAddr) {
     let mut eth = [0u8; ETH_LEN];
-    eth[..6].copy_from_slice(&to.0);
-    eth[6..12].copy_from_slice(&ours.0);
-    eth[12..].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
+    eth[at::ETH_DST].copy_from_slice(&to.0);
+    eth[at::ETH_SRC].copy_from_slice(&ours.0);
+    eth[at::ETHERTYPE..].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
     h[..ETH_LEN].copy_from_slice(&eth);
 }
 
-/// The general way of [`forward_udp`]: the route and next hop looked up
-/// (and kept in the socket for next time), IPv4 options and Ethernet
-/// padding dropped, the headers rewritten (plain) or summed afresh.
-fn forward_general<P: Port>(
+/// The general way of [`forward_udp`] and [`forward_udp6`]: the socket's
+/// kept route, or the route and next hop looked up (and kept in the socket
+/// for next time), IP options or extension headers and Ethernet padding
+/// dropped, the headers rewritten (plain) or summed afresh.
+fn forward_general<A: UdpFamily, P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,
     mut buf: P::Buf,
     payload: Payload,
     from: SocketId,
-    dst: SocketAddrV4,
+    dst: A::SocketAddr,
 ) -> Result<(), SendError> {
     let Payload {
         start: payload_start,
         end: payload_end,
         plain,
     } = payload;
-    let local = core.udp.local_addr(from).ok_or(SendError::NoSocket)?;
-    let path = path_to(core, from, dst)?;
+    let (local, local_port) = A::local(core, from)?;
+    let path = path_to::<A, _>(core, from, &dst)?;
     let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
         core.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let (start, end) = (payload_start as usize, payload_end as usize);
     let udp_len = UDP_LEN + end.saturating_sub(start);
-    if udp_len > usize::from(u16::MAX) - IP_LEN {
+    if udp_len > A::MAX_UDP_LEN {
         return Err(SendError::TooLarge);
     }
-    let Some(header_start) = start.checked_sub(FAST_HEADERS) else {
+    let headers = ETH_LEN + A::IP_LEN + UDP_LEN;
+    let Some(header_start) = start.checked_sub(headers) else {
         core.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
     cut_to_payload(&mut buf, header_start, end);
-    let src_ip = if local.ip().is_unspecified() {
-        path.source
-    } else {
-        *local.ip()
-    };
-    let src = SocketAddrV4::new(src_ip, local.port());
+    let (dst_ip, dst_port) = A::split(dst);
+    let src = (A::source(local, dst_ip, path.source), local_port);
     let tos = core.udp.tos(from);
     let frame = buf.data_mut();
-    if frame.len() != FAST_HEADERS + udp_len - UDP_LEN {
+    if frame.len() != headers + udp_len - UDP_LEN {
         core.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     }
-    match frame.first_chunk_mut::<FAST_HEADERS>() {
-        Some(h) if plain && header_start == 0 => {
-            readdress_plain(h, (src, dst), core.ident(), udp_len, mtu, tos);
-            let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
-            eth.set_src(mac);
-            eth.set_ethertype(EtherType::Ipv4);
-            core.counters.count(Stat::UdpOutDatagrams);
-        }
-        _ => write_udp_headers(core, frame, (src, dst), mac, mtu, tos),
+    let addresses = (src, (dst_ip, dst_port));
+    let readdressed =
+        plain && header_start == 0 && A::readdress_plain(core, frame, addresses, (mac, mtu), tos);
+    if !readdressed {
+        A::write_headers(core, frame, addresses, (mac, mtu), tos);
     }
+    core.counters.count(Stat::UdpOutDatagrams);
     core.counters.count(Stat::UdpForwardedInPlace);
-    send_framed(core, out, now, from, dst, buf, path)
-}
-
-/// Rewrites the UDP source and destination (addresses and ports) of a
-/// plain frame whose UDP checksum is valid, updating that checksum
-/// incrementally over the changed words (a zero checksum, "none", stays
-/// zero). The IPv4 header is left to the caller (its addresses are only
-/// read here).
-#[inline]
-fn readdress_plain_udp(h: &mut [u8; FAST_HEADERS], src: SocketAddrV4, dst: SocketAddrV4) {
-    // Every word is taken as it lies in memory (native order): the ones'
-    // complement sum does not depend on byte order, up to a swap (RFC 1071
-    // section 2(B)), so a checksum worked out and stored in native order
-    // is the big-endian one, and no word is byte-swapped on the way.
-    let word = |h: &[u8; FAST_HEADERS], at: usize| {
-        u64::from(u32::from_ne_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
-    };
-    // Both ports as one big-endian word: built once, stored and summed
-    // whole.
-    let ports = (u32::from(src.port()) << 16 | u32::from(dst.port())).to_be_bytes();
-    let old = [word(h, 26), word(h, 30), word(h, 34)];
-    let new = [
-        u64::from(u32::from_ne_bytes(src.ip().octets())),
-        u64::from(u32::from_ne_bytes(dst.ip().octets())),
-        u64::from(u32::from_ne_bytes(ports)),
-    ];
-    h[34..38].copy_from_slice(&ports);
-    let check = u16::from_ne_bytes([h[40], h[41]]);
-    if check == 0 {
-        return;
-    }
-    // Subtracting a 32-bit word in ones' complement adds its complement,
-    // 0xffff_ffff - w, which folds like the complements of its two halves
-    // (and the old checksum's complement is 0xffff - check): the same sum
-    // with the complements' constants added once and each word subtracted,
-    // no complement per word.
-    const COMPLEMENTS: u64 = 0xffff + 3 * 0xffff_ffff;
-    let sum = COMPLEMENTS + new.iter().sum::<u64>() - u64::from(check) - old.iter().sum::<u64>();
-    let check = checksum::udp_complement(sum);
-    h[40..42].copy_from_slice(&check.to_ne_bytes());
+    send_framed(core, out, now, from, dst_ip, buf, path)
 }
