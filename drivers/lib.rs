@@ -3,10 +3,11 @@
 //! This crate is the driver layer, the only place with `unsafe`: EAL start-up
 //! ([`eal`]), packet buffer pools ([`mempool`]), owned packet buffers
 //! ([`mbuf`]), ethdev ports and queues ([`ethdev`]), lcore threads
-//! ([`lcore`]), the TSC clock ([`clock`]), vector header shuffles ([`simd`]) and, for benchmarks, batched kernel
-//! UDP sockets ([`kernel_udp`]). It implements the stack's
-//! [`stack::port::Port`] and [`stack::port::Buf`] traits for DPDK, and
-//! re-exports the pure protocol crate as [`stack`].
+//! ([`lcore`]), the TSC clock ([`clock`]), vector header shuffles
+//! ([`simd`]), the fault injector ([`fault`]) and burst cycle counting
+//! ([`cycles`]). It implements the stack's [`stack::port::Port`] and
+//! [`stack::port::Buf`] traits for DPDK, and re-exports the pure protocol
+//! crate as [`stack`].
 //!
 //! Invariants: every `unsafe` block carries a `// SAFETY:` comment saying why
 //! it holds; the fast-path calls (rx/tx burst, alloc/free) allocate nothing,
@@ -20,7 +21,6 @@ pub mod eal;
 pub mod error;
 pub mod ethdev;
 pub mod fault;
-pub mod kernel_udp;
 pub mod lcore;
 pub mod mbuf;
 pub mod mempool;
