@@ -7,7 +7,9 @@
 //! ([`simd`]), the fault injector ([`fault`]) and burst cycle counting
 //! ([`cycles`]). It implements the stack's [`stack::port::Port`] and
 //! [`stack::port::Buf`] traits for DPDK, and re-exports the pure protocol
-//! crate as [`stack`].
+//! crate as [`stack`]. Above them, [`app`] is what every app shares: the
+//! stack's command-line options, set-up, the polling lcore's loop and the
+//! counters printer, so that an app is its `main` plus a handler.
 //!
 //! Invariants: every `unsafe` block carries a `// SAFETY:` comment saying why
 //! it holds; the fast-path calls (rx/tx burst, alloc/free) allocate nothing,
@@ -15,6 +17,7 @@
 
 pub use dpstack_stack as stack;
 
+pub mod app;
 pub mod clock;
 pub mod cycles;
 pub mod eal;
