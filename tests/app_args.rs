@@ -11,7 +11,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Every app that takes `[EAL options] -- [app options]` (apps/common.rs).
+/// Every app that takes `[EAL options] -- [app options]` (`dpstack::app::run_app`).
 const APPS: [(&str, &str); 6] = [
     ("dpstack-console", env!("CARGO_BIN_EXE_dpstack-console")),
     ("dpstack-echo", env!("CARGO_BIN_EXE_dpstack-echo")),
@@ -24,7 +24,7 @@ const APPS: [(&str, &str); 6] = [
     ("dpstack-tcpload", env!("CARGO_BIN_EXE_dpstack-tcpload")),
 ];
 
-/// The line apps/common.rs prints when it takes the embedded default.
+/// The line `dpstack::app::run_app` prints when it takes the embedded default.
 const BANNER: &str = "No EAL options given";
 
 /// How a process ended and what it printed.
