@@ -323,7 +323,13 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     for thread in app_threads {
         let _ = thread.join();
     }
-    let finished = worker.stop();
+    // The neighbours and fault counts, then the interface goes: the
+    // buffers it held (queued for a neighbour, reassembling) are back in
+    // the pools before the pools are counted.
+    let tail = worker
+        .stop()
+        .map(|finished| neighbors(&finished.iface) + &finished.fault_lines())
+        .unwrap_or_default();
     println!("\nSignal {} received, exiting.", signals.received());
     app::print_counters(&counters);
     println!(
@@ -338,10 +344,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         large.in_use(),
         large.size()
     );
-    if let Some(finished) = finished {
-        print!("{}", neighbors(&finished.iface));
-        print!("{}", finished.fault_lines());
-    }
+    print!("{tail}");
     Ok(())
 }
 
