@@ -68,6 +68,11 @@ const SPEC: AppSpec = AppSpec {
 struct Cli {
     #[command(flatten)]
     stack: StackArgs,
+    /// Count the lcore's cycles inside the port's rx/tx bursts and print,
+    /// at exit, its cycles per received packet split into the driver's and
+    /// the rest (two TSC reads per burst call; as testpmd's option).
+    #[arg(long)]
+    record_core_cycles: bool,
     /// Relay N sessions on consecutive ports from --port-base.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16383))]
     sessions: Option<u32>,
@@ -304,7 +309,13 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let (link, client) = stats_link(relay.sessions());
     relay.set_stats_link(link);
     let counters = Arc::clone(iface.counters());
-    let worker = app::run_on_worker(iface, stack.queues, RelayApp(relay), &cli.stack)?;
+    let worker = app::run_on_worker_counting_cycles(
+        iface,
+        stack.queues,
+        RelayApp(relay),
+        &cli.stack,
+        cli.record_core_cycles,
+    )?;
     let port = stack.ports.first().ok_or("no port")?;
     let info = port.info().map_err(|e| e.to_string())?;
     let addresses: Vec<String> = (ip4.map(|c| c.to_string()).into_iter())

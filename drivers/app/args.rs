@@ -1,7 +1,8 @@
 //! The stack's command-line options, shared by every app as one clap
 //! [`StackArgs`] struct (`#[command(flatten)]`): one `--ip ADDR/PREFIX`
 //! syntax for both families and every port, routes, MTU, pool size, faults,
-//! statistics. An app that wants another default or check for one of them
+//! statistics. (`--record-core-cycles` is not among them: an app that offers
+//! it calls [`super::run_on_worker_counting_cycles`].) An app that wants another default or check for one of them
 //! changes it with `#[command(mut_arg("ip", |a| ...))]`; names and meanings
 //! stay the same in every app.
 
@@ -54,11 +55,6 @@ pub struct StackArgs {
     /// Print the statistics every N seconds.
     #[arg(long, value_name = "N")]
     pub stats_period: Option<u64>,
-    /// Count the lcore's cycles inside the ports' rx/tx bursts and print,
-    /// at exit, its cycles per received packet split into the driver's and
-    /// the rest (two TSC reads per burst call; as testpmd's option).
-    #[arg(long)]
-    pub record_core_cycles: bool,
 }
 
 impl StackArgs {
@@ -199,7 +195,7 @@ mod tests {
         let args = parse(&[]);
         assert!(args.ip.is_empty());
         assert_eq!((args.mtu, args.total_num_mbufs), (1500, 8191));
-        assert!(!args.no_dad && !args.accept_ra && !args.pacing && !args.record_core_cycles);
+        assert!(!args.no_dad && !args.accept_ra && !args.pacing);
         assert!(args.faults.is_none() && args.stats_period.is_none());
     }
 

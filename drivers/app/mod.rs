@@ -5,8 +5,7 @@
 //!   app flattens into its own (`#[command(flatten)]`): one `--ip
 //!   ADDR/PREFIX` syntax for both families and every port, `--gateway`,
 //!   `--route`, `--mtu`, `--no-dad`, `--accept-ra`, `--pacing`,
-//!   `--total-num-mbufs`, `--faults`, `--stats-period`,
-//!   `--record-core-cycles`;
+//!   `--total-num-mbufs`, `--faults`, `--stats-period`;
 //! - [`setup`]: [`run_app`], the body of `main` (arguments, the embedded
 //!   EAL default, exit codes 0/1/2), and [`set_up`]: EAL -> pool -> ports ->
 //!   [`Interface`](crate::stack::iface::Interface) with its config;
@@ -85,6 +84,6 @@ pub use args::{parse_ip, parse_route, IpArg, RouteArg, StackArgs};
 pub use counters::{counters_block, counters_text, print_counters};
 pub use setup::{packet_pool, pool_need, run_app, set_up, AppSpec, Stack};
 pub use worker::{
-    launch_worker, run_on_worker, stop_signal, App, CounterReport, Finished, Poller, Signals, Tick,
-    Worker, NO_WORKER_LCORE,
+    launch_worker, run_on_worker, run_on_worker_counting_cycles, stop_signal, App, CounterReport,
+    Finished, Poller, Signals, Tick, Worker, NO_WORKER_LCORE,
 };

@@ -1,8 +1,8 @@
 //! The polling lcore and the main thread around it: the signal flags
 //! ([`Signals`]), the worker-lcore launch with its one error message
 //! ([`launch_worker`]), the canonical poll loop that runs an [`App`] over
-//! the ports (wrapped in [`FaultPort`] by `--faults` and in
-//! [`CycleCountingPort`] by `--record-core-cycles`), and the main thread's
+//! the ports (wrapped in [`FaultPort`] by `--faults`, and in
+//! [`CycleCountingPort`] for an app that counts its cycles), and the main thread's
 //! wait that prints statistics on SIGUSR1 and every `--stats-period`.
 //!
 //! The loop is the hot path: one TSC read and one poll per iteration, plus
@@ -228,7 +228,7 @@ pub struct Finished<H> {
     pub iface: Interface<Mbuf>,
     /// `--faults`' counts, one per port (empty without faults).
     pub faults: Vec<Arc<FaultCounts>>,
-    /// `--record-core-cycles`' summary line.
+    /// The cycles' summary line ([`run_on_worker_counting_cycles`]).
     pub cycles: Option<String>,
 }
 
@@ -267,22 +267,47 @@ impl<H> Worker<H> {
 /// Runs `app` over `queues` on the first worker lcore, in the canonical
 /// loop: [`App::start`], then poll every port and check [`App::done`]
 /// until done or stopped, then [`App::finish`]. `args.faults` puts a
-/// [`FaultPort`] in front of every queue; `args.record_core_cycles` counts
-/// the cycles of the bursts.
+/// [`FaultPort`] in front of every queue.
 pub fn run_on_worker<H: App>(
     iface: Interface<Mbuf>,
     queues: Vec<EthQueue>,
     app: H,
     args: &StackArgs,
 ) -> Result<Worker<H>, String> {
+    spawn::<H, false>(iface, queues, app, args.faults, false)
+}
+
+/// [`run_on_worker`] for an app that offers `--record-core-cycles`: with
+/// `record`, a [`CycleCountingPort`] counts the cycles of the bursts
+/// ([`Finished::cycles`]). A separate entry because it compiles a second
+/// copy of the pipeline, over the counting port: apps without the option do
+/// not carry it (more copies change how the pipeline inlines, which shows
+/// in the instructions per packet).
+pub fn run_on_worker_counting_cycles<H: App>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    app: H,
+    args: &StackArgs,
+    record: bool,
+) -> Result<Worker<H>, String> {
+    spawn::<H, true>(iface, queues, app, args.faults, record)
+}
+
+/// Launches the loop; `CYCLES` says whether the counting copy exists.
+fn spawn<H: App, const CYCLES: bool>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    app: H,
+    faults: Option<FaultSpec>,
+    record: bool,
+) -> Result<Worker<H>, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let (done_tx, result) = crossbeam_channel::bounded(1);
-    let (faults, record) = (args.faults, args.record_core_cycles);
     let job = {
         let (stop, ended) = (Arc::clone(&stop), Arc::clone(&ended));
         move || {
-            let finished = on_ports(iface, queues, app, &stop, faults, record);
+            let finished = on_ports::<H, CYCLES>(iface, queues, app, &stop, faults, record);
             ended.store(true, Ordering::SeqCst);
             let _ = done_tx.send(finished);
             0
@@ -298,7 +323,7 @@ pub fn run_on_worker<H: App>(
 }
 
 /// The loop over the queues as `faults` and `record` wrap them.
-fn on_ports<H: App>(
+fn on_ports<H: App, const CYCLES: bool>(
     iface: Interface<Mbuf>,
     queues: Vec<EthQueue>,
     app: H,
@@ -312,25 +337,25 @@ fn on_ports<H: App>(
                 .map(|q| FaultPort::new(q, spec))
                 .collect();
             let counts = ports.iter().map(|p| Arc::clone(p.counts())).collect();
-            let finished = counting_cycles(iface, ports, app, stop, record);
+            let finished = counting_cycles::<_, _, CYCLES>(iface, ports, app, stop, record);
             Finished {
                 faults: counts,
                 ..finished
             }
         }
-        None => counting_cycles(iface, queues, app, stop, record),
+        None => counting_cycles::<_, _, CYCLES>(iface, queues, app, stop, record),
     }
 }
 
-/// The loop, with the bursts' cycles counted if `record`.
-fn counting_cycles<P: Port<Buf = Mbuf>, H: App>(
+/// The loop, with the bursts' cycles counted if `CYCLES` and `record`.
+fn counting_cycles<P: Port<Buf = Mbuf>, H: App, const CYCLES: bool>(
     iface: Interface<Mbuf>,
     ports: Vec<P>,
     app: H,
     stop: &AtomicBool,
     record: bool,
 ) -> Finished<H> {
-    if !record {
+    if !(CYCLES && record) {
         let (iface, _, handler) = poll_loop(iface, ports, app, stop);
         return Finished {
             handler,
