@@ -1,10 +1,11 @@
 //! The stack's command-line options, shared by every app as one clap
 //! [`StackArgs`] struct (`#[command(flatten)]`): one `--ip ADDR/PREFIX`
 //! syntax for both families and every port, routes, MTU, pool size, faults,
-//! statistics. (`--record-core-cycles` is not among them: an app that offers
-//! it calls [`super::run_on_worker_counting_cycles`].) An app that wants another default or check for one of them
-//! changes it with `#[command(mut_arg("ip", |a| ...))]`; names and meanings
-//! stay the same in every app.
+//! statistics. (`--record-core-cycles` is not among them: an app that
+//! offers it calls [`super::run_on_worker_counting_cycles`].) An app that
+//! wants another default or check for one of them changes it with
+//! `#[command(mut_arg("ip", |a| ...))]`; names and meanings stay the same in
+//! every app.
 
 use crate::fault::FaultSpec;
 use crate::stack::route::{Ipv4Cidr, Ipv6Cidr};

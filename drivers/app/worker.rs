@@ -2,8 +2,9 @@
 //! ([`Signals`]), the worker-lcore launch with its one error message
 //! ([`launch_worker`]), the canonical poll loop that runs an [`App`] over
 //! the ports (wrapped in [`FaultPort`] by `--faults`, and in
-//! [`CycleCountingPort`] for an app that counts its cycles), and the main thread's
-//! wait that prints statistics on SIGUSR1 and every `--stats-period`.
+//! [`CycleCountingPort`] for an app that counts its cycles), and the main
+//! thread's wait that prints statistics on SIGUSR1 and every
+//! `--stats-period`.
 //!
 //! The loop is the hot path: one TSC read and one poll per iteration, plus
 //! the app's [`App::done`] check (inlined; no allocation, no lock, no
