@@ -4,6 +4,7 @@
 //! of them initialises EAL or prints the embedded-default banner. And a
 //! `--total-num-mbufs` too small for the ports' rings and the lcores' caches
 //! is refused with the minimum (exit 1, no panic), which is then enough.
+//! Every app that runs the stack takes the shared stack options.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Every app that takes `[EAL options] -- [app options]` (apps/common.rs).
+/// Every app that takes `[EAL options] -- [app options]` (`dpstack::app::run_app`).
 const APPS: [(&str, &str); 6] = [
     ("dpstack-console", env!("CARGO_BIN_EXE_dpstack-console")),
     ("dpstack-echo", env!("CARGO_BIN_EXE_dpstack-echo")),
@@ -24,7 +25,7 @@ const APPS: [(&str, &str); 6] = [
     ("dpstack-tcpload", env!("CARGO_BIN_EXE_dpstack-tcpload")),
 ];
 
-/// The line apps/common.rs prints when it takes the embedded default.
+/// The line `dpstack::app::run_app` prints when it takes the embedded default.
 const BANNER: &str = "No EAL options given";
 
 /// How a process ended and what it printed.
@@ -134,6 +135,73 @@ fn help_with_eal_options_before_the_separator_is_the_apps() {
     let (name, binary) = APPS[3];
     let outcome = run(binary, &args);
     assert_apps_own(name, &args, &outcome, "Usage:");
+}
+
+/// The apps that run the stack on `dpstack::app`, with their own default
+/// for `--ip` (`None`: required) and for `--total-num-mbufs`.
+const STACK_APPS: [(&str, &str, Option<&str>, &str); 4] = [
+    (
+        "dpstack-echo",
+        env!("CARGO_BIN_EXE_dpstack-echo"),
+        Some("192.0.2.1/24"),
+        "8191",
+    ),
+    (
+        "dpstack-iperf",
+        env!("CARGO_BIN_EXE_dpstack-iperf"),
+        None,
+        "8191",
+    ),
+    (
+        "dpstack-rtp-relay",
+        env!("CARGO_BIN_EXE_dpstack-rtp-relay"),
+        Some("192.0.2.1/24"),
+        "16383",
+    ),
+    (
+        "dpstack-tcpload",
+        env!("CARGO_BIN_EXE_dpstack-tcpload"),
+        None,
+        "8191",
+    ),
+];
+
+#[test]
+fn every_stack_app_takes_the_shared_stack_options_with_its_own_defaults() {
+    let shared = [
+        "--ip <ADDR/PREFIX>",
+        "--gateway <GATEWAY>",
+        "--route <PREFIX,GATEWAY>",
+        "--no-dad",
+        "--accept-ra",
+        "--pacing",
+        "--mtu <MTU>",
+        "--total-num-mbufs <N>",
+        "--faults <SPEC>",
+        "--stats-period <N>",
+    ];
+    for (name, binary, ip, mbufs) in STACK_APPS {
+        let outcome = run(binary, &["--help"]);
+        assert_apps_own(name, &["--help"], &outcome, "Usage:");
+        let help = &outcome.stdout;
+        for option in shared {
+            assert!(help.contains(option), "{name} takes {option}:\n{help}");
+        }
+        assert!(
+            help.contains(&format!("[default: {mbufs}]")),
+            "{name}: --total-num-mbufs defaults to {mbufs}:\n{help}"
+        );
+        if let Some(ip) = ip {
+            assert!(
+                help.contains(&format!("[default: {ip}]")),
+                "{name}: --ip defaults to {ip}:\n{help}"
+            );
+        } else {
+            let outcome = run(binary, &["--"]);
+            assert_eq!(outcome.code, Some(2), "{name}: --ip is required");
+            assert!(outcome.stderr.contains("--ip"), "{}", outcome.stderr);
+        }
+    }
 }
 
 /// The apps with `--total-num-mbufs`, the devices each gets here, and the

@@ -9,9 +9,6 @@
 //! (`--forward-mode=stack`, `set fwd stack`) runs dpstack's TCP/IP stack on
 //! the ports instead of an engine (`stack`).
 
-#[path = "../common.rs"]
-mod common;
-
 mod cli;
 mod commands;
 mod display;
@@ -24,6 +21,7 @@ mod terminal;
 
 use cli::Cli;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use dpstack::app::{self, AppSpec};
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, PortConfig, RssConfig};
 use dpstack::lcore::Lcore;
@@ -38,10 +36,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const PROGRAM: &str = "dpstack-console";
-const DEFAULT_VDEVS: [&str; 2] = ["net_null0", "net_null1"];
+const SPEC: AppSpec = AppSpec {
+    program: PROGRAM,
+    vdevs: &["net_null0", "net_null1"],
+    memory_mb: 512,
+    reassembly_buffers: 0,
+};
 
 fn main() -> ExitCode {
-    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 512, run)
+    app::run_app::<Cli>(&SPEC, run)
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
@@ -54,7 +57,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         }
         None => None,
     };
-    let signal = common::stop_signal()?;
+    let signal = app::stop_signal()?;
     let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
     let mut session = open_session(cli)?;
     let flow = match &script {
@@ -108,11 +111,7 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
     }
     let lcores = Lcore::workers();
     if lcores.is_empty() {
-        return Err(
-            "no worker lcore to forward on: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0 \
-             on a single CPU)"
-                .into(),
-        );
+        return Err(app::NO_WORKER_LCORE.into());
     }
     let nb_cores = usize::from(cli.nb_cores);
     if nb_cores > lcores.len() {
@@ -139,14 +138,14 @@ fn open_session(cli: &Cli) -> Result<Session, String> {
         + 2 * cli.burst as u32 * u32::from(cli.rxq)
         + 512;
     let count = cli.total_num_mbufs.unwrap_or_else(|| {
-        let need = common::pool_need(&config, ids.len(), PoolConfig::default().cache);
+        let need = app::pool_need(&config, ids.len(), PoolConfig::default().cache);
         (per_port * ids.len() as u32).max(need.minimum()).max(8191)
     });
     let pool_config = PoolConfig {
         count,
         ..PoolConfig::default()
     };
-    let pool = common::packet_pool("mbuf_pool_socket_0", &pool_config, &config, ids.len())?;
+    let pool = app::packet_pool("mbuf_pool_socket_0", &pool_config, &config, ids.len())?;
     let mut ports = Vec::new();
     for id in ids {
         let (port_config, note) = session::with_rss(&config, &rss, id);

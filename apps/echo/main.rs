@@ -16,34 +16,31 @@
 //! static routes). Replies leave through the port their request came in on;
 //! new packets through the port their route names.
 
-#[path = "../common.rs"]
-mod common;
-use common::IpArg;
-
 use clap::Parser;
-use dpstack::clock::TscClock;
-use dpstack::eal::Eal;
-use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
-use dpstack::fault::{FaultPort, FaultSpec};
+use dpstack::app::{self, App, AppSpec, CounterReport, StackArgs};
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::{Mempool, PoolConfig, PoolPair};
-use dpstack::stack::counters::{Counters, Stat};
+use dpstack::mempool::PoolPair;
 use dpstack::stack::iface::{
-    Batch, ConnId, InlineHandler, Interface, InterfaceConfig, LcoreContext, LinkConfig, TcpEvent,
+    Batch, ConnId, InlineHandler, Interface, LcoreContext, LinkConfig, TcpEvent,
 };
 use dpstack::stack::port::Port;
-use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
+use dpstack::stack::route::Ipv6Cidr;
 use dpstack::stack::socket::{SocketError, TcpListener, TcpStream, UdpSocket};
 use dpstack::stack::udp::{BindOptions, SocketId};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-echo";
-const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack0"];
+const SPEC: AppSpec = AppSpec {
+    program: PROGRAM,
+    vdevs: &["net_tap0,iface=dpstack0"],
+    memory_mb: 256,
+    reassembly_buffers: 63,
+};
 
 /// A UDP echo server on dpstack.
 #[derive(Debug, Parser)]
@@ -53,34 +50,12 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack0"];
     override_usage = "dpstack-echo [EAL options] -- --ip ADDR/PREFIX [--gateway ADDR] --udp PORT",
     after_help = "Without EAL options it runs on a net_tap port whose kernel side is `dpstack0`:\n  \
                   ip addr add 192.0.2.2/24 dev dpstack0; ping 192.0.2.1; \
-                  echo hi | socat - UDP:192.0.2.1:7"
+                  echo hi | socat - UDP:192.0.2.1:7",
+    mut_arg("ip", |a| a.default_value("192.0.2.1/24"))
 )]
 struct Cli {
-    /// Our address and prefix length, IPv4 or IPv6; repeat it to use more
-    /// ports: the n-th IPv4 --ip goes to port n, and so does the n-th IPv6
-    /// one (every port also has an IPv6 link-local address).
-    #[arg(long, default_value = "192.0.2.1/24", value_parser = common::parse_ip)]
-    ip: Vec<IpArg>,
-    /// Default gateway (on the network of one of the --ip prefixes).
-    #[arg(long)]
-    gateway: Option<Ipv4Addr>,
-    /// A static route, PREFIX,GATEWAY, IPv4 or IPv6 (e.g.
-    /// 198.51.100.0/24,10.2.0.2 or 2001:db8:99::/48,fe80::1%0); repeatable.
-    /// The port is the one whose network holds the gateway; a link-local
-    /// IPv6 gateway names its port after `%` (optional with one port).
-    #[arg(long = "route", value_parser = parse_route, value_name = "PREFIX,GATEWAY")]
-    routes: Vec<Route>,
-    /// Do not run IPv6 duplicate address detection: use the addresses at
-    /// once (by default each is probed for a second first).
-    #[arg(long)]
-    no_dad: bool,
-    /// Take an IPv6 default route from router advertisements.
-    #[arg(long)]
-    accept_ra: bool,
-    /// Pace TCP data segments at a rate from each connection's congestion
-    /// window and round trip (as Linux's internal pacing).
-    #[arg(long)]
-    pacing: bool,
+    #[command(flatten)]
+    stack: StackArgs,
     /// UDP port or range to echo on, e.g. 7 or 10000-19999 (repeatable).
     #[arg(long = "udp", default_value = "7", value_parser = parse_ports)]
     udp_ports: Vec<PortRange>,
@@ -100,20 +75,6 @@ struct Cli {
     /// queue-mode sockets, instead of inline on the polling lcore.
     #[arg(long, conflicts_with = "sink")]
     queue_mode: bool,
-    /// The ports' MTU; above 1500 (jumbo frames) the packet buffers grow to
-    /// hold a whole frame and TCP's MSS follows.
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
-    mtu: u16,
-    /// Buffers in the packet pool.
-    #[arg(long, default_value_t = 8191, value_name = "N")]
-    total_num_mbufs: u32,
-    /// Inject faults into every port, e.g. drop=0.02,dup=0.01,reorder=0.02,
-    /// delay=1ms,seed=7,dir=both (for testing peers against loss).
-    #[arg(long, value_name = "SPEC")]
-    faults: Option<FaultSpec>,
-    /// Print the counters every N seconds.
-    #[arg(long, value_name = "N")]
-    stats_period: Option<u64>,
 }
 
 /// An inclusive range of UDP ports.
@@ -131,64 +92,10 @@ fn parse_ports(s: &str) -> Result<PortRange, String> {
     Ok(PortRange(low, high))
 }
 
-/// The IPv4 and IPv6 addresses of each port, from the --ip list.
-fn addresses_per_port(ips: &[IpArg]) -> Vec<(Vec<Ipv4Cidr>, Vec<Ipv6Cidr>)> {
-    let v4: Vec<Ipv4Cidr> = ips
-        .iter()
-        .filter_map(|c| match c {
-            IpArg::V4(a) => Some(*a),
-            IpArg::V6(_) => None,
-        })
-        .collect();
-    let v6: Vec<Ipv6Cidr> = ips
-        .iter()
-        .filter_map(|c| match c {
-            IpArg::V6(a) => Some(*a),
-            IpArg::V4(_) => None,
-        })
-        .collect();
-    (0..v4.len().max(v6.len()))
-        .map(|i| {
-            (
-                v4.get(i).into_iter().copied().collect(),
-                v6.get(i).into_iter().copied().collect(),
-            )
-        })
-        .collect()
-}
-
-/// A --route value.
-#[derive(Debug, Clone, Copy)]
-enum Route {
-    V4(Ipv4Cidr, Ipv4Addr),
-    /// Prefix, gateway, and the gateway's port if it named one.
-    V6(Ipv6Cidr, std::net::Ipv6Addr, Option<usize>),
-}
-
-fn parse_route(s: &str) -> Result<Route, String> {
-    let (prefix, gateway) = s
-        .split_once(',')
-        .ok_or_else(|| format!("'{s}' is not PREFIX,GATEWAY (e.g. 198.51.100.0/24,10.2.0.2)"))?;
-    let bad = || format!("bad gateway address '{gateway}'");
-    if !prefix.contains(':') {
-        return Ok(Route::V4(
-            prefix.parse()?,
-            gateway.parse().map_err(|_| bad())?,
-        ));
-    }
-    let (address, port) = match gateway.split_once('%') {
-        Some((address, port)) => (address, Some(port.parse().map_err(|_| bad())?)),
-        None => (gateway, None),
-    };
-    Ok(Route::V6(
-        prefix.parse()?,
-        address.parse().map_err(|_| bad())?,
-        port,
-    ))
-}
-
 /// Echoes every datagram back to its sender from its own buffer, or drops
 /// it (sink mode); echoes TCP connections' bytes (or reads and drops them).
+/// Once no IPv6 address is tentative any more, sends the duplicates found
+/// on `dad`.
 struct Echo {
     sink: bool,
     scratch: Box<[u8; 16384]>,
@@ -197,6 +104,7 @@ struct Echo {
     close_after: Option<usize>,
     /// Bytes echoed so far per open connection (only with `close_after`).
     echoed: HashMap<ConnId, usize>,
+    dad: Option<crossbeam_channel::Sender<Vec<(usize, Ipv6Cidr)>>>,
 }
 
 impl InlineHandler<Mbuf> for Echo {
@@ -258,83 +166,36 @@ impl InlineHandler<Mbuf> for Echo {
     }
 }
 
+impl App for Echo {
+    #[inline]
+    fn done(&mut self, iface: &Interface<Mbuf>) -> bool {
+        if self.dad.is_some() && !iface.dad_pending() {
+            if let Some(done) = self.dad.take() {
+                let _ = done.send(iface.duplicates6());
+            }
+        }
+        false
+    }
+}
+
 fn main() -> ExitCode {
-    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 256, run)
+    app::run_app::<Cli>(&SPEC, run)
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
-    let signal = common::stop_signal()?;
-    let usr1 = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&usr1))
-        .map_err(|e| format!("cannot install a handler for SIGUSR1: {e}"))?;
-    let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
-    let port_ids = available_ports();
-    if port_ids.is_empty() {
-        return Err("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack0)".into());
-    }
-    let per_port = addresses_per_port(&cli.ip);
-    if per_port.len() > port_ids.len() {
-        return Err(format!(
-            "--ip addresses for {} ports given but EAL found {} port(s): \
-             give one IPv4 and/or one IPv6 --ip per port",
-            per_port.len(),
-            port_ids.len()
-        ));
-    }
-    let pool_config = PoolConfig {
-        count: cli.total_num_mbufs,
-        ..PoolConfig::default()
-    }
-    .for_mtu(cli.mtu);
-    let port_config = PortConfig {
-        mtu: Some(cli.mtu),
-        ..PortConfig::default()
-    };
-    let pool = common::packet_pool("echo_pool", &pool_config, &port_config, per_port.len())?;
-    let large =
-        Mempool::create("echo_reassembly", &PoolConfig::large(63)).map_err(|e| e.to_string())?;
-    let mut eth_ports = Vec::new();
-    let mut queues = Vec::new();
-    let mut links = Vec::new();
-    for (&port_id, (v4, v6)) in port_ids.iter().zip(&per_port) {
-        let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
-        let queue = port
-            .queue(0, 0)
-            .map_err(|e| e.to_string())?
-            .with_large_pool(large);
-        links.push(LinkConfig {
-            addresses: v4.clone(),
-            addresses6: v6.clone(),
-            mtu: usize::from(cli.mtu),
-            ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
-        });
-        eth_ports.push(port);
-        queues.push(queue);
-    }
-    let mut config = InterfaceConfig::with_links(links);
-    config.gateway = cli.gateway;
-    if cli.no_dad {
-        config.dad_transmits = 0;
-    }
-    config.accept_ra = cli.accept_ra;
-    config.tcp.pacing = cli.pacing;
-    let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    let signals = app::Signals::install()?;
+    let stack = app::set_up(&SPEC, eal_args, &cli.stack, |_| {})?;
+    let (mut iface, pool) = (stack.iface, stack.pool);
+    let large = stack
+        .reassembly_pool
+        .ok_or("the echo runs with a reassembly pool")?;
+    let per_port = cli.stack.addresses_per_port();
     let addresses6: Vec<Vec<Ipv6Cidr>> = iface
         .config()
         .links
         .iter()
         .map(LinkConfig::all_addresses6)
         .collect();
-    for &route in &cli.routes {
-        match route {
-            Route::V4(prefix, gateway) => iface
-                .add_route(prefix, gateway)
-                .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
-            Route::V6(prefix, gateway, port) => iface
-                .add_route6(prefix, gateway, port)
-                .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
-        }
-    }
     // Queue mode: a socket per address and port, so a reply sent through
     // the route table comes from the address the request went to, as a
     // client's connected socket expects. Inline mode: with IPv6 addresses,
@@ -371,7 +232,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         regular: pool,
         large,
     };
-    let stack = cli.queue_mode.then(|| iface.handle(send_pools, 1024));
+    let handle = cli.queue_mode.then(|| iface.handle(send_pools, 1024));
     if !cli.queue_mode {
         for &local in &locals {
             iface
@@ -393,47 +254,21 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         }
     }
     let counters = Arc::clone(iface.counters());
-    let stop = Arc::new(AtomicBool::new(false));
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
     let (dad_tx, dad_rx) = crossbeam_channel::bounded::<Vec<(usize, Ipv6Cidr)>>(1);
-    let sink = cli.sink;
-    let close_after = cli.tcp_close_after;
-    let faults = cli.faults;
-    let poller = {
-        let stop = Arc::clone(&stop);
-        move || {
-            let handler = Echo {
-                sink,
-                scratch: Box::new([0; 16384]),
-                close_after,
-                echoed: HashMap::new(),
-            };
-            let report = match faults {
-                Some(spec) => {
-                    let faulty: Vec<FaultPort<EthQueue>> = queues
-                        .into_iter()
-                        .map(|q| FaultPort::new(q, spec))
-                        .collect();
-                    let counts: Vec<_> = faulty.iter().map(|p| Arc::clone(p.counts())).collect();
-                    let mut report = poll_until_stopped(iface, faulty, &stop, handler, dad_tx);
-                    for (port, c) in counts.iter().enumerate() {
-                        report.push_str(&format!("faults on port {port}: {}\n", c.summary()));
-                    }
-                    report
-                }
-                None => poll_until_stopped(iface, queues, &stop, handler, dad_tx),
-            };
-            let _ = done_tx.send(report);
-            0
-        }
+    let handler = Echo {
+        sink: cli.sink,
+        scratch: Box::new([0; 16384]),
+        dad: Some(dad_tx),
+        close_after: cli.tcp_close_after,
+        echoed: HashMap::new(),
     };
-    let handle = common::launch_worker(poller)?;
+    let worker = app::run_on_worker(iface, stack.queues, handler, &cli.stack)?;
     // Queue mode: the lcore runs now, so binds through the handle complete.
     let app_stop = Arc::new(AtomicBool::new(false));
     let mut app_threads = Vec::new();
-    if let Some(stack) = &stack {
+    if let Some(handle) = &handle {
         for &local in &locals {
-            let socket = stack
+            let socket = handle
                 .udp_bind(local)
                 .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
             let app_stop = Arc::clone(&app_stop);
@@ -442,10 +277,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             }));
         }
         for &port in &cli.tcp_ports {
-            let listener = stack
+            let listener = handle
                 .tcp_listen(SocketAddr::new(any, port), 128)
                 .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
             let app_stop = Arc::clone(&app_stop);
+            let close_after = cli.tcp_close_after;
             app_threads.push(std::thread::spawn(move || {
                 accept_from_thread(&listener, &app_stop, close_after)
             }));
@@ -476,9 +312,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             }
         })
         .collect();
-    for (link, port) in eth_ports.iter().enumerate() {
+    for (link, port) in stack.ports.iter().enumerate() {
         let info = port.info().map_err(|e| e.to_string())?;
-        let (v4, _) = &per_port[link];
+        let v4 = per_port.get(link).map_or(&[][..], |(v4, _)| v4);
         let addresses: Vec<String> = v4
             .iter()
             .map(ToString::to_string)
@@ -508,16 +344,21 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // Buffers in use once the ports run (their receive rings filled), to
     // compare with the count at exit: a leak shows as the difference.
     let in_use_at_start = (pool.in_use(), large.in_use());
-    wait_for_signal(&signal, &usr1, &counters, cli.stats_period);
+    let mut report = CounterReport::new(Arc::clone(&counters));
+    signals.wait(cli.stack.stats_period, || false, |tick| report.print(tick));
     app_stop.store(true, Ordering::SeqCst);
     for thread in app_threads {
         let _ = thread.join();
     }
-    stop.store(true, Ordering::SeqCst);
-    let _ = handle.wait();
-    let sig = signal.load(Ordering::SeqCst);
-    println!("\nSignal {sig} received, exiting.");
-    print_counters(&counters);
+    // The neighbours and fault counts, then the interface goes: the
+    // buffers it held (queued for a neighbour, reassembling) are back in
+    // the pools before the pools are counted.
+    let tail = worker
+        .stop()
+        .map(|finished| neighbors(&finished.iface) + &finished.fault_lines())
+        .unwrap_or_default();
+    println!("\nSignal {} received, exiting.", signals.received());
+    app::print_counters(&counters);
     println!(
         "packet pool: {} in use at start, {} at exit, of {}",
         in_use_at_start.0,
@@ -530,10 +371,24 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         large.in_use(),
         large.size()
     );
-    if let Ok(neighbors) = done_rx.try_recv() {
-        print!("{neighbors}");
-    }
+    print!("{tail}");
     Ok(())
+}
+
+/// The neighbour tables, a line per entry.
+fn neighbors(iface: &Interface<Mbuf>) -> String {
+    let mut report = String::new();
+    for (link, ip, mac, state) in iface.neighbors() {
+        let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
+        report.push_str(&format!("neighbor {ip} at {mac} ({state:?}) link {link}\n"));
+    }
+    for (link, ip, mac, state) in iface.neighbors6() {
+        let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
+        report.push_str(&format!(
+            "neighbor6 {ip} at {mac} ({state:?}) link {link}\n"
+        ));
+    }
+    report
 }
 
 /// Most ports `--queue-mode` serves (a thread each).
@@ -605,86 +460,5 @@ fn echo_stream(mut stream: TcpStream<PoolPair>, stop: &AtomicBool, close_after: 
             Err(SocketError::TimedOut) => {}
             Err(_) => return,
         }
-    }
-}
-
-/// The lcore loop: one TSC read and one poll per iteration. Once no IPv6
-/// address is tentative any more, the duplicates found are sent on `dad`.
-fn poll_until_stopped<P: Port<Buf = Mbuf>>(
-    mut iface: Interface<Mbuf>,
-    mut queues: Vec<P>,
-    stop: &AtomicBool,
-    mut handler: Echo,
-    dad: crossbeam_channel::Sender<Vec<(usize, Ipv6Cidr)>>,
-) -> String {
-    let clock = TscClock::new();
-    let mut dad = Some(dad);
-    while !stop.load(Ordering::Relaxed) {
-        iface.poll_ports(&mut queues, clock.now(), &mut handler);
-        if dad.is_some() && !iface.dad_pending() {
-            if let Some(done) = dad.take() {
-                let _ = done.send(iface.duplicates6());
-            }
-        }
-    }
-    let mut report = String::new();
-    for (link, ip, mac, state) in iface.neighbors() {
-        let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
-        report.push_str(&format!("neighbor {ip} at {mac} ({state:?}) link {link}\n"));
-    }
-    for (link, ip, mac, state) in iface.neighbors6() {
-        let mac = mac.map_or("(incomplete)".to_owned(), |m| m.to_string());
-        report.push_str(&format!(
-            "neighbor6 {ip} at {mac} ({state:?}) link {link}\n"
-        ));
-    }
-    report
-}
-
-/// Waits for SIGINT/SIGTERM; prints the counters on SIGUSR1 (for a test or
-/// an operator to read them while traffic runs); with a period, prints the
-/// counters and the frame rates (`rx-pps: N tx-pps: M`) each period.
-fn wait_for_signal(
-    signal: &AtomicUsize,
-    usr1: &AtomicBool,
-    counters: &Counters,
-    period: Option<u64>,
-) {
-    let period = period.map(|p| Duration::from_secs(p.max(1)));
-    let mut last = (
-        Instant::now(),
-        counters.get(Stat::EthInFrames),
-        counters.get(Stat::EthOutFrames),
-    );
-    while signal.load(Ordering::SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(20));
-        if usr1.swap(false, Ordering::SeqCst) {
-            print_counters(counters);
-            println!("end of counters");
-        }
-        let Some(period) = period else { continue };
-        let now = Instant::now();
-        if now.duration_since(last.0) < period {
-            continue;
-        }
-        let (rx, tx) = (
-            counters.get(Stat::EthInFrames),
-            counters.get(Stat::EthOutFrames),
-        );
-        let secs = now.duration_since(last.0).as_secs_f64();
-        print_counters(counters);
-        println!(
-            "rx-pps: {:.0} tx-pps: {:.0}",
-            (rx - last.1) as f64 / secs,
-            (tx - last.2) as f64 / secs
-        );
-        last = (now, rx, tx);
-    }
-}
-
-fn print_counters(counters: &Counters) {
-    println!("counters:");
-    for (name, value) in counters.nonzero() {
-        println!("  {name:<28} {value}");
     }
 }

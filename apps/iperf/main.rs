@@ -8,9 +8,6 @@
 //! application threads, no socket queues. Without EAL options it runs on
 //! a `net_tap` port whose kernel side is `dpstack2`.
 
-#[path = "../common.rs"]
-mod common;
-
 mod client;
 mod json;
 mod proto;
@@ -21,24 +18,25 @@ mod test;
 mod units;
 
 use clap::Parser;
+use dpstack::app::{self, App, AppSpec, CounterReport, Finished, Poller, StackArgs};
 use dpstack::clock::TscClock;
-use dpstack::eal::Eal;
-use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
-use dpstack::fault::{FaultPort, FaultSpec};
+use dpstack::ethdev::EthQueue;
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::{Mempool, PoolConfig};
-use dpstack::stack::iface::{InlineHandler, Interface, InterfaceConfig, LinkConfig};
+use dpstack::stack::iface::{DropDatagrams, Interface};
 use dpstack::stack::port::Port;
-use dpstack::stack::route::Ipv4Cidr;
 use dpstack::stack::udp::BindOptions;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-iperf";
-const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack2"];
+const SPEC: AppSpec = AppSpec {
+    program: PROGRAM,
+    vdevs: &["net_tap0,iface=dpstack2"],
+    memory_mb: 512,
+    reassembly_buffers: 0,
+};
 
 /// iperf3 on dpstack.
 #[derive(Debug, Parser)]
@@ -47,24 +45,12 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack2"];
     version,
     override_usage = "dpstack-iperf [EAL options] -- --ip ADDR/PREFIX (-s | -c HOST) [options]",
     after_help = "A stock iperf3 is the peer either way, e.g. `iperf3 -c 192.0.2.1` against \
-                  `dpstack-iperf -- --ip 192.0.2.1/24 -s`."
+                  `dpstack-iperf -- --ip 192.0.2.1/24 -s`.",
+    mut_arg("ip", |a| a.required(true))
 )]
 struct Cli {
-    /// Our address and prefix length (IPv4 or IPv6; repeat for both).
-    #[arg(long, required = true, value_name = "ADDR/PREFIX", value_parser = common::parse_ip)]
-    ip: Vec<common::IpArg>,
-    /// Default gateway (IPv4).
-    #[arg(long)]
-    gateway: Option<Ipv4Addr>,
-    /// Do not run IPv6 duplicate address detection.
-    #[arg(long)]
-    no_dad: bool,
-    /// The port's MTU (see dpstack-echo --mtu).
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
-    mtu: u16,
-    /// Inject faults into the port (see dpstack-echo --faults).
-    #[arg(long, value_name = "SPEC")]
-    faults: Option<FaultSpec>,
+    #[command(flatten)]
+    stack: StackArgs,
     /// Run as a server.
     #[arg(short = 's', long, conflicts_with = "client")]
     server: bool,
@@ -151,7 +137,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 512, run)
+    app::run_app::<Cli>(&SPEC, run)
 }
 
 fn params(cli: &Cli) -> proto::Params {
@@ -187,45 +173,19 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             ));
         }
     }
-    let signal = common::stop_signal()?;
-    let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
-    let Some(&port_id) = available_ports().first() else {
-        return Err("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack2)".into());
-    };
-    let pool = Mempool::create("iperf_pool", &PoolConfig::default().for_mtu(cli.mtu))
-        .map_err(|e| e.to_string())?;
-    let port_config = PortConfig {
-        mtu: Some(cli.mtu),
-        ..PortConfig::default()
-    };
-    let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
-    let queue: EthQueue = port.queue(0, 0).map_err(|e| e.to_string())?;
-    let mut link = LinkConfig {
-        addresses: Vec::new(),
-        mtu: usize::from(cli.mtu),
-        ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
-    };
-    for ip in &cli.ip {
-        match *ip {
-            common::IpArg::V4(cidr) => link.addresses.push(cidr),
-            common::IpArg::V6(cidr) => link.addresses6.push(cidr),
-        }
-    }
-    let mut config = InterfaceConfig::with_links(vec![link]);
-    config.gateway = cli.gateway;
-    if cli.no_dad {
-        config.dad_transmits = 0;
-    }
-    // Room for iperf3's default 128 KiB blocks in flight.
-    config.tcp.send_buffer = config.tcp.send_buffer.max(512 * 1024);
-    config.tcp.recv_buffer = config.tcp.recv_buffer.max(512 * 1024);
-    let buffers = (config.tcp.send_buffer, config.tcp.recv_buffer);
-    let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    let signals = app::Signals::install()?;
+    let stack = app::set_up(&SPEC, eal_args, &cli.stack, |config| {
+        // Room for iperf3's default 128 KiB blocks in flight.
+        config.tcp.send_buffer = config.tcp.send_buffer.max(512 * 1024);
+        config.tcp.recv_buffer = config.tcp.recv_buffer.max(512 * 1024);
+    })?;
+    let mut iface = stack.iface;
+    let buffers = (
+        iface.config().tcp.send_buffer,
+        iface.config().tcp.recv_buffer,
+    );
     let seed = TscClock::cycles();
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let (report_tx, report_rx) = crossbeam_channel::bounded::<Result<(), String>>(1);
-    let job: Box<dyn FnOnce() -> i32 + Send> = if cli.server {
+    if cli.server {
         let any4 = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), cli.port);
         let any6 = SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cli.port);
         iface
@@ -243,24 +203,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             .map_err(|e| format!("cannot bind UDP port {}: {e:?}", cli.port))?;
         let mut handler = server::Server::new(cli.port, vec![udp4, udp6], cli.one_off, seed);
         handler.setup_timeout = Duration::from_secs(cli.setup_timeout.max(1));
-        let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
-        let faults = cli.faults;
-        Box::new(move || {
-            let result = match faults {
-                Some(spec) => {
-                    let port = FaultPort::new(queue, spec);
-                    let counts = Arc::clone(port.counts());
-                    let result = serve(iface, port, handler, &stop);
-                    // On stderr: -J keeps stdout to the JSON document.
-                    eprintln!("faults: {}", counts.summary());
-                    result
-                }
-                None => serve(iface, queue, handler, &stop),
-            };
-            done.store(true, Ordering::SeqCst);
-            let _ = report_tx.send(result);
-            0
-        })
+        let Some(finished) = drive(iface, stack.queues, handler, cli, &signals)? else {
+            return Ok(());
+        };
+        let server = finished.handler;
+        match server.errors.last() {
+            Some(e) if server.finished => Err(format!("the test failed: {e}")),
+            _ => Ok(()),
+        }
     } else {
         let host = cli.client.ok_or("no -c HOST")?;
         let server = SocketAddr::new(host, cli.port);
@@ -288,97 +238,76 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         }
         let handler = client::Client::new(server, params, sockets, cli.json, seed)
             .with_buffers(buffers.0, buffers.1);
-        let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
-        let faults = cli.faults;
-        Box::new(move || {
-            let result = match faults {
-                Some(spec) => {
-                    let port = FaultPort::new(queue, spec);
-                    let counts = Arc::clone(port.counts());
-                    let result = run_client(iface, port, handler, &stop);
-                    eprintln!("faults: {}", counts.summary());
-                    result
-                }
-                None => run_client(iface, queue, handler, &stop),
-            };
-            done.store(true, Ordering::SeqCst);
-            let _ = report_tx.send(result);
-            0
-        })
-    };
-    let handle = common::launch_worker(job)?;
-    while !done.load(Ordering::SeqCst) && signal.load(Ordering::SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(20));
+        let finished = drive(iface, stack.queues, handler, cli, &signals)?;
+        finished
+            .and_then(|mut f| f.handler.outcome.take())
+            .unwrap_or_else(|| Err("interrupted".into()))
     }
-    stop.store(true, Ordering::SeqCst);
-    let _ = handle.wait();
+}
+
+/// Runs `handler` on the worker lcore until its test is over or a signal,
+/// then (with --hold) keeps the port open until SIGINT; gives back what
+/// the lcore had. `--faults`' counts go to stderr (-J keeps stdout to the
+/// JSON document).
+fn drive<H: App>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    handler: H,
+    cli: &Cli,
+    signals: &app::Signals,
+) -> Result<Option<Finished<H>>, String> {
+    let counters = Arc::clone(iface.counters());
+    let worker = app::run_on_worker(iface, queues, handler, &cli.stack)?;
+    let mut report = CounterReport::new(counters);
+    signals.wait(
+        cli.stack.stats_period,
+        || worker.ended(),
+        |tick| report.print(tick),
+    );
+    let finished = worker.stop();
+    for counts in finished.iter().flat_map(|f| &f.faults) {
+        eprintln!("faults: {}", counts.summary());
+    }
     if cli.hold {
         use std::io::Write;
         eprintln!("{PROGRAM}: holding the port open until SIGINT");
         let _ = std::io::stdout().flush();
-        while signal.load(Ordering::SeqCst) == 0 {
+        while signals.received() == 0 {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    match report_rx.try_recv() {
-        Ok(result) => result,
-        Err(_) if cli.server => Ok(()),
-        Err(_) => Err("interrupted".into()),
+    Ok(finished)
+}
+
+/// The server polls until `-1`'s test is over, then lingers.
+impl App for server::Server {
+    #[inline]
+    fn done(&mut self, _iface: &Interface<Mbuf>) -> bool {
+        self.finished
+    }
+
+    fn finish<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        poller.linger(self, LINGER);
     }
 }
 
-/// Polls for the server until `-1`'s test is over or a signal.
-fn serve<P: Port<Buf = Mbuf>>(
-    mut iface: Interface<Mbuf>,
-    mut port: P,
-    mut server: server::Server,
-    stop: &AtomicBool,
-) -> Result<(), String> {
-    let clock = TscClock::new();
-    while !stop.load(Ordering::Relaxed) && !server.finished {
-        iface.poll(&mut port, clock.now(), &mut server);
+/// The client waits for duplicate address detection, polls until its test
+/// is over, then lingers.
+impl App for client::Client {
+    fn start<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        poller.poll_while(&mut DropDatagrams, |iface, _| iface.dad_pending());
     }
-    linger(&mut iface, &mut port, &mut server, &clock);
-    match server.errors.last() {
-        Some(e) if server.finished => Err(format!("the test failed: {e}")),
-        _ => Ok(()),
+
+    #[inline]
+    fn done(&mut self, _iface: &Interface<Mbuf>) -> bool {
+        self.outcome.is_some()
+    }
+
+    fn finish<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        poller.linger(self, LINGER);
     }
 }
 
-/// Polls for the client until its test is over or a signal.
-fn run_client<P: Port<Buf = Mbuf>>(
-    mut iface: Interface<Mbuf>,
-    mut port: P,
-    mut client: client::Client,
-    stop: &AtomicBool,
-) -> Result<(), String> {
-    let clock = TscClock::new();
-    while iface.dad_pending() && !stop.load(Ordering::Relaxed) {
-        iface.poll(
-            &mut port,
-            clock.now(),
-            &mut dpstack::stack::iface::DropDatagrams,
-        );
-    }
-    while !stop.load(Ordering::Relaxed) && client.outcome.is_none() {
-        iface.poll(&mut port, clock.now(), &mut client);
-    }
-    linger(&mut iface, &mut port, &mut client, &clock);
-    client
-        .outcome
-        .take()
-        .unwrap_or_else(|| Err("interrupted".into()))
-}
-
-/// Polls a little longer so the last closes and ACKs leave.
-fn linger<P: Port<Buf = Mbuf>, H: InlineHandler<Mbuf>>(
-    iface: &mut Interface<Mbuf>,
-    port: &mut P,
-    handler: &mut H,
-    clock: &TscClock,
-) {
-    let until = clock.now() + Duration::from_millis(200);
-    while clock.now() < until {
-        iface.poll(port, clock.now(), handler);
-    }
-}
+/// How long the lcore polls after a test, so the last closes and ACKs
+/// leave.
+const LINGER: Duration = Duration::from_millis(200);

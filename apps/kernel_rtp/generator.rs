@@ -11,8 +11,8 @@
 //! packets the kernel took, so a short `sendmmsg` leaves no gap; nothing
 //! is allocated per packet.
 
-use dpstack::kernel_udp::{send_batch, MAX_BATCH};
 use dpstack::media::rtp::RtpHeader;
+use dpstack_kernel_ref::{send_batch, MAX_BATCH};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -23,8 +23,8 @@ mod sockets;
 mod tests;
 
 use clap::{Parser, Subcommand};
-use dpstack::kernel_udp::pin_to_cpu;
 use dpstack::media::LatchConfig;
+use dpstack_kernel_ref::pin_to_cpu;
 use logic::RelayOptions;
 use relay::{KernelRelay, RelayConfig};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};

@@ -17,9 +17,9 @@
 
 use crate::logic::{count, endpoint_of, socket_index, RelayOptions, Session};
 use crate::sockets::SocketSet;
-use dpstack::kernel_udp::{recv_nowait, set_tos, Batch};
 use dpstack::media::relay::{Drops, RelayDrop};
 use dpstack::stack::time::Instant;
+use dpstack_kernel_ref::{recv_nowait, set_tos, Batch};
 use nix::sys::epoll::EpollEvent;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,8 +8,8 @@
 //! classify as RTP.
 
 use crate::sockets::SocketSet;
-use dpstack::kernel_udp::{recv_nowait, set_recv_buffer, Batch};
 use dpstack::media::rtp::{classify, Kind};
+use dpstack_kernel_ref::{recv_nowait, set_recv_buffer, Batch};
 use nix::sys::epoll::EpollEvent;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -12,7 +12,7 @@
 //! namespace the caller made.
 
 use clap::{Parser, Subcommand};
-use dpstack::kernel_udp::pin_to_cpu;
+use dpstack_kernel_ref::pin_to_cpu;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;

@@ -6,7 +6,7 @@
 //! `dpstack-kernel-udp flood --target 127.0.0.1:9000 --cpu 0 --seconds 10`
 
 use clap::{Parser, Subcommand};
-use dpstack::kernel_udp::{pin_to_cpu, recv_batch, send_batch, Batch, MAX_BATCH};
+use dpstack_kernel_ref::{pin_to_cpu, recv_batch, send_batch, Batch, MAX_BATCH};
 use std::net::{SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,35 +13,33 @@
 //! options it runs on a `net_tap` port whose kernel side is `dpstack3`.
 //! The file format and the figures are in `docs/RTP.md`.
 
-#[path = "../common.rs"]
-mod common;
-
 use clap::{ArgGroup, Parser};
+use dpstack::app::{self, App, AppSpec, IpArg, Poller, StackArgs, Tick};
 use dpstack::clock::TscClock;
-use dpstack::cycles::CycleCountingPort;
-use dpstack::eal::Eal;
-use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
-use dpstack::fault::{FaultPort, FaultSpec};
 use dpstack::mbuf::Mbuf;
 use dpstack::media::relay::{
     self as config, report, LocalAddrs, Relay, RelayOptions, ReportConfig, SessionSpec, Snapshot,
     SpecError, StartError, StatsLink,
 };
 use dpstack::media::LatchConfig;
-use dpstack::mempool::PoolConfig;
-use dpstack::stack::counters::Counters;
-use dpstack::stack::iface::{Interface, InterfaceConfig};
+use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, TcpEvent};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
-use std::net::{Ipv4Addr, SocketAddr};
+use dpstack::stack::udp::{PeerError, SocketId};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-rtp-relay";
-const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack3"];
+const SPEC: AppSpec = AppSpec {
+    program: PROGRAM,
+    vdevs: &["net_tap0,iface=dpstack3"],
+    memory_mb: 256,
+    reassembly_buffers: 0,
+};
 
 /// An RTP relay on dpstack.
 #[derive(Debug, Parser)]
@@ -55,22 +53,26 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack3"];
                   leg B on P+4i+2 and P+4i+3.\nConfig file lines: \
                   session NAME A_PORT|auto B_PORT|auto [a-peer=IP:PORT] [b-peer=IP:PORT] [mux] \
                   [a-ip6] [b-ip6]   (# starts a comment)\n\
-                  SIGUSR1 prints every session's statistics."
+                  SIGUSR1 prints every session's statistics.",
+    mut_arg("ip", |a| a
+        .default_value("192.0.2.1/24")
+        .value_parser(relay_ip)
+        .help("Our address and prefix length, IPv4 or IPv6; give it twice for both \
+               (one of each family at most). An IPv6 one serves legs whose peers are \
+               IPv6, at once: no duplicate address detection")),
+    mut_arg("total_num_mbufs", |a| a.default_value("16383")),
+    mut_arg("stats_period", |a| a
+        .value_parser(clap::value_parser!(u64).range(1..))
+        .help("Print every session's statistics every N seconds"))
 )]
 struct Cli {
-    /// Our address and prefix length, IPv4 or IPv6; give it twice for both
-    /// (one of each family at most). An IPv6 one serves legs whose peers
-    /// are IPv6, at once: no duplicate address detection.
-    #[arg(
-        long,
-        value_name = "ADDR/PREFIX",
-        default_value = "192.0.2.1/24",
-        value_parser = relay_ip
-    )]
-    ip: Vec<common::IpArg>,
-    /// Default gateway (on the --ip network).
+    #[command(flatten)]
+    stack: StackArgs,
+    /// Count the lcore's cycles inside the port's rx/tx bursts and print,
+    /// at exit, its cycles per received packet split into the driver's and
+    /// the rest (two TSC reads per burst call; as testpmd's option).
     #[arg(long)]
-    gateway: Option<Ipv4Addr>,
+    record_core_cycles: bool,
     /// Relay N sessions on consecutive ports from --port-base.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16383))]
     sessions: Option<u32>,
@@ -131,29 +133,14 @@ struct Cli {
     #[arg(long, default_value_t = 8000, value_name = "HZ",
           value_parser = clap::value_parser!(u32).range(1..))]
     clock_rate: u32,
-    /// Print every session's statistics every N seconds.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    stats_period: Option<u64>,
-    /// Inject faults into the port, e.g. drop=0.05,seed=7,dir=rx (any of
-    /// drop=P,dup=P,reorder=P,delay=Nms|Nus,seed=N,dir=rx|tx|both).
-    #[arg(long, value_name = "SPEC")]
-    faults: Option<FaultSpec>,
-    /// Buffers in the packet pool.
-    #[arg(long, default_value_t = 16383, value_name = "N")]
-    total_num_mbufs: u32,
-    /// Count the lcore's cycles inside the port's rx/tx bursts and print,
-    /// at exit, its cycles per received packet split into the driver's and
-    /// the rest (two TSC reads per burst call; as testpmd's option).
-    #[arg(long)]
-    record_core_cycles: bool,
 }
 
 /// `--ip`: an address with its prefix that an interface can have.
 /// An `--ip` for the relay: an IPv4 one must be a unicast host address
 /// of its network.
-fn relay_ip(s: &str) -> Result<common::IpArg, String> {
-    let ip = common::parse_ip(s)?;
-    if let common::IpArg::V4(cidr) = ip {
+fn relay_ip(s: &str) -> Result<IpArg, String> {
+    let ip = app::parse_ip(s)?;
+    if let IpArg::V4(cidr) = ip {
         if !cidr.is_host_address() {
             return Err(format!(
                 "{cidr} cannot be the relay's address: give a unicast host address of its \
@@ -166,16 +153,16 @@ fn relay_ip(s: &str) -> Result<common::IpArg, String> {
 
 /// The relay's IPv4 and IPv6 address from the `--ip` list: one of each
 /// family at most.
-fn relay_addresses(ips: &[common::IpArg]) -> Result<(Option<Ipv4Cidr>, Option<Ipv6Cidr>), String> {
+fn relay_addresses(ips: &[IpArg]) -> Result<(Option<Ipv4Cidr>, Option<Ipv6Cidr>), String> {
     let (mut v4, mut v6) = (None, None);
     for ip in ips {
         match *ip {
-            common::IpArg::V4(cidr) => {
+            IpArg::V4(cidr) => {
                 if v4.replace(cidr).is_some() {
                     return Err("--ip: one IPv4 address at most".into());
                 }
             }
-            common::IpArg::V6(cidr) => {
+            IpArg::V6(cidr) => {
                 if v6.replace(cidr).is_some() {
                     return Err("--ip: one IPv6 address at most".into());
                 }
@@ -229,7 +216,7 @@ fn session_specs(cli: &Cli) -> Result<(Vec<SessionSpec>, PortRange), String> {
 }
 
 fn main() -> ExitCode {
-    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 256, run)
+    app::run_app::<Cli>(&SPEC, run)
 }
 
 /// The main thread's end of the statistics link.
@@ -273,29 +260,20 @@ fn stats_link(sessions: usize) -> (StatsLink, StatsClient) {
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let (specs, range) = session_specs(cli)?;
-    let (ip4, ip6) = relay_addresses(&cli.ip)?;
-    let signal = common::stop_signal()?;
-    let usr1 = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&usr1))
-        .map_err(|e| format!("cannot install a handler for SIGUSR1: {e}"))?;
-    let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
-    let &port_id = available_ports()
-        .first()
-        .ok_or("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack3)")?;
-    let pool_config = PoolConfig {
-        count: cli.total_num_mbufs,
-        ..PoolConfig::default()
-    };
-    let pool = common::packet_pool("rtp_pool", &pool_config, &PortConfig::default(), 1)?;
-    let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
-    let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
-    let mut config = InterfaceConfig::new(port.mac(), ip4.unwrap_or(Ipv4Cidr::DEFAULT));
-    config.gateway = cli.gateway;
-    if let Some(ip6) = ip6 {
-        config.links[0].addresses6.push(ip6);
-        config.dad_transmits = 0;
-    }
-    let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    let (ip4, ip6) = relay_addresses(&cli.stack.ip)?;
+    let signals = app::Signals::install()?;
+    let stack = app::set_up(&SPEC, eal_args, &cli.stack, |config| {
+        // Without an IPv4 --ip the link keeps 0.0.0.0/0, as it always had.
+        if let Some(link) = config.links.first_mut() {
+            if link.addresses.is_empty() {
+                link.addresses.push(Ipv4Cidr::DEFAULT);
+            }
+        }
+        if ip6.is_some() {
+            config.dad_transmits = 0;
+        }
+    })?;
+    let mut iface = stack.iface;
     let options = RelayOptions {
         echo: cli.echo,
         latch: LatchConfig {
@@ -331,28 +309,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let (link, client) = stats_link(relay.sessions());
     relay.set_stats_link(link);
     let counters = Arc::clone(iface.counters());
-    let stop = Arc::new(AtomicBool::new(false));
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<(Relay, String)>(1);
-    let faults = cli.faults;
-    let record = cli.record_core_cycles;
-    let poller = {
-        let stop = Arc::clone(&stop);
-        move || {
-            let outcome = match faults {
-                Some(spec) => {
-                    let faulty = FaultPort::new(queue, spec);
-                    let counts = Arc::clone(faulty.counts());
-                    let (relay, cycles) = poll_until_stopped(iface, faulty, &stop, relay, record);
-                    let faults = format!("faults on port 0: {}\n", counts.summary());
-                    (relay, cycles + &faults)
-                }
-                None => poll_until_stopped::<EthQueue>(iface, queue, &stop, relay, record),
-            };
-            let _ = done_tx.send(outcome);
-            0
-        }
-    };
-    let handle = common::launch_worker(poller)?;
+    let worker = app::run_on_worker_counting_cycles(
+        iface,
+        stack.queues,
+        RelayApp(relay),
+        &cli.stack,
+        cli.record_core_cycles,
+    )?;
+    let port = stack.ports.first().ok_or("no port")?;
     let info = port.info().map_err(|e| e.to_string())?;
     let addresses: Vec<String> = (ip4.map(|c| c.to_string()).into_iter())
         .chain(ip6.map(|c| c.to_string()))
@@ -372,22 +336,88 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         std::process::id()
     );
     let names: Vec<String> = specs.into_iter().map(|s| s.name).collect();
-    wait_for_signal(&signal, &usr1, cli.stats_period, &client, &names);
-    stop.store(true, Ordering::SeqCst);
-    let _ = handle.wait();
-    println!(
-        "\nSignal {} received, exiting.",
-        signal.load(Ordering::SeqCst)
+    // SIGUSR1 and each period print every session's statistics.
+    signals.wait(
+        cli.stack.stats_period,
+        || false,
+        |_: Tick| match client.snapshot() {
+            Some(snapshot) => print!("{}", report::render(&snapshot, &names)),
+            None => println!("{PROGRAM}: the lcore did not answer the statistics request"),
+        },
     );
-    match done_rx.try_recv() {
-        Ok((relay, faults)) => {
-            print!("{}", report::render(&relay.snapshot(), &names));
-            print_counters(&counters);
-            print!("{faults}");
+    let finished = worker.stop();
+    println!("\nSignal {} received, exiting.", signals.received());
+    match finished {
+        Some(finished) => {
+            print!("{}", report::render(&finished.handler.0.snapshot(), &names));
+            app::print_counters(&counters);
+            if let Some(line) = &finished.cycles {
+                println!("{PROGRAM}: {line}");
+            }
+            print!("{}", finished.fault_lines());
         }
-        Err(_) => print_counters(&counters),
+        None => app::print_counters(&counters),
     }
     Ok(())
+}
+
+/// The relay as the lcore's app: its handler, and RTCP BYE (RFC 3550 6.6)
+/// from every leg that sent reports when the loop ends.
+struct RelayApp(Relay);
+
+impl InlineHandler<Mbuf> for RelayApp {
+    const WHOLE_BURSTS: bool = <Relay as InlineHandler<Mbuf>>::WHOLE_BURSTS;
+
+    #[inline]
+    fn on_burst<P: Port<Buf = Mbuf>>(
+        &mut self,
+        batch: &mut Batch<Mbuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        InlineHandler::on_burst(&mut self.0, batch, ctx);
+    }
+
+    #[inline]
+    fn on_datagrams<P: Port<Buf = Mbuf>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<Mbuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        InlineHandler::on_datagrams(&mut self.0, socket, batch, ctx);
+    }
+
+    #[inline]
+    fn on_error<P: Port<Buf = Mbuf>>(
+        &mut self,
+        socket: SocketId,
+        error: PeerError,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        InlineHandler::on_error(&mut self.0, socket, error, ctx);
+    }
+
+    #[inline]
+    fn on_tcp<P: Port<Buf = Mbuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        InlineHandler::on_tcp(&mut self.0, conn, event, ctx);
+    }
+
+    #[inline]
+    fn on_poll<P: Port<Buf = Mbuf>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
+        InlineHandler::on_poll(&mut self.0, ctx);
+    }
+}
+
+impl App for RelayApp {
+    fn finish<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        let now = poller.now();
+        self.0.say_bye(poller.iface, poller.ports, now);
+    }
 }
 
 /// Each session's ports, for a few sessions; a summary for many.
@@ -421,74 +451,5 @@ fn print_sessions(specs: &[SessionSpec], ports: &[config::SessionPorts]) {
             "{PROGRAM}: ... and {} more, on ports {low}-{high}",
             specs.len() - LISTED
         );
-    }
-}
-
-/// The lcore loop: one TSC read and one poll per iteration (the read is
-/// every packet's receive timestamp). Returns the relay when told to stop,
-/// and, with `record_cycles`, a line on where the lcore's cycles went.
-fn poll_until_stopped<P: Port<Buf = Mbuf>>(
-    iface: Interface<Mbuf>,
-    port: P,
-    stop: &AtomicBool,
-    relay: Relay,
-    record_cycles: bool,
-) -> (Relay, String) {
-    if !record_cycles {
-        return (poll_loop(iface, port, stop, relay).0, String::new());
-    }
-    let clock = TscClock::new();
-    let start = TscClock::cycles();
-    let (relay, port) = poll_loop(iface, CycleCountingPort::new(port), stop, relay);
-    let total = TscClock::cycles().wrapping_sub(start);
-    let line = port.counts().summary(total, clock.hz());
-    (relay, format!("{PROGRAM}: {line}\n"))
-}
-
-/// Polls until told to stop, then says BYE; gives the relay and port back.
-fn poll_loop<P: Port<Buf = Mbuf>>(
-    mut iface: Interface<Mbuf>,
-    mut port: P,
-    stop: &AtomicBool,
-    mut relay: Relay,
-) -> (Relay, P) {
-    let clock = TscClock::new();
-    while !stop.load(Ordering::Relaxed) {
-        iface.poll(&mut port, clock.now(), &mut relay);
-    }
-    // RTCP BYE (RFC 3550 6.6) from every leg that sent reports.
-    relay.say_bye(&mut iface, core::slice::from_mut(&mut port), clock.now());
-    (relay, port)
-}
-
-/// Waits for SIGINT/SIGTERM, printing the statistics on SIGUSR1 and every
-/// `period` seconds.
-fn wait_for_signal(
-    signal: &AtomicUsize,
-    usr1: &AtomicBool,
-    period: Option<u64>,
-    client: &StatsClient,
-    names: &[String],
-) {
-    let period = period.map(|p| Duration::from_secs(p.max(1)));
-    let mut last = Instant::now();
-    while signal.load(Ordering::SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(20));
-        let due = period.is_some_and(|p| last.elapsed() >= p);
-        if !(usr1.swap(false, Ordering::SeqCst) || due) {
-            continue;
-        }
-        last = Instant::now();
-        match client.snapshot() {
-            Some(snapshot) => print!("{}", report::render(&snapshot, names)),
-            None => println!("{PROGRAM}: the lcore did not answer the statistics request"),
-        }
-    }
-}
-
-fn print_counters(counters: &Counters) {
-    println!("counters:");
-    for (name, value) in counters.nonzero() {
-        println!("  {name:<28} {value}");
     }
 }

@@ -8,11 +8,9 @@
 //! it knows the sender's MAC; `--peer` feeds it an ARP reply at start-up (a
 //! replayed pcap never sends one).
 
-#[path = "../common.rs"]
-mod common;
-
 use arrayvec::ArrayVec;
 use clap::Parser;
+use dpstack::app::{self, AppSpec};
 use dpstack::clock::TscClock;
 use dpstack::eal::Eal;
 use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
@@ -35,7 +33,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PROGRAM: &str = "dpstack-smoltcp-echo";
-const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack0"];
+const SPEC: AppSpec = AppSpec {
+    program: PROGRAM,
+    vdevs: &["net_tap0,iface=dpstack0"],
+    memory_mb: 256,
+    reassembly_buffers: 0,
+};
 
 /// A UDP echo server on smoltcp over dpstack's DPDK port (benchmark reference).
 #[derive(Debug, Parser)]
@@ -154,7 +157,7 @@ impl phy::Device for BurstDevice {
 }
 
 fn main() -> ExitCode {
-    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 256, run)
+    app::run_app::<Cli>(&SPEC, run)
 }
 
 fn parse_peer(peer: &str) -> Result<(Ipv4Addr, EthernetAddress), String> {
@@ -188,7 +191,7 @@ fn arp_reply(peer: (Ipv4Addr, EthernetAddress), ours: (Ipv4Addr, EthernetAddress
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
-    let signal = common::stop_signal()?;
+    let signal = app::stop_signal()?;
     let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
     let port_id = *available_ports()
         .first()
@@ -197,7 +200,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         count: cli.total_num_mbufs,
         ..PoolConfig::default()
     };
-    let pool = common::packet_pool("smoltcp_pool", &pool_config, &PortConfig::default(), 1)?;
+    let pool = app::packet_pool("smoltcp_pool", &pool_config, &PortConfig::default(), 1)?;
     let port = EthPort::open(port_id, &PortConfig::default(), pool).map_err(|e| e.to_string())?;
     let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
     let mac = EthernetAddress(port.mac().octets());
@@ -222,7 +225,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             0
         }
     };
-    let handle = common::launch_worker(poller)?;
+    let handle = app::launch_worker(poller)?;
     println!(
         "{PROGRAM}: port {port_id} ({}) is {ip}; echoing UDP port {udp_port}",
         port.mac()

@@ -10,31 +10,25 @@
 //! lcore. Exits 0 only if every transfer verified (bulk) or no transaction
 //! failed (crr).
 
-#[path = "../common.rs"]
-mod common;
-
 use clap::Parser;
-use dpstack::clock::TscClock;
-use dpstack::eal::Eal;
-use dpstack::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
-use dpstack::fault::{FaultPort, FaultSpec};
+use dpstack::app::{self, App, AppSpec, CounterReport, Poller, StackArgs};
 use dpstack::mbuf::Mbuf;
-use dpstack::mempool::{Mempool, PoolConfig};
-use dpstack::stack::iface::{
-    ConnId, InlineHandler, Interface, InterfaceConfig, LcoreContext, LinkConfig, TcpEvent,
-};
+use dpstack::stack::iface::{ConnId, InlineHandler, Interface, LcoreContext, TcpEvent};
 use dpstack::stack::port::Port;
-use dpstack::stack::route::Ipv4Cidr;
 use dpstack::stack::time::Instant;
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-tcpload";
-const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack1"];
+const SPEC: AppSpec = AppSpec {
+    program: PROGRAM,
+    vdevs: &["net_tap0,iface=dpstack1"],
+    memory_mb: 256,
+    reassembly_buffers: 0,
+};
 
 /// A TCP load client on dpstack.
 #[derive(Debug, Parser)]
@@ -42,15 +36,12 @@ const DEFAULT_VDEVS: [&str; 1] = ["net_tap0,iface=dpstack1"];
     name = PROGRAM,
     version,
     override_usage = "dpstack-tcpload [EAL options] -- --ip ADDR/PREFIX --connect HOST:PORT \
-                      [--bytes N] [--connections C] [--crr SECONDS]"
+                      [--bytes N] [--connections C] [--crr SECONDS]",
+    mut_arg("ip", |a| a.required(true))
 )]
 struct Cli {
-    /// Our address and prefix length (IPv4 or IPv6; repeat for both).
-    #[arg(long, required = true, value_name = "ADDR/PREFIX", value_parser = common::parse_ip)]
-    ip: Vec<common::IpArg>,
-    /// Default gateway (IPv4).
-    #[arg(long)]
-    gateway: Option<Ipv4Addr>,
+    #[command(flatten)]
+    stack: StackArgs,
     /// The echo server.
     #[arg(long)]
     connect: SocketAddr,
@@ -70,28 +61,15 @@ struct Cli {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// Do not run IPv6 duplicate address detection.
-    #[arg(long)]
-    no_dad: bool,
-    /// Inject faults into the port (see dpstack-echo --faults).
-    #[arg(long, value_name = "SPEC")]
-    faults: Option<FaultSpec>,
     /// After the run, keep the port open (no longer polled) until SIGINT or
     /// SIGTERM, so a memif peer can stop first: DPDK 22.11's memif PMD can
     /// crash a process that is still polling while its peer disconnects.
     #[arg(long)]
     hold: bool,
-    /// The port's MTU (see dpstack-echo --mtu).
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
-    mtu: u16,
     /// Do not offer SACK (RFC 2018): loss recovery falls back to NewReno's
     /// one hole per round trip (for comparing what SACK buys).
     #[arg(long)]
     no_sack: bool,
-    /// Pace data segments at a rate from the congestion window and the
-    /// round trip (as Linux's internal pacing).
-    #[arg(long)]
-    pacing: bool,
 }
 
 /// Period of the stream pattern (a prime, so the pattern does not line up
@@ -133,10 +111,24 @@ struct Load {
     started: Option<Instant>,
     finished: Option<Instant>,
     connections: usize,
+    /// How long `--crr` runs, if it does.
+    crr: Option<f64>,
+    /// When the lcore started, for a load that never connected.
+    began: Option<Instant>,
+    /// When the load ended (or was stopped).
+    ended: Option<Instant>,
+    /// Why the connections could not be opened.
+    connect_error: Option<String>,
 }
 
 impl Load {
-    fn done(&self) -> bool {
+    /// Whether the load is over: every stream verified or failed (bulk),
+    /// the transactions' time up and every stream closed (crr), or no
+    /// connection could be opened.
+    fn complete(&self) -> bool {
+        if self.connect_error.is_some() {
+            return true;
+        }
         match self.crr_until {
             Some(_) => self.finished.is_some() && self.streams.is_empty(),
             None => self.verified + self.failed >= self.connections,
@@ -202,7 +194,7 @@ impl Load {
                 }
             }
         }
-        if self.crr_until.is_none() && self.done() {
+        if self.crr_until.is_none() && self.complete() {
             self.finished = Some(ctx.now());
         }
     }
@@ -246,56 +238,64 @@ impl InlineHandler<Mbuf> for Load {
     }
 }
 
+/// The lcore's run: wait for duplicate address detection, open the
+/// connections, poll until the load is done or stopped, let the last
+/// closes go out.
+impl App for Load {
+    fn start<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        self.began = Some(poller.now());
+        poller.poll_while(self, |iface, _| iface.dad_pending());
+        let now = poller.now();
+        self.crr_until = self.crr.map(|s| now + Duration::from_secs_f64(s));
+        for _ in 0..self.connections {
+            match poller
+                .iface
+                .tcp_connect(&mut *poller.ports, now, self.remote)
+            {
+                Ok(conn) => {
+                    self.streams.insert(conn, Stream::default());
+                }
+                Err(e) => {
+                    self.connect_error = Some(e.to_string());
+                    return;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn done(&mut self, _iface: &Interface<Mbuf>) -> bool {
+        self.complete()
+    }
+
+    fn finish<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        if self.connect_error.is_some() {
+            return;
+        }
+        poller.linger(self, Duration::from_millis(200));
+        self.ended = Some(poller.now());
+    }
+}
+
 fn main() -> ExitCode {
-    common::run_app::<Cli>(PROGRAM, &DEFAULT_VDEVS, 256, run)
+    app::run_app::<Cli>(&SPEC, run)
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
-    let signal = common::stop_signal()?;
-    let _eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
-    let Some(&port_id) = available_ports().first() else {
-        return Err("no port: add one with --vdev (e.g. --vdev=net_tap0,iface=dpstack1)".into());
-    };
-    let pool = Mempool::create("tcpload_pool", &PoolConfig::default().for_mtu(cli.mtu))
-        .map_err(|e| e.to_string())?;
-    let port_config = PortConfig {
-        mtu: Some(cli.mtu),
-        ..PortConfig::default()
-    };
-    let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
-    let queue: EthQueue = port.queue(0, 0).map_err(|e| e.to_string())?;
-    let mut link = LinkConfig {
-        addresses: Vec::new(),
-        mtu: usize::from(cli.mtu),
-        ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
-    };
-    for ip in &cli.ip {
-        match *ip {
-            common::IpArg::V4(cidr) => link.addresses.push(cidr),
-            common::IpArg::V6(cidr) => link.addresses6.push(cidr),
-        }
-    }
-    let mut config = InterfaceConfig::with_links(vec![link]);
-    config.gateway = cli.gateway;
-    config.tcp.sack = !cli.no_sack;
-    config.tcp.pacing = cli.pacing;
-    if cli.no_dad {
-        config.dad_transmits = 0;
-    }
-    let iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    let signals = app::Signals::install()?;
+    let stack = app::set_up(&SPEC, eal_args, &cli.stack, |config| {
+        config.tcp.sack = !cli.no_sack;
+    })?;
+    let port = stack.ports.first().ok_or("no port")?;
     println!(
         "{PROGRAM}: port {} ({}) is {}",
         port.id(),
         port.mac(),
-        cli.ip
-            .iter()
+        (cli.stack.ip.iter())
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let done = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let (report_tx, report_rx) = crossbeam_channel::bounded::<String>(1);
     let load = Load {
         remote: cli.connect,
         bytes: cli.bytes,
@@ -310,87 +310,53 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         started: None,
         finished: None,
         connections: cli.connections.max(1),
+        crr: cli.crr,
+        began: None,
+        ended: None,
+        connect_error: None,
     };
-    let crr = cli.crr;
-    let faults = cli.faults;
-    let job = {
-        let (done, stop) = (Arc::clone(&done), Arc::clone(&stop));
-        move || {
-            let report = match faults {
-                Some(spec) => drive(iface, FaultPort::new(queue, spec), load, crr, &done, &stop),
-                None => drive(iface, queue, load, crr, &done, &stop),
-            };
-            let _ = report_tx.send(report);
-            0
-        }
-    };
-    let handle = common::launch_worker(job)?;
+    let counters = Arc::clone(stack.iface.counters());
+    let worker = app::run_on_worker(stack.iface, stack.queues, load, &cli.stack)?;
     println!("{PROGRAM}: connecting to {}", cli.connect);
     let deadline = std::time::Instant::now() + Duration::from_secs(cli.timeout);
-    while !done.load(Ordering::SeqCst)
-        && signal.load(Ordering::SeqCst) == 0
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    stop.store(true, Ordering::SeqCst);
-    let _ = handle.wait();
-    let report = report_rx.try_recv().unwrap_or_default();
+    let mut stats = CounterReport::new(counters);
+    signals.wait(
+        cli.stack.stats_period,
+        || worker.ended() || std::time::Instant::now() >= deadline,
+        |tick| stats.print(tick),
+    );
+    let finished = worker.stop();
+    let done = finished.as_ref().is_some_and(|f| f.handler.complete());
+    let report = finished
+        .map(|f| report(&f.handler, &f.iface))
+        .unwrap_or_default();
     print!("{report}");
     if cli.hold {
         use std::io::Write;
         println!("{PROGRAM}: holding the port open until SIGINT");
         let _ = std::io::stdout().flush();
-        while signal.load(Ordering::SeqCst) == 0 {
+        while signals.received() == 0 {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    if report.contains("FAILED") || !done.load(Ordering::SeqCst) {
+    if report.contains("FAILED") || !done {
         return Err("the load did not complete cleanly (see above)".into());
     }
     Ok(())
 }
 
-/// The lcore loop: opens the connections, polls until the load is done or
-/// stopped, and reports.
-fn drive<P: Port<Buf = Mbuf>>(
-    mut iface: Interface<Mbuf>,
-    mut port: P,
-    mut load: Load,
-    crr: Option<f64>,
-    done: &AtomicBool,
-    stop: &AtomicBool,
-) -> String {
-    let clock = TscClock::new();
-    let start = clock.now();
-    // Let duplicate address detection finish before connecting.
-    while iface.dad_pending() && !stop.load(Ordering::Relaxed) {
-        iface.poll(&mut port, clock.now(), &mut load);
+/// What the load did, and the counters.
+fn report(load: &Load, iface: &Interface<Mbuf>) -> String {
+    if let Some(e) = &load.connect_error {
+        return format!("{PROGRAM}: FAILED to connect: {e}\n");
     }
-    let now = clock.now();
-    load.crr_until = crr.map(|s| now + Duration::from_secs_f64(s));
-    for _ in 0..load.connections {
-        match iface.tcp_connect(core::slice::from_mut(&mut port), now, load.remote) {
-            Ok(conn) => {
-                load.streams.insert(conn, Default::default());
-            }
-            Err(e) => return format!("{PROGRAM}: FAILED to connect: {e}\n"),
-        }
-    }
-    while !stop.load(Ordering::Relaxed) && !load.done() {
-        iface.poll(&mut port, clock.now(), &mut load);
-    }
-    // Let the last closes go out.
-    let linger = clock.now() + Duration::from_millis(200);
-    while clock.now() < linger {
-        iface.poll(&mut port, clock.now(), &mut load);
-    }
-    done.store(load.done(), Ordering::SeqCst);
     let mut report = String::new();
-    let began = load.started.unwrap_or(start);
-    let ended = load.finished.unwrap_or_else(|| clock.now());
-    let secs = (ended - began).as_secs_f64().max(1e-9);
-    match crr {
+    let secs = match (load.started.or(load.began), load.finished.or(load.ended)) {
+        (Some(began), Some(ended)) => (ended - began).as_secs_f64(),
+        _ => 0.0,
+    }
+    .max(1e-9);
+    match load.crr {
         Some(_) => report.push_str(&format!(
             "{PROGRAM}: {} transactions in {secs:.2} s: {:.0} transactions/s ({} at once), {} failed{}\n",
             load.transactions,
@@ -409,9 +375,6 @@ fn drive<P: Port<Buf = Mbuf>>(
             if load.failed > 0 || load.verified < load.connections { " FAILED" } else { "" }
         )),
     }
-    report.push_str("counters:\n");
-    for (name, value) in iface.counters().nonzero() {
-        report.push_str(&format!("  {name:<28} {value}\n"));
-    }
+    report.push_str(&app::counters_block(iface.counters()));
     report
 }

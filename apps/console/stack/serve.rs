@@ -47,7 +47,7 @@ impl<B: Buf> StackState<B> {
             Request::ShowNeigh => text::neighbors(&iface.neighbor_list(), &ids),
             Request::ShowSockets => text::sockets(&self.socket_lines()),
             Request::ShowTcp => self.tcp_text(),
-            Request::ShowCounters => text::counters(&self.iface.counter_snapshot()),
+            Request::ShowCounters => dpstack::app::counters_text(&self.iface.counter_snapshot()),
             Request::Echo { proto, port, start } => self.echo(proto, port, start),
             Request::Rtp(request) => self.rtp(request),
             Request::Ping { .. } => String::new(),

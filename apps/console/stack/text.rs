@@ -1,10 +1,10 @@
 //! Text of the stack's `show` commands, in the layouts of the Linux tools
-//! people already read: `ip addr`, `ip route`, `ip neigh`, `ss`,
-//! `netstat -s`-style counters. Ports are named by their DPDK port id
+//! people already read: `ip addr`, `ip route`, `ip neigh`, `ss`. (`show
+//! counters` is the apps' counters printer, `dpstack::app::counters_text`.) Ports are named by their DPDK port id
 //! (`port 0` where Linux says `dev eth0`); MACs are lower-case, as
 //! iproute2 prints them.
 
-use dpstack::stack::counters::{DropReason, Stat};
+use dpstack::stack::counters::Stat;
 use dpstack::stack::iface::{
     AddressInfo, AddressState, CounterSnapshot, NeighborInfo, Prefix, RouteInfo, TcpBufferMemory,
     TcpConnInfo,
@@ -255,61 +255,6 @@ fn value(counters: &CounterSnapshot, stat: Stat) -> u64 {
         .map_or(0, |(_, v)| *v)
 }
 
-/// The protocols counters are grouped under, with the name prefixes of
-/// their protocol counters and drop reasons.
-const GROUPS: &[(&str, &[&str], &[&str])] = &[
-    ("Ethernet", &["Eth"], &["eth_"]),
-    ("ARP", &["Arp"], &["arp_"]),
-    ("IPv4", &["Ip", "Route"], &["ipv4_"]),
-    ("ICMP", &["Icmp"], &["icmp_"]),
-    ("UDP", &["Udp"], &["udp_"]),
-    ("TCP", &["Tcp"], &["tcp_"]),
-    ("IPv6", &["Ip6"], &["ipv6_"]),
-    ("ICMPv6", &["Icmp6"], &["icmp6_", "nd_"]),
-    ("Transmit", &[], &["tx_"]),
-];
-
-/// The group of a name: the one with the longest matching prefix.
-fn group_of(name: &str, drops: bool) -> usize {
-    let mut best = (0, 0);
-    for (i, (_, stats, reasons)) in GROUPS.iter().enumerate() {
-        let prefixes = if drops { *reasons } else { *stats };
-        for p in prefixes {
-            if name.starts_with(p) && p.len() > best.1 {
-                best = (i, p.len());
-            }
-        }
-    }
-    best.0
-}
-
-/// `show counters`: the non-zero counters per protocol, then the drops per
-/// reason (their total first).
-pub fn counters(snapshot: &CounterSnapshot) -> String {
-    let mut out = String::new();
-    for (g, (title, _, _)) in GROUPS.iter().enumerate() {
-        let stats: Vec<&(Stat, u64)> = (snapshot.stats.iter())
-            .filter(|(s, v)| *v > 0 && group_of(s.name(), false) == g)
-            .collect();
-        let drops: Vec<&(DropReason, u64)> = (snapshot.drops.iter())
-            .filter(|(r, v)| *v > 0 && group_of(r.name(), true) == g)
-            .collect();
-        if stats.is_empty() && drops.is_empty() {
-            continue;
-        }
-        let _ = writeln!(out, "{title}:");
-        for (s, v) in stats {
-            let _ = writeln!(out, "    {:<32}{v}", s.name());
-        }
-        for (r, v) in drops {
-            let _ = writeln!(out, "    {:<32}{v}", format!("drop_{}", r.name()));
-        }
-    }
-    let total: u64 = snapshot.drops.iter().map(|(_, v)| v).sum();
-    let _ = writeln!(out, "Dropped: {total}");
-    out
-}
-
 /// The DPDK id of link `link` (its index if unknown).
 fn port_id(ports: &[u16], link: usize) -> u16 {
     ports.get(link).copied().unwrap_or(link as u16)
@@ -394,53 +339,6 @@ mod tests {
             text,
             "10.0.0.2 port 5 lladdr 02:00:00:00:02:02 REACHABLE\n10.0.0.9 port 5 INCOMPLETE\n"
         );
-    }
-
-    #[test]
-    fn counters_group_by_protocol_and_drops_by_reason() {
-        let snapshot = CounterSnapshot {
-            stats: vec![
-                (Stat::EthInFrames, 7),
-                (Stat::Icmp6InEchos, 1),
-                (Stat::IcmpInEchos, 2),
-                (Stat::UdpOutDatagrams, 0),
-            ],
-            drops: vec![(DropReason::UdpNoSocket, 3), (DropReason::NdInvalid, 1)],
-        };
-        assert_eq!(
-            counters(&snapshot),
-            "Ethernet:
-    EthInFrames                     7
-ICMP:
-    IcmpInEchos                     2
-UDP:
-    drop_udp_no_socket              3
-ICMPv6:
-    Icmp6InEchos                    1
-    drop_nd_invalid                 1
-Dropped: 4
-"
-        );
-    }
-
-    #[test]
-    fn every_counter_has_a_protocol_group() {
-        // A name no prefix matches would fall into the first group
-        // (Ethernet) unnoticed.
-        for reason in DropReason::ALL {
-            let name = reason.name();
-            let listed = GROUPS
-                .iter()
-                .any(|(_, _, p)| p.iter().any(|p| name.starts_with(p)));
-            assert!(listed, "drop reason {name} has no group");
-        }
-        for stat in Stat::ALL {
-            let name = stat.name();
-            let listed = GROUPS
-                .iter()
-                .any(|(_, p, _)| p.iter().any(|p| name.starts_with(p)));
-            assert!(listed, "counter {name} has no group");
-        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Kernel UDP sockets with batched system calls (`recvmmsg`/`sendmmsg`),
 //! socket options (TOS, receive buffer) and CPU pinning: the Linux
 //! reference that `scripts/bench udp-vs-kernel` and `rtp-vs-kernel`
-//! measure dpstack against. Not part of the stack's data path.
+//! measure dpstack against. Not part of the stack's data path, and not of
+//! the `dpstack` library: this crate (`dpstack-kernel-ref`) serves only the
+//! kernel reference apps (apps/kernel_*).
 //!
 //! Invariant: every call passes the kernel arrays it owns for the duration
 //! of the call only; nothing the kernel writes outlives the borrow.

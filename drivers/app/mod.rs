@@ -1,0 +1,89 @@
+//! The app layer: what every dpstack binary shares, so that an app is its
+//! `main` plus a handler.
+//!
+//! - [`args`]: the stack's options as one clap struct, [`StackArgs`], that an
+//!   app flattens into its own (`#[command(flatten)]`): one `--ip
+//!   ADDR/PREFIX` syntax for both families and every port, `--gateway`,
+//!   `--route`, `--mtu`, `--no-dad`, `--accept-ra`, `--pacing`,
+//!   `--total-num-mbufs`, `--faults`, `--stats-period`;
+//! - [`setup`]: [`run_app`], the body of `main` (arguments, the embedded
+//!   EAL default, exit codes 0/1/2), and [`set_up`]: EAL -> pool -> ports ->
+//!   [`Interface`](crate::stack::iface::Interface) with its config;
+//! - [`worker`]: the signals, the worker-lcore launch, and the canonical
+//!   poll loop ([`run_on_worker`]) that runs an [`App`] over the ports,
+//!   behind the fault injector if `--faults` asks;
+//! - [`counters`]: the counters printer (also the console's `show
+//!   counters`).
+//!
+//! A whole app (`examples/app_echo.rs` is this one, built with the rest):
+//!
+//! ```no_run
+//! use clap::Parser;
+//! use dpstack::app::{self, App, AppSpec, CounterReport, StackArgs};
+//! use dpstack::mbuf::Mbuf;
+//! use dpstack::stack::iface::{Batch, InlineHandler, LcoreContext};
+//! use dpstack::stack::port::Port;
+//! use dpstack::stack::udp::{BindOptions, SocketId};
+//!
+//! const SPEC: AppSpec = AppSpec {
+//!     program: "my-echo",
+//!     vdevs: &["net_tap0,iface=dpstack9"],
+//!     memory_mb: 256,
+//!     reassembly_buffers: 0,
+//! };
+//!
+//! #[derive(Parser)]
+//! #[command(name = "my-echo", version)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     stack: StackArgs,
+//! }
+//!
+//! /// Sends every datagram back from its own buffer.
+//! struct Echo;
+//!
+//! impl InlineHandler<Mbuf> for Echo {
+//!     fn on_datagrams<P: Port<Buf = Mbuf>>(
+//!         &mut self,
+//!         _socket: SocketId,
+//!         batch: &mut Batch<Mbuf>,
+//!         ctx: &mut LcoreContext<'_, P>,
+//!     ) {
+//!         for datagram in batch.drain(..) {
+//!             ctx.reply(datagram);
+//!         }
+//!     }
+//! }
+//!
+//! impl App for Echo {}
+//!
+//! fn main() -> std::process::ExitCode {
+//!     app::run_app::<Cli>(&SPEC, |eal_args, cli| {
+//!         let signals = app::Signals::install()?;
+//!         let mut stack = app::set_up(&SPEC, eal_args, &cli.stack, |_| {})?;
+//!         let any = std::net::SocketAddr::from(([0u16; 8], 7));
+//!         (stack.iface.udp_bind(any, BindOptions::default()))
+//!             .map_err(|e| format!("cannot bind {any}: {e}"))?;
+//!         let mut report = CounterReport::new(stack.iface.counters().clone());
+//!         let worker = app::run_on_worker(stack.iface, stack.queues, Echo, &cli.stack)?;
+//!         signals.wait(cli.stack.stats_period, || false, |tick| report.print(tick));
+//!         if let Some(finished) = worker.stop() {
+//!             app::print_counters(finished.iface.counters());
+//!         }
+//!         Ok(())
+//!     })
+//! }
+//! ```
+
+pub mod args;
+pub mod counters;
+pub mod setup;
+pub mod worker;
+
+pub use args::{parse_ip, parse_route, IpArg, RouteArg, StackArgs};
+pub use counters::{counters_block, counters_text, print_counters};
+pub use setup::{packet_pool, pool_need, run_app, set_up, AppSpec, Stack};
+pub use worker::{
+    launch_worker, run_on_worker, run_on_worker_counting_cycles, stop_signal, App, CounterReport,
+    Finished, Poller, Signals, Tick, Worker, NO_WORKER_LCORE,
+};

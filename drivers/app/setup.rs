@@ -1,0 +1,229 @@
+//! Start-up: the body of `main` ([`run_app`]: arguments, the embedded EAL
+//! default, exit codes), the packet pool of `--total-num-mbufs`, and
+//! [`set_up`]: EAL -> pool -> ports -> [`Interface`] with its config and
+//! routes. Control path only.
+
+use super::args::{RouteArg, StackArgs};
+use crate::eal::{split_args, Eal, EalArgs};
+use crate::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
+use crate::lcore::Lcore;
+use crate::mbuf::Mbuf;
+use crate::mempool::{Mempool, PoolConfig, PoolNeed};
+use crate::stack::iface::{Interface, InterfaceConfig, LinkConfig};
+use crate::stack::route::Ipv4Cidr;
+use crate::DpdkError;
+use clap::Parser;
+use std::process::ExitCode;
+
+/// What start-up needs to know of an app.
+#[derive(Debug, Clone, Copy)]
+pub struct AppSpec {
+    /// The program's name, as its messages begin.
+    pub program: &'static str,
+    /// The devices of the embedded default EAL options (e.g.
+    /// `net_tap0,iface=dpstack0`); the first is the example of the "no
+    /// port" message.
+    pub vdevs: &'static [&'static str],
+    /// Megabytes of memory of the embedded default.
+    pub memory_mb: u32,
+    /// Buffers of the reassembly pool (large buffers that hold a whole
+    /// reassembled datagram); 0 for none.
+    pub reassembly_buffers: u32,
+}
+
+/// The body of every app's `main`: split the arguments, parse the app
+/// options as `C`, then take the embedded default EAL options if none were
+/// given, run, and turn the outcome into an exit code (2 for a usage error,
+/// 1 for a failure, whose message goes to stderr). Help and version requests
+/// (`APP --help`, `APP -V`, `APP -- --help`) print and exit 0 before anything
+/// about EAL is decided or printed.
+pub fn run_app<C: Parser>(
+    spec: &AppSpec,
+    run: impl FnOnce(&[String], &C) -> Result<(), String>,
+) -> ExitCode {
+    let program = spec.program;
+    let (eal_args, app_args) = split_args(std::env::args());
+    let cli = match C::try_parse_from(std::iter::once(program.to_owned()).chain(app_args)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let eal_args = eal_args_or_default(eal_args, spec);
+    match run(&eal_args, &cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{program}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The EAL part of the command line; without EAL options, the embedded
+/// default of `spec`, and a line says so.
+fn eal_args_or_default(eal: Vec<String>, spec: &AppSpec) -> Vec<String> {
+    if eal.len() > 1 {
+        return eal;
+    }
+    let default = EalArgs::embedded_default(spec.program, spec.vdevs, spec.memory_mb);
+    let eal = default.to_vec();
+    println!(
+        "No EAL options given: using the embedded default ({}):\n  {}",
+        if default.uses_hugepages() {
+            "hugepages, in memory"
+        } else {
+            "no hugepages"
+        },
+        eal[1..].join(" ")
+    );
+    eal
+}
+
+/// What `ports` ports configured as `port` need of a pool whose per-lcore
+/// cache is `cache` ([`PoolNeed`]): their rings, and the caches of the two
+/// lcores an app uses (the main lcore, which sets up, and the first worker,
+/// which polls), or of one if EAL has only one. Call after EAL is
+/// initialised (the lcore count is EAL's).
+pub fn pool_need(port: &PortConfig, ports: usize, cache: u32) -> PoolNeed {
+    let ports = u32::try_from(ports).unwrap_or(u32::MAX);
+    PoolNeed::for_ports(ports, port, cache, Lcore::count().min(2))
+}
+
+/// Creates the packet pool of `--total-num-mbufs` (`config.count`) for
+/// `ports` ports configured as `port`, after checking it against
+/// [`pool_need`]: a count below that is refused up front with the minimum
+/// and what makes it up, not with DPDK's failure (EINVAL below its own
+/// floor, or ENOMEM from a receive ring that cannot be filled, which reads
+/// as too little memory).
+pub fn packet_pool(
+    name: &str,
+    config: &PoolConfig,
+    port: &PortConfig,
+    ports: usize,
+) -> Result<Mempool, String> {
+    pool_need(port, ports, config.cache)
+        .check(config.count)
+        .map_err(|e| match e {
+            DpdkError::PoolTooSmall { count, need } => {
+                format!("--total-num-mbufs {count} is too few: {need}")
+            }
+            e => e.to_string(),
+        })?;
+    Mempool::create(name, config).map_err(|e| e.to_string())
+}
+
+/// A stack set up from [`StackArgs`]: the interface over one queue of each
+/// port that has addresses, and the pools behind them. Keep it (or at least
+/// its EAL) alive while the ports run.
+pub struct Stack {
+    /// The interface, ready for binds and listens, to move to the lcore.
+    pub iface: Interface<Mbuf>,
+    /// Queue 0 of each port, in link order, to move to the lcore.
+    pub queues: Vec<EthQueue>,
+    /// The ports (control side), in link order.
+    pub ports: Vec<EthPort>,
+    /// The packet pool of `--total-num-mbufs`.
+    pub pool: Mempool,
+    /// The reassembly pool, if the app asked for one.
+    pub reassembly_pool: Option<Mempool>,
+    /// EAL, last so it is dropped after everything above.
+    pub eal: Eal,
+}
+
+/// EAL (from `eal_args`), the packet pool, one port for each port's worth of
+/// `--ip` addresses (at least one), and the [`Interface`] over them with
+/// `args`' gateway, routes, MTU, DAD, RA and pacing; `configure` adjusts
+/// the interface's config last (buffer sizes, an app's own defaults).
+pub fn set_up(
+    spec: &AppSpec,
+    eal_args: &[String],
+    args: &StackArgs,
+    configure: impl FnOnce(&mut InterfaceConfig),
+) -> Result<Stack, String> {
+    let eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
+    let port_ids = available_ports();
+    if port_ids.is_empty() {
+        let example = spec.vdevs.first().copied().unwrap_or("net_tap0");
+        return Err(format!(
+            "no port: add one with --vdev (e.g. --vdev={example})"
+        ));
+    }
+    let mut per_port = args.addresses_per_port();
+    if per_port.is_empty() {
+        per_port.push((Vec::new(), Vec::new()));
+    }
+    if per_port.len() > port_ids.len() {
+        return Err(format!(
+            "--ip addresses for {} ports given but EAL found {} port(s): \
+             give one IPv4 and/or one IPv6 --ip per port",
+            per_port.len(),
+            port_ids.len()
+        ));
+    }
+    let pool_config = PoolConfig {
+        count: args.total_num_mbufs,
+        ..PoolConfig::default()
+    }
+    .for_mtu(args.mtu);
+    let port_config = PortConfig {
+        mtu: Some(args.mtu),
+        ..PortConfig::default()
+    };
+    let pool = packet_pool("packet_pool", &pool_config, &port_config, per_port.len())?;
+    let reassembly_pool = match spec.reassembly_buffers {
+        0 => None,
+        n => Some(
+            Mempool::create("reassembly_pool", &PoolConfig::large(n)).map_err(|e| e.to_string())?,
+        ),
+    };
+    let mut ports = Vec::new();
+    let mut queues = Vec::new();
+    let mut links = Vec::new();
+    for (&port_id, (v4, v6)) in port_ids.iter().zip(&per_port) {
+        let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
+        let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
+        queues.push(match reassembly_pool {
+            Some(large) => queue.with_large_pool(large),
+            None => queue,
+        });
+        links.push(LinkConfig {
+            addresses: v4.clone(),
+            addresses6: v6.clone(),
+            mtu: usize::from(args.mtu),
+            ..LinkConfig::new(port.mac(), Ipv4Cidr::DEFAULT)
+        });
+        ports.push(port);
+    }
+    let mut config = InterfaceConfig::with_links(links);
+    config.gateway = args.gateway;
+    if args.no_dad {
+        config.dad_transmits = 0;
+    }
+    config.accept_ra = args.accept_ra;
+    config.tcp.pacing = args.pacing;
+    configure(&mut config);
+    let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
+    for &route in &args.routes {
+        match route {
+            RouteArg::V4(prefix, gateway) => iface
+                .add_route(prefix, gateway)
+                .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
+            RouteArg::V6(prefix, gateway, port) => iface
+                .add_route6(prefix, gateway, port)
+                .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
+        }
+    }
+    Ok(Stack {
+        iface,
+        queues,
+        ports,
+        pool,
+        reassembly_pool,
+        eal,
+    })
+}

@@ -1,0 +1,402 @@
+//! The polling lcore and the main thread around it: the signal flags
+//! ([`Signals`]), the worker-lcore launch with its one error message
+//! ([`launch_worker`]), the canonical poll loop that runs an [`App`] over
+//! the ports (wrapped in [`FaultPort`] by `--faults`, and in
+//! [`CycleCountingPort`] for an app that counts its cycles), and the main
+//! thread's wait that prints statistics on SIGUSR1 and every
+//! `--stats-period`.
+//!
+//! The loop is the hot path: one TSC read and one poll per iteration, plus
+//! the app's [`App::done`] check (inlined; no allocation, no lock, no
+//! logging). Everything else here runs on the main thread.
+
+use super::args::StackArgs;
+use super::counters::print_counters;
+use crate::clock::TscClock;
+use crate::cycles::CycleCountingPort;
+use crate::ethdev::EthQueue;
+use crate::fault::{FaultCounts, FaultPort, FaultSpec};
+use crate::lcore::{launch, LaunchHandle, Lcore};
+use crate::mbuf::Mbuf;
+use crate::stack::counters::{Counters, Stat};
+use crate::stack::iface::{InlineHandler, Interface};
+use crate::stack::port::Port;
+use crate::stack::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The flags the signals set: SIGINT/SIGTERM (stop) and SIGUSR1 (print the
+/// statistics and go on).
+pub struct Signals {
+    stop: Arc<AtomicUsize>,
+    usr1: Arc<AtomicBool>,
+}
+
+impl Signals {
+    /// Installs the handlers.
+    pub fn install() -> Result<Signals, String> {
+        let usr1 = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&usr1))
+            .map_err(|e| format!("cannot install a handler for SIGUSR1: {e}"))?;
+        Ok(Signals {
+            stop: stop_signal()?,
+            usr1,
+        })
+    }
+
+    /// The number of the stop signal received, 0 if none yet.
+    pub fn received(&self) -> usize {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Whether SIGUSR1 arrived since the last call.
+    pub fn take_usr1(&self) -> bool {
+        self.usr1.swap(false, Ordering::SeqCst)
+    }
+
+    /// Waits until a stop signal arrives or `done()` says so, calling
+    /// `report` on SIGUSR1 ([`Tick::Request`]) and every `period` seconds
+    /// ([`Tick::Period`]); at most one of them each 20 ms step.
+    pub fn wait(
+        &self,
+        period: Option<u64>,
+        mut done: impl FnMut() -> bool,
+        mut report: impl FnMut(Tick),
+    ) {
+        let period = period.map(|p| Duration::from_secs(p.max(1)));
+        let mut last = std::time::Instant::now();
+        while self.received() == 0 && !done() {
+            std::thread::sleep(Duration::from_millis(20));
+            if self.take_usr1() {
+                report(Tick::Request);
+            } else if period.is_some_and(|p| last.elapsed() >= p) {
+                last = std::time::Instant::now();
+                report(Tick::Period);
+            }
+        }
+    }
+}
+
+/// Why [`Signals::wait`] asks for a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    /// SIGUSR1 asked for one.
+    Request,
+    /// A `--stats-period` passed.
+    Period,
+}
+
+/// The counters report of the apps: on request, the counters and a line
+/// `end of counters`; each period, the counters and the frame rates since
+/// the last period (`rx-pps: N tx-pps: M`).
+pub struct CounterReport {
+    counters: Arc<Counters>,
+    last: (std::time::Instant, u64, u64),
+}
+
+impl CounterReport {
+    /// A report of `counters`, its rates counted from now.
+    pub fn new(counters: Arc<Counters>) -> CounterReport {
+        let last = (
+            std::time::Instant::now(),
+            counters.get(Stat::EthInFrames),
+            counters.get(Stat::EthOutFrames),
+        );
+        CounterReport { counters, last }
+    }
+
+    /// Prints what `tick` asks for.
+    pub fn print(&mut self, tick: Tick) {
+        print_counters(&self.counters);
+        match tick {
+            Tick::Request => println!("end of counters"),
+            Tick::Period => {
+                let now = std::time::Instant::now();
+                let (rx, tx) = (
+                    self.counters.get(Stat::EthInFrames),
+                    self.counters.get(Stat::EthOutFrames),
+                );
+                let secs = now.duration_since(self.last.0).as_secs_f64();
+                println!(
+                    "rx-pps: {:.0} tx-pps: {:.0}",
+                    (rx - self.last.1) as f64 / secs,
+                    (tx - self.last.2) as f64 / secs
+                );
+                self.last = (now, rx, tx);
+            }
+        }
+    }
+}
+
+/// A flag set to the signal number when SIGINT or SIGTERM arrives.
+pub fn stop_signal() -> Result<Arc<AtomicUsize>, String> {
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
+            .map_err(|e| format!("cannot install a handler for signal {sig}: {e}"))?;
+    }
+    Ok(signal)
+}
+
+/// The error of every app whose EAL has no worker lcore, saying how to
+/// give it one.
+pub const NO_WORKER_LCORE: &str =
+    "no worker lcore: give EAL two lcores (e.g. -l 0-1, or --lcores=0@0,1@0 on a single CPU)";
+
+/// Runs `job` on the first worker lcore, or fails with [`NO_WORKER_LCORE`].
+pub fn launch_worker(job: impl FnOnce() -> i32 + Send + 'static) -> Result<LaunchHandle, String> {
+    let lcore = *Lcore::workers().first().ok_or(NO_WORKER_LCORE)?;
+    launch(lcore, job).map_err(|e| e.to_string())
+}
+
+/// An app's side of the poll loop: its inline handler, with hooks before,
+/// during and after the loop. Every hook has a default, so an app that only
+/// handles traffic implements [`InlineHandler`] and writes `impl App for X {}`.
+pub trait App: InlineHandler<Mbuf> + Send + 'static {
+    /// Once, on the lcore, before the loop (e.g. wait for duplicate
+    /// address detection, open connections).
+    fn start<P: Port<Buf = Mbuf>>(&mut self, _poller: &mut Poller<'_, P>) {}
+
+    /// After every poll: whether the app is done (the loop then ends as on
+    /// a stop). Runs per poll, so it must be cheap.
+    #[inline]
+    fn done(&mut self, _iface: &Interface<Mbuf>) -> bool {
+        false
+    }
+
+    /// Once, on the lcore, after the loop (e.g. let the last segments
+    /// leave, say goodbye).
+    fn finish<P: Port<Buf = Mbuf>>(&mut self, _poller: &mut Poller<'_, P>) {}
+}
+
+/// The lcore's view of the stack in [`App`]'s hooks: the interface, the
+/// ports, the clock and the stop flag.
+pub struct Poller<'a, P> {
+    /// The interface.
+    pub iface: &'a mut Interface<Mbuf>,
+    /// The ports, in link order.
+    pub ports: &'a mut [P],
+    clock: &'a TscClock,
+    stop: &'a AtomicBool,
+}
+
+impl<P: Port<Buf = Mbuf>> Poller<'_, P> {
+    /// The time now.
+    #[inline]
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Whether the main thread asked the loop to stop.
+    #[inline]
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// One poll of every port with `handler`.
+    #[inline]
+    pub fn poll<H: InlineHandler<Mbuf>>(&mut self, handler: &mut H) -> usize {
+        self.iface.poll_ports(self.ports, self.clock.now(), handler)
+    }
+
+    /// Polls with `handler` while `more` says so and no stop was asked.
+    pub fn poll_while<H: InlineHandler<Mbuf>>(
+        &mut self,
+        handler: &mut H,
+        mut more: impl FnMut(&Interface<Mbuf>, &H) -> bool,
+    ) {
+        while !self.stopping() && more(&*self.iface, &*handler) {
+            self.poll(handler);
+        }
+    }
+
+    /// Polls with `handler` for `duration`, stop or not (so the last
+    /// segments and acknowledgements leave).
+    pub fn linger<H: InlineHandler<Mbuf>>(&mut self, handler: &mut H, duration: Duration) {
+        let until = self.clock.now() + duration;
+        while self.clock.now() < until {
+            self.poll(handler);
+        }
+    }
+}
+
+/// What the lcore hands back when its loop ended.
+pub struct Finished<H> {
+    /// The app's handler.
+    pub handler: H,
+    /// The interface (for its neighbours, counters, ...).
+    pub iface: Interface<Mbuf>,
+    /// `--faults`' counts, one per port (empty without faults).
+    pub faults: Vec<Arc<FaultCounts>>,
+    /// The cycles' summary line ([`run_on_worker_counting_cycles`]).
+    pub cycles: Option<String>,
+}
+
+impl<H> Finished<H> {
+    /// `faults on port N: ...` for each port with faults.
+    pub fn fault_lines(&self) -> String {
+        (self.faults.iter().enumerate())
+            .map(|(port, c)| format!("faults on port {port}: {}\n", c.summary()))
+            .collect()
+    }
+}
+
+/// The running poll loop: stop it with [`Worker::stop`].
+pub struct Worker<H> {
+    handle: LaunchHandle,
+    stop: Arc<AtomicBool>,
+    ended: Arc<AtomicBool>,
+    result: crossbeam_channel::Receiver<Finished<H>>,
+}
+
+impl<H> Worker<H> {
+    /// Whether the loop ended by itself ([`App::done`]).
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Stops the loop, waits for the lcore, and takes back what it had
+    /// (`None` if the job panicked).
+    pub fn stop(self) -> Option<Finished<H>> {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.handle.wait();
+        self.result.try_recv().ok()
+    }
+}
+
+/// Runs `app` over `queues` on the first worker lcore, in the canonical
+/// loop: [`App::start`], then poll every port and check [`App::done`]
+/// until done or stopped, then [`App::finish`]. `args.faults` puts a
+/// [`FaultPort`] in front of every queue.
+pub fn run_on_worker<H: App>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    app: H,
+    args: &StackArgs,
+) -> Result<Worker<H>, String> {
+    spawn::<H, false>(iface, queues, app, args.faults, false)
+}
+
+/// [`run_on_worker`] for an app that offers `--record-core-cycles`: with
+/// `record`, a [`CycleCountingPort`] counts the cycles of the bursts
+/// ([`Finished::cycles`]). A separate entry because it compiles a second
+/// copy of the pipeline, over the counting port: apps without the option do
+/// not carry it (more copies change how the pipeline inlines, which shows
+/// in the instructions per packet).
+pub fn run_on_worker_counting_cycles<H: App>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    app: H,
+    args: &StackArgs,
+    record: bool,
+) -> Result<Worker<H>, String> {
+    spawn::<H, true>(iface, queues, app, args.faults, record)
+}
+
+/// Launches the loop; `CYCLES` says whether the counting copy exists.
+fn spawn<H: App, const CYCLES: bool>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    app: H,
+    faults: Option<FaultSpec>,
+    record: bool,
+) -> Result<Worker<H>, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ended = Arc::new(AtomicBool::new(false));
+    let (done_tx, result) = crossbeam_channel::bounded(1);
+    let job = {
+        let (stop, ended) = (Arc::clone(&stop), Arc::clone(&ended));
+        move || {
+            let finished = on_ports::<H, CYCLES>(iface, queues, app, &stop, faults, record);
+            ended.store(true, Ordering::SeqCst);
+            let _ = done_tx.send(finished);
+            0
+        }
+    };
+    let handle = launch_worker(job)?;
+    Ok(Worker {
+        handle,
+        stop,
+        ended,
+        result,
+    })
+}
+
+/// The loop over the queues as `faults` and `record` wrap them.
+fn on_ports<H: App, const CYCLES: bool>(
+    iface: Interface<Mbuf>,
+    queues: Vec<EthQueue>,
+    app: H,
+    stop: &AtomicBool,
+    faults: Option<FaultSpec>,
+    record: bool,
+) -> Finished<H> {
+    match faults {
+        Some(spec) => {
+            let ports: Vec<FaultPort<EthQueue>> = (queues.into_iter())
+                .map(|q| FaultPort::new(q, spec))
+                .collect();
+            let counts = ports.iter().map(|p| Arc::clone(p.counts())).collect();
+            let finished = counting_cycles::<_, _, CYCLES>(iface, ports, app, stop, record);
+            Finished {
+                faults: counts,
+                ..finished
+            }
+        }
+        None => counting_cycles::<_, _, CYCLES>(iface, queues, app, stop, record),
+    }
+}
+
+/// The loop, with the bursts' cycles counted if `CYCLES` and `record`.
+fn counting_cycles<P: Port<Buf = Mbuf>, H: App, const CYCLES: bool>(
+    iface: Interface<Mbuf>,
+    ports: Vec<P>,
+    app: H,
+    stop: &AtomicBool,
+    record: bool,
+) -> Finished<H> {
+    if !(CYCLES && record) {
+        let (iface, _, handler) = poll_loop(iface, ports, app, stop);
+        return Finished {
+            handler,
+            iface,
+            faults: Vec::new(),
+            cycles: None,
+        };
+    }
+    let clock = TscClock::new();
+    let start = TscClock::cycles();
+    let ports: Vec<CycleCountingPort<P>> = ports.into_iter().map(CycleCountingPort::new).collect();
+    let (iface, ports, handler) = poll_loop(iface, ports, app, stop);
+    let total = TscClock::cycles().wrapping_sub(start);
+    let line = ports.first().map(|p| p.counts().summary(total, clock.hz()));
+    Finished {
+        handler,
+        iface,
+        faults: Vec::new(),
+        cycles: line,
+    }
+}
+
+/// The canonical loop: one TSC read and one poll per iteration.
+fn poll_loop<P: Port<Buf = Mbuf>, H: App>(
+    mut iface: Interface<Mbuf>,
+    mut ports: Vec<P>,
+    mut app: H,
+    stop: &AtomicBool,
+) -> (Interface<Mbuf>, Vec<P>, H) {
+    let clock = TscClock::new();
+    let mut poller = Poller {
+        iface: &mut iface,
+        ports: &mut ports,
+        clock: &clock,
+        stop,
+    };
+    app.start(&mut poller);
+    while !stop.load(Ordering::Relaxed) && !app.done(&*poller.iface) {
+        poller.iface.poll_ports(poller.ports, clock.now(), &mut app);
+    }
+    app.finish(&mut poller);
+    (iface, ports, app)
+}
