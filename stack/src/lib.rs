@@ -27,7 +27,6 @@ pub mod neighbor;
 pub mod port;
 pub mod reassembly;
 pub mod route;
-pub mod route6;
 pub mod rss;
 pub mod rtp;
 pub mod socket;

@@ -18,10 +18,9 @@
 //! the same headers on the wire (a test compares them byte for byte).
 
 use super::buffers::cut_to_payload;
+use super::ip::transmit_ipv4;
 use super::transmit::{Out, SendError};
-use super::tx::{
-    path_to, send_framed, transmit_ipv4, udp_ip_header, write_udp_headers, FAST_HEADERS,
-};
+use super::tx::{path_to, send_framed, udp_ip_header, write_udp_headers, FAST_HEADERS};
 use super::Core;
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
@@ -97,7 +96,7 @@ fn forward_plain<P: Port>(
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    if let Some(send) = core.udp.cached_send(from, dst, core.generation()) {
+    if let Some(send) = core.shared.udp.cached_send(from, dst, core.generation()) {
         return forward_cached(core, out, buf, send, dst);
     }
     // A plain frame's payload ends with it (`forward_udp`), well below 2^32.
@@ -123,8 +122,8 @@ fn forward_cached<P: Port>(
 ) -> Result<(), SendError> {
     let route = send.route;
     let link = usize::from(route.link);
-    let Some((our_mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((our_mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let src_ip = if send.local4.is_unspecified() {
@@ -136,7 +135,7 @@ fn forward_cached<P: Port>(
     let frame = buf.data_mut();
     let frame_len = frame.len();
     let Some(h) = frame.first_chunk_mut::<FAST_HEADERS>() else {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
     // At least the headers' 42 bytes: no saturating subtraction needed.
@@ -149,11 +148,11 @@ fn forward_cached<P: Port>(
     // registers (written after the others, they were kept on the stack).
     write_ethernet(h, route.mac, our_mac);
     readdress_plain(h, (src, dst), ident, udp_len, mtu, send.tos);
-    core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::UdpForwardedInPlace);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpForwardedInPlace);
     if IP_LEN + udp_len <= mtu {
-        core.counters.count(Stat::IpOutRequests);
-        out.push(link, buf, &core.counters);
+        core.lcore.counters.count(Stat::IpOutRequests);
+        out.push(link, buf, &core.lcore.counters);
     } else {
         transmit_ipv4(core, out, link, buf);
     }
@@ -210,10 +209,14 @@ fn forward_general<P: Port>(
         end: payload_end,
         plain,
     } = payload;
-    let local = core.udp.local_addr(from).ok_or(SendError::NoSocket)?;
+    let local = core
+        .shared
+        .udp
+        .local_addr(from)
+        .ok_or(SendError::NoSocket)?;
     let path = path_to(core, from, dst)?;
-    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((mac, mtu)) = core.shared.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let (start, end) = (payload_start as usize, payload_end as usize);
@@ -222,7 +225,7 @@ fn forward_general<P: Port>(
         return Err(SendError::TooLarge);
     }
     let Some(header_start) = start.checked_sub(FAST_HEADERS) else {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
     cut_to_payload(&mut buf, header_start, end);
@@ -232,10 +235,10 @@ fn forward_general<P: Port>(
         *local.ip()
     };
     let src = SocketAddrV4::new(src_ip, local.port());
-    let tos = core.udp.tos(from);
+    let tos = core.shared.udp.tos(from);
     let frame = buf.data_mut();
     if frame.len() != FAST_HEADERS + udp_len - UDP_LEN {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     }
     match frame.first_chunk_mut::<FAST_HEADERS>() {
@@ -244,11 +247,11 @@ fn forward_general<P: Port>(
             let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
             eth.set_src(mac);
             eth.set_ethertype(EtherType::Ipv4);
-            core.counters.count(Stat::UdpOutDatagrams);
+            core.lcore.counters.count(Stat::UdpOutDatagrams);
         }
         _ => write_udp_headers(core, frame, (src, dst), mac, mtu, tos),
     }
-    core.counters.count(Stat::UdpForwardedInPlace);
+    core.lcore.counters.count(Stat::UdpForwardedInPlace);
     send_framed(core, out, now, from, dst, buf, path)
 }
 

@@ -1,6 +1,6 @@
 //! The IPv4 send path: replies built in the received buffer, new packets
-//! built in fresh buffers, and the hand-off of a finished IPv4 frame to its
-//! link, fragmented to the MTU ([`transmit_ipv4`]).
+//! built in fresh buffers, handed to IP (`ip::transmit_ipv4`: fitted to
+//! the MTU or fragmented).
 //!
 //! Replies reuse the request's buffer: an ICMP echo is rewritten in
 //! place; a UDP echo swaps addresses and ports (which leaves the UDP checksum
@@ -8,8 +8,9 @@
 //! port-unreachable grows the datagram's headroom by 28 bytes to put new
 //! Ethernet, IPv4 and ICMP headers in front of the original IP header.
 
-use super::buffers::{cut_to_payload, new_frame, new_with_payload};
+use super::buffers::{cut_to_payload, new_with_payload};
 use super::config::DEFAULT_HOP_LIMIT;
+use super::ip::{transmit_ipv4, turn_around_ethernet, turn_around_ipv4};
 use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
 use super::Core;
@@ -28,52 +29,6 @@ use core::net::{Ipv4Addr, SocketAddrV4};
 /// Bytes of the offending datagram quoted in an ICMP error (576-byte limit).
 const ICMP_QUOTE_MAX: usize = 576 - IP_LEN - ICMP_LEN;
 
-/// Swaps the Ethernet addresses: the reply goes back to the previous hop.
-fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr) {
-    let mut eth = EthernetFrame::new_unchecked(buf.data_mut());
-    eth.set_dst(eth_src);
-    eth.set_src(our_mac);
-}
-
-/// Turns the IPv4 header around for a reply. A plain 20-byte header is
-/// rewritten in place with an incremental checksum update (the common case);
-/// a header with options is rebuilt without them, right before the payload.
-fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
-    let Some(bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
-        return;
-    };
-    let ip = Ipv4Packet::new_unchecked(&*bytes);
-    let header_len = ip.header_len();
-    let fits = usize::from(ip.total_len()) <= mtu;
-    if header_len == IP_LEN && fits {
-        return Ipv4Packet::new_unchecked(bytes).reverse_for_reply(DEFAULT_HOP_LIMIT);
-    }
-    let (src, dst, proto, payload_len) = (
-        ip.src(),
-        ip.dst(),
-        ip.protocol(),
-        ip.total_len().saturating_sub(header_len as u16),
-    );
-    let start = header_len - IP_LEN;
-    let ident = core.ident();
-    Ipv4Packet::new_unchecked(&mut bytes[start..]).emit_header(&Ipv4Header {
-        src: dst,
-        dst: src,
-        protocol: proto,
-        payload_len,
-        ttl: DEFAULT_HOP_LIMIT,
-        ident,
-        dont_fragment: false,
-        tos: 0,
-    });
-    if start > 0 {
-        // Move the Ethernet header up to the new IP header.
-        let data = buf.data_mut();
-        data.copy_within(0..ETH_LEN, start);
-        buf.adjust(start);
-    }
-}
-
 /// Turns an echo request into its reply, in place.
 pub(crate) fn reply_echo_in_place<P: Port>(
     core: &mut Core<P::Buf>,
@@ -87,8 +42,8 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     if padding > 0 {
         buf.trim(padding);
     }
-    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     turn_around_ipv4(core, &mut buf, mtu);
     turn_around_ethernet(&mut buf, mac, eth_src);
@@ -99,7 +54,7 @@ pub(crate) fn reply_echo_in_place<P: Port>(
     let mut icmp = Icmpv4Packet::new_unchecked(&mut ip_bytes[header_len..]);
     icmp.set_type_code(msg_type::ECHO_REPLY, 0);
     icmp.fill_checksum();
-    core.counters.count(Stat::IcmpOutEchoReps);
+    core.lcore.counters.count(Stat::IcmpOutEchoReps);
     transmit_ipv4(core, out, link, buf);
 }
 
@@ -118,11 +73,11 @@ pub(super) fn rebuild_udp_reply<P: Port>(
 ) {
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let payload_len = payload.end.saturating_sub(payload.start);
-    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let source = if broadcast {
-        core.links[link].source_for(*peer.ip())
+        core.shared.links[link].source_for(*peer.ip())
     } else {
         *ours.ip()
     };
@@ -134,7 +89,7 @@ pub(super) fn rebuild_udp_reply<P: Port>(
         .data_mut()
         .get_mut(..ETH_LEN + IP_LEN + UDP_LEN + payload_len)
     else {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+        return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
     };
     let src = SocketAddrV4::new(source, ours.port());
     write_udp_headers(core, frame, (src, peer), mac, mtu, tos);
@@ -172,7 +127,7 @@ pub(super) fn write_udp_headers<B: Buf>(
         mtu,
         tos,
     ));
-    core.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
 }
 
 /// The IPv4 header of a UDP datagram of `udp_len` bytes from `src` to
@@ -250,11 +205,11 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     eth_src: MacAddr,
     ip_total_len: usize,
 ) {
-    if !core.icmp_limit.take(now) {
-        return core.counters.count_drop(DropReason::IcmpRateLimited);
+    if !core.lcore.icmp_limit.take(now) {
+        return core.lcore.counters.count_drop(DropReason::IcmpRateLimited);
     }
-    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let (src, dst) = {
         let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
@@ -267,7 +222,7 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     // New headers: Ethernet + IPv4 + ICMP in front of the quoted IP header,
     // which today sits right after the old Ethernet header.
     if buf.prepend(IP_LEN + ICMP_LEN).is_none() {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+        return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
     }
     let ident = core.ident();
     let data = buf.data_mut();
@@ -289,7 +244,7 @@ pub(crate) fn port_unreachable_in_place<P: Port>(
     icmp.set_type_code(msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE);
     icmp.set_rest(0, 0);
     icmp.fill_checksum();
-    core.counters.count(Stat::IcmpOutDestUnreachs);
+    core.lcore.counters.count(Stat::IcmpOutDestUnreachs);
     transmit_ipv4(core, out, link, buf);
 }
 
@@ -335,7 +290,7 @@ pub(super) fn path_to<B: Buf>(
     dst: SocketAddrV4,
 ) -> Result<Path, SendError> {
     let generation = core.generation();
-    if let Some(route) = core.udp.cached_route(socket, dst, generation) {
+    if let Some(route) = core.shared.udp.cached_route(socket, dst, generation) {
         return Ok(Path {
             link: usize::from(route.link),
             via: Ipv4Addr::UNSPECIFIED,
@@ -344,12 +299,15 @@ pub(super) fn path_to<B: Buf>(
             generation,
         });
     }
-    core.counters.count(Stat::RouteLookups);
+    core.lcore.counters.count(Stat::RouteLookups);
     let hop = core
+        .lcore
+        .ip
+        .v4
         .route_cache
-        .next_hop(&core.routes, generation, *dst.ip())
+        .next_hop(&core.shared.ip.v4.routes, generation, *dst.ip())
         .ok_or_else(|| {
-            core.counters.count_drop(DropReason::TxNoRoute);
+            core.lcore.counters.count_drop(DropReason::TxNoRoute);
             SendError::NoRoute
         })?;
     Ok(Path {
@@ -371,10 +329,14 @@ pub(crate) fn send_udp<P: Port>(
     dst: SocketAddrV4,
     payload: &[u8],
 ) -> Result<(), SendError> {
-    let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
+    let local = core
+        .shared
+        .udp
+        .local_addr(socket)
+        .ok_or(SendError::NoSocket)?;
     let path = path_to(core, socket, dst)?;
     let headers = ETH_LEN + IP_LEN + UDP_LEN;
-    let buf = new_with_payload(&core.counters, out, path.link, headers, payload)?;
+    let buf = new_with_payload(&core.lcore.counters, out, path.link, headers, payload)?;
     send_on_path(core, out, now, socket, local, dst, buf, path)
 }
 
@@ -388,7 +350,11 @@ pub(crate) fn send_udp_buffer<P: Port>(
     dst: SocketAddrV4,
     buf: P::Buf,
 ) -> Result<(), SendError> {
-    let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
+    let local = core
+        .shared
+        .udp
+        .local_addr(socket)
+        .ok_or(SendError::NoSocket)?;
     let path = path_to(core, socket, dst)?;
     send_on_path(core, out, now, socket, local, dst, buf, path)
 }
@@ -404,8 +370,8 @@ fn send_on_path<P: Port>(
     mut buf: P::Buf,
     path: Path,
 ) -> Result<(), SendError> {
-    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((mac, mtu)) = core.shared.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let src_ip = if local.ip().is_unspecified() {
@@ -422,7 +388,7 @@ fn send_on_path<P: Port>(
         return Err(SendError::TooLarge);
     }
     let src = SocketAddrV4::new(src_ip, local.port());
-    let tos = core.udp.tos(socket);
+    let tos = core.shared.udp.tos(socket);
     write_udp_headers(core, buf.data_mut(), (src, dst), mac, mtu, tos);
     send_framed(core, out, now, socket, dst, buf, path)
 }
@@ -460,71 +426,7 @@ pub(super) fn send_framed<P: Port>(
             mac,
             link: link as u16,
         };
-        core.udp.remember_route(socket, route);
+        core.shared.udp.remember_route(socket, route);
     }
     Ok(())
-}
-
-/// Sends a finished IPv4 frame out of `link`, fragmenting it if it exceeds
-/// the link's MTU.
-pub(crate) fn transmit_ipv4<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    buf: P::Buf,
-) {
-    core.counters.count(Stat::IpOutRequests);
-    let Some(mtu) = core.links.get(link).map(|l| l.mtu) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
-    };
-    if buf.len() <= ETH_LEN + mtu {
-        return out.push(link, buf, &core.counters);
-    }
-    fragment(core, out, link, mtu, &buf);
-}
-
-/// Splits an oversized IPv4 frame into fragments in new buffers (slow path).
-fn fragment<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    mtu: usize,
-    whole: &P::Buf,
-) {
-    let data = whole.data();
-    let ip = Ipv4Packet::new_unchecked(&data[ETH_LEN..]);
-    let header = Ipv4Header {
-        src: ip.src(),
-        dst: ip.dst(),
-        protocol: ip.protocol(),
-        payload_len: 0,
-        ttl: ip.ttl(),
-        ident: ip.ident(),
-        dont_fragment: false,
-        tos: ip.tos(),
-    };
-    let start = ETH_LEN + ip.header_len();
-    let end = (ETH_LEN + usize::from(ip.total_len())).min(data.len());
-    let payload = &data[start.min(end)..end];
-    let chunk = (mtu.saturating_sub(IP_LEN) & !7).max(8);
-    let pieces = payload.len().div_ceil(chunk);
-    for (i, piece) in payload.chunks(chunk).enumerate() {
-        let len = ETH_LEN + IP_LEN + piece.len();
-        let Some(mut buf) = new_frame(&core.counters, out, link, len) else {
-            return;
-        };
-        let frame = buf.data_mut();
-        frame[..ETH_LEN].copy_from_slice(&data[..ETH_LEN]);
-        frame[ETH_LEN + IP_LEN..].copy_from_slice(piece);
-        let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH_LEN..]);
-        ip.emit_header(&Ipv4Header {
-            payload_len: piece.len() as u16,
-            ..header
-        });
-        ip.set_fragment(i * chunk, i + 1 < pieces);
-        ip.fill_checksum();
-        core.counters.count(Stat::IpFragCreates);
-        out.push(link, buf, &core.counters);
-    }
-    core.counters.count(Stat::IpFragOKs);
 }

@@ -7,10 +7,11 @@
 //! checksum (mandatory over IPv6); a request sent to a multicast group is
 //! answered from our own address on that link. Replies go back to the
 //! Ethernet source of the request; like every IPv6 packet we send, one over
-//! the path MTU leaves in fragments ([`transmit6`]).
+//! the path MTU leaves in fragments (`ip::transmit6`).
 
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
 use super::config::DEFAULT_HOP_LIMIT;
+use super::ip::{transmit6, MIN_MTU};
 use super::next_hop::{send_to_neighbor, NextHopAddr};
 use super::transmit::{set_destination_mac, Out, SendError};
 use super::{Core, Link};
@@ -32,13 +33,6 @@ use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::Ipv6Addr;
 use core::net::{SocketAddr, SocketAddrV6};
 use core::ops::Range;
-
-/// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU; no
-/// path MTU is taken below it.
-pub(crate) const MIN_MTU: usize = 1280;
-
-/// Length of the fragment header.
-const FRAGMENT_HEADER_LEN: usize = 8;
 
 /// The packet an ICMPv6 error answers.
 pub(crate) struct Invoking {
@@ -103,16 +97,16 @@ pub(crate) fn icmp6_error<P: Port>(
     if invoking.ours.is_multicast() && !error.to_groups || invoking.peer.is_unspecified() {
         return; // the caller counted the invoking packet's drop
     }
-    if !core.icmp_limit.take(now) {
-        return core.counters.count_drop(DropReason::IcmpRateLimited);
+    if !core.lcore.icmp_limit.take(now) {
+        return core.lcore.counters.count_drop(DropReason::IcmpRateLimited);
     }
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let source = if invoking.ours.is_multicast() {
         match source_for(core, link, invoking.peer) {
             Some(ip) => ip,
-            None => return core.counters.count_drop(DropReason::TxNoRoute),
+            None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
         }
     } else {
         invoking.ours
@@ -124,7 +118,7 @@ pub(crate) fn icmp6_error<P: Port>(
     let excess = buf.len().saturating_sub(ETH_LEN + quoted);
     buf.trim(excess);
     if buf.prepend(IP6_LEN + ICMP6_LEN).is_none() {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+        return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
     }
     let frame = buf.data_mut();
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
@@ -142,12 +136,12 @@ pub(crate) fn icmp6_error<P: Port>(
     icmp.set_type_code(error.kind, error.code);
     icmp.set_body_word(error.word.to_be_bytes());
     icmp.fill_checksum(source, invoking.peer);
-    core.counters.count(match error.kind {
+    core.lcore.counters.count(match error.kind {
         msg_type::DEST_UNREACHABLE => Stat::Icmp6OutDestUnreachs,
         _ => Stat::Icmp6OutParmProblems,
     });
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    core.lcore.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }
 
 /// Sends the payload of an IPv6 datagram back to its sender from its own
@@ -161,28 +155,28 @@ pub(crate) fn reply_udp6<P: Port>(
     to_group: bool,
     class: u8,
 ) {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let ((peer, ours), (peer_port, our_port)) = addresses6(buf.data(), payload.start);
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let source = if to_group {
         match source_for(core, link, peer) {
             Some(ip) => ip,
-            None => return core.counters.count_drop(DropReason::TxNoRoute),
+            None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
         }
     } else {
         ours
     };
     let headers = ETH_LEN + IP6_LEN + UDP_LEN;
     let Some(header_start) = payload.start.checked_sub(headers) else {
-        return core.counters.count_drop(DropReason::UdpMalformed);
+        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
     };
     cut_to_payload(&mut buf, header_start, payload.end);
     let udp_len = UDP_LEN + payload.len();
     let frame = buf.data_mut();
     if frame.len() != headers + payload.len() {
-        return core.counters.count_drop(DropReason::UdpMalformed);
+        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
     }
     write_headers(
         frame,
@@ -192,7 +186,7 @@ pub(crate) fn reply_udp6<P: Port>(
         udp_len,
         class,
     );
-    core.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
     let _ = transmit6(core, out, link, buf); // failures are counted inside
 }
 
@@ -227,7 +221,7 @@ pub(crate) fn turn_around_plain_udp6(
 /// link-local peer, else the first other one in use (the link-local one if
 /// there is none).
 fn source_for<B: Buf>(core: &Core<B>, link: usize, peer: Ipv6Addr) -> Option<Ipv6Addr> {
-    let here = core.links.get(link)?;
+    let here = core.shared.links.get(link)?;
     if peer.is_unicast_link_local() {
         return here.link_local6();
     }
@@ -295,22 +289,27 @@ pub(crate) fn path6<B: Buf>(
     let (link, via, route_source) = if ip.is_unicast_link_local() {
         // The scope names the link; scope 0 is fine when only one link
         // runs IPv6. (No allocation: this runs per datagram.)
-        let runs_ipv6 = |l: usize| core.links.get(l).is_some_and(|k| k.ipv6);
+        let runs_ipv6 = |l: usize| core.shared.links.get(l).is_some_and(|k| k.ipv6);
         let scope = dst.scope_id() as usize;
         let link = if runs_ipv6(scope) {
             scope
         } else {
-            let mut ipv6_links = (0..core.links.len()).filter(|&l| runs_ipv6(l));
+            let mut ipv6_links = (0..core.shared.links.len()).filter(|&l| runs_ipv6(l));
             match (scope, ipv6_links.next(), ipv6_links.next()) {
                 (0, Some(only), None) => only,
                 _ => return None,
             }
         };
-        (link, ip, core.links[link].link_local6()?)
+        (link, ip, core.shared.links[link].link_local6()?)
     } else {
-        core.counters.count(Stat::RouteLookups);
-        let generation = core.routes6.generation();
-        let hop = core.route_cache6.next_hop(&core.routes6, generation, ip)?;
+        core.lcore.counters.count(Stat::RouteLookups);
+        let generation = core.shared.ip.v6.routes.generation();
+        let hop =
+            core.lcore
+                .ip
+                .v6
+                .route_cache
+                .next_hop(&core.shared.ip.v6.routes, generation, ip)?;
         (usize::from(hop.port), hop.via, hop.source)
     };
     let source =
@@ -334,8 +333,8 @@ pub(crate) fn send_udp6<P: Port>(
 ) -> Result<(), SendError> {
     let (local_port, path) = route_for(core, socket, &dst)?;
     let headers = ETH_LEN + IP6_LEN + UDP_LEN;
-    let buf = new_with_payload(&core.counters, out, path.link, headers, payload)?;
-    let class = core.udp.tos(socket);
+    let buf = new_with_payload(&core.lcore.counters, out, path.link, headers, payload)?;
+    let class = core.shared.udp.tos(socket);
     send_on_path6(core, out, now, (local_port, class), path, dst, buf)
 }
 
@@ -350,7 +349,7 @@ pub(crate) fn send_udp6_buffer<P: Port>(
     buf: P::Buf,
 ) -> Result<(), SendError> {
     let (local_port, path) = route_for(core, socket, &dst)?;
-    let class = core.udp.tos(socket);
+    let class = core.shared.udp.tos(socket);
     send_on_path6(core, out, now, (local_port, class), path, dst, buf)
 }
 
@@ -360,7 +359,7 @@ fn route_for<B: Buf>(
     socket: SocketId,
     dst: &SocketAddrV6,
 ) -> Result<(u16, Path6), SendError> {
-    let local = match core.udp.local_socket_addr(socket) {
+    let local = match core.shared.udp.local_socket_addr(socket) {
         Some(SocketAddr::V6(local)) => local,
         Some(SocketAddr::V4(_)) => return Err(SendError::NoRoute),
         None => return Err(SendError::NoSocket),
@@ -368,7 +367,7 @@ fn route_for<B: Buf>(
     match path6(core, *local.ip(), dst) {
         Some(path) => Ok((local.port(), path)),
         None => {
-            core.counters.count_drop(DropReason::TxNoRoute);
+            core.lcore.counters.count_drop(DropReason::TxNoRoute);
             Err(SendError::NoRoute)
         }
     }
@@ -390,7 +389,7 @@ fn send_on_path6<P: Port>(
     if udp_len > usize::from(u16::MAX) {
         return Err(SendError::TooLarge);
     }
-    let Some(our_mac) = core.links.get(path.link).map(|l| l.mac) else {
+    let Some(our_mac) = core.shared.links.get(path.link).map(|l| l.mac) else {
         return Err(SendError::NoRoute);
     };
     if buf.prepend(ETH_LEN + IP6_LEN + UDP_LEN).is_none() {
@@ -404,7 +403,7 @@ fn send_on_path6<P: Port>(
         udp_len,
         class,
     );
-    core.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
     send_framed6(core, out, now, path, buf)
 }
 
@@ -430,7 +429,7 @@ pub(crate) fn forward_udp6<P: Port>(
         ..
     } = datagram;
     let (local_port, path) = route_for(core, from, &dst)?;
-    let Some(our_mac) = core.links.get(path.link).map(|l| l.mac) else {
+    let Some(our_mac) = core.shared.links.get(path.link).map(|l| l.mac) else {
         return Err(SendError::NoRoute);
     };
     let (start, end) = (payload_start as usize, payload_end as usize);
@@ -440,14 +439,14 @@ pub(crate) fn forward_udp6<P: Port>(
     }
     let headers = ETH_LEN + IP6_LEN + UDP_LEN;
     let Some(header_start) = start.checked_sub(headers) else {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
     cut_to_payload(&mut buf, header_start, end);
-    let class = core.udp.tos(from);
+    let class = core.shared.udp.tos(from);
     let frame = buf.data_mut();
     if frame.len() != headers + udp_len - UDP_LEN {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     }
     match frame.first_chunk_mut::<{ super::fast6::HEADERS6 }>() {
@@ -486,8 +485,8 @@ pub(crate) fn forward_udp6<P: Port>(
             class,
         ),
     }
-    core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::UdpForwardedInPlace);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpForwardedInPlace);
     send_framed6(core, out, now, path, buf)
 }
 
@@ -509,92 +508,6 @@ fn send_framed6<P: Port>(
     send_to_neighbor(core, out, now, path.link, via, buf).map(|_| ())
 }
 
-/// Sends a finished IPv6 frame out of `link`, in fragments if it exceeds
-/// the path MTU (the link's, or less if a packet-too-big said so).
-pub(crate) fn transmit6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    buf: P::Buf,
-) -> Result<(), SendError> {
-    let Some(link_mtu) = core.links.get(link).map(|l| l.mtu) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
-        return Err(SendError::NoRoute);
-    };
-    let mut mtu = link_mtu;
-    if buf.len() > ETH_LEN + MIN_MTU {
-        if let Some(ip) = buf
-            .data()
-            .get(ETH_LEN..)
-            .and_then(|d| Ipv6Packet::new_checked(d).ok())
-        {
-            mtu = core.path_mtu6(ip.dst(), link_mtu);
-        }
-    }
-    if buf.len() <= ETH_LEN + mtu {
-        core.counters.count(Stat::Ip6OutRequests);
-        out.push(link, buf, &core.counters);
-        return Ok(());
-    }
-    fragment6(core, out, link, mtu, &buf)
-}
-
-/// Splits an oversized IPv6 frame (fixed header only, as the stack builds
-/// them) into fragments in new buffers, each with a fragment header (RFC
-/// 8200 4.5) and an identification from the interface's unpredictable
-/// sequence. Slow path.
-fn fragment6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    mtu: usize,
-    whole: &P::Buf,
-) -> Result<(), SendError> {
-    let data = whole.data();
-    let Ok(ip) = Ipv6Packet::new_checked(&data[ETH_LEN..]) else {
-        core.counters.count_drop(DropReason::TxTooBig);
-        return Err(SendError::TooLarge);
-    };
-    let header = Ipv6Header {
-        src: ip.src(),
-        dst: ip.dst(),
-        next_header: next_header::FRAGMENT,
-        payload_len: 0,
-        hop_limit: ip.hop_limit(),
-    };
-    let protocol = ip.next_header();
-    let payload = ip.payload();
-    let chunk = (mtu.max(MIN_MTU) - IP6_LEN - FRAGMENT_HEADER_LEN) & !7;
-    let ident = core.fragment_ident6();
-    let pieces = payload.len().div_ceil(chunk);
-    for (i, piece) in payload.chunks(chunk).enumerate() {
-        let Some(mut buf) = out.alloc(link) else {
-            core.counters.count_drop(DropReason::TxNoBuffer);
-            return Err(SendError::NoBuffer);
-        };
-        let Some(frame) = buf.append(ETH_LEN + IP6_LEN + FRAGMENT_HEADER_LEN + piece.len()) else {
-            core.counters.count_drop(DropReason::TxTooBig);
-            return Err(SendError::TooLarge);
-        };
-        frame[..ETH_LEN].copy_from_slice(&data[..ETH_LEN]);
-        Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-            payload_len: (FRAGMENT_HEADER_LEN + piece.len()) as u16,
-            ..header
-        });
-        let offset = (i * chunk) as u16 | u16::from(i + 1 < pieces);
-        let at = ETH_LEN + IP6_LEN;
-        frame[at..at + 2].copy_from_slice(&[protocol, 0]);
-        frame[at + 2..at + 4].copy_from_slice(&offset.to_be_bytes());
-        frame[at + 4..at + 8].copy_from_slice(&ident.to_be_bytes());
-        frame[at + 8..].copy_from_slice(piece);
-        core.counters.count(Stat::Ip6FragCreates);
-        core.counters.count(Stat::Ip6OutRequests);
-        out.push(link, buf, &core.counters);
-    }
-    core.counters.count(Stat::Ip6FragOKs);
-    Ok(())
-}
-
 /// Sends one Neighbor Discovery message on `link` (hop limit 255, RFC 4861
 /// 7.1): `emit` writes its `len` bytes, the ICMPv6 checksum is filled for
 /// `src` and `dst`; counts `stat`.
@@ -606,10 +519,10 @@ fn send_nd<P: Port>(
     (len, emit): (usize, impl FnOnce(&mut [u8])),
     stat: Stat,
 ) {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
-    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + IP6_LEN + len) else {
+    let Some(mut buf) = new_frame(&core.lcore.counters, out, link, ETH_LEN + IP6_LEN + len) else {
         return;
     };
     let frame = buf.data_mut();
@@ -627,9 +540,9 @@ fn send_nd<P: Port>(
     let message = &mut frame[ETH_LEN + IP6_LEN..];
     emit(message);
     Icmpv6Packet::new_unchecked(message).fill_checksum(src, dst);
-    core.counters.count(stat);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    core.lcore.counters.count(stat);
+    core.lcore.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }
 
 /// Asks "who has `target`?" on `link` with our link-layer address (RFC
@@ -643,8 +556,8 @@ pub(crate) fn send_solicitation<P: Port>(
     target: Ipv6Addr,
     to: Option<MacAddr>,
 ) {
-    let Some(here) = core.links.get(link) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(here) = core.shared.links.get(link) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let our_mac = here.mac;
     let Some(source) = here
@@ -655,7 +568,7 @@ pub(crate) fn send_solicitation<P: Port>(
         .or_else(|| here.link_local6())
         .or_else(|| here.addresses6.first().map(|a| a.addr))
     else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let (dst, dst_mac) = match to {
         Some(mac) => (target, mac),
@@ -710,11 +623,12 @@ pub(crate) fn send_router_solicitation<P: Port>(
     link: usize,
 ) {
     let Some((our_mac, source)) = core
+        .shared
         .links
         .get(link)
         .and_then(|l| Some((l.mac, l.link_local6()?)))
     else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let all_routers = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
     let message = (ROUTER_SOLICITATION_LEN, |m: &mut [u8]| {

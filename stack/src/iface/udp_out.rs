@@ -6,8 +6,8 @@
 //! The family paths do not call each other; only this module knows both.
 
 use super::fast6::HEADERS6;
+use super::ip::MIN_MTU;
 use super::transmit::{Out, SendError};
-use super::tx6::MIN_MTU;
 use super::{tx, tx6, Core};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, Port};
@@ -42,22 +42,22 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         received_at: _,
     } = datagram;
     let link = usize::from(link);
-    let tos = core.udp.tos(socket);
-    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let tos = core.shared.udp.tos(socket);
+    let Some((mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     if v6 {
         if plain && !broadcast {
             if let Some(h) = buf.data_mut().first_chunk_mut::<{ HEADERS6 }>() {
                 tx6::turn_around_plain_udp6(h, mac, tos);
-                core.counters.count(Stat::UdpOutDatagrams);
+                core.lcore.counters.count(Stat::UdpOutDatagrams);
                 if buf.len() <= ETH_LEN + MIN_MTU {
-                    core.counters.count(Stat::Ip6OutRequests);
-                    return out.push(link, buf, &core.counters);
+                    core.lcore.counters.count(Stat::Ip6OutRequests);
+                    return out.push(link, buf, &core.lcore.counters);
                 }
                 // It may exceed the link's or a learned path MTU (the
                 // sender's link may carry larger frames than ours).
-                let _ = tx6::transmit6(core, out, link, buf); // counted inside
+                let _ = super::ip::transmit6(core, out, link, buf); // counted inside
                 return;
             }
         }
@@ -67,9 +67,9 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     if plain && buf.len() <= ETH_LEN + mtu {
         if let Some(h) = buf.data_mut().first_chunk_mut::<{ tx::FAST_HEADERS }>() {
             tx::turn_around_plain_udp(h, mac, tos);
-            core.counters.count(Stat::UdpOutDatagrams);
-            core.counters.count(Stat::IpOutRequests);
-            return out.push(link, buf, &core.counters);
+            core.lcore.counters.count(Stat::UdpOutDatagrams);
+            core.lcore.counters.count(Stat::IpOutRequests);
+            return out.push(link, buf, &core.lcore.counters);
         }
     }
     let payload = payload_start as usize..payload_end as usize;

@@ -87,13 +87,22 @@ pub(crate) fn icmp_error<P: Port>(
     kind: IcmpKind,
 ) {
     let Some(id) = core.tcp.table.lookup(&quote.tuple).map(ConnRef::id) else {
-        return core.counters.count_drop(DropReason::TcpIcmpNoConnection);
+        return core
+            .lcore
+            .counters
+            .count_drop(DropReason::TcpIcmpNoConnection);
     };
     let Some(conn) = core.tcp.peek(id) else {
-        return core.counters.count_drop(DropReason::TcpIcmpNoConnection);
+        return core
+            .lcore
+            .counters
+            .count_drop(DropReason::TcpIcmpNoConnection);
     };
     if !conn.quoted_in_flight(quote.seq) {
-        return core.counters.count_drop(DropReason::TcpIcmpOutOfWindow);
+        return core
+            .lcore
+            .counters
+            .count_drop(DropReason::TcpIcmpOutOfWindow);
     }
     match kind {
         IcmpKind::TooBig(reported) => {
@@ -102,9 +111,12 @@ pub(crate) fn icmp_error<P: Port>(
             // no MTU this segment exceeded (RFC 5927 7.2: forged or
             // confused).
             if reported >= quote.sent {
-                return core.counters.count_drop(DropReason::TcpIcmpOutOfWindow);
+                return core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::TcpIcmpOutOfWindow);
             }
-            core.counters.count(Stat::TcpIcmpTooBigs);
+            core.lcore.counters.count(Stat::TcpIcmpTooBigs);
             let remote = quote.tuple.remote.ip();
             let (floor, ip_len) = match remote {
                 IpAddr::V4(_) => (MIN_PATH_MTU4, 20),
@@ -114,18 +126,18 @@ pub(crate) fn icmp_error<P: Port>(
             core.learn_path_mtu(remote, mtu, now);
             let path_mss = (mtu - ip_len - TCP_LEN) as u16;
             if core.tcp.conn(id).is_some_and(|c| c.lower_mss(path_mss)) {
-                core.counters.count(Stat::TcpMssLowered);
+                core.lcore.counters.count(Stat::TcpMssLowered);
                 after_activity(core, out, now, id);
             }
         }
         IcmpKind::Unreachable(error) => {
             if core.tcp.conn(id).is_some_and(|c| c.unreachable(error)) {
-                core.counters.count(Stat::TcpIcmpAborts);
+                core.lcore.counters.count(Stat::TcpIcmpAborts);
                 after_activity(core, out, now, id);
             } else {
-                core.counters.count(Stat::TcpIcmpSoftErrors);
+                core.lcore.counters.count(Stat::TcpIcmpSoftErrors);
             }
         }
-        IcmpKind::Soft => core.counters.count(Stat::TcpIcmpSoftErrors),
+        IcmpKind::Soft => core.lcore.counters.count(Stat::TcpIcmpSoftErrors),
     }
 }

@@ -500,7 +500,7 @@ pub(crate) fn after_activity<P: Port>(
     let Some(slot) = tcp.slot(id) else {
         return;
     };
-    count_loss_events(&core.counters, slot.conn.take_loss_events());
+    count_loss_events(&core.lcore.counters, slot.conn.take_loss_events());
     let state = slot.conn.state();
     let mut from_listener = None;
     if let Some(l) = slot.listener {
@@ -545,8 +545,10 @@ pub(crate) fn after_activity<P: Port>(
                     // a handshake while the queue is full, and only this
                     // lcore pushes. Were it reached, the connection could
                     // only be reset.
-                    core.counters.count_drop(DropReason::TcpListenOverflow);
-                    core.counters.count(Stat::TcpListenOverflows);
+                    core.lcore
+                        .counters
+                        .count_drop(DropReason::TcpListenOverflow);
+                    core.lcore.counters.count(Stat::TcpListenOverflows);
                     if let Some(slot) = core.tcp.slot(id) {
                         slot.conn.abort();
                     }
@@ -626,7 +628,7 @@ pub(crate) fn after_activity<P: Port>(
     if let Some(release) = slot.conn.take_pacing_release().filter(|_| !slot.paced) {
         slot.paced = true;
         tcp.paced.push(Reverse((release, id.index, id.generation)));
-        core.counters.count(Stat::TcpPacingWaits);
+        core.lcore.counters.count(Stat::TcpPacingWaits);
     }
     let Some(slot) = tcp.slot(id) else {
         return;
@@ -715,13 +717,13 @@ pub(crate) fn run_timers<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>,
         let probes = (slot.conn.window_probes, slot.conn.keepalives);
         slot.conn.on_timer(now);
         if slot.conn.retries > retries {
-            core.counters.count(Stat::TcpRetransTimeouts);
+            core.lcore.counters.count(Stat::TcpRetransTimeouts);
         }
         if slot.conn.window_probes > probes.0 {
-            core.counters.count(Stat::TcpWinProbe);
+            core.lcore.counters.count(Stat::TcpWinProbe);
         }
         if slot.conn.keepalives > probes.1 {
-            core.counters.count(Stat::TcpKeepAlive);
+            core.lcore.counters.count(Stat::TcpKeepAlive);
         }
         slot.quiet = false;
         after_activity(core, out, now, id);

@@ -23,7 +23,9 @@ pub(crate) fn listen<B: Buf>(
         // Linux: EINVAL; a v6-only listener hears no IPv4.
         return Err(ListenError::AddrNotAvailable);
     }
-    if !canonical.is_unspecified() && !crate::iface::is_ours(&core.local, &core.links, canonical) {
+    if !canonical.is_unspecified()
+        && !crate::iface::is_ours(&core.shared.local, &core.shared.links, canonical)
+    {
         return Err(ListenError::AddrNotAvailable);
     }
     let hears = listener_views(local, options.v6_only);
@@ -113,7 +115,7 @@ pub(super) fn connect_with<P: Port>(
     stream: Option<Arc<StreamQueue<P::Buf>>>,
 ) -> Result<ConnId, TcpError> {
     if core.tcp.at_connection_limit() {
-        core.counters.count(Stat::TcpConnLimitReached);
+        core.lcore.counters.count(Stat::TcpConnLimitReached);
         return Err(TcpError::ConnectionLimit);
     }
     let scope = match remote {
@@ -122,7 +124,10 @@ pub(super) fn connect_with<P: Port>(
     };
     let local_ip = match remote.ip() {
         IpAddr::V4(dst) => IpAddr::V4(
-            core.routes
+            core.shared
+                .ip
+                .v4
+                .routes
                 .next_hop(dst)
                 .ok_or(TcpError::NotConnected)?
                 .source,
@@ -197,7 +202,7 @@ pub(super) fn connect_with<P: Port>(
     if let Some(stream) = &stream {
         *stream.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
     }
-    core.counters.count(Stat::TcpActiveOpens);
+    core.lcore.counters.count(Stat::TcpActiveOpens);
     after_activity(core, out, now, id);
     Ok(id)
 }

@@ -25,21 +25,22 @@ pub(crate) fn input<P: Port>(
     scope: u32,
     offload: ChecksumStatus,
 ) {
-    core.counters.count(Stat::TcpInSegs);
+    core.lcore.counters.count(Stat::TcpInSegs);
     let bytes = &buf.data()[segment.clone()];
     let pseudo = pseudo(src, dst, bytes.len());
     let Ok(packet) = TcpPacket::new_checked(bytes) else {
-        return core.counters.count_drop(DropReason::TcpMalformed);
+        return core.lcore.counters.count_drop(DropReason::TcpMalformed);
     };
     if !core
+        .shared
         .config
         .checksum
         .accepts(offload, || packet.verify_checksum(pseudo))
     {
-        return core.counters.count_drop(DropReason::TcpBadChecksum);
+        return core.lcore.counters.count_drop(DropReason::TcpBadChecksum);
     }
     let Ok(repr) = TcpRepr::parse(&packet) else {
-        return core.counters.count_drop(DropReason::TcpMalformed);
+        return core.lcore.counters.count_drop(DropReason::TcpMalformed);
     };
     let payload = packet.payload();
     let tuple = FourTuple {
@@ -72,8 +73,11 @@ pub(crate) fn input<P: Port>(
             // the connections already queued: dropped (as Linux, without
             // tcp_abort_on_overflow), the half-open connection kept for the
             // peer's next ACK.
-            core.counters.count(Stat::TcpListenOverflows);
-            return core.counters.count_drop(DropReason::TcpListenOverflow);
+            core.lcore.counters.count(Stat::TcpListenOverflows);
+            return core
+                .lcore
+                .counters
+                .count_drop(DropReason::TcpListenOverflow);
         }
         if let (Some((slot, pool)), None) = (core.tcp.slot_and_pool(id), iss_floor) {
             let was_open = slot.conn.state() == State::Established;
@@ -85,7 +89,7 @@ pub(crate) fn input<P: Port>(
             let in_order = !slot.conn.recv_buf.has_gaps();
             let stays_open = was_open && in_order && slot.conn.state() == State::Established;
             if let Verdict::Refused(refusal) = verdict {
-                count_refusal(&core.counters, refusal);
+                count_refusal(&core.lcore.counters, refusal);
                 if refusal.challenge_ack() {
                     limit_challenge(core, id, now);
                 }
@@ -107,26 +111,32 @@ pub(crate) fn input<P: Port>(
     // otherwise take a place in the backlog.
     let neither = repr.flags & (flags::ACK | flags::RST) == 0;
     if listening.is_some() && neither && repr.flags & (flags::SYN | flags::FIN) != flags::SYN {
-        return core.counters.count_drop(DropReason::TcpBadFlags);
+        return core.lcore.counters.count_drop(DropReason::TcpBadFlags);
     }
     let syn_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::SYN;
     if let (true, Some(l)) = (syn_only, listening) {
         if core.tcp.accept_queue_full(l) {
             // A handshake now could only overflow the queue (Linux drops
             // these SYNs too); the peer tries again after its SYN timeout.
-            core.counters.count(Stat::TcpListenOverflows);
-            return core.counters.count_drop(DropReason::TcpListenOverflow);
+            core.lcore.counters.count(Stat::TcpListenOverflows);
+            return core
+                .lcore
+                .counters
+                .count_drop(DropReason::TcpListenOverflow);
         }
         if core.tcp.at_connection_limit() {
-            core.counters.count(Stat::TcpConnLimitReached);
-            return core.counters.count_drop(DropReason::TcpConnLimit);
+            core.lcore.counters.count(Stat::TcpConnLimitReached);
+            return core.lcore.counters.count_drop(DropReason::TcpConnLimit);
         }
         let listener = &mut core.tcp.listeners[l];
         if listener.pending >= listener.backlog {
             if core.tcp.config.syn_cookies {
                 return send_cookie(core, out, now, l, &tuple, &repr, scope);
             }
-            return core.counters.count_drop(DropReason::TcpListenOverflow);
+            return core
+                .lcore
+                .counters
+                .count_drop(DropReason::TcpListenOverflow);
         }
         listener.pending += 1;
         let iss = match (core.tcp.isn(&tuple, now), iss_floor) {
@@ -146,9 +156,9 @@ pub(crate) fn input<P: Port>(
         {
             core.tcp.listeners[l].pending -= 1;
             core.tcp.remove(id);
-            return core.counters.count_drop(DropReason::TcpMalformed);
+            return core.lcore.counters.count_drop(DropReason::TcpMalformed);
         }
-        core.counters.count(Stat::TcpPassiveOpens);
+        core.lcore.counters.count(Stat::TcpPassiveOpens);
         drop(buf);
         return after_activity(core, out, now, id);
     }
@@ -161,18 +171,21 @@ pub(crate) fn input<P: Port>(
                     return after_activity(core, out, now, id);
                 }
                 CookieAck::QueueFull => {
-                    core.counters.count(Stat::TcpListenOverflows);
-                    return core.counters.count_drop(DropReason::TcpListenOverflow);
+                    core.lcore.counters.count(Stat::TcpListenOverflows);
+                    return core
+                        .lcore
+                        .counters
+                        .count_drop(DropReason::TcpListenOverflow);
                 }
                 CookieAck::AtLimit => {
-                    core.counters.count(Stat::TcpConnLimitReached);
-                    return core.counters.count_drop(DropReason::TcpConnLimit);
+                    core.lcore.counters.count(Stat::TcpConnLimitReached);
+                    return core.lcore.counters.count_drop(DropReason::TcpConnLimit);
                 }
-                CookieAck::Invalid => core.counters.count(Stat::TcpSyncookiesFailed),
+                CookieAck::Invalid => core.lcore.counters.count(Stat::TcpSyncookiesFailed),
             }
         }
     }
-    core.counters.count_drop(DropReason::TcpNoSocket);
+    core.lcore.counters.count_drop(DropReason::TcpNoSocket);
     if repr.flags & flags::RST == 0 {
         send_reset(core, out, now, &tuple, &repr, payload.len(), scope);
     }
@@ -227,7 +240,7 @@ fn send_cookie<P: Port>(
             ..TcpOptions::default()
         },
     };
-    core.counters.count(Stat::TcpSyncookiesSent);
+    core.lcore.counters.count(Stat::TcpSyncookiesSent);
     let _ = emit(core, out, now, tuple, scope, &repr, &[]);
 }
 
@@ -313,8 +326,8 @@ fn open_from_cookie<B: Buf>(
     // Counted as a handshake until after_activity sees it open and hands
     // it to the listener, which takes the count back.
     core.tcp.listeners[l].pending += 1;
-    core.counters.count(Stat::TcpSyncookiesRecv);
-    core.counters.count(Stat::TcpPassiveOpens);
+    core.lcore.counters.count(Stat::TcpSyncookiesRecv);
+    core.lcore.counters.count(Stat::TcpPassiveOpens);
     CookieAck::Opened(id)
 }
 
@@ -323,9 +336,9 @@ fn open_from_cookie<B: Buf>(
 /// either way.
 fn limit_challenge<B: Buf>(core: &mut Core<B>, id: ConnId, now: Instant) {
     if core.tcp.challenge_limit.allow(now) {
-        return core.counters.count(Stat::TcpChallengeACK);
+        return core.lcore.counters.count(Stat::TcpChallengeACK);
     }
-    core.counters.count(Stat::TcpACKSkippedChallenge);
+    core.lcore.counters.count(Stat::TcpACKSkippedChallenge);
     if let Some(conn) = core.tcp.conn(id) {
         conn.withhold_challenge_ack();
     }
@@ -367,7 +380,7 @@ pub(super) fn mss_for<B: Buf>(core: &mut Core<B>, tuple: &FourTuple, scope: u32)
     let link = ip_out::link_for(core, local, remote, scope);
     // No route: nothing can be sent anyway; the smallest MTU is the safe
     // guess.
-    let link_mtu = link.and_then(|l| core.links.get(l)).map(|l| l.mtu);
+    let link_mtu = link.and_then(|l| core.shared.links.get(l)).map(|l| l.mtu);
     let (mtu, ip) = match remote {
         IpAddr::V4(dst) => (link_mtu.map(|m| core.path_mtu4(dst, m)), 20),
         IpAddr::V6(dst) => (link_mtu.map(|m| core.path_mtu6(dst, m)), 40),
@@ -407,7 +420,7 @@ pub(super) fn send_reset<P: Port>(
         window: 0,
         options: TcpOptions::default(),
     };
-    core.counters.count(Stat::TcpOutRsts);
+    core.lcore.counters.count(Stat::TcpOutRsts);
     let _ = emit(core, out, now, tuple, scope, &repr, &[]);
 }
 
@@ -424,12 +437,12 @@ pub(super) fn emit<P: Port>(
     // No route: any pool will do, the send fails for want of a route.
     let link = ip_out::link_for(core, tuple.local.ip(), tuple.remote.ip(), scope).unwrap_or(0);
     let Some(mut buf) = out.alloc(link) else {
-        core.counters.count_drop(DropReason::TxNoBuffer);
+        core.lcore.counters.count_drop(DropReason::TxNoBuffer);
         return Err(crate::iface::SendError::NoBuffer);
     };
     let header_len = repr.header_len();
     let Some(room) = buf.append(header_len + payload.len()) else {
-        core.counters.count_drop(DropReason::TxNoBuffer);
+        core.lcore.counters.count_drop(DropReason::TxNoBuffer);
         return Err(crate::iface::SendError::TooLarge);
     };
     repr.emit(&mut room[..header_len]);
@@ -449,7 +462,7 @@ pub(super) fn finish<P: Port>(
     let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
     let len = buf.len();
     TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
-    core.counters.count(Stat::TcpOutSegs);
+    core.lcore.counters.count(Stat::TcpOutSegs);
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             ip_out::send_ipv4(core, out, now, (s, d), protocol::TCP, buf)
@@ -484,7 +497,7 @@ pub(super) fn finish_for<P: Port>(
         };
         match ip_out::send_cached(core, out, hop, (src, dst), protocol, buf) {
             Ok(_) => {
-                core.counters.count(Stat::TcpOutSegs);
+                core.lcore.counters.count(Stat::TcpOutSegs);
                 return;
             }
             // Stale: the full way (which fills the checksum afresh).
@@ -522,7 +535,7 @@ pub(crate) fn flush<P: Port>(
             _ => None, // another link's buffer goes back to its pool
         };
         let Some(mut buf) = held.or_else(|| out.alloc(link)) else {
-            return core.counters.count_drop(DropReason::TxNoBuffer);
+            return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
         };
         let Some(slot) = core.tcp.slot(id) else {
             core.tcp.held_tx = Some((link, buf));
@@ -530,7 +543,7 @@ pub(crate) fn flush<P: Port>(
         };
         let room = usize::from(slot.conn.segment_room());
         let Some(area) = buf.append(HEADROOM + room) else {
-            return core.counters.count_drop(DropReason::TxNoBuffer);
+            return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
         };
         let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {
             buf.trim(buf.len());
@@ -544,7 +557,7 @@ pub(crate) fn flush<P: Port>(
         buf.trim(excess);
         buf.adjust(start);
         if repr.flags & flags::RST != 0 {
-            core.counters.count(Stat::TcpOutRsts);
+            core.lcore.counters.count(Stat::TcpOutRsts);
         }
         finish_for(core, out, now, id, (&tuple, scope), buf);
     }
