@@ -263,7 +263,6 @@ impl<B: Buf> Core<B> {
     }
 
     /// The next fragment identification of family `F`.
-    #[inline]
     pub(crate) fn next_ident<F: IpFamily>(&mut self) -> F::Ident {
         let state = F::lcore(&mut self.lcore.ip);
         state.next_ident = F::next_ident(state.next_ident);

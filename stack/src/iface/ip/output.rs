@@ -51,7 +51,6 @@ impl Sending for V6 {
 
 /// Sends a finished frame of family `F` out of `link`, in fragments if it
 /// exceeds the MTU ([`Sending::mtu`]). Failures are counted here.
-#[inline]
 pub(crate) fn transmit<F: Sending, P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
