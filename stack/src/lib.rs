@@ -24,7 +24,6 @@ pub mod neighbor;
 pub mod port;
 pub mod reassembly;
 pub mod route;
-pub mod route6;
 pub mod rss;
 pub mod socket;
 pub mod tcp;

@@ -203,6 +203,7 @@ impl<P: Port> LcoreContext<'_, P> {
             }
             (_, dst) => {
                 self.core
+                    .lcore
                     .counters
                     .count(crate::counters::Stat::UdpForwardCopies);
                 let payload = datagram.payload();
@@ -222,7 +223,7 @@ impl<P: Port> LcoreContext<'_, P> {
 
     /// The interface's counters.
     pub fn counters(&self) -> &Counters {
-        &self.core.counters
+        &self.core.lcore.counters
     }
 
     /// Reads from a TCP connection into `buf` (`Ok(0)`: nothing yet, or

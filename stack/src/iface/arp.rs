@@ -7,7 +7,7 @@
 use super::buffers::new_frame;
 use super::next_hop::{release_waiting, NextHopAddr};
 use super::transmit::{Out, SendError};
-use super::{tx, Core, Link};
+use super::{Core, Link};
 use crate::counters::{DropReason, Stat};
 use crate::neighbor::NeighborCache;
 use crate::port::{Buf, MacAddr, Port};
@@ -29,36 +29,40 @@ pub(super) fn arp_input<P: Port>(
 ) {
     let arp = match ArpRepr::parse(&buf.data()[ETH_LEN..]) {
         Ok(arp) => arp,
-        Err(WireError::Unsupported) => return core.counters.count_drop(DropReason::ArpUnsupported),
-        Err(_) => return core.counters.count_drop(DropReason::ArpMalformed),
+        Err(WireError::Unsupported) => {
+            return core.lcore.counters.count_drop(DropReason::ArpUnsupported)
+        }
+        Err(_) => return core.lcore.counters.count_drop(DropReason::ArpMalformed),
     };
     if arp.sender_mac.is_multicast()
         || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
     {
-        return core.counters.count_drop(DropReason::ArpMalformed);
+        return core.lcore.counters.count_drop(DropReason::ArpMalformed);
     }
     if let Some(reason) = martian_sender(core, link, &arp) {
         // Neither learned (the entry would capture traffic to that
         // address) nor answered.
-        return core.counters.count_drop(reason);
+        return core.lcore.counters.count_drop(reason);
     }
-    let here = &core.links[link];
+    let here = &core.shared.links[link];
     let our_mac = here.mac;
     let for_us = here.addresses.iter().any(|a| a.addr == arp.target_ip);
     // Only on-link senders get a new entry: an off-link address in an ARP
     // packet is bogus, and must not take room in the cache.
     let on_link = here.on_link(arp.sender_ip);
     if !arp.sender_ip.is_unspecified() {
-        let released =
-            core.links[link]
-                .neighbors
-                .learn(arp.sender_ip, arp.sender_mac, for_us && on_link, now);
+        let released = core.shared.links[link].neighbors.learn(
+            arp.sender_ip,
+            arp.sender_mac,
+            for_us && on_link,
+            now,
+        );
         release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
     }
     match arp.operation {
-        ArpOperation::Reply => core.counters.count(Stat::ArpInReplies),
+        ArpOperation::Reply => core.lcore.counters.count(Stat::ArpInReplies),
         ArpOperation::Request if for_us => {
-            core.counters.count(Stat::ArpInRequests);
+            core.lcore.counters.count(Stat::ArpInRequests);
             let reply = ArpRepr {
                 operation: ArpOperation::Reply,
                 sender_mac: our_mac,
@@ -71,14 +75,14 @@ pub(super) fn arp_input<P: Port>(
             let mut frame = EthernetFrame::new_unchecked(data);
             frame.set_dst(arp.sender_mac);
             frame.set_src(our_mac);
-            core.counters.count(Stat::ArpOutReplies);
-            out.push(link, buf, &core.counters);
+            core.lcore.counters.count(Stat::ArpOutReplies);
+            out.push(link, buf, &core.lcore.counters);
         }
         ArpOperation::Request if arp.sender_ip == arp.target_ip => {
             // An announcement: learned above if the neighbour was known.
-            core.counters.count(Stat::ArpInGratuitous);
+            core.lcore.counters.count(Stat::ArpInGratuitous);
         }
-        ArpOperation::Request => core.counters.count_drop(DropReason::ArpNotForUs),
+        ArpOperation::Request => core.lcore.counters.count_drop(DropReason::ArpNotForUs),
     }
 }
 
@@ -94,6 +98,7 @@ fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<
     }
     if core.is_local(ip) {
         let looped_back = core
+            .shared
             .links
             .get(link)
             .is_some_and(|l| l.mac == arp.sender_mac);
@@ -104,7 +109,11 @@ fn martian_sender<B: Buf>(core: &Core<B>, link: usize, arp: &ArpRepr) -> Option<
         });
     }
     let network = |a: &Ipv4Cidr| a.len < 31 && a.network() == ip;
-    let network = core.links.iter().any(|l| l.addresses.iter().any(network));
+    let network = core
+        .shared
+        .links
+        .iter()
+        .any(|l| l.addresses.iter().any(network));
     (network || core.is_martian(ip)).then_some(DropReason::ArpMartianSender)
 }
 
@@ -119,10 +128,10 @@ pub(crate) fn send_request<P: Port>(
     target: Ipv4Addr,
     to: Option<MacAddr>,
 ) {
-    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
-    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + ARP_LEN) else {
+    let Some(mut buf) = new_frame(&core.lcore.counters, out, link, ETH_LEN + ARP_LEN) else {
         return;
     };
     let frame = buf.data_mut();
@@ -138,8 +147,8 @@ pub(crate) fn send_request<P: Port>(
         target_ip: target,
     }
     .emit(&mut frame[ETH_LEN..]);
-    core.counters.count(Stat::ArpOutRequests);
-    out.push(link, buf, &core.counters);
+    core.lcore.counters.count(Stat::ArpOutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }
 
 impl NextHopAddr for Ipv4Addr {
@@ -163,7 +172,7 @@ impl NextHopAddr for Ipv4Addr {
         link: usize,
         buf: P::Buf,
     ) -> Result<(), SendError> {
-        tx::transmit_ipv4(core, out, link, buf);
+        super::ip::transmit_ipv4(core, out, link, buf);
         Ok(())
     }
 }

@@ -13,8 +13,8 @@ impl<B: Buf> Interface<B> {
             .core
             .link_of(gateway)
             .ok_or(ConfigError::GatewayNotOnLink(gateway))?;
-        let source = self.core.links[link].source_for(gateway);
-        self.core.routes.add(Route {
+        let source = self.core.shared.links[link].source_for(gateway);
+        self.core.shared.ip.v4.routes.add(Route {
             prefix,
             gateway: Some(gateway),
             port: link as u16,
@@ -28,11 +28,12 @@ impl<B: Buf> Interface<B> {
     pub fn add_link_route(&mut self, prefix: Ipv4Cidr, link: usize) -> Result<(), ConfigError> {
         let source = self
             .core
+            .shared
             .links
             .get(link)
             .ok_or(ConfigError::NoSuchLink(link))?
             .source_for(prefix.addr);
-        self.core.routes.add(Route {
+        self.core.shared.ip.v4.routes.add(Route {
             prefix,
             gateway: None,
             port: link as u16,
@@ -43,7 +44,7 @@ impl<B: Buf> Interface<B> {
 
     /// Removes the route to `prefix`; true if there was one.
     pub fn remove_route(&mut self, prefix: Ipv4Cidr) -> bool {
-        self.core.routes.remove(prefix)
+        self.core.shared.ip.v4.routes.remove(prefix)
     }
 
     /// Adds (or replaces) a static IPv6 route to `prefix` through
@@ -56,7 +57,7 @@ impl<B: Buf> Interface<B> {
         gateway: Ipv6Addr,
         link: Option<usize>,
     ) -> Result<(), ConfigError> {
-        let links = &self.core.links;
+        let links = &self.core.shared.links;
         if let Some(l) = link {
             if links.get(l).is_none_or(|k| !k.ipv6) {
                 return Err(ConfigError::NoSuchLink(l));
@@ -78,9 +79,9 @@ impl<B: Buf> Interface<B> {
             .route_source6()
             .ok_or(ConfigError::Gateway6NotOnLink(gateway))?;
         if prefix.len == 0 {
-            self.core.ra_default = None; // a static default beats advertised ones
+            self.core.shared.ra_default = None; // a static default beats advertised ones
         }
-        self.core.routes6.add(Route6 {
+        self.core.shared.ip.v6.routes.add(Route6 {
             prefix,
             gateway: Some(gateway),
             port: link as u16,
@@ -91,13 +92,16 @@ impl<B: Buf> Interface<B> {
 
     /// Removes the IPv6 route to `prefix`; true if there was one.
     pub fn remove_route6(&mut self, prefix: Ipv6Cidr) -> bool {
-        self.core.routes6.remove(prefix)
+        self.core.shared.ip.v6.routes.remove(prefix)
     }
 
     /// The IPv6 route `dst` takes: (link, next hop, source address).
     pub fn route_to6(&self, dst: Ipv6Addr) -> Option<(usize, Ipv6Addr, Ipv6Addr)> {
         self.core
-            .routes6
+            .shared
+            .ip
+            .v6
+            .routes
             .next_hop(dst)
             .map(|hop| (usize::from(hop.port), hop.via, hop.source))
     }
@@ -105,6 +109,9 @@ impl<B: Buf> Interface<B> {
     /// The route `dst` takes: (link, next hop, source address).
     pub fn route_to(&self, dst: Ipv4Addr) -> Option<(usize, Ipv4Addr, Ipv4Addr)> {
         self.core
+            .shared
+            .ip
+            .v4
             .routes
             .next_hop(dst)
             .map(|hop| (usize::from(hop.port), hop.via, hop.source))
@@ -170,7 +177,7 @@ impl<B: Buf> Interface<B> {
         let links = ports.len().min(self.batches.len());
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
         let result = tcp::connect(&mut self.core, &mut out, now, remote.into());
-        out.flush(&self.core.counters);
+        out.flush(&self.core.lcore.counters);
         result
     }
 
@@ -188,8 +195,9 @@ impl<B: Buf> Interface<B> {
         options: BindOptions,
     ) -> Result<SocketId, BindError> {
         let core = &mut self.core;
-        let (local4, links) = (&core.local, &core.links);
-        core.udp
+        let (local4, links) = (&core.shared.local, &core.shared.links);
+        core.shared
+            .udp
             .bind(local, options, |ip| is_ours(local4, links, ip))
     }
 
@@ -202,22 +210,27 @@ impl<B: Buf> Interface<B> {
 
     /// Closes a UDP socket.
     pub fn udp_close(&mut self, socket: SocketId) -> bool {
-        self.core.udp.close(socket)
+        self.core.shared.udp.close(socket)
     }
 
     /// The local address of a UDP socket.
     pub fn udp_local_addr(&self, socket: SocketId) -> Option<SocketAddrV4> {
-        self.core.udp.local_addr(socket)
+        self.core.shared.udp.local_addr(socket)
     }
 
     /// The MAC of a neighbour on any link, if resolved.
     pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
-        self.core.links.iter().find_map(|l| l.neighbors.lookup(ip))
+        self.core
+            .shared
+            .links
+            .iter()
+            .find_map(|l| l.neighbors.lookup(ip))
     }
 
     /// The IPv6 neighbour caches' entries, with their links (control path).
     pub fn neighbors6(&self) -> Vec<(usize, Ipv6Addr, Option<MacAddr>, NeighborState)> {
         self.core
+            .shared
             .links
             .iter()
             .enumerate()
@@ -233,13 +246,18 @@ impl<B: Buf> Interface<B> {
     /// True while duplicate address detection runs for some IPv6 address
     /// (those addresses are not used yet).
     pub fn dad_pending(&self) -> bool {
-        self.core.links.iter().any(|l| !l.tentative6.is_empty())
+        self.core
+            .shared
+            .links
+            .iter()
+            .any(|l| !l.tentative6.is_empty())
     }
 
     /// IPv6 addresses that duplicate address detection found in use by
     /// another node, with their links (they are not used).
     pub fn duplicates6(&self) -> Vec<(usize, Ipv6Cidr)> {
         self.core
+            .shared
             .links
             .iter()
             .enumerate()
@@ -251,6 +269,7 @@ impl<B: Buf> Interface<B> {
     /// detection).
     pub fn addresses6(&self, link: usize) -> Vec<Ipv6Cidr> {
         self.core
+            .shared
             .links
             .get(link)
             .map_or_else(Vec::new, |l| l.addresses6.clone())
@@ -259,6 +278,7 @@ impl<B: Buf> Interface<B> {
     /// The neighbour caches' entries, with their links (control path).
     pub fn neighbors(&self) -> Vec<(usize, Ipv4Addr, Option<MacAddr>, NeighborState)> {
         self.core
+            .shared
             .links
             .iter()
             .enumerate()

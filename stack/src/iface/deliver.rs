@@ -103,7 +103,7 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         handler.on_burst(&mut delivery.burst, &mut ctx);
         delivery.burst.clear();
     }
-    if !core.socket_errors.is_empty() {
+    if !core.lcore.socket_errors.is_empty() {
         report_errors(core, queues, out, now, handler, delivery);
     }
     if !core.tcp.events.is_empty() {
@@ -150,9 +150,10 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     handler: &mut H,
     delivery: &mut Delivery<B>,
 ) {
-    let errors = core::mem::take(&mut core.socket_errors);
+    let errors = core::mem::take(&mut core.lcore.socket_errors);
     for (socket, error) in errors {
-        core.counters
+        core.lcore
+            .counters
             .count(crate::counters::Stat::IcmpErrorsToSockets);
         let index = socket.index();
         match queues.get(index as usize) {
@@ -193,7 +194,7 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     if H::WHOLE_BURSTS && !matches!(queues.get(socket.index() as usize), Some(Some(_))) {
         // A burst holds at most RX_BURST frames, so there is always room.
         if delivery.burst.try_push(datagram).is_err() {
-            core.counters.count_drop(DropReason::UdpQueueFull);
+            core.lcore.counters.count_drop(DropReason::UdpQueueFull);
         }
         return;
     }
@@ -205,7 +206,7 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     }
     // A batch holds a whole burst, so there is always room.
     if delivery.batch.try_push(datagram).is_err() {
-        core.counters.count_drop(DropReason::UdpQueueFull);
+        core.lcore.counters.count_drop(DropReason::UdpQueueFull);
     }
 }
 
@@ -228,7 +229,7 @@ fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         Some(Some(queue)) => {
             let (pushed, dropped) = queue.push_all(delivery.batch.drain(..));
             for _ in 0..dropped {
-                core.counters.count_drop(DropReason::UdpQueueFull);
+                core.lcore.counters.count_drop(DropReason::UdpQueueFull);
             }
             if pushed > 0 && !delivery.to_wake.contains(&index) {
                 let _ = delivery.to_wake.try_push(index);

@@ -9,10 +9,9 @@
 //! of [`SegmentOut`] over the pipeline's state and the poll's transmit
 //! context.
 
+use super::ip;
 use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
-use super::tx;
-use super::tx6;
 use super::udp;
 use super::Core;
 use crate::counters::{Counters, DropReason, Stat};
@@ -42,10 +41,11 @@ pub(crate) struct CachedHop {
 /// neighbours (IPv4 ones use [`Core::generation`]).
 pub(crate) fn generation6<B: Buf>(core: &Core<B>) -> u64 {
     let neighbors = core
+        .shared
         .links
         .iter()
         .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors6.generation()));
-    core.routes6.generation() ^ neighbors.rotate_left(32)
+    core.shared.ip.v6.routes.generation() ^ neighbors.rotate_left(32)
 }
 
 /// Writes Ethernet (source, type) and IPv4 headers in front of the payload
@@ -57,12 +57,12 @@ fn frame_ipv4<B: Buf>(
     protocol: u8,
     buf: &mut B,
 ) -> Result<(), SendError> {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
         return Err(SendError::NoRoute);
     };
     let payload_len = buf.len();
     if buf.prepend(ETH_LEN + IP_LEN).is_none() {
-        core.counters.count_drop(DropReason::TxNoBuffer);
+        core.lcore.counters.count_drop(DropReason::TxNoBuffer);
         return Err(SendError::NoBuffer);
     }
     let ident = core.ident();
@@ -92,12 +92,12 @@ fn frame_ipv6<B: Buf>(
     next_header: u8,
     buf: &mut B,
 ) -> Result<(), SendError> {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
         return Err(SendError::NoRoute);
     };
     let payload_len = buf.len();
     if buf.prepend(ETH_LEN + IP6_LEN).is_none() {
-        core.counters.count_drop(DropReason::TxNoBuffer);
+        core.lcore.counters.count_drop(DropReason::TxNoBuffer);
         return Err(SendError::NoBuffer);
     }
     let frame = buf.data_mut();
@@ -141,11 +141,11 @@ fn send_cached<P: Port>(
     }
     set_destination_mac(&mut buf, hop.mac);
     Ok(match dst {
-        IpAddr::V4(_) => {
-            tx::transmit_ipv4(core, out, hop.link, buf);
+        core::net::IpAddr::V4(_) => {
+            ip::transmit_ipv4(core, out, hop.link, buf);
             Ok(())
         }
-        IpAddr::V6(_) => tx6::transmit6(core, out, hop.link, buf),
+        core::net::IpAddr::V6(_) => ip::transmit6(core, out, hop.link, buf),
     })
 }
 
@@ -160,9 +160,15 @@ pub(crate) fn send_ipv4<P: Port>(
     mut buf: P::Buf,
 ) -> Result<Option<CachedHop>, SendError> {
     let generation = core.generation();
-    core.counters.count(Stat::RouteLookups);
-    let Some(hop) = core.route_cache.next_hop(&core.routes, generation, dst) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    core.lcore.counters.count(Stat::RouteLookups);
+    let Some(hop) =
+        core.lcore
+            .ip
+            .v4
+            .route_cache
+            .next_hop(&core.shared.ip.v4.routes, generation, dst)
+    else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let link = usize::from(hop.port);
@@ -187,13 +193,13 @@ pub(crate) fn send_ipv6<P: Port>(
     mut buf: P::Buf,
 ) -> Result<Option<CachedHop>, SendError> {
     let Some(path) = udp::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     frame_ipv6(core, path.link, (src, dst), next_header, &mut buf)?;
     if path.via.is_multicast() {
         set_destination_mac(&mut buf, multicast_mac(path.via));
-        return tx6::transmit6(core, out, path.link, buf).map(|()| None);
+        return ip::transmit6(core, out, path.link, buf).map(|()| None);
     }
     let mac = send_to_neighbor(core, out, now, path.link, (path.source, path.via), buf)?;
     Ok(mac.map(|mac| CachedHop {
@@ -216,20 +222,28 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
 
     #[inline]
     fn counters(&self) -> &Counters {
-        &self.core.counters
+        &self.core.lcore.counters
     }
 
     #[inline]
     fn checksum_ok(&self, offload: ChecksumStatus, verify: impl FnOnce() -> bool) -> bool {
-        self.core.config.checksum.accepts(offload, verify)
+        self.core.shared.config.checksum.accepts(offload, verify)
     }
 
     fn route(&mut self, local: IpAddr, remote: IpAddr, scope: u32) -> Option<PeerRoute> {
         match (local, remote) {
-            (_, IpAddr::V4(dst)) => self.core.routes.next_hop(dst).map(|hop| PeerRoute {
-                link: usize::from(hop.port),
-                source: IpAddr::V4(hop.source),
-            }),
+            (_, IpAddr::V4(dst)) => {
+                self.core
+                    .shared
+                    .ip
+                    .v4
+                    .routes
+                    .next_hop(dst)
+                    .map(|hop| PeerRoute {
+                        link: usize::from(hop.port),
+                        source: IpAddr::V4(hop.source),
+                    })
+            }
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let to = SocketAddrV6::new(dst, 0, 0, scope);
                 udp::path6(self.core, src, &to).map(|path| PeerRoute {
@@ -242,7 +256,7 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
     }
 
     fn path_mtu(&self, link: usize, remote: IpAddr) -> Option<usize> {
-        let link_mtu = self.core.links.get(link)?.mtu;
+        let link_mtu = self.core.shared.links.get(link)?.mtu;
         Some(match remote {
             IpAddr::V4(dst) => self.core.path_mtu4(dst, link_mtu),
             IpAddr::V6(dst) => self.core.path_mtu6(dst, link_mtu),

@@ -3,7 +3,7 @@
 //!
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
 //! from each port, run each frame through Ethernet, ARP or Neighbor
-//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `rx`, `rx6`, `tcp`),
+//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `ip`, `rx`, `rx6`, `tcp`),
 //! hand the datagrams to the application grouped per socket
 //! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
@@ -27,6 +27,7 @@ mod control;
 mod deliver;
 mod ethernet;
 mod inspect;
+mod ip;
 mod ip_out;
 mod limit;
 mod next_hop;
@@ -54,9 +55,8 @@ pub use crate::keys::Keys;
 use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port};
-use crate::reassembly::Reassembler;
-use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteCache, RouteTable};
-use crate::route6::{Route6, RouteTable6};
+use crate::route::Route6;
+use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteTable};
 use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
 use crate::tcp::TcpError;
 use crate::time::{Duration, Instant};
@@ -68,11 +68,11 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 /// ff02::1, the all-nodes group every IPv6 link joins.
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
-use std::collections::HashMap;
 use std::sync::Arc;
 use transmit::Out;
 
-use state::{special_addresses, special_bit};
+use ip::family::{IpLcore, IpShared};
+use state::{special_addresses, special_bit, LcoreState, SharedState};
 pub(crate) use state::{Core, Link, Tentative};
 
 /// The IPv4/UDP stack of one lcore over one or more ports. See the module
@@ -111,7 +111,6 @@ impl<B: Buf> Interface<B> {
             None => Keys::random().map_err(ConfigError::NoRandomness)?,
         };
         let mut routes = RouteTable::new();
-        let routes6 = RouteTable6::new();
         for (index, link) in config.links.iter().enumerate() {
             for address in &link.addresses {
                 routes.add(Route {
@@ -162,36 +161,34 @@ impl<B: Buf> Interface<B> {
             })
             .collect();
         let all = || config.links.iter().flat_map(|l| l.addresses.iter());
+        let mut ip = IpShared::new();
+        ip.v4.routes = routes;
         let core = Core {
-            reassembler: Reassembler::new(config.reassembly.clone()),
-            reassembler6: Reassembler::new(config.reassembly.clone()),
-            udp: UdpTable::new(keys.flow),
-            icmp_limit: TokenBucket::new(
-                config.icmp_errors_per_sec,
-                config.icmp_errors_per_sec.max(1),
-            ),
-            routes,
-            routes6,
-            route_cache: RouteCache::new(4096),
-            route_cache6: RouteCache::new(4096),
-            counters: Arc::new(Counters::default()),
-            local: all().map(|a| a.addr).collect(),
-            special_filter: special_addresses(&config.links)
-                .iter()
-                .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
-            special: special_addresses(&config.links),
-            next_ident: 0,
-            next_ident6: keys.fragment_ident,
-            path_mtus6: HashMap::new(),
-            path_mtus4: HashMap::new(),
-            socket_errors: ArrayVec::new(),
-            ra_default: None,
+            lcore: LcoreState {
+                counters: Arc::new(Counters::default()),
+                ip: IpLcore::new(&config.reassembly, keys.fragment_ident),
+                icmp_limit: TokenBucket::new(
+                    config.icmp_errors_per_sec,
+                    config.icmp_errors_per_sec.max(1),
+                ),
+                socket_errors: ArrayVec::new(),
+            },
             tcp: tcp::TcpCore::new(config.tcp.clone(), &keys),
-            links,
-            config,
+            shared: SharedState {
+                udp: UdpTable::new(keys.flow),
+                ip,
+                local: all().map(|a| a.addr).collect(),
+                special_filter: special_addresses(&config.links)
+                    .iter()
+                    .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
+                special: special_addresses(&config.links),
+                ra_default: None,
+                links,
+                config,
+            },
         };
-        let batches = (0..core.links.len())
-            .map(|_| TxBatch::new(core.config.tx_retries))
+        let batches = (0..core.shared.links.len())
+            .map(|_| TxBatch::new(core.shared.config.tx_retries))
             .collect();
         let mut iface = Interface {
             core,
@@ -202,11 +199,11 @@ impl<B: Buf> Interface<B> {
             next_timers: Instant::ZERO,
             announced: false,
         };
-        if let Some(gateway) = iface.core.config.gateway {
+        if let Some(gateway) = iface.core.shared.config.gateway {
             iface.add_route(Ipv4Cidr::DEFAULT, gateway)?;
         }
-        for link in 0..iface.core.links.len() {
-            for cidr in iface.core.links[link].addresses6.clone() {
+        for link in 0..iface.core.shared.links.len() {
+            for cidr in iface.core.shared.links[link].addresses6.clone() {
                 add_on_link_route6(&mut iface.core, link, cidr);
             }
         }
@@ -215,12 +212,12 @@ impl<B: Buf> Interface<B> {
 
     /// The counters (clone the `Arc` to read them from another thread).
     pub fn counters(&self) -> &Arc<Counters> {
-        &self.core.counters
+        &self.core.lcore.counters
     }
 
     /// The configuration.
     pub fn config(&self) -> &InterfaceConfig {
-        &self.core.config
+        &self.core.shared.config
     }
 
     /// A handle that application threads use to open queue-mode sockets on
@@ -258,7 +255,7 @@ impl<B: Buf> Interface<B> {
         let links = ports.len().min(self.batches.len());
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
         let result = udp::send_any(&mut self.core, &mut out, now, socket, dst.into(), payload);
-        out.flush(&self.core.counters);
+        out.flush(&self.core.lcore.counters);
         result
     }
 
@@ -304,13 +301,13 @@ impl<B: Buf> Interface<B> {
         if !*announced {
             *announced = true;
             for link in 0..links {
-                for i in 0..core.links[link].addresses.len() {
-                    let ip = core.links[link].addresses[i].addr;
+                for i in 0..core.shared.links[link].addresses.len() {
+                    let ip = core.shared.links[link].addresses[i].addr;
                     arp::send_request(core, &mut out, link, ip, ip, None);
                 }
                 run_dad(core, &mut out, link, now);
-                let ready = core.links[link].link_local6().is_some();
-                if core.config.accept_ra && ready {
+                let ready = core.shared.links[link].link_local6().is_some();
+                if core.shared.config.accept_ra && ready {
                     tx6::send_router_solicitation(core, &mut out, link);
                 }
             }
@@ -336,7 +333,7 @@ impl<B: Buf> Interface<B> {
         if !core.tcp.events.is_empty() {
             report_tcp(core, &mut out, now, handler);
         }
-        out.flush(&core.counters);
+        out.flush(&core.lcore.counters);
         received
     }
 }
@@ -345,7 +342,7 @@ impl<B: Buf> Interface<B> {
 /// addresses, which name their link, or for /128s).
 fn add_on_link_route6<B: Buf>(core: &mut Core<B>, link: usize, cidr: Ipv6Cidr) {
     if cidr.len < 128 && !cidr.addr.is_unicast_link_local() {
-        core.routes6.add(Route6 {
+        core.shared.ip.v6.routes.add(Route6 {
             prefix: cidr,
             gateway: None,
             port: link as u16,
@@ -363,9 +360,9 @@ fn run_dad<B: Buf, P: Port<Buf = B>>(
     link: usize,
     now: Instant,
 ) {
-    let retrans = core.config.neighbor.retrans_time;
+    let retrans = core.shared.config.neighbor.retrans_time;
     let mut index = 0;
-    while let Some(tentative) = core.links[link].tentative6.get_mut(index) {
+    while let Some(tentative) = core.shared.links[link].tentative6.get_mut(index) {
         if tentative.deadline.is_some_and(|d| now < d) {
             index += 1;
             continue;
@@ -379,10 +376,10 @@ fn run_dad<B: Buf, P: Port<Buf = B>>(
             continue;
         }
         let cidr = tentative.cidr;
-        core.links[link].tentative6.remove(index);
-        core.links[link].addresses6.push(cidr);
+        core.shared.links[link].tentative6.remove(index);
+        core.shared.links[link].addresses6.push(cidr);
         add_on_link_route6(core, link, cidr);
-        if core.config.accept_ra && cidr.addr.is_unicast_link_local() {
+        if core.shared.config.accept_ra && cidr.addr.is_unicast_link_local() {
             tx6::send_router_solicitation(core, out, link);
         }
     }
@@ -390,11 +387,13 @@ fn run_dad<B: Buf, P: Port<Buf = B>>(
 
 /// Another node uses `ip`, tentative on `link`: it is never used here.
 pub(crate) fn address_in_use6<B: Buf>(core: &mut Core<B>, link: usize, ip: Ipv6Addr) {
-    let tentative = &mut core.links[link].tentative6;
+    let tentative = &mut core.shared.links[link].tentative6;
     if let Some(at) = tentative.iter().position(|t| t.cidr.addr == ip) {
         let cidr = tentative.remove(at).cidr;
-        core.links[link].duplicates6.push(cidr);
-        core.counters.count(crate::counters::Stat::Ip6DadDuplicates);
+        core.shared.links[link].duplicates6.push(cidr);
+        core.lcore
+            .counters
+            .count(crate::counters::Stat::Ip6DadDuplicates);
     }
 }
 
@@ -416,13 +415,25 @@ fn canonical_dst(dst: SocketAddr) -> SocketAddr {
 /// peer, whose source depends on the link) it stays bound to ANY.
 pub(crate) fn udp_connect<B: Buf>(core: &mut Core<B>, id: SocketId, remote: SocketAddr) -> bool {
     let source = match remote.ip().to_canonical() {
-        IpAddr::V4(ip) => core.routes.next_hop(ip).map(|hop| IpAddr::V4(hop.source)),
+        IpAddr::V4(ip) => core
+            .shared
+            .ip
+            .v4
+            .routes
+            .next_hop(ip)
+            .map(|hop| IpAddr::V4(hop.source)),
         IpAddr::V6(ip) if ip.is_unicast_link_local() => None,
-        IpAddr::V6(ip) => core.routes6.next_hop(ip).map(|hop| IpAddr::V6(hop.source)),
+        IpAddr::V6(ip) => core
+            .shared
+            .ip
+            .v6
+            .routes
+            .next_hop(ip)
+            .map(|hop| IpAddr::V6(hop.source)),
     };
     match source {
-        Some(source) => core.udp.connect_from(id, remote, source),
-        None => core.udp.connect(id, remote),
+        Some(source) => core.shared.udp.connect_from(id, remote, source),
+        None => core.shared.udp.connect(id, remote),
     }
 }
 
@@ -456,8 +467,9 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                 queue,
                 reply,
             } => {
-                let (local4, links) = (&core.local, &core.links);
+                let (local4, links) = (&core.shared.local, &core.shared.links);
                 let result = core
+                    .shared
                     .udp
                     .bind(local, options, |ip| is_ours(local4, links, ip))
                     .map(|id| {
@@ -466,7 +478,7 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                             queues.resize(index + 1, None);
                         }
                         queues[index] = Some(queue);
-                        (id, core.udp.local_socket_addr(id).unwrap_or(local))
+                        (id, core.shared.udp.local_socket_addr(id).unwrap_or(local))
                     });
                 if let (Err(_), Ok((id, _))) = (reply.try_send(result), result) {
                     // The caller gave up waiting: nobody owns the socket.
@@ -504,7 +516,7 @@ fn close_queued<B: Buf>(
     queues: &mut [Option<Arc<SocketQueue<B>>>],
     socket: SocketId,
 ) {
-    core.udp.close(socket);
+    core.shared.udp.close(socket);
     if let Some(slot) = queues.get_mut(socket.index() as usize) {
         *slot = None;
     }
@@ -534,42 +546,58 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
     out: &mut Out<'_, P>,
     now: Instant,
 ) {
-    for _ in 0..core.reassembler.expire(now) {
-        core.counters.count_drop(DropReason::Ipv4ReassemblyTimeout);
+    for _ in 0..core.lcore.ip.v4.reassembler.expire(now) {
+        core.lcore
+            .counters
+            .count_drop(DropReason::Ipv4ReassemblyTimeout);
     }
-    for _ in 0..core.reassembler6.expire(now) {
-        core.counters.count_drop(DropReason::Ipv6ReassemblyTimeout);
+    for _ in 0..core.lcore.ip.v6.reassembler.expire(now) {
+        core.lcore
+            .counters
+            .count_drop(DropReason::Ipv6ReassemblyTimeout);
     }
-    if !core.path_mtus6.is_empty() {
-        core.path_mtus6.retain(|_, (_, until)| now < *until);
+    if !core.shared.ip.v6.path_mtus.is_empty() {
+        core.shared
+            .ip
+            .v6
+            .path_mtus
+            .retain(|_, (_, until)| now < *until);
     }
-    if !core.path_mtus4.is_empty() {
-        core.path_mtus4.retain(|_, (_, until)| now < *until);
+    if !core.shared.ip.v4.path_mtus.is_empty() {
+        core.shared
+            .ip
+            .v4
+            .path_mtus
+            .retain(|_, (_, until)| now < *until);
     }
-    if let Some((_, _, until)) = core.ra_default {
+    if let Some((_, _, until)) = core.shared.ra_default {
         if now >= until {
-            core.ra_default = None;
-            core.routes6.remove(Ipv6Cidr::DEFAULT);
+            core.shared.ra_default = None;
+            core.shared.ip.v6.routes.remove(Ipv6Cidr::DEFAULT);
         }
     }
-    for link in 0..core.links.len() {
-        if !core.links[link].tentative6.is_empty() {
+    for link in 0..core.shared.links.len() {
+        if !core.shared.links[link].tentative6.is_empty() {
             run_dad(core, out, link, now);
         }
         probes.clear();
-        let given_up = core.links[link].neighbors.poll(now, probes);
+        let given_up = core.shared.links[link].neighbors.poll(now, probes);
         for _ in 0..given_up {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            core.lcore
+                .counters
+                .count_drop(DropReason::TxNeighborUnresolved);
         }
         for &Probe { ip, mac } in probes.iter() {
-            let source = core.links[link].source_for(ip);
+            let source = core.shared.links[link].source_for(ip);
             arp::send_request(core, out, link, source, ip, mac);
         }
         // IPv6 neighbours: the same ageing, and solicitations repeated.
         let mut probes6 = Vec::new();
-        let given_up = core.links[link].neighbors6.poll(now, &mut probes6);
+        let given_up = core.shared.links[link].neighbors6.poll(now, &mut probes6);
         for _ in 0..given_up {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            core.lcore
+                .counters
+                .count_drop(DropReason::TxNeighborUnresolved);
         }
         for Probe { ip, mac } in probes6 {
             tx6::send_solicitation(core, out, link, ip, mac);

@@ -56,7 +56,7 @@ pub(super) fn send_to_neighbor<P: Port, A: NextHopAddr>(
     (source, via): (A, A),
     buf: P::Buf,
 ) -> Result<Option<MacAddr>, SendError> {
-    match A::cache(&mut core.links[link]).resolve(via, buf, now) {
+    match A::cache(&mut core.shared.links[link]).resolve(via, buf, now) {
         Resolution::Ready(mut buf, mac) => {
             set_destination_mac(&mut buf, mac);
             A::transmit(core, out, link, buf)?;
@@ -68,7 +68,9 @@ pub(super) fn send_to_neighbor<P: Port, A: NextHopAddr>(
         }
         Resolution::Queued => Ok(None),
         Resolution::Full(_) => {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
+            core.lcore
+                .counters
+                .count_drop(DropReason::TxNeighborUnresolved);
             Err(SendError::NeighborUnresolved)
         }
     }

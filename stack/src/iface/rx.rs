@@ -9,11 +9,9 @@
 
 use super::transmit::Out;
 use super::tx;
-use super::udp::{self, UdpIn};
 use super::{tcp, Core};
-use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
-use crate::reassembly::{Fragment, FragmentKey, Key4, Reassembler, Reassembly};
+use crate::counters::{DropReason, Stat};
+use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::PeerError;
@@ -21,181 +19,11 @@ use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::icmpv4::{
     msg_type, Icmpv4Packet, CODE_FRAGMENTATION_NEEDED, CODE_PORT_UNREACHABLE,
 };
-use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
-use crate::wire::WireError;
-use core::net::{IpAddr, Ipv4Addr, SocketAddrV4};
-
-pub(super) use super::udp::Delivered;
-
-pub(super) fn ipv4_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.counters.count(Stat::IpInReceives);
-    let offload = buf.rx_offload();
-    let ip = match Ipv4Packet::new_checked(&buf.data()[ETH_LEN..]) {
-        Ok(ip) => ip,
-        Err(WireError::Truncated) => return core.counters.count_drop(DropReason::Ipv4Truncated),
-        Err(_) => return core.counters.count_drop(DropReason::Ipv4Malformed),
-    };
-    if !core
-        .config
-        .checksum
-        .accepts(offload.ip_checksum, || ip.verify_checksum())
-    {
-        return core.counters.count_drop(DropReason::Ipv4BadChecksum);
-    }
-    let (src, dst) = (ip.src(), ip.dst());
-    if core.is_martian(src) {
-        return core.counters.count_drop(DropReason::Ipv4MartianSource);
-    }
-    let broadcast = core.is_broadcast(dst);
-    if !broadcast && !core.is_local(dst) {
-        return core.counters.count_drop(DropReason::Ipv4NotForUs);
-    }
-    if ip.ttl() == 0 {
-        return core.counters.count_drop(DropReason::Ipv4TtlExpired);
-    }
-    let local = Local {
-        src,
-        dst,
-        header_len: ip.header_len(),
-        total_len: usize::from(ip.total_len()),
-        protocol: ip.protocol(),
-        broadcast,
-        l4_checksum: offload.l4_checksum,
-    };
-    if !ip.is_fragment() {
-        return deliver_local(core, out, link, now, buf, eth_src, local, delivered);
-    }
-    core.counters.count(Stat::IpReasmReqds);
-    let fragment = Fragment {
-        key: Key4 {
-            src,
-            dst,
-            protocol: local.protocol,
-            ident: ip.ident(),
-        },
-        protocol: local.protocol,
-        offset: ip.fragment_offset(),
-        more: ip.more_fragments(),
-        payload_start: ETH_LEN + local.header_len,
-        payload_len: local.total_len - local.header_len,
-        ttl: ip.ttl(),
-    };
-    let reassembler = &mut core.reassembler;
-    let piece = (&buf, fragment);
-    let Some(whole) = reassemble(reassembler, &core.counters, out, link, now, piece) else {
-        return;
-    };
-    core.counters.count(Stat::IpReasmOKs);
-    let local = Local {
-        header_len: IP_LEN,
-        total_len: whole.len() - ETH_LEN,
-        l4_checksum: ChecksumStatus::Unknown,
-        ..local
-    };
-    deliver_local(core, out, link, now, whole, eth_src, local, delivered);
-}
-
-/// Adds the fragment in `buf` to its datagram, IPv4 and IPv6 alike: the
-/// whole datagram once its last piece came, `None` while pieces are
-/// missing or when the fragment was dropped (counted).
-pub(super) fn reassemble<P: Port, K: FragmentKey>(
-    reassembler: &mut Reassembler<P::Buf, K>,
-    counters: &Counters,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    (buf, fragment): (&P::Buf, Fragment<K>),
-) -> Option<P::Buf> {
-    let Some(port) = out.port(link) else {
-        counters.count_drop(DropReason::EthNotForUs);
-        return None;
-    };
-    match reassembler.add(port, buf, fragment, now, counters) {
-        Reassembly::Pending => None,
-        Reassembly::Dropped(reason) => {
-            counters.count_drop(reason);
-            None
-        }
-        Reassembly::Complete(whole) => Some(whole),
-    }
-}
-
-/// A datagram for us, validated (and reassembled if it was fragmented).
-#[derive(Debug, Clone, Copy)]
-struct Local {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    header_len: usize,
-    total_len: usize,
-    protocol: u8,
-    broadcast: bool,
-    l4_checksum: ChecksumStatus,
-}
+use crate::wire::ipv4::{protocol, Ipv4Packet};
+use core::net::{IpAddr, SocketAddrV4};
 
 #[allow(clippy::too_many_arguments)]
-fn deliver_local<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    local: Local,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.counters.count(Stat::IpInDelivers);
-    match local.protocol {
-        protocol::ICMP => icmp_input(
-            core,
-            out,
-            link,
-            now,
-            buf,
-            eth_src,
-            local.header_len,
-            local.total_len,
-            local.broadcast,
-        ),
-        protocol::UDP => {
-            let l4 = UdpIn {
-                src: local.src,
-                dst: local.dst,
-                start: ETH_LEN + local.header_len,
-                end: ETH_LEN + local.total_len,
-                to_group: local.broadcast,
-                l4_checksum: local.l4_checksum,
-            };
-            udp::udp_input(core, out, (link, now), buf, eth_src, l4, delivered)
-        }
-        protocol::TCP if !local.broadcast => {
-            let start = ETH_LEN + local.header_len;
-            let end = ETH_LEN + local.total_len;
-            let addresses = (IpAddr::V4(local.src), IpAddr::V4(local.dst));
-            super::tcp::input(
-                core,
-                out,
-                now,
-                buf,
-                addresses,
-                start..end,
-                0,
-                local.l4_checksum,
-            )
-        }
-        _ => core.counters.count_drop(DropReason::Ipv4UnknownProtocol),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn icmp_input<P: Port>(
+pub(super) fn icmp_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
@@ -210,7 +38,7 @@ fn icmp_input<P: Port>(
     let end = ETH_LEN + total_len;
     let icmp = match Icmpv4Packet::new_checked(&buf.data()[start..end]) {
         Ok(icmp) if icmp.verify_checksum() => icmp,
-        _ => return core.counters.count_drop(DropReason::IcmpMalformed),
+        _ => return core.lcore.counters.count_drop(DropReason::IcmpMalformed),
     };
     let kind = icmp.msg_type();
     if !broadcast
@@ -224,9 +52,9 @@ fn icmp_input<P: Port>(
     if kind != msg_type::ECHO_REQUEST || icmp.code() != 0 || broadcast {
         // Echo replies, other types and broadcast pings (ignored, as Linux
         // does).
-        return core.counters.count_drop(DropReason::IcmpUnhandled);
+        return core.lcore.counters.count_drop(DropReason::IcmpUnhandled);
     }
-    core.counters.count(Stat::IcmpInEchos);
+    core.lcore.counters.count(Stat::IcmpInEchos);
     tx::reply_echo_in_place(core, out, link, buf, eth_src, total_len);
 }
 
@@ -242,17 +70,17 @@ fn icmp_error_input<P: Port>(
     now: Instant,
     message: &[u8],
 ) {
-    core.counters.count(Stat::IcmpInErrors);
+    core.lcore.counters.count(Stat::IcmpInErrors);
     // The quote: the IPv4 header and at least 8 bytes of its payload.
     let quoted = &message[8..];
     let header_len = usize::from(quoted.first().map_or(0, |b| b & 0x0f)) * 4;
     let (Some(head), true) = (quoted.get(header_len..header_len + 8), header_len >= 20) else {
-        return core.counters.count_drop(DropReason::IcmpMalformed);
+        return core.lcore.counters.count_drop(DropReason::IcmpMalformed);
     };
     let ip = Ipv4Packet::new_unchecked(quoted);
     let (ours, peer) = (ip.src(), ip.dst());
     if !core.is_local(ours) {
-        return core.counters.count_drop(DropReason::IcmpBadQuote);
+        return core.lcore.counters.count_drop(DropReason::IcmpBadQuote);
     }
     let error = match (message[0], message[1]) {
         (msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE) => PeerError::Refused,
@@ -280,11 +108,11 @@ fn icmp_error_input<P: Port>(
         dst: SocketAddrV4::new(ours, our_port),
         device: link as u16,
     };
-    let Some(socket) = core.udp.lookup(&key) else {
+    let Some(socket) = core.shared.udp.lookup(&key) else {
         return;
     };
     // IPv4-mapped peers of IPv6 sockets included.
-    if core.udp.peer_addr(socket) == Some(peer_addr) {
-        let _ = core.socket_errors.try_push((socket, error));
+    if core.shared.udp.peer_addr(socket) == Some(peer_addr) {
+        let _ = core.lcore.socket_errors.try_push((socket, error));
     }
 }

@@ -10,18 +10,14 @@
 //! received buffer and go back to the Ethernet source (the previous hop),
 //! so answering resolves nothing.
 
+use super::ip::{transmit6, Local6, MIN_MTU};
 use super::next_hop::release_waiting;
-use super::rx::{reassemble, Delivered};
 use super::transmit::Out;
-use super::tx6::MIN_MTU;
-use super::tx6::{icmp6_error, transmit6, Icmp6Error, Invoking};
-use super::udp::{self, UdpIn};
 use super::{tcp, Core, ALL_NODES};
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
-use crate::reassembly::{Fragment, Key6};
 use crate::route::Ipv6Cidr;
-use crate::route6::Route6;
+use crate::route::Route6;
 use crate::time::Duration;
 use crate::time::Instant;
 use crate::udp::table::FlowKey6;
@@ -29,18 +25,11 @@ use crate::udp::PeerError;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv6::RouterAdvert;
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, NdpRepr};
-use crate::wire::icmpv6::{
-    CODE_ERRONEOUS_FIELD, CODE_INCOMPLETE_CHAIN, CODE_UNRECOGNIZED_NEXT_HEADER,
-    CODE_UNRECOGNIZED_OPTION,
-};
 use crate::wire::icmpv6::{CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
 use crate::wire::ipv6::{
     multicast_mac, next_header, solicited_node, walk_extensions, Ipv6Header, Ipv6Packet,
     HEADER_LEN as IP6_LEN,
 };
-use crate::wire::ipv6::{Extensions, FragmentHeader};
-use crate::wire::udp::HEADER_LEN as UDP_LEN;
-use crate::wire::WireError;
 use core::net::Ipv6Addr;
 use core::net::SocketAddrV6;
 use core::net::{IpAddr, SocketAddr};
@@ -52,254 +41,7 @@ const HOP_LIMIT: u8 = 64;
 /// not forwarded (RFC 4861 7.1).
 const ND_HOP_LIMIT: u8 = 255;
 
-/// What the IPv6 layer found out for ICMPv6.
-struct Local6 {
-    src: Ipv6Addr,
-    dst: Ipv6Addr,
-    hop_limit: u8,
-    /// Offset of the upper-layer message in the frame.
-    start: usize,
-    /// End of the IPv6 packet in the frame.
-    end: usize,
-}
-
-pub(super) fn ipv6_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.counters.count(Stat::Ip6InReceives);
-    if core.links.get(link).is_none_or(|l| !l.ipv6) {
-        // IPv6 is off on this link.
-        return core.counters.count_drop(DropReason::EthUnknownType);
-    }
-    let ip = match Ipv6Packet::new_checked(&buf.data()[ETH_LEN..]) {
-        Ok(ip) => ip,
-        Err(WireError::Truncated) => return core.counters.count_drop(DropReason::Ipv6Truncated),
-        Err(_) => return core.counters.count_drop(DropReason::Ipv6Malformed),
-    };
-    if ip.version() != 6 {
-        return core.counters.count_drop(DropReason::Ipv6Malformed);
-    }
-    let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
-    if src.is_multicast() {
-        return core.counters.count_drop(DropReason::Ipv6BadSource);
-    }
-    if src.is_loopback() || dst.is_loopback() {
-        // RFC 4291 2.5.3: ::1 never leaves a node, so a packet that has it
-        // came from a liar, and a reply would go onto the wire to ::1 (as
-        // IPv4 drops 127/8 sources).
-        return core.counters.count_drop(DropReason::Ipv6Martian);
-    }
-    let for_us = if dst.is_multicast() {
-        core.links[link].joined(dst)
-    } else {
-        core.is_local6(link, dst)
-    };
-    if !for_us {
-        return core.counters.count_drop(DropReason::Ipv6NotForUs);
-    }
-    if hop_limit == 0 {
-        return core.counters.count_drop(DropReason::Ipv6HopLimitZero);
-    }
-    local6_input(core, out, link, now, buf, eth_src, delivered, false);
-}
-
-/// The part of IPv6 receive after the fixed header was validated: the
-/// extension walk (options that demand it get a parameter problem),
-/// fragments into reassembly, then ICMPv6 or UDP. `reassembled` marks a
-/// datagram that came out of reassembly (a fragment inside it is refused).
-#[allow(clippy::too_many_arguments)]
-fn local6_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-    reassembled: bool,
-) {
-    let ip = Ipv6Packet::new_unchecked(&buf.data()[ETH_LEN..]);
-    let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
-    let payload = ip.payload();
-    let end = ETH_LEN + IP6_LEN + payload.len();
-    let invoking = Invoking {
-        ours: dst,
-        peer: src,
-        end,
-    };
-    let extensions = match walk_extensions(ip.next_header(), payload) {
-        Ok(extensions) => extensions,
-        Err(_) => return core.counters.count_drop(DropReason::Ipv6BadExtensions),
-    };
-    if let Some(bad) = extensions.bad_option {
-        core.counters.count_drop(DropReason::Ipv6BadOption);
-        if bad.action == 2 || bad.action == 3 && !dst.is_multicast() {
-            let error = Icmp6Error::parameter_problem(CODE_UNRECOGNIZED_OPTION, bad.at);
-            icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-        }
-        return;
-    }
-    if let (Some(fragment), Some(at)) = (extensions.fragment, extensions.fragment_at) {
-        // RFC 6946: an "atomic" fragment (offset 0, no more) is a whole
-        // datagram; anything else goes to reassembly.
-        if fragment.offset != 0 || fragment.more {
-            if reassembled {
-                return core.counters.count_drop(DropReason::Ipv6BadExtensions);
-            }
-            let piece = FragmentIn {
-                fragment,
-                at,
-                extensions: &extensions,
-                invoking,
-                hop_limit,
-            };
-            return reassemble6(core, out, link, now, buf, eth_src, delivered, piece);
-        }
-    }
-    let local = Local6 {
-        src,
-        dst,
-        hop_limit,
-        start: ETH_LEN + IP6_LEN + extensions.offset,
-        end,
-    };
-    // Only duplicate address detection may come from the unspecified
-    // address (an NS, checked below).
-    let icmp = extensions.protocol == next_header::ICMPV6;
-    if src.is_unspecified() && !icmp {
-        return core.counters.count_drop(DropReason::Ipv6BadSource);
-    }
-    match extensions.protocol {
-        next_header::ICMPV6 => {
-            core.counters.count(Stat::Ip6InDelivers);
-            icmp6_input(core, out, link, now, buf, eth_src, local)
-        }
-        next_header::UDP => {
-            core.counters.count(Stat::Ip6InDelivers);
-            let l4 = UdpIn {
-                src,
-                dst,
-                start: local.start,
-                end: local.end,
-                to_group: dst.is_multicast(),
-                // A reassembled datagram's buffer is fresh: `Unknown`.
-                l4_checksum: buf.rx_offload().l4_checksum,
-            };
-            udp::udp_input(core, out, (link, now), buf, eth_src, l4, delivered)
-        }
-        next_header::TCP if !dst.is_multicast() => {
-            core.counters.count(Stat::Ip6InDelivers);
-            let scope = if src.is_unicast_link_local() {
-                link as u32
-            } else {
-                0
-            };
-            let addresses = (IpAddr::V6(src), IpAddr::V6(dst));
-            let segment = local.start..local.end;
-            // A reassembled datagram's buffer is fresh: `Unknown`.
-            let offload = buf.rx_offload().l4_checksum;
-            super::tcp::input(core, out, now, buf, addresses, segment, scope, offload)
-        }
-        _ => {
-            core.counters.count_drop(DropReason::Ipv6UnknownNextHeader);
-            let error = Icmp6Error::parameter_problem(
-                CODE_UNRECOGNIZED_NEXT_HEADER,
-                extensions.protocol_at,
-            );
-            icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-        }
-    }
-}
-
-/// A fragment as the extension walk found it.
-struct FragmentIn<'a> {
-    fragment: FragmentHeader,
-    /// Offset of the fragment header in the IPv6 payload.
-    at: usize,
-    extensions: &'a Extensions,
-    invoking: Invoking,
-    hop_limit: u8,
-}
-
-/// Adds a fragment to its datagram (RFC 8200 4.5, RFC 5722 overlaps, RFC
-/// 7112 header chains); a completed datagram runs through the local input
-/// again, whole.
-#[allow(clippy::too_many_arguments)]
-fn reassemble6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-    piece: FragmentIn<'_>,
-) {
-    core.counters.count(Stat::Ip6ReasmReqds);
-    let FragmentIn {
-        fragment,
-        at,
-        extensions,
-        invoking,
-        hop_limit,
-    } = piece;
-    let payload_start = ETH_LEN + IP6_LEN + at + 8;
-    let payload_len = invoking.end.saturating_sub(payload_start);
-    if fragment.more && payload_len % 8 != 0 {
-        // RFC 8200 4.5: pointing at the payload length.
-        core.counters.count_drop(DropReason::Ipv6FragmentMalformed);
-        let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, 4);
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    }
-    if fragment.offset + payload_len > 65535 {
-        // Pointing at the fragment offset.
-        core.counters.count_drop(DropReason::Ipv6ReassemblyTooBig);
-        let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, IP6_LEN + at + 2);
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    }
-    let first_header_len = match extensions.protocol {
-        next_header::UDP => UDP_LEN,
-        next_header::ICMPV6 => 4,
-        _ => 0,
-    };
-    if fragment.offset == 0
-        && invoking.end < ETH_LEN + IP6_LEN + extensions.offset + first_header_len
-    {
-        // RFC 7112: the first fragment must hold the whole header chain.
-        core.counters.count_drop(DropReason::Ipv6FragmentIncomplete);
-        let error = Icmp6Error::parameter_problem(CODE_INCOMPLETE_CHAIN, 0);
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    }
-    let piece = Fragment {
-        key: Key6 {
-            src: invoking.peer,
-            dst: invoking.ours,
-            ident: fragment.ident,
-        },
-        protocol: buf.data()[ETH_LEN + IP6_LEN + at],
-        offset: fragment.offset,
-        more: fragment.more,
-        payload_start,
-        payload_len,
-        ttl: hop_limit,
-    };
-    let reassembler = &mut core.reassembler6;
-    let piece = (&buf, piece);
-    let Some(whole) = reassemble(reassembler, &core.counters, out, link, now, piece) else {
-        return;
-    };
-    drop(buf);
-    core.counters.count(Stat::Ip6ReasmOKs);
-    local6_input(core, out, link, now, whole, eth_src, delivered, true);
-}
-
-fn icmp6_input<P: Port>(
+pub(super) fn icmp6_input<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     link: usize,
@@ -311,21 +53,21 @@ fn icmp6_input<P: Port>(
     let message = &buf.data()[local.start..local.end];
     let icmp = match Icmpv6Packet::new_checked(message) {
         Ok(icmp) if icmp.verify_checksum(local.src, local.dst) => icmp,
-        _ => return core.counters.count_drop(DropReason::Icmp6Malformed),
+        _ => return core.lcore.counters.count_drop(DropReason::Icmp6Malformed),
     };
     let kind = icmp.msg_type();
     if local.src.is_unspecified() && kind != msg_type::NEIGHBOR_SOLICITATION {
-        return core.counters.count_drop(DropReason::Ipv6BadSource);
+        return core.lcore.counters.count_drop(DropReason::Ipv6BadSource);
     }
     match kind {
         msg_type::ECHO_REQUEST if icmp.code() == 0 => {
-            core.counters.count(Stat::Icmp6InEchos);
+            core.lcore.counters.count(Stat::Icmp6InEchos);
             reply_echo(core, out, link, buf, eth_src, &local);
         }
         msg_type::NEIGHBOR_SOLICITATION | msg_type::NEIGHBOR_ADVERTISEMENT => {
             let ndp = match NdpRepr::parse(message) {
                 Ok(ndp) if local.hop_limit == ND_HOP_LIMIT => ndp,
-                _ => return core.counters.count_drop(DropReason::NdInvalid),
+                _ => return core.lcore.counters.count_drop(DropReason::NdInvalid),
             };
             let link_address = match &ndp {
                 NdpRepr::Solicitation { source_mac, .. } => source_mac,
@@ -334,7 +76,10 @@ fn icmp6_input<P: Port>(
             if link_address.is_some_and(|mac| mac.is_multicast()) {
                 // No neighbour has a group MAC: learned, it would send our
                 // unicast traffic (and our advertisement) to a group.
-                return core.counters.count_drop(DropReason::NdGroupLinkAddress);
+                return core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::NdGroupLinkAddress);
             }
             match ndp {
                 NdpRepr::Solicitation { target, source_mac } => solicitation(
@@ -349,18 +94,20 @@ fn icmp6_input<P: Port>(
                 } => {
                     // RFC 4861 7.1.2: a multicast advertisement is unsolicited.
                     if local.dst.is_multicast() && solicited {
-                        return core.counters.count_drop(DropReason::NdInvalid);
+                        return core.lcore.counters.count_drop(DropReason::NdInvalid);
                     }
-                    core.counters.count(Stat::Icmp6InNeighborAdvertisements);
-                    if core.links[link].is_tentative6(target) {
+                    core.lcore
+                        .counters
+                        .count(Stat::Icmp6InNeighborAdvertisements);
+                    if core.shared.links[link].is_tentative6(target) {
                         // RFC 4862 5.4.4: someone has it (unless it is us,
                         // looped back).
-                        if eth_src != core.links[link].mac {
+                        if eth_src != core.shared.links[link].mac {
                             super::address_in_use6(core, link, target);
                         }
                         return;
                     }
-                    let (waiting, mac) = core.links[link]
+                    let (waiting, mac) = core.shared.links[link]
                         .neighbors6
                         .advertised(target, target_mac, solicited, override_, now);
                     if let Some(mac) = mac {
@@ -374,7 +121,7 @@ fn icmp6_input<P: Port>(
         | msg_type::PACKET_TOO_BIG
         | msg_type::TIME_EXCEEDED
         | msg_type::PARAMETER_PROBLEM => error_input(core, out, link, now, message),
-        _ => core.counters.count_drop(DropReason::Icmp6Unhandled),
+        _ => core.lcore.counters.count_drop(DropReason::Icmp6Unhandled),
     }
 }
 
@@ -396,44 +143,51 @@ fn router_advert<P: Port>(
         Ok(advert) if local.hop_limit == ND_HOP_LIMIT && local.src.is_unicast_link_local() => {
             advert
         }
-        _ => return core.counters.count_drop(DropReason::NdInvalid),
+        _ => return core.lcore.counters.count_drop(DropReason::NdInvalid),
     };
     if advert.source_mac.is_some_and(|mac| mac.is_multicast()) {
-        return core.counters.count_drop(DropReason::NdGroupLinkAddress);
+        return core
+            .lcore
+            .counters
+            .count_drop(DropReason::NdGroupLinkAddress);
     }
-    if !core.config.accept_ra {
-        return core.counters.count_drop(DropReason::Icmp6Unhandled);
+    if !core.shared.config.accept_ra {
+        return core.lcore.counters.count_drop(DropReason::Icmp6Unhandled);
     }
-    core.counters.count(Stat::Icmp6InRouterAdvertisements);
+    core.lcore.counters.count(Stat::Icmp6InRouterAdvertisements);
     let router = local.src;
     if let Some(mac) = advert.source_mac {
-        let waiting = core.links[link].neighbors6.observe(router, mac, true, now);
+        let waiting = core.shared.links[link]
+            .neighbors6
+            .observe(router, mac, true, now);
         release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
     }
-    let ours = core.ra_default.is_some();
-    if !ours && core.routes6.get(Ipv6Cidr::DEFAULT).is_some() {
+    let ours = core.shared.ra_default.is_some();
+    if !ours && core.shared.ip.v6.routes.get(Ipv6Cidr::DEFAULT).is_some() {
         return; // a static default route
     }
     if advert.lifetime_secs == 0 {
         if core
+            .shared
             .ra_default
             .is_some_and(|(l, r, _)| l == link && r == router)
         {
-            core.ra_default = None;
-            core.routes6.remove(Ipv6Cidr::DEFAULT);
+            core.shared.ra_default = None;
+            core.shared.ip.v6.routes.remove(Ipv6Cidr::DEFAULT);
         }
         return;
     }
-    let Some(source) = core.links[link].route_source6() else {
+    let Some(source) = core.shared.links[link].route_source6() else {
         return;
     };
     let until = now + Duration::from_secs(u64::from(advert.lifetime_secs));
     let same = core
+        .shared
         .ra_default
         .is_some_and(|(l, r, _)| l == link && r == router);
-    core.ra_default = Some((link, router, until));
+    core.shared.ra_default = Some((link, router, until));
     if !same {
-        core.routes6.add(Route6 {
+        core.shared.ip.v6.routes.add(Route6 {
             prefix: Ipv6Cidr::DEFAULT,
             gateway: Some(router),
             port: link as u16,
@@ -455,15 +209,15 @@ fn error_input<P: Port>(
     now: Instant,
     message: &[u8],
 ) {
-    core.counters.count(Stat::Icmp6InErrors);
+    core.lcore.counters.count(Stat::Icmp6InErrors);
     // The quoted packet is cut short, so its header is read as is.
     let Some(quoted) = message.get(ICMP6_LEN..).filter(|q| q.len() >= IP6_LEN) else {
-        return core.counters.count_drop(DropReason::Icmp6Malformed);
+        return core.lcore.counters.count_drop(DropReason::Icmp6Malformed);
     };
     let ip = Ipv6Packet::new_unchecked(quoted);
     let (ours, peer) = (ip.src(), ip.dst());
     if !core.is_local6(link, ours) {
-        return core.counters.count_drop(DropReason::Icmp6BadQuote);
+        return core.lcore.counters.count_drop(DropReason::Icmp6BadQuote);
     }
     let (kind, code) = (message[0], message[1]);
     let word = u32::from_be_bytes([message[4], message[5], message[6], message[7]]);
@@ -471,7 +225,7 @@ fn error_input<P: Port>(
         msg_type::DEST_UNREACHABLE if code == CODE_PORT_UNREACHABLE => PeerError::Refused,
         msg_type::DEST_UNREACHABLE => PeerError::Unreachable,
         msg_type::PACKET_TOO_BIG => {
-            core.counters.count(Stat::Icmp6InPktTooBigs);
+            core.lcore.counters.count(Stat::Icmp6InPktTooBigs);
             PeerError::TooBig {
                 mtu: word.max(MIN_MTU as u32),
             }
@@ -485,7 +239,7 @@ fn error_input<P: Port>(
     let walked = walk_extensions(ip.next_header(), rest).ok();
     if let Some(at) = walked.filter(|e| e.protocol == next_header::TCP) {
         let Some(head) = rest.get(at.offset..at.offset + 8) else {
-            return core.counters.count_drop(DropReason::Icmp6Malformed);
+            return core.lcore.counters.count_drop(DropReason::Icmp6Malformed);
         };
         let sent = IP6_LEN + usize::from(ip.payload_len());
         let quote = tcp::IcmpQuote::new((IpAddr::V6(ours), IpAddr::V6(peer)), head, sent);
@@ -510,16 +264,16 @@ fn error_input<P: Port>(
         dst: SocketAddrV6::new(ours, our_port, 0, 0),
         device: link as u16,
     };
-    let Some(socket) = core.udp.lookup6(&key) else {
+    let Some(socket) = core.shared.udp.lookup6(&key) else {
         return;
     };
     // As the kernel without IP_RECVERR: only connected sockets hear errors.
     let connected_to_peer = matches!(
-        core.udp.remote_addr(socket),
+        core.shared.udp.remote_addr(socket),
         Some(SocketAddr::V6(remote)) if *remote.ip() == peer && remote.port() == peer_port
     );
     if connected_to_peer {
-        let _ = core.socket_errors.try_push((socket, error));
+        let _ = core.lcore.socket_errors.try_push((socket, error));
     }
 }
 
@@ -542,10 +296,10 @@ fn solicitation<P: Port>(
     // address option.
     let dad = local.src.is_unspecified();
     if dad && (local.dst != solicited_node(target) || source_mac.is_some()) {
-        return core.counters.count_drop(DropReason::NdInvalid);
+        return core.lcore.counters.count_drop(DropReason::NdInvalid);
     }
-    let our_mac = core.links[link].mac;
-    if core.links[link].is_tentative6(target) {
+    let our_mac = core.shared.links[link].mac;
+    if core.shared.links[link].is_tentative6(target) {
         // RFC 4862 5.4.3: another node's detection for our tentative
         // address means it is taken; a resolution for it is not ours to
         // answer yet. One from our own MAC is our own solicitation looped
@@ -554,14 +308,14 @@ fn solicitation<P: Port>(
         if dad && eth_src != our_mac {
             super::address_in_use6(core, link, target);
         }
-        return core.counters.count_drop(DropReason::NdNotForUs);
+        return core.lcore.counters.count_drop(DropReason::NdNotForUs);
     }
-    if !core.links[link].has_address6(target) {
-        return core.counters.count_drop(DropReason::NdNotForUs);
+    if !core.shared.links[link].has_address6(target) {
+        return core.lcore.counters.count_drop(DropReason::NdNotForUs);
     }
-    core.counters.count(Stat::Icmp6InNeighborSolicits);
+    core.lcore.counters.count(Stat::Icmp6InNeighborSolicits);
     if let (false, Some(mac)) = (dad, source_mac) {
-        let waiting = core.links[link]
+        let waiting = core.shared.links[link]
             .neighbors6
             .observe(local.src, mac, true, now);
         release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
@@ -585,7 +339,7 @@ fn solicitation<P: Port>(
     if have > len {
         buf.trim(have - len);
     } else if have < len && buf.append(len - have).is_none() {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+        return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
     }
     let frame = buf.data_mut();
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
@@ -601,9 +355,11 @@ fn solicitation<P: Port>(
     let message = &mut frame[ETH_LEN + IP6_LEN..];
     advert.emit(message);
     Icmpv6Packet::new_unchecked(message).fill_checksum(target, dst);
-    core.counters.count(Stat::Icmp6OutNeighborAdvertisements);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    core.lcore
+        .counters
+        .count(Stat::Icmp6OutNeighborAdvertisements);
+    core.lcore.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }
 
 /// Turns an echo request into its reply in place: the ICMPv6 message moves
@@ -619,13 +375,13 @@ fn reply_echo<P: Port>(
     eth_src: MacAddr,
     local: &Local6,
 ) {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let source = if local.dst.is_multicast() {
-        match core.links[link].link_local6() {
+        match core.shared.links[link].link_local6() {
             Some(ip) => ip,
-            None => return core.counters.count_drop(DropReason::TxNoRoute),
+            None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
         }
     } else {
         local.dst
@@ -651,7 +407,7 @@ fn reply_echo<P: Port>(
     if excess > 0 {
         buf.trim(excess);
     }
-    core.counters.count(Stat::Icmp6OutEchoReplies);
+    core.lcore.counters.count(Stat::Icmp6OutEchoReplies);
     // A reassembled request's reply may exceed the MTU: fragmented then.
     let _ = transmit6(core, out, link, buf); // failures are counted inside
 }

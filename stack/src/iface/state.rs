@@ -1,39 +1,42 @@
 //! The pipeline's state: the links ([`Link`]: MAC, addresses, MTU,
 //! neighbour caches) and everything the receive and send paths read and
-//! write ([`Core`]), below every path of `iface` and above nothing of it.
+//! write ([`Core`]), below every path of `iface` and above nothing of it
+//! but the IP families' state (`ip::family`).
 //!
-//! The seam for many lcores. Today one lcore owns all of it. Split across
-//! lcores, it falls in two parts:
-//! - **per lcore** (written per packet, never shared): the transmit batches
-//!   (`transmit`, outside `Core`), the reassemblers, the counters, the ICMP
-//!   rate limit, the IPv4 and IPv6 fragment identifications, the route
-//!   caches, the socket errors of a burst, and TCP's timers and pacing heap;
-//! - **shared by all lcores** (read per packet, written rarely, from a
-//!   control path): the configuration, the links' addresses and neighbour
-//!   caches, the route tables, the learned path MTUs and the advertised
-//!   default route, the address classes (`local`, `special`), the UDP
-//!   socket table, and TCP's listeners and connection table (a connection
-//!   itself is owned by one lcore).
+//! The seam for many lcores is in the types. Today one lcore owns all of
+//! it; [`Core`] holds it in two halves:
+//! - [`LcoreState`], what one polling lcore owns (written per packet, never
+//!   shared): the counters, the reassemblers, the route caches and fragment
+//!   identifications of both families ([`IpLcore`]), the ICMP rate limit
+//!   and the socket errors of a burst; the transmit batches are per lcore
+//!   too (`transmit`, outside `Core`);
+//! - [`SharedState`], what all lcores will share (read per packet, written
+//!   rarely, from a control path): the configuration, the links' addresses
+//!   and neighbour caches, both families' route tables and learned path
+//!   MTUs ([`IpShared`]), the advertised default route, the address
+//!   classes (`local`, `special`), and the UDP socket table.
+//!
+//! TCP's endpoint (`tcp`) sits beside the two halves: its listeners and
+//! connection table belong to the shared half, its timers and pacing heap
+//! to the lcore's (a connection itself is owned by one lcore).
 //!
 //! Invariants: `special` and `special_filter` describe exactly the
 //! configured IPv4 addresses and their broadcasts; the learned path-MTU
 //! tables hold at most [`PATH_MTUS`] entries each.
 
 use super::config::{InterfaceConfig, LinkConfig};
+use super::ip::family::{IpFamily, IpLcore, IpShared};
 use super::limit::TokenBucket;
 use super::tcp;
 use crate::counters::Counters;
 use crate::neighbor::NeighborCache;
 use crate::port::{Buf, MacAddr};
-use crate::reassembly::{Key6, Reassembler};
-use crate::route::{Ipv4Cidr, Ipv6Cidr, RouteCache, RouteTable};
-use crate::route6::RouteTable6;
+use crate::route::{Ipv4Cidr, Ipv6Cidr, V4, V6};
 use crate::time::{Duration, Instant};
 use crate::udp::{PeerError, SocketId, UdpTable};
 use crate::wire::ipv6::multicast_mac;
 use arrayvec::ArrayVec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One port's link-layer state: its MAC, addresses, MTU and neighbours.
@@ -185,24 +188,28 @@ pub(super) fn special_addresses(links: &[LinkConfig]) -> Vec<(u32, u8)> {
     special
 }
 
-/// State shared by the receive and send paths (everything but the handler
-/// and the per-poll transmit batches). See the module documentation for
-/// which fields belong to one lcore and which all lcores will share.
+/// State of the receive and send paths (everything but the handler and
+/// the per-poll transmit batches), in the two halves the module
+/// documentation describes.
 #[derive(Debug)]
 pub(crate) struct Core<B: Buf> {
+    /// What all lcores will share.
+    pub(crate) shared: SharedState<B>,
+    /// What this polling lcore owns alone.
+    pub(crate) lcore: LcoreState<B>,
+    /// TCP connections, listeners and their timers.
+    pub(crate) tcp: tcp::TcpCore<B>,
+}
+
+/// The half of [`Core`] all lcores will share: read per packet, written
+/// from control paths (and by ICMP errors, for path MTUs).
+#[derive(Debug)]
+pub(crate) struct SharedState<B> {
     pub(crate) config: InterfaceConfig,
     pub(crate) links: Vec<Link<B>>,
-    pub(crate) routes: RouteTable,
-    /// IPv6 routes: on-link prefixes of the configured addresses, static
-    /// routes (link-local destinations are not routed: they name a link).
-    pub(crate) routes6: RouteTable6,
-    pub(crate) route_cache: RouteCache,
-    /// The IPv6 routes' cache (stamped with their generation).
-    pub(crate) route_cache6: RouteCache<RouteTable6>,
-    pub(crate) reassembler: Reassembler<B>,
-    pub(crate) reassembler6: Reassembler<B, Key6>,
+    /// Both families' route tables and learned path MTUs.
+    pub(crate) ip: IpShared,
     pub(crate) udp: UdpTable,
-    pub(crate) counters: Arc<Counters>,
     /// Every local address, of every link (computed once).
     pub(crate) local: Vec<Ipv4Addr>,
     /// Every address that is ours or a broadcast address, with its
@@ -212,26 +219,24 @@ pub(crate) struct Core<B: Buf> {
     /// answers "neither local nor broadcast" without the scan (the common
     /// question about a source address).
     pub(crate) special_filter: u64,
-    pub(crate) icmp_limit: TokenBucket,
-    pub(crate) next_ident: u16,
-    /// IPv6 fragment identification: a counter from a keyed start (RFC
-    /// 7739: not predictable from outside).
-    pub(crate) next_ident6: u32,
-    /// Path MTUs below the link's, learned from packet-too-big messages
-    /// (RFC 8201), with when to forget them. Bounded.
-    pub(crate) path_mtus6: HashMap<Ipv6Addr, (usize, Instant)>,
-    /// Path MTUs below the link's, learned from ICMP "fragmentation
-    /// needed" about our TCP segments (RFC 1191), with when to forget
-    /// them. Bounded.
-    pub(crate) path_mtus4: HashMap<Ipv4Addr, (usize, Instant)>,
-    /// ICMP errors for connected sockets found during a burst, handed over
-    /// after it (bounded: more in one burst are dropped).
-    pub(crate) socket_errors: ArrayVec<(SocketId, PeerError), SOCKET_ERRORS>,
     /// The default route a router advertisement installed: (link, router,
     /// until when).
     pub(crate) ra_default: Option<(usize, Ipv6Addr, Instant)>,
-    /// TCP connections, listeners and their timers.
-    pub(crate) tcp: tcp::TcpCore<B>,
+}
+
+/// The half of [`Core`] one polling lcore owns: written per packet, never
+/// shared.
+#[derive(Debug)]
+pub(crate) struct LcoreState<B> {
+    /// Single writer: this lcore (readable from any thread).
+    pub(crate) counters: Arc<Counters>,
+    /// Both families' reassemblers, route caches and fragment
+    /// identifications.
+    pub(crate) ip: IpLcore<B>,
+    pub(crate) icmp_limit: TokenBucket,
+    /// ICMP errors for connected sockets found during a burst, handed over
+    /// after it (bounded: more in one burst are dropped).
+    pub(crate) socket_errors: ArrayVec<(SocketId, PeerError), SOCKET_ERRORS>,
 }
 
 /// Most socket errors kept per burst.
@@ -247,10 +252,10 @@ impl<B: Buf> Core<B> {
     /// [`LOCAL`] and/or [`BROADCAST`] for `ip`, or 0. Per packet.
     #[inline(always)]
     pub(crate) fn class(&self, ip: u32) -> u8 {
-        if self.special_filter & special_bit(ip) == 0 {
+        if self.shared.special_filter & special_bit(ip) == 0 {
             return 0;
         }
-        for &(address, class) in &self.special {
+        for &(address, class) in &self.shared.special {
             if address == ip {
                 return class;
             }
@@ -280,77 +285,83 @@ impl<B: Buf> Core<B> {
         self.class(ip.to_bits()) & BROADCAST != 0
     }
 
-    /// The next IPv6 fragment identification.
-    pub(crate) fn fragment_ident6(&mut self) -> u32 {
-        self.next_ident6 = self.next_ident6.wrapping_add(1);
-        self.next_ident6
+    /// The next fragment identification of family `F`.
+    pub(crate) fn next_ident<F: IpFamily>(&mut self) -> F::Ident {
+        let state = F::lcore(&mut self.lcore.ip);
+        state.next_ident = F::next_ident(state.next_ident);
+        state.next_ident
     }
 
-    /// The MTU towards `dst` on a link of `link_mtu`.
-    pub(crate) fn path_mtu6(&self, dst: Ipv6Addr, link_mtu: usize) -> usize {
-        match self.path_mtus6.get(&dst) {
+    /// The next IPv4 identification.
+    #[inline]
+    pub(crate) fn ident(&mut self) -> u16 {
+        self.next_ident::<V4>()
+    }
+
+    /// The MTU towards `dst` (of family `F`) on a link of `link_mtu`.
+    pub(crate) fn path_mtu<F: IpFamily>(&self, dst: F::Addr, link_mtu: usize) -> usize {
+        match F::shared(&self.shared.ip).path_mtus.get(&dst) {
             Some(&(mtu, _)) => mtu.min(link_mtu),
             None => link_mtu,
         }
+    }
+
+    /// The MTU towards `dst` on a link of `link_mtu` (IPv6).
+    pub(crate) fn path_mtu6(&self, dst: Ipv6Addr, link_mtu: usize) -> usize {
+        self.path_mtu::<V6>(dst, link_mtu)
     }
 
     /// The MTU towards `dst` on a link of `link_mtu` (IPv4).
     pub(crate) fn path_mtu4(&self, dst: Ipv4Addr, link_mtu: usize) -> usize {
-        match self.path_mtus4.get(&dst) {
-            Some(&(mtu, _)) => mtu.min(link_mtu),
-            None => link_mtu,
-        }
+        self.path_mtu::<V4>(dst, link_mtu)
     }
 
     /// Records a path MTU to `dst` learned now (a full table takes no new
     /// destinations; a known one is updated). ICMP errors only, not per
     /// packet.
     pub(crate) fn learn_path_mtu(&mut self, dst: IpAddr, mtu: usize, now: Instant) {
-        let until = now + PATH_MTU_TIMEOUT;
         match dst {
-            IpAddr::V4(dst) => {
-                if self.path_mtus4.contains_key(&dst) || self.path_mtus4.len() < PATH_MTUS {
-                    self.path_mtus4.insert(dst, (mtu, until));
-                }
-            }
-            IpAddr::V6(dst) => {
-                if self.path_mtus6.contains_key(&dst) || self.path_mtus6.len() < PATH_MTUS {
-                    self.path_mtus6.insert(dst, (mtu, until));
-                }
-            }
+            IpAddr::V4(dst) => self.learn_family_path_mtu::<V4>(dst, mtu, now),
+            IpAddr::V6(dst) => self.learn_family_path_mtu::<V6>(dst, mtu, now),
         }
     }
 
-    pub(crate) fn ident(&mut self) -> u16 {
-        self.next_ident = self.next_ident.wrapping_add(1);
-        self.next_ident
+    fn learn_family_path_mtu<F: IpFamily>(&mut self, dst: F::Addr, mtu: usize, now: Instant) {
+        let path_mtus = &mut F::shared_mut(&mut self.shared.ip).path_mtus;
+        if path_mtus.contains_key(&dst) || path_mtus.len() < PATH_MTUS {
+            path_mtus.insert(dst, (mtu, now + PATH_MTU_TIMEOUT));
+        }
     }
 
     /// Changes whenever a route or any neighbour changes: the stamp of
     /// cached routes.
     #[inline]
     pub(crate) fn generation(&self) -> u64 {
-        let neighbors = match self.links.as_slice() {
+        let neighbors = match self.shared.links.as_slice() {
             // One port, the common case: no loop.
             [link] => link.neighbors.generation(),
             links => links
                 .iter()
                 .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors.generation())),
         };
-        self.routes.generation() ^ neighbors.rotate_left(32)
+        self.shared.ip.v4.routes.generation() ^ neighbors.rotate_left(32)
     }
 
     /// The link whose connected networks hold `ip`.
     pub(crate) fn link_of(&self, ip: Ipv4Addr) -> Option<usize> {
-        self.links.iter().position(|l| l.on_link(ip))
+        self.shared.links.iter().position(|l| l.on_link(ip))
     }
 
     /// True if `ip` is one of our IPv6 addresses (on any link: the weak
     /// host model, except that link-local addresses are per link).
     pub(crate) fn is_local6(&self, link: usize, ip: Ipv6Addr) -> bool {
         if ip.is_unicast_link_local() {
-            return self.links.get(link).is_some_and(|l| l.has_address6(ip));
+            return self
+                .shared
+                .links
+                .get(link)
+                .is_some_and(|l| l.has_address6(ip));
         }
-        self.links.iter().any(|l| l.has_address6(ip))
+        self.shared.links.iter().any(|l| l.has_address6(ip))
     }
 }

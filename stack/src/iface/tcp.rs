@@ -187,7 +187,7 @@ pub(crate) fn listen<B: Buf>(
     backlog: usize,
     options: ListenOptions,
 ) -> Result<usize, ListenError> {
-    let (local4, links) = (&core.local, &core.links);
+    let (local4, links) = (&core.shared.local, &core.shared.links);
     let ours = |ip| is_ours(local4, links, ip);
     core.tcp.listen(ours, local, backlog, options)
 }
@@ -210,7 +210,7 @@ pub(crate) fn listen_queued<B: Buf>(
     options: ListenOptions,
     queue: Arc<AcceptQueue<B>>,
 ) -> Result<(), ListenError> {
-    let (local4, links) = (&core.local, &core.links);
+    let (local4, links) = (&core.shared.local, &core.shared.links);
     let ours = |ip| is_ours(local4, links, ip);
     core.tcp
         .listen_queued(ours, local, (backlog, options), queue)

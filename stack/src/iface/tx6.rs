@@ -6,6 +6,7 @@
 
 use super::buffers::new_frame;
 use super::config::DEFAULT_HOP_LIMIT;
+use super::ip::{transmit6, MIN_MTU};
 use super::next_hop::NextHopAddr;
 use super::transmit::{Out, SendError};
 use super::{Core, Link};
@@ -19,13 +20,6 @@ use crate::wire::icmpv6::{msg_type, Icmpv6Packet, CODE_PORT_UNREACHABLE, HEADER_
 use crate::wire::ipv6::{multicast_mac, solicited_node};
 use crate::wire::ipv6::{next_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN};
 use core::net::Ipv6Addr;
-
-/// An ICMPv6 error and the packet it quotes fit the minimum IPv6 MTU; no
-/// path MTU is taken below it.
-pub(crate) const MIN_MTU: usize = 1280;
-
-/// Length of the fragment header.
-const FRAGMENT_HEADER_LEN: usize = 8;
 
 /// The packet an ICMPv6 error answers.
 pub(crate) struct Invoking {
@@ -90,20 +84,21 @@ pub(crate) fn icmp6_error<P: Port>(
     if invoking.ours.is_multicast() && !error.to_groups || invoking.peer.is_unspecified() {
         return; // the caller counted the invoking packet's drop
     }
-    if !core.icmp_limit.take(now) {
-        return core.counters.count_drop(DropReason::IcmpRateLimited);
+    if !core.lcore.icmp_limit.take(now) {
+        return core.lcore.counters.count_drop(DropReason::IcmpRateLimited);
     }
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let source = if invoking.ours.is_multicast() {
         match core
+            .shared
             .links
             .get(link)
             .and_then(|l| l.source_for6(invoking.peer))
         {
             Some(ip) => ip,
-            None => return core.counters.count_drop(DropReason::TxNoRoute),
+            None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
         }
     } else {
         invoking.ours
@@ -115,7 +110,7 @@ pub(crate) fn icmp6_error<P: Port>(
     let excess = buf.len().saturating_sub(ETH_LEN + quoted);
     buf.trim(excess);
     if buf.prepend(IP6_LEN + ICMP6_LEN).is_none() {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
+        return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
     }
     let frame = buf.data_mut();
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
@@ -133,98 +128,12 @@ pub(crate) fn icmp6_error<P: Port>(
     icmp.set_type_code(error.kind, error.code);
     icmp.set_body_word(error.word.to_be_bytes());
     icmp.fill_checksum(source, invoking.peer);
-    core.counters.count(match error.kind {
+    core.lcore.counters.count(match error.kind {
         msg_type::DEST_UNREACHABLE => Stat::Icmp6OutDestUnreachs,
         _ => Stat::Icmp6OutParmProblems,
     });
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
-}
-
-/// Sends a finished IPv6 frame out of `link`, in fragments if it exceeds
-/// the path MTU (the link's, or less if a packet-too-big said so).
-pub(crate) fn transmit6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    buf: P::Buf,
-) -> Result<(), SendError> {
-    let Some(link_mtu) = core.links.get(link).map(|l| l.mtu) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
-        return Err(SendError::NoRoute);
-    };
-    let mut mtu = link_mtu;
-    if buf.len() > ETH_LEN + MIN_MTU {
-        if let Some(ip) = buf
-            .data()
-            .get(ETH_LEN..)
-            .and_then(|d| Ipv6Packet::new_checked(d).ok())
-        {
-            mtu = core.path_mtu6(ip.dst(), link_mtu);
-        }
-    }
-    if buf.len() <= ETH_LEN + mtu {
-        core.counters.count(Stat::Ip6OutRequests);
-        out.push(link, buf, &core.counters);
-        return Ok(());
-    }
-    fragment6(core, out, link, mtu, &buf)
-}
-
-/// Splits an oversized IPv6 frame (fixed header only, as the stack builds
-/// them) into fragments in new buffers, each with a fragment header (RFC
-/// 8200 4.5) and an identification from the interface's unpredictable
-/// sequence. Slow path.
-fn fragment6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    mtu: usize,
-    whole: &P::Buf,
-) -> Result<(), SendError> {
-    let data = whole.data();
-    let Ok(ip) = Ipv6Packet::new_checked(&data[ETH_LEN..]) else {
-        core.counters.count_drop(DropReason::TxTooBig);
-        return Err(SendError::TooLarge);
-    };
-    let header = Ipv6Header {
-        src: ip.src(),
-        dst: ip.dst(),
-        next_header: next_header::FRAGMENT,
-        payload_len: 0,
-        hop_limit: ip.hop_limit(),
-    };
-    let protocol = ip.next_header();
-    let payload = ip.payload();
-    let chunk = (mtu.max(MIN_MTU) - IP6_LEN - FRAGMENT_HEADER_LEN) & !7;
-    let ident = core.fragment_ident6();
-    let pieces = payload.len().div_ceil(chunk);
-    for (i, piece) in payload.chunks(chunk).enumerate() {
-        let Some(mut buf) = out.alloc(link) else {
-            core.counters.count_drop(DropReason::TxNoBuffer);
-            return Err(SendError::NoBuffer);
-        };
-        let Some(frame) = buf.append(ETH_LEN + IP6_LEN + FRAGMENT_HEADER_LEN + piece.len()) else {
-            core.counters.count_drop(DropReason::TxTooBig);
-            return Err(SendError::TooLarge);
-        };
-        frame[..ETH_LEN].copy_from_slice(&data[..ETH_LEN]);
-        Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-            payload_len: (FRAGMENT_HEADER_LEN + piece.len()) as u16,
-            ..header
-        });
-        let offset = (i * chunk) as u16 | u16::from(i + 1 < pieces);
-        let at = ETH_LEN + IP6_LEN;
-        frame[at..at + 2].copy_from_slice(&[protocol, 0]);
-        frame[at + 2..at + 4].copy_from_slice(&offset.to_be_bytes());
-        frame[at + 4..at + 8].copy_from_slice(&ident.to_be_bytes());
-        frame[at + 8..].copy_from_slice(piece);
-        core.counters.count(Stat::Ip6FragCreates);
-        core.counters.count(Stat::Ip6OutRequests);
-        out.push(link, buf, &core.counters);
-    }
-    core.counters.count(Stat::Ip6FragOKs);
-    Ok(())
+    core.lcore.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }
 
 /// Sends one Neighbor Discovery message on `link` (hop limit 255, RFC 4861
@@ -238,10 +147,10 @@ fn send_nd<P: Port>(
     (len, emit): (usize, impl FnOnce(&mut [u8])),
     stat: Stat,
 ) {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
-    let Some(mut buf) = new_frame(&core.counters, out, link, ETH_LEN + IP6_LEN + len) else {
+    let Some(mut buf) = new_frame(&core.lcore.counters, out, link, ETH_LEN + IP6_LEN + len) else {
         return;
     };
     let frame = buf.data_mut();
@@ -259,9 +168,9 @@ fn send_nd<P: Port>(
     let message = &mut frame[ETH_LEN + IP6_LEN..];
     emit(message);
     Icmpv6Packet::new_unchecked(message).fill_checksum(src, dst);
-    core.counters.count(stat);
-    core.counters.count(Stat::Ip6OutRequests);
-    out.push(link, buf, &core.counters);
+    core.lcore.counters.count(stat);
+    core.lcore.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }
 
 /// Asks "who has `target`?" on `link` with our link-layer address (RFC
@@ -275,8 +184,8 @@ pub(crate) fn send_solicitation<P: Port>(
     target: Ipv6Addr,
     to: Option<MacAddr>,
 ) {
-    let Some(here) = core.links.get(link) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(here) = core.shared.links.get(link) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let our_mac = here.mac;
     let Some(source) = here
@@ -287,7 +196,7 @@ pub(crate) fn send_solicitation<P: Port>(
         .or_else(|| here.link_local6())
         .or_else(|| here.addresses6.first().map(|a| a.addr))
     else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let (dst, dst_mac) = match to {
         Some(mac) => (target, mac),
@@ -342,11 +251,12 @@ pub(crate) fn send_router_solicitation<P: Port>(
     link: usize,
 ) {
     let Some((our_mac, source)) = core
+        .shared
         .links
         .get(link)
         .and_then(|l| Some((l.mac, l.link_local6()?)))
     else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let all_routers = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
     let message = (ROUTER_SOLICITATION_LEN, |m: &mut [u8]| {

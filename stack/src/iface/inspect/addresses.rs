@@ -106,7 +106,7 @@ impl<B: Buf> Interface<B> {
     /// Every address of every link, IPv4 first, with its state.
     pub fn ip_addresses(&self) -> Vec<AddressInfo> {
         let mut all = Vec::new();
-        for (link, l) in self.core.links.iter().enumerate() {
+        for (link, l) in self.core.shared.links.iter().enumerate() {
             let v4 = l
                 .addresses
                 .iter()
@@ -135,19 +135,23 @@ impl<B: Buf> Interface<B> {
     /// addresses are announced with gratuitous ARP on the next poll.
     pub fn add_address(&mut self, link: usize, prefix: Prefix) -> Result<(), ConfigError> {
         let core = &mut self.core;
-        let l = core.links.get(link).ok_or(ConfigError::NoSuchLink(link))?;
+        let l = core
+            .shared
+            .links
+            .get(link)
+            .ok_or(ConfigError::NoSuchLink(link))?;
         match prefix {
             Prefix::V4(cidr) => {
                 if !cidr.is_host_address() {
                     return Err(ConfigError::BadAddress(cidr));
                 }
-                if core.local.contains(&cidr.addr) {
+                if core.shared.local.contains(&cidr.addr) {
                     return Err(ConfigError::DuplicateAddress(cidr.addr));
                 }
-                core.links[link].addresses.push(cidr);
-                core.config.links[link].addresses.push(cidr);
+                core.shared.links[link].addresses.push(cidr);
+                core.shared.config.links[link].addresses.push(cidr);
                 refresh_local(core);
-                core.routes.add(Route {
+                core.shared.ip.v4.routes.add(Route {
                     prefix: cidr,
                     gateway: None,
                     port: link as u16,
@@ -169,16 +173,16 @@ impl<B: Buf> Interface<B> {
                         || k.is_tentative6(ip)
                         || k.duplicates6.iter().any(|d| d.addr == ip)
                 };
-                if core.links.iter().any(taken) {
+                if core.shared.links.iter().any(taken) {
                     return Err(ConfigError::DuplicateAddress6(ip));
                 }
-                core.config.links[link].addresses6.push(cidr);
+                core.shared.config.links[link].addresses6.push(cidr);
                 let group = solicited_node(ip);
-                let l = &mut core.links[link];
+                let l = &mut core.shared.links[link];
                 if !l.groups6.contains(&group) {
                     l.groups6.push(group);
                 }
-                let dad = core.config.dad_transmits;
+                let dad = core.shared.config.dad_transmits;
                 if dad > 0 {
                     l.tentative6.push(Tentative {
                         cidr,
@@ -200,8 +204,8 @@ impl<B: Buf> Interface<B> {
     pub fn remove_address(&mut self, link: Option<usize>, ip: IpAddr) -> Option<Prefix> {
         let core = &mut self.core;
         let on = |l: &usize| link.is_none_or(|given| given == *l);
-        let link = (0..core.links.len()).filter(on).find(|&l| {
-            let k = &core.links[l];
+        let link = (0..core.shared.links.len()).filter(on).find(|&l| {
+            let k = &core.shared.links[l];
             match ip {
                 IpAddr::V4(v4) => k.addresses.iter().any(|a| a.addr == v4),
                 IpAddr::V6(v6) => {
@@ -213,26 +217,34 @@ impl<B: Buf> Interface<B> {
         })?;
         match ip {
             IpAddr::V4(v4) => {
-                let l = &mut core.links[link];
+                let l = &mut core.shared.links[link];
                 let at = l.addresses.iter().position(|a| a.addr == v4)?;
                 let cidr = l.addresses.remove(at);
-                core.config.links[link].addresses.retain(|a| a.addr != v4);
+                core.shared.config.links[link]
+                    .addresses
+                    .retain(|a| a.addr != v4);
                 refresh_local(core);
                 let network = Ipv4Cidr {
                     addr: cidr.network(),
                     len: cidr.len,
                 };
-                let other = core.links.iter().enumerate().find_map(|(i, k)| {
+                let other = core.shared.links.iter().enumerate().find_map(|(i, k)| {
                     let same = |a: &&Ipv4Cidr| a.len == cidr.len && a.network() == network.addr;
                     k.addresses.iter().find(same).map(|a| (i, *a))
                 });
-                let connected = core.routes.lookup(network.addr).is_some_and(|r| {
-                    r.gateway.is_none() && r.prefix.len == cidr.len && r.source == v4
-                });
+                let connected = core
+                    .shared
+                    .ip
+                    .v4
+                    .routes
+                    .lookup(network.addr)
+                    .is_some_and(|r| {
+                        r.gateway.is_none() && r.prefix.len == cidr.len && r.source == v4
+                    });
                 if connected {
-                    core.routes.remove(network);
+                    core.shared.ip.v4.routes.remove(network);
                     if let Some((i, a)) = other {
-                        core.routes.add(Route {
+                        core.shared.ip.v4.routes.add(Route {
                             prefix: a,
                             gateway: None,
                             port: i as u16,
@@ -243,7 +255,7 @@ impl<B: Buf> Interface<B> {
                 Some(Prefix::V4(cidr))
             }
             IpAddr::V6(v6) => {
-                let l = &mut core.links[link];
+                let l = &mut core.shared.links[link];
                 let mut removed = None;
                 let mut take = |list: &mut Vec<Ipv6Cidr>| {
                     if let Some(at) = list.iter().position(|a| a.addr == v6) {
@@ -256,10 +268,12 @@ impl<B: Buf> Interface<B> {
                     removed = Some(l.tentative6.remove(at).cidr);
                 }
                 let cidr = removed?;
-                core.config.links[link].addresses6.retain(|a| a.addr != v6);
+                core.shared.config.links[link]
+                    .addresses6
+                    .retain(|a| a.addr != v6);
                 let group = solicited_node(v6);
                 let still = |a: &Ipv6Cidr| solicited_node(a.addr) == group;
-                let l = &mut core.links[link];
+                let l = &mut core.shared.links[link];
                 let in_use =
                     l.addresses6.iter().any(still) || l.tentative6.iter().any(|t| still(&t.cidr));
                 if !in_use && group != ALL_NODES {
@@ -268,17 +282,20 @@ impl<B: Buf> Interface<B> {
                 let Prefix::V6(network) = Prefix::V6(cidr).network() else {
                     return Some(Prefix::V6(cidr));
                 };
-                let shared = core.links.iter().any(|k| {
+                let shared = core.shared.links.iter().any(|k| {
                     k.addresses6.iter().any(|a| {
                         a.len == cidr.len && Prefix::V6(*a).network() == Prefix::V6(network)
                     })
                 });
                 let on_link = core
-                    .routes6
+                    .shared
+                    .ip
+                    .v6
+                    .routes
                     .get(network)
                     .is_some_and(|r| r.gateway.is_none());
                 if on_link && !shared {
-                    core.routes6.remove(network);
+                    core.shared.ip.v6.routes.remove(network);
                 }
                 Some(Prefix::V6(cidr))
             }
@@ -289,9 +306,10 @@ impl<B: Buf> Interface<B> {
 /// Recomputes the local-address set and the address classes after the
 /// IPv4 addresses changed.
 fn refresh_local<B: Buf>(core: &mut Core<B>) {
-    core.local = (core.links.iter())
+    core.shared.local = (core.shared.links.iter())
         .flat_map(|l| l.addresses.iter().map(|a| a.addr))
         .collect();
-    core.special = special_addresses(&core.config.links);
-    core.special_filter = (core.special.iter()).fold(0, |bits, &(ip, _)| bits | special_bit(ip));
+    core.shared.special = special_addresses(&core.shared.config.links);
+    core.shared.special_filter =
+        (core.shared.special.iter()).fold(0, |bits, &(ip, _)| bits | special_bit(ip));
 }

@@ -16,7 +16,7 @@ pub struct CounterSnapshot {
 impl<B: Buf> Interface<B> {
     /// Every counter, zero or not.
     pub fn counter_snapshot(&self) -> CounterSnapshot {
-        let c = &self.core.counters;
+        let c = &self.core.lcore.counters;
         CounterSnapshot {
             stats: Stat::ALL.iter().map(|&s| (s, c.get(s))).collect(),
             drops: DropReason::ALL.iter().map(|&r| (r, c.dropped(r))).collect(),

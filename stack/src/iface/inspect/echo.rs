@@ -86,8 +86,8 @@ impl<B: Buf> Interface<B> {
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
         let sent = match dst {
             IpAddr::V4(dst) => {
-                let Some(hop) = core.routes.next_hop(dst) else {
-                    core.counters.count_drop(DropReason::TxNoRoute);
+                let Some(hop) = core.shared.ip.v4.routes.next_hop(dst) else {
+                    core.lcore.counters.count_drop(DropReason::TxNoRoute);
                     return Err(SendError::NoRoute);
                 };
                 let buf = echo_buffer(&mut out, usize::from(hop.port), (ident, seq), data, None)?;
@@ -97,7 +97,7 @@ impl<B: Buf> Interface<B> {
             IpAddr::V6(dst) => {
                 let target = SocketAddrV6::new(dst, 0, 0, 0);
                 let Some(path) = udp::path6(core, Ipv6Addr::UNSPECIFIED, &target) else {
-                    core.counters.count_drop(DropReason::TxNoRoute);
+                    core.lcore.counters.count_drop(DropReason::TxNoRoute);
                     return Err(SendError::NoRoute);
                 };
                 let ends = Some((path.source, dst));
@@ -106,7 +106,7 @@ impl<B: Buf> Interface<B> {
                 ip_out::send_ipv6(core, &mut out, now, ends, next_header::ICMPV6, buf).map(|_| ())
             }
         };
-        out.flush(&core.counters);
+        out.flush(&core.lcore.counters);
         sent
     }
 }

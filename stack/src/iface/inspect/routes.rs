@@ -4,8 +4,8 @@
 use super::Prefix;
 use crate::iface::{ConfigError, Core, Interface};
 use crate::port::Buf;
+use crate::route::Route6;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
-use crate::route6::Route6;
 use core::net::IpAddr;
 
 /// One route.
@@ -30,6 +30,7 @@ impl<B: Buf> Interface<B> {
     pub fn add_link_route6(&mut self, prefix: Ipv6Cidr, link: usize) -> Result<(), ConfigError> {
         let l = self
             .core
+            .shared
             .links
             .get(link)
             .filter(|l| l.ipv6)
@@ -37,7 +38,7 @@ impl<B: Buf> Interface<B> {
         let source = l
             .route_source6()
             .ok_or(ConfigError::BadAddress6(prefix.addr))?;
-        self.core.routes6.add(Route6 {
+        self.core.shared.ip.v6.routes.add(Route6 {
             prefix,
             gateway: None,
             port: link as u16,
@@ -50,7 +51,7 @@ impl<B: Buf> Interface<B> {
     /// default first, then by destination and prefix length.
     pub fn route_list(&self) -> Vec<RouteInfo> {
         let core = &self.core;
-        let v4 = core.routes.iter().map(|r| {
+        let v4 = core.shared.ip.v4.routes.iter().map(|r| {
             let prefix = Ipv4Cidr {
                 addr: r.prefix.network(),
                 len: r.prefix.len,
@@ -63,7 +64,7 @@ impl<B: Buf> Interface<B> {
                 connected: r.gateway.is_none() && connected4(core, usize::from(r.port), prefix),
             }
         });
-        let v6 = core.routes6.iter().map(|r| {
+        let v6 = core.shared.ip.v6.routes.iter().map(|r| {
             let prefix = Prefix::V6(r.prefix).network();
             RouteInfo {
                 prefix,
@@ -88,13 +89,13 @@ impl<B: Buf> Interface<B> {
 
 /// True if `prefix` is the network of one of `link`'s IPv4 addresses.
 fn connected4<B: Buf>(core: &Core<B>, link: usize, prefix: Ipv4Cidr) -> bool {
-    (core.links.get(link)).is_some_and(|l| {
+    (core.shared.links.get(link)).is_some_and(|l| {
         (l.addresses.iter()).any(|a| a.len == prefix.len && a.network() == prefix.addr)
     })
 }
 
 /// True if `prefix` is the network of one of `link`'s IPv6 addresses.
 fn connected6<B: Buf>(core: &Core<B>, link: usize, prefix: Prefix) -> bool {
-    (core.links.get(link))
+    (core.shared.links.get(link))
         .is_some_and(|l| (l.addresses6.iter()).any(|&a| Prefix::V6(a).network() == prefix))
 }

@@ -186,7 +186,7 @@ fn a_new_network_gets_a_connected_route_that_leaves_with_its_address() {
 #[test]
 fn ipv6_addresses_go_through_dad_and_join_their_group() {
     let mut p = Pair::new();
-    p.a.core.config.dad_transmits = 1;
+    p.a.core.shared.config.dad_transmits = 1;
     let ip: Ipv6Addr = "2001:db8::1".parse().expect("ip");
     p.a.add_address(0, "2001:db8::1/64".parse().expect("prefix"))
         .expect("added");
@@ -198,7 +198,7 @@ fn ipv6_addresses_go_through_dad_and_join_their_group() {
             .map(|a| a.state)
     };
     assert_eq!(state(&p.a), Some(AddressState::Tentative));
-    assert!(p.a.core.links[0].joined(solicited_node(ip)));
+    assert!(p.a.core.shared.links[0].joined(solicited_node(ip)));
     for _ in 0..3 {
         p.now = p.now + crate::time::Duration::from_millis(600);
         p.settle();
@@ -213,7 +213,7 @@ fn ipv6_addresses_go_through_dad_and_join_their_group() {
     );
     assert!(p.a.remove_address(Some(0), IpAddr::V6(ip)).is_some());
     assert_eq!(state(&p.a), None);
-    assert!(!p.a.core.links[0].joined(solicited_node(ip)));
+    assert!(!p.a.core.shared.links[0].joined(solicited_node(ip)));
     assert!(p.a.route_list().iter().all(|r| r.prefix.addr().is_ipv4()));
     assert_eq!(
         p.a.add_address(0, "ff02::1/64".parse().expect("prefix")),

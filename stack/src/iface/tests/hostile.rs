@@ -552,14 +552,14 @@ fn a_flood_of_tiny_fragments_does_not_lock_real_traffic_out_of_reassembly() {
             DropReason::Ipv4ReassemblyEvictedShare,
             DropReason::Ipv4ReassemblyEvictedMemory,
             DropReason::Ipv4ReassemblyFull,
-            iface.core.reassembler.len(),
+            iface.core.lcore.ip.v4.reassembler.len(),
             "IPv4",
         ),
         (
             DropReason::Ipv6ReassemblyEvictedShare,
             DropReason::Ipv6ReassemblyEvictedMemory,
             DropReason::Ipv6ReassemblyFull,
-            iface.core.reassembler6.len(),
+            iface.core.lcore.ip.v6.reassembler.len(),
             "IPv6",
         ),
     ] {

@@ -46,7 +46,7 @@ fn addr(h: &[u8; FAST_HEADERS], at: usize) -> Ipv4Addr {
 /// written stalled on store forwarding.
 #[inline(always)]
 pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
         return Fast::General(buf);
     };
     let data = buf.data();
@@ -78,7 +78,7 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         return Fast::General(buf);
     }
     let offload = buf.rx_offload();
-    let policy = core.config.checksum;
+    let policy = core.shared.config.checksum;
     // Both checksums are verified on little-endian sums ([`word32_le`]).
     // The addresses are summed once, for the header and the pseudo-header
     // (each 32-bit word folds like its two 16-bit halves).
@@ -112,12 +112,12 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         dst,
         device: link as u16,
     };
-    let Some(socket) = core.udp.lookup(&key) else {
+    let Some(socket) = core.shared.udp.lookup(&key) else {
         return Fast::General(buf);
     };
     // The counters themselves, not the `Arc`: its pointer is read once,
     // not again after each (atomic) store.
-    let counters: &Counters = &core.counters;
+    let counters: &Counters = &core.lcore.counters;
     counters.count(Stat::EthInFrames);
     counters.count(Stat::IpInReceives);
     counters.count(Stat::IpInDelivers);

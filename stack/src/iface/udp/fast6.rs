@@ -31,7 +31,7 @@ fn address(h: &[u8; HEADERS6], at: usize) -> Ipv6Addr {
 /// Tries the IPv6 fast path on a frame the IPv4 one did not take.
 #[inline(never)]
 pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
-    let Some(our_mac) = core.links.get(link).map(|l| l.mac) else {
+    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
         return Fast::General(buf);
     };
     let data = buf.data();
@@ -56,7 +56,7 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         return Fast::General(buf);
     }
     let (src, dst) = (address(h, at::SRC), address(h, at::DST));
-    let Some(here) = core.links.get(link) else {
+    let Some(here) = core.shared.links.get(link) else {
         return Fast::General(buf);
     };
     // A unicast source, not loopback; a destination of this link (the
@@ -66,6 +66,7 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     }
     let udp_end = at::UDP + udp_len;
     let checksum_ok = match core
+        .shared
         .config
         .checksum
         .device_verdict(buf.rx_offload().l4_checksum)
@@ -88,10 +89,10 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         dst: SocketAddrV6::new(dst, word(h, at::DST_PORT), 0, 0),
         device: link as u16,
     };
-    let Some(socket) = core.udp.lookup6(&key) else {
+    let Some(socket) = core.shared.udp.lookup6(&key) else {
         return Fast::General(buf);
     };
-    let counters = &core.counters;
+    let counters = &core.lcore.counters;
     counters.count(Stat::EthInFrames);
     counters.count(Stat::Ip6InReceives);
     counters.count(Stat::Ip6InDelivers);

@@ -22,9 +22,9 @@
 //! the same headers on the wire (a test compares them byte for byte).
 
 use super::super::buffers::cut_to_payload;
+use super::super::ip::transmit_ipv4;
 use super::super::state::Core;
 use super::super::transmit::{Out, SendError};
-use super::super::tx::transmit_ipv4;
 use super::family::UdpFamily;
 use super::send::{path_to, send_framed};
 use super::v4::{at, readdress_plain, FAST_HEADERS};
@@ -139,7 +139,7 @@ fn forward_plain<P: Port>(
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    if let Some(send) = core.udp.cached_send(from, dst, core.generation()) {
+    if let Some(send) = core.shared.udp.cached_send(from, dst, core.generation()) {
         return forward_cached(core, out, buf, send, dst);
     }
     // A plain frame's payload ends with it (`forward_udp`), well below 2^32.
@@ -165,8 +165,8 @@ fn forward_cached<P: Port>(
 ) -> Result<(), SendError> {
     let route = send.route;
     let link = usize::from(route.link);
-    let Some((our_mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((our_mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let src_ip = if send.local4.is_unspecified() {
@@ -178,7 +178,7 @@ fn forward_cached<P: Port>(
     let frame = buf.data_mut();
     let frame_len = frame.len();
     let Some(h) = frame.first_chunk_mut::<FAST_HEADERS>() else {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
     // At least the headers' 42 bytes: no saturating subtraction needed.
@@ -191,11 +191,11 @@ fn forward_cached<P: Port>(
     // registers (written after the others, they were kept on the stack).
     write_ethernet(h, route.mac, our_mac);
     readdress_plain(h, (src, dst), ident, udp_len, mtu, send.tos);
-    core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::UdpForwardedInPlace);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpForwardedInPlace);
     if IP_LEN + udp_len <= mtu {
-        core.counters.count(Stat::IpOutRequests);
-        out.push(link, buf, &core.counters);
+        core.lcore.counters.count(Stat::IpOutRequests);
+        out.push(link, buf, &core.lcore.counters);
     } else {
         transmit_ipv4(core, out, link, buf);
     }
@@ -232,8 +232,8 @@ fn forward_general<A: UdpFamily, P: Port>(
     } = payload;
     let (local, local_port) = A::local(core, from)?;
     let path = path_to::<A, _>(core, from, &dst)?;
-    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((mac, mtu)) = core.shared.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let (start, end) = (payload_start as usize, payload_end as usize);
@@ -243,16 +243,16 @@ fn forward_general<A: UdpFamily, P: Port>(
     }
     let headers = ETH_LEN + A::IP_LEN + UDP_LEN;
     let Some(header_start) = start.checked_sub(headers) else {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     };
     cut_to_payload(&mut buf, header_start, end);
     let (dst_ip, dst_port) = A::split(dst);
     let src = (A::source(local, dst_ip, path.source), local_port);
-    let tos = core.udp.tos(from);
+    let tos = core.shared.udp.tos(from);
     let frame = buf.data_mut();
     if frame.len() != headers + udp_len - UDP_LEN {
-        core.counters.count_drop(DropReason::UdpMalformed);
+        core.lcore.counters.count_drop(DropReason::UdpMalformed);
         return Err(SendError::TooLarge);
     }
     let addresses = (src, (dst_ip, dst_port));
@@ -261,7 +261,7 @@ fn forward_general<A: UdpFamily, P: Port>(
     if !readdressed {
         A::write_headers(core, frame, addresses, (mac, mtu), tos);
     }
-    core.counters.count(Stat::UdpOutDatagrams);
-    core.counters.count(Stat::UdpForwardedInPlace);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpForwardedInPlace);
     send_framed(core, out, now, from, dst_ip, buf, path)
 }

@@ -31,30 +31,33 @@ pub(crate) fn udp_input<A: UdpFamily, P: Port>(
     delivered: &mut Delivered<P::Buf>,
 ) {
     let Some(segment) = buf.data().get(l4.start..l4.end) else {
-        return core.counters.count_drop(DropReason::UdpMalformed);
+        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
     };
     let Ok(udp) = UdpPacket::new_checked(segment) else {
-        return core.counters.count_drop(DropReason::UdpMalformed);
+        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
     };
     let udp_len = udp.len();
     let verify = || match udp.checksum() {
         0 => A::ZERO_CHECKSUM_IS_NONE,
         _ => udp.verify_checksum(A::pseudo_header(l4.src, l4.dst, udp_len)),
     };
-    if !core.config.checksum.accepts(l4.l4_checksum, verify) {
-        return core.counters.count_drop(DropReason::UdpBadChecksum);
+    if !core.shared.config.checksum.accepts(l4.l4_checksum, verify) {
+        return core.lcore.counters.count_drop(DropReason::UdpBadChecksum);
     }
     if udp.src_port() == 0 {
         // Port 0 is no destination: an answer (an echo, a port
         // unreachable) could only go nowhere.
-        return core.counters.count_drop(DropReason::UdpSourcePortZero);
+        return core
+            .lcore
+            .counters
+            .count_drop(DropReason::UdpSourcePortZero);
     }
     let (src, dst) = ((l4.src, udp.src_port()), (l4.dst, udp.dst_port()));
     let Some(socket) = A::lookup(core, src, dst, link) else {
-        core.counters.count_drop(DropReason::UdpNoSocket);
+        core.lcore.counters.count_drop(DropReason::UdpNoSocket);
         return A::port_unreachable(core, out, (link, now), buf, eth_src, &l4);
     };
-    core.counters.count(Stat::UdpInDatagrams);
+    core.lcore.counters.count(Stat::UdpInDatagrams);
     let payload = l4.start + UDP_LEN..l4.start + usize::from(udp_len);
     let mut datagram = Datagram::new(buf, payload, l4.to_group, link as u16);
     datagram.v6 = A::V6;

@@ -36,7 +36,4 @@ pub(crate) use reply::reply_udp_in_place;
 pub(crate) use send::{send_any, send_buffer};
 pub(crate) use v6::path6;
 
-use crate::udp::{Datagram, SocketId};
-
-/// A datagram the receive path accepted, with its socket.
-pub(crate) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
+pub(crate) use super::ip::Delivered;

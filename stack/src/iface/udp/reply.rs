@@ -14,9 +14,9 @@
 //! that link.
 
 use super::super::buffers::cut_to_payload;
+use super::super::ip::{transmit6, MIN_MTU};
 use super::super::state::Core;
 use super::super::transmit::Out;
-use super::super::tx6::{transmit6, MIN_MTU};
 use super::family::UdpFamily;
 use super::v4::{turn_around_plain_udp, FAST_HEADERS};
 use super::v6::{turn_around_plain_udp6, HEADERS6};
@@ -49,19 +49,19 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         received_at: _,
     } = datagram;
     let link = usize::from(link);
-    let tos = core.udp.tos(socket);
-    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let tos = core.shared.udp.tos(socket);
+    let Some((mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let payload = payload_start as usize..payload_end as usize;
     if v6 {
         if plain && !broadcast {
             if let Some(h) = buf.data_mut().first_chunk_mut::<HEADERS6>() {
                 turn_around_plain_udp6(h, mac, tos);
-                core.counters.count(Stat::UdpOutDatagrams);
+                core.lcore.counters.count(Stat::UdpOutDatagrams);
                 if buf.len() <= ETH_LEN + MIN_MTU {
-                    core.counters.count(Stat::Ip6OutRequests);
-                    return out.push(link, buf, &core.counters);
+                    core.lcore.counters.count(Stat::Ip6OutRequests);
+                    return out.push(link, buf, &core.lcore.counters);
                 }
                 // It may exceed the link's or a learned path MTU (the
                 // sender's link may carry larger frames than ours).
@@ -74,9 +74,9 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     if plain && buf.len() <= ETH_LEN + mtu {
         if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
             turn_around_plain_udp(h, mac, tos);
-            core.counters.count(Stat::UdpOutDatagrams);
-            core.counters.count(Stat::IpOutRequests);
-            return out.push(link, buf, &core.counters);
+            core.lcore.counters.count(Stat::UdpOutDatagrams);
+            core.lcore.counters.count(Stat::IpOutRequests);
+            return out.push(link, buf, &core.lcore.counters);
         }
     }
     rebuild_reply::<Ipv4Addr, P>(core, out, link, buf, payload, (broadcast, tos));
@@ -94,15 +94,15 @@ fn rebuild_reply<A: UdpFamily, P: Port>(
     payload: Range<usize>,
     (to_group, tos): (bool, u8),
 ) {
-    let Some(here) = core.links.get(link) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
+    let Some(here) = core.shared.links.get(link) else {
+        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
     };
     let (mac, mtu) = (here.mac, here.mtu);
     let ((peer, ours), (peer_port, our_port)) = A::addresses(buf.data(), payload.start);
     let source = if to_group {
         match A::reply_source(here, peer) {
             Some(ip) => ip,
-            None => return core.counters.count_drop(DropReason::TxNoRoute),
+            None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
         }
     } else {
         ours
@@ -110,16 +110,16 @@ fn rebuild_reply<A: UdpFamily, P: Port>(
     let eth_src = EthernetFrame::new_unchecked(buf.data()).src();
     let headers = ETH_LEN + A::IP_LEN + UDP_LEN;
     let Some(header_start) = payload.start.checked_sub(headers) else {
-        return core.counters.count_drop(DropReason::UdpMalformed);
+        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
     };
     cut_to_payload(&mut buf, header_start, payload.end);
     let frame = buf.data_mut();
     if frame.len() != headers + payload.len() {
-        return core.counters.count_drop(DropReason::UdpMalformed);
+        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
     }
     let addresses = ((source, our_port), (peer, peer_port));
     A::write_headers(core, frame, addresses, (mac, mtu), tos);
     EthernetFrame::new_unchecked(frame).set_dst(eth_src);
-    core.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
     let _ = A::transmit(core, out, link, buf); // failures are counted inside
 }

@@ -75,7 +75,7 @@ pub(super) fn path_to<A: UdpFamily, B: Buf>(
         });
     }
     let Some((link, via, source)) = A::route(core, dst, generation) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     Ok(Path {
@@ -123,7 +123,7 @@ fn send<A: UdpFamily, P: Port>(
     let local = A::local(core, socket)?;
     let path = path_to::<A, _>(core, socket, &dst)?;
     let headers = ETH_LEN + A::IP_LEN + UDP_LEN;
-    let buf = new_with_payload(&core.counters, out, path.link, headers, payload)?;
+    let buf = new_with_payload(&core.lcore.counters, out, path.link, headers, payload)?;
     send_on_path(core, out, now, (socket, local), dst, buf, path)
 }
 
@@ -170,8 +170,8 @@ fn send_on_path<A: UdpFamily, P: Port>(
     mut buf: P::Buf,
     path: Path<A>,
 ) -> Result<(), SendError> {
-    let Some((mac, mtu)) = core.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
-        core.counters.count_drop(DropReason::TxNoRoute);
+    let Some((mac, mtu)) = core.shared.links.get(path.link).map(|l| (l.mac, l.mtu)) else {
+        core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
     let (dst_ip, dst_port) = A::split(dst);
@@ -182,10 +182,10 @@ fn send_on_path<A: UdpFamily, P: Port>(
     if buf.prepend(ETH_LEN + A::IP_LEN + UDP_LEN).is_none() {
         return Err(SendError::TooLarge);
     }
-    let tos = core.udp.tos(socket);
+    let tos = core.shared.udp.tos(socket);
     let addresses = ((src_ip, local_port), (dst_ip, dst_port));
     A::write_headers(core, buf.data_mut(), addresses, (mac, mtu), tos);
-    core.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
     send_framed(core, out, now, socket, dst_ip, buf, path)
 }
 

@@ -78,7 +78,7 @@ impl UdpFamily for Ipv4Addr {
         dst: (Ipv4Addr, u16),
         link: usize,
     ) -> Option<SocketId> {
-        core.udp.lookup(&FlowKey {
+        core.shared.udp.lookup(&FlowKey {
             src: SocketAddrV4::new(src.0, src.1),
             dst: SocketAddrV4::new(dst.0, dst.1),
             device: link as u16,
@@ -111,7 +111,11 @@ impl UdpFamily for Ipv4Addr {
 
     #[inline]
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Ipv4Addr, u16), SendError> {
-        let local = core.udp.local_addr(socket).ok_or(SendError::NoSocket)?;
+        let local = core
+            .shared
+            .udp
+            .local_addr(socket)
+            .ok_or(SendError::NoSocket)?;
         Ok((*local.ip(), local.port()))
     }
 
@@ -127,12 +131,12 @@ impl UdpFamily for Ipv4Addr {
         dst: &SocketAddrV4,
         generation: u64,
     ) -> Option<CachedRoute> {
-        core.udp.cached_route(socket, *dst, generation)
+        core.shared.udp.cached_route(socket, *dst, generation)
     }
 
     #[inline]
     fn keep_route<B: Buf>(core: &mut Core<B>, socket: SocketId, route: CachedRoute) {
-        core.udp.remember_route(socket, route);
+        core.shared.udp.remember_route(socket, route);
     }
 
     #[inline]
@@ -141,10 +145,12 @@ impl UdpFamily for Ipv4Addr {
         dst: &SocketAddrV4,
         generation: u64,
     ) -> Option<(usize, Ipv4Addr, Ipv4Addr)> {
-        core.counters.count(Stat::RouteLookups);
-        let hop = core
-            .route_cache
-            .next_hop(&core.routes, generation, *dst.ip())?;
+        core.lcore.counters.count(Stat::RouteLookups);
+        let hop = core.lcore.ip.v4.route_cache.next_hop(
+            &core.shared.ip.v4.routes,
+            generation,
+            *dst.ip(),
+        )?;
         Some((usize::from(hop.port), hop.via, hop.source))
     }
 

@@ -76,7 +76,7 @@ impl UdpFamily for Ipv6Addr {
         dst: (Ipv6Addr, u16),
         link: usize,
     ) -> Option<SocketId> {
-        core.udp.lookup6(&FlowKey6 {
+        core.shared.udp.lookup6(&FlowKey6 {
             src: SocketAddrV6::new(src.0, src.1, 0, 0),
             dst: SocketAddrV6::new(dst.0, dst.1, 0, 0),
             device: link as u16,
@@ -113,7 +113,7 @@ impl UdpFamily for Ipv6Addr {
 
     #[inline]
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Ipv6Addr, u16), SendError> {
-        match core.udp.local_socket_addr(socket) {
+        match core.shared.udp.local_socket_addr(socket) {
             Some(SocketAddr::V6(local)) => Ok((*local.ip(), local.port())),
             Some(SocketAddr::V4(_)) => Err(SendError::NoRoute),
             None => Err(SendError::NoSocket),
@@ -122,13 +122,13 @@ impl UdpFamily for Ipv6Addr {
 
     #[inline]
     fn generation<B: Buf>(core: &Core<B>) -> u64 {
-        let neighbors = match core.links.as_slice() {
+        let neighbors = match core.shared.links.as_slice() {
             [link] => link.neighbors6.generation(),
             links => links
                 .iter()
                 .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors6.generation())),
         };
-        core.routes6.generation() ^ neighbors.rotate_left(32)
+        core.shared.ip.v6.routes.generation() ^ neighbors.rotate_left(32)
     }
 
     /// A link-local destination is never kept: its link is the
@@ -140,13 +140,13 @@ impl UdpFamily for Ipv6Addr {
         dst: &SocketAddrV6,
         generation: u64,
     ) -> Option<CachedRoute<Ipv6Addr>> {
-        core.udp.cached_route6(socket, *dst.ip(), generation)
+        core.shared.udp.cached_route6(socket, *dst.ip(), generation)
     }
 
     #[inline]
     fn keep_route<B: Buf>(core: &mut Core<B>, socket: SocketId, route: CachedRoute<Ipv6Addr>) {
         if !route.dst.is_unicast_link_local() {
-            core.udp.remember_route6(socket, route);
+            core.shared.udp.remember_route6(socket, route);
         }
     }
 
@@ -245,25 +245,30 @@ pub(crate) fn path6<B: Buf>(
 fn route6<B: Buf>(core: &mut Core<B>, dst: &SocketAddrV6) -> Option<(usize, Ipv6Addr, Ipv6Addr)> {
     let ip = *dst.ip();
     if !ip.is_unicast_link_local() {
-        core.counters.count(Stat::RouteLookups);
-        let generation = core.routes6.generation();
-        let hop = core.route_cache6.next_hop(&core.routes6, generation, ip)?;
+        core.lcore.counters.count(Stat::RouteLookups);
+        let generation = core.shared.ip.v6.routes.generation();
+        let hop =
+            core.lcore
+                .ip
+                .v6
+                .route_cache
+                .next_hop(&core.shared.ip.v6.routes, generation, ip)?;
         return Some((usize::from(hop.port), hop.via, hop.source));
     }
     // The scope names the link; scope 0 is fine when only one link runs
     // IPv6. (No allocation: this runs per datagram.)
-    let runs_ipv6 = |l: usize| core.links.get(l).is_some_and(|k| k.ipv6);
+    let runs_ipv6 = |l: usize| core.shared.links.get(l).is_some_and(|k| k.ipv6);
     let scope = dst.scope_id() as usize;
     let link = if runs_ipv6(scope) {
         scope
     } else {
-        let mut ipv6_links = (0..core.links.len()).filter(|&l| runs_ipv6(l));
+        let mut ipv6_links = (0..core.shared.links.len()).filter(|&l| runs_ipv6(l));
         match (scope, ipv6_links.next(), ipv6_links.next()) {
             (0, Some(only), None) => only,
             _ => return None,
         }
     };
-    Some((link, ip, core.links[link].link_local6()?))
+    Some((link, ip, core.shared.links[link].link_local6()?))
 }
 
 /// The source of a packet from `local` to `dst` on a route whose source is

@@ -1,0 +1,33 @@
+//! IP, once for both families where the two do the same: receive
+//! (`input`: validation, reassembly, dispatch by protocol) and send
+//! (`output`: fit the MTU or fragment, `fragment`), over the family trait
+//! and the per-family state it reaches (`family`).
+//!
+//! The header formats differ, so each family keeps its own validation and
+//! header writing; the flow (validate, reassemble, dispatch; fit the MTU,
+//! fragment, transmit) is written once.
+
+pub(crate) mod family;
+mod fragment;
+pub(crate) mod input;
+mod output;
+
+pub(crate) use fragment::MIN_MTU;
+pub(crate) use output::{transmit6, transmit_ipv4, turn_around_ethernet, turn_around_ipv4};
+
+use crate::udp::{Datagram, SocketId};
+use core::net::Ipv6Addr;
+
+/// A datagram the receive path accepted, with its socket.
+pub(crate) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
+
+/// What the IPv6 layer found out for the upper layer (ICMPv6, UDP).
+pub(crate) struct Local6 {
+    pub(crate) src: Ipv6Addr,
+    pub(crate) dst: Ipv6Addr,
+    pub(crate) hop_limit: u8,
+    /// Offset of the upper-layer message in the frame.
+    pub(crate) start: usize,
+    /// End of the IPv6 packet in the frame.
+    pub(crate) end: usize,
+}
