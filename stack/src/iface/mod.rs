@@ -3,7 +3,8 @@
 //!
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
 //! from each port, run each frame through Ethernet, ARP or Neighbor
-//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `rx`, `rx6`, `tcp`),
+//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `nd`,
+//! `rx`, `rx6`, `icmp`, `icmp4`, `icmp6`, `tcp`),
 //! hand the datagrams to the application grouped per socket
 //! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
@@ -29,9 +30,13 @@ mod ethernet;
 mod fast;
 mod fast6;
 mod forward;
+mod icmp;
+mod icmp4;
+mod icmp6;
 mod inspect;
 mod ip_out;
 mod limit;
+mod nd;
 mod next_hop;
 mod rx;
 mod rx6;
@@ -71,6 +76,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 /// ff02::1, the all-nodes group every IPv6 link joins.
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
+use nd::add_on_link_route6;
 use std::collections::HashMap;
 use std::sync::Arc;
 use transmit::Out;
@@ -307,15 +313,8 @@ impl<B: Buf> Interface<B> {
         if !*announced {
             *announced = true;
             for link in 0..links {
-                for i in 0..core.links[link].addresses.len() {
-                    let ip = core.links[link].addresses[i].addr;
-                    arp::send_request(core, &mut out, link, ip, ip, None);
-                }
-                run_dad(core, &mut out, link, now);
-                let ready = core.links[link].link_local6().is_some();
-                if core.config.accept_ra && ready {
-                    tx6::send_router_solicitation(core, &mut out, link);
-                }
+                arp::announce(core, &mut out, link);
+                nd::start(core, &mut out, link, now);
             }
         }
         let mut delivery = Delivery::new();
@@ -341,63 +340,6 @@ impl<B: Buf> Interface<B> {
         }
         out.flush(&core.counters);
         received
-    }
-}
-
-/// The on-link route of an IPv6 address's prefix (none for link-local
-/// addresses, which name their link, or for /128s).
-fn add_on_link_route6<B: Buf>(core: &mut Core<B>, link: usize, cidr: Ipv6Cidr) {
-    if cidr.len < 128 && !cidr.addr.is_unicast_link_local() {
-        core.routes6.add(Route6 {
-            prefix: cidr,
-            gateway: None,
-            port: link as u16,
-            source: cidr.addr,
-        });
-    }
-}
-
-/// Duplicate address detection on `link`: solicitations for tentative
-/// addresses whose time has come, and addresses that stayed unclaimed
-/// taken into use.
-fn run_dad<B: Buf, P: Port<Buf = B>>(
-    core: &mut Core<B>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-) {
-    let retrans = core.config.neighbor.retrans_time;
-    let mut index = 0;
-    while let Some(tentative) = core.links[link].tentative6.get_mut(index) {
-        if tentative.deadline.is_some_and(|d| now < d) {
-            index += 1;
-            continue;
-        }
-        if tentative.probes_left > 0 {
-            tentative.probes_left -= 1;
-            tentative.deadline = Some(now + retrans);
-            let target = tentative.cidr.addr;
-            tx6::send_dad_solicitation(core, out, link, target);
-            index += 1;
-            continue;
-        }
-        let cidr = tentative.cidr;
-        core.links[link].tentative6.remove(index);
-        core.links[link].addresses6.push(cidr);
-        add_on_link_route6(core, link, cidr);
-        if core.config.accept_ra && cidr.addr.is_unicast_link_local() {
-            tx6::send_router_solicitation(core, out, link);
-        }
-    }
-}
-
-/// Another node uses `ip`, tentative on `link`: it is never used here.
-pub(crate) fn address_in_use6<B: Buf>(core: &mut Core<B>, link: usize, ip: Ipv6Addr) {
-    let tentative = &mut core.links[link].tentative6;
-    if let Some(at) = tentative.iter().position(|t| t.cidr.addr == ip) {
-        let cidr = tentative.remove(at).cidr;
-        core.links[link].duplicates6.push(cidr);
-        core.counters.count(crate::counters::Stat::Ip6DadDuplicates);
     }
 }
 
@@ -562,27 +504,9 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
         }
     }
     for link in 0..core.links.len() {
-        if !core.links[link].tentative6.is_empty() {
-            run_dad(core, out, link, now);
-        }
-        probes.clear();
-        let given_up = core.links[link].neighbors.poll(now, probes);
-        for _ in 0..given_up {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-        }
-        for &Probe { ip, mac } in probes.iter() {
-            let source = core.links[link].source_for(ip);
-            arp::send_request(core, out, link, source, ip, mac);
-        }
-        // IPv6 neighbours: the same ageing, and solicitations repeated.
-        let mut probes6 = Vec::new();
-        let given_up = core.links[link].neighbors6.poll(now, &mut probes6);
-        for _ in 0..given_up {
-            core.counters.count_drop(DropReason::TxNeighborUnresolved);
-        }
-        for Probe { ip, mac } in probes6 {
-            tx6::send_solicitation(core, out, link, ip, mac);
-        }
+        nd::run_dad(core, out, link, now);
+        arp::poll_neighbors(core, out, link, now, probes);
+        nd::poll_neighbors(core, out, link, now);
     }
 }
 

@@ -117,6 +117,20 @@ impl<B> Link<B> {
             .any(|a| a.len < 128 && !a.addr.is_unicast_link_local() && a.contains(ip))
     }
 
+    /// Our IPv6 address to answer `peer` from on this link: the link-local
+    /// one for a link-local peer, else the first other one in use (the
+    /// link-local one if there is none).
+    pub(crate) fn source_for6(&self, peer: Ipv6Addr) -> Option<Ipv6Addr> {
+        if peer.is_unicast_link_local() {
+            return self.link_local6();
+        }
+        self.addresses6
+            .iter()
+            .find(|a| !a.addr.is_unicast_link_local())
+            .map(|a| a.addr)
+            .or_else(|| self.link_local6())
+    }
+
     /// The link-local address, once it is in use.
     pub(crate) fn link_local6(&self) -> Option<Ipv6Addr> {
         self.addresses6

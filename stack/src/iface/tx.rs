@@ -2,11 +2,10 @@
 //! built in fresh buffers, and the hand-off of a finished IPv4 frame to its
 //! link, fragmented to the MTU ([`transmit_ipv4`]).
 //!
-//! Replies reuse the request's buffer: an ICMP echo is rewritten in
-//! place; a UDP echo swaps addresses and ports (which leaves the UDP checksum
-//! valid: the ones' complement sum does not depend on their order); an ICMP
-//! port-unreachable grows the datagram's headroom by 28 bytes to put new
-//! Ethernet, IPv4 and ICMP headers in front of the original IP header.
+//! Replies reuse the request's buffer: a UDP echo swaps addresses and ports
+//! (which leaves the UDP checksum valid: the ones' complement sum does not
+//! depend on their order); the headers are turned around here for ICMP's
+//! echo replies too (`icmp4`).
 
 use super::buffers::{cut_to_payload, new_frame, new_with_payload};
 use super::config::DEFAULT_HOP_LIMIT;
@@ -20,16 +19,12 @@ use crate::udp::table::CachedRoute;
 use crate::udp::SocketId;
 use crate::wire::checksum;
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
-use crate::wire::icmpv4::{msg_type, Icmpv4Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP_LEN};
 use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use core::net::{Ipv4Addr, SocketAddrV4};
 
-/// Bytes of the offending datagram quoted in an ICMP error (576-byte limit).
-const ICMP_QUOTE_MAX: usize = 576 - IP_LEN - ICMP_LEN;
-
 /// Swaps the Ethernet addresses: the reply goes back to the previous hop.
-fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr) {
+pub(super) fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr) {
     let mut eth = EthernetFrame::new_unchecked(buf.data_mut());
     eth.set_dst(eth_src);
     eth.set_src(our_mac);
@@ -38,7 +33,7 @@ fn turn_around_ethernet<B: Buf>(buf: &mut B, our_mac: MacAddr, eth_src: MacAddr)
 /// Turns the IPv4 header around for a reply. A plain 20-byte header is
 /// rewritten in place with an incremental checksum update (the common case);
 /// a header with options is rebuilt without them, right before the payload.
-fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
+pub(super) fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
     let Some(bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
         return;
     };
@@ -72,35 +67,6 @@ fn turn_around_ipv4<B: Buf>(core: &mut Core<B>, buf: &mut B, mtu: usize) {
         data.copy_within(0..ETH_LEN, start);
         buf.adjust(start);
     }
-}
-
-/// Turns an echo request into its reply, in place.
-pub(crate) fn reply_echo_in_place<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    mut buf: P::Buf,
-    eth_src: MacAddr,
-    ip_total_len: usize,
-) {
-    let padding = buf.len().saturating_sub(ETH_LEN + ip_total_len);
-    if padding > 0 {
-        buf.trim(padding);
-    }
-    let Some((mac, mtu)) = core.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
-    };
-    turn_around_ipv4(core, &mut buf, mtu);
-    turn_around_ethernet(&mut buf, mac, eth_src);
-    let Some(ip_bytes) = buf.data_mut().get_mut(ETH_LEN..) else {
-        return;
-    };
-    let header_len = Ipv4Packet::new_unchecked(&*ip_bytes).header_len();
-    let mut icmp = Icmpv4Packet::new_unchecked(&mut ip_bytes[header_len..]);
-    icmp.set_type_code(msg_type::ECHO_REPLY, 0);
-    icmp.fill_checksum();
-    core.counters.count(Stat::IcmpOutEchoReps);
-    transmit_ipv4(core, out, link, buf);
 }
 
 /// The general case of [`super::udp_out::reply_udp_in_place`]: headers rebuilt from scratch.
@@ -237,60 +203,6 @@ pub(super) fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr
         sum += u64::from(!old) + u64::from(u16::from_ne_bytes([h[14], tos]));
     }
     h[24..26].copy_from_slice(&(!checksum::fold_small(sum)).to_ne_bytes());
-}
-
-/// Answers a datagram for a closed port with ICMP port unreachable, reusing
-/// its buffer, within the ICMP error rate limit.
-pub(crate) fn port_unreachable_in_place<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    mut buf: P::Buf,
-    eth_src: MacAddr,
-    ip_total_len: usize,
-) {
-    if !core.icmp_limit.take(now) {
-        return core.counters.count_drop(DropReason::IcmpRateLimited);
-    }
-    let Some(mac) = core.links.get(link).map(|l| l.mac) else {
-        return core.counters.count_drop(DropReason::TxNoRoute);
-    };
-    let (src, dst) = {
-        let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
-        (ip.src(), ip.dst())
-    };
-    let quoted = ip_total_len.min(ICMP_QUOTE_MAX);
-    let keep = ETH_LEN + quoted;
-    let excess = buf.len().saturating_sub(keep);
-    buf.trim(excess);
-    // New headers: Ethernet + IPv4 + ICMP in front of the quoted IP header,
-    // which today sits right after the old Ethernet header.
-    if buf.prepend(IP_LEN + ICMP_LEN).is_none() {
-        return core.counters.count_drop(DropReason::TxNoBuffer);
-    }
-    let ident = core.ident();
-    let data = buf.data_mut();
-    let mut eth = EthernetFrame::new_unchecked(&mut *data);
-    eth.set_dst(eth_src);
-    eth.set_src(mac);
-    eth.set_ethertype(EtherType::Ipv4);
-    Ipv4Packet::new_unchecked(&mut data[ETH_LEN..]).emit_header(&Ipv4Header {
-        src: dst,
-        dst: src,
-        protocol: protocol::ICMP,
-        payload_len: (ICMP_LEN + quoted) as u16,
-        ttl: DEFAULT_HOP_LIMIT,
-        ident,
-        dont_fragment: false,
-        tos: 0,
-    });
-    let mut icmp = Icmpv4Packet::new_unchecked(&mut data[ETH_LEN + IP_LEN..]);
-    icmp.set_type_code(msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE);
-    icmp.set_rest(0, 0);
-    icmp.fill_checksum();
-    core.counters.count(Stat::IcmpOutDestUnreachs);
-    transmit_ipv4(core, out, link, buf);
 }
 
 /// How a datagram from a socket leaves: the link, the neighbour to resolve
