@@ -303,3 +303,165 @@ pub(super) fn send_error<P: Port, A: IcmpFamily>(
     core.counters.count(error.stat);
     A::transmit_error(core, out, link, buf);
 }
+
+#[cfg(test)]
+mod tests {
+    //! The two families' readings of an error, side by side: what each
+    //! quote yields, and what each error means to the sender.
+
+    use super::*;
+    use crate::wire::ipv4::{Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
+    use crate::wire::ipv6::{next_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN};
+    use crate::wire::{icmpv4, icmpv6};
+    use core::net::{Ipv4Addr, Ipv6Addr};
+
+    const OURS4: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const PEER4: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const OURS6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+    const PEER6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
+    /// An error's type, code and second word.
+    type Error = (u8, u8, [u8; 4]);
+
+    /// The first bytes of a UDP header: ports 4000 -> 5000, length 16.
+    const UDP_HEAD: [u8; 8] = [0x0f, 0xa0, 0x13, 0x88, 0, 16, 0, 0];
+
+    /// An ICMPv4 error (`kind`, `code`, second word `word`) quoting an
+    /// IPv4 packet of `protocol` from us to the peer and `transport` bytes
+    /// of its payload.
+    fn error4((kind, code, word): Error, protocol: u8, transport: &[u8]) -> Vec<u8> {
+        let mut m = vec![kind, code, 0, 0, word[0], word[1], word[2], word[3]];
+        let mut ip = [0u8; IP_LEN];
+        Ipv4Packet::new_unchecked(&mut ip[..]).emit_header(&Ipv4Header {
+            src: OURS4,
+            dst: PEER4,
+            protocol,
+            payload_len: 16,
+            ttl: 64,
+            ident: 1,
+            dont_fragment: true,
+            tos: 0,
+        });
+        m.extend_from_slice(&ip);
+        m.extend_from_slice(transport);
+        m
+    }
+
+    /// The ICMPv6 twin of [`error4`], with `next` as the quoted next
+    /// header.
+    fn error6((kind, code, word): Error, next: u8, transport: &[u8]) -> Vec<u8> {
+        let mut m = vec![kind, code, 0, 0, word[0], word[1], word[2], word[3]];
+        let mut ip = [0u8; IP6_LEN];
+        Ipv6Packet::new_unchecked(&mut ip[..]).emit_header(&Ipv6Header {
+            src: OURS6,
+            dst: PEER6,
+            next_header: next,
+            payload_len: 16,
+            hop_limit: 64,
+        });
+        m.extend_from_slice(&ip);
+        m.extend_from_slice(transport);
+        m
+    }
+
+    const PORT4: Error = (icmpv4::msg_type::DEST_UNREACHABLE, 3, [0; 4]);
+    const PORT6: Error = (icmpv6::msg_type::DEST_UNREACHABLE, 4, [0; 4]);
+
+    #[test]
+    fn a_whole_quote_names_its_addresses_protocol_transport_and_length() {
+        let m = error4(PORT4, protocol::UDP, &UDP_HEAD);
+        let q = Ipv4Addr::quote(&m).expect("quote");
+        assert_eq!(
+            (q.ours, q.peer, q.protocol),
+            (OURS4, PEER4, Some(protocol::UDP))
+        );
+        assert_eq!((q.transport, q.sent), (&UDP_HEAD[..], IP_LEN + 16));
+
+        let m = error6(PORT6, next_header::UDP, &UDP_HEAD);
+        let q = Ipv6Addr::quote(&m).expect("quote");
+        assert_eq!(
+            (q.ours, q.peer, q.protocol),
+            (OURS6, PEER6, Some(protocol::UDP))
+        );
+        assert_eq!((q.transport, q.sent), (&UDP_HEAD[..], IP6_LEN + 16));
+    }
+
+    #[test]
+    fn quotes_too_short_to_read_are_refused() {
+        // IPv4: the header and 8 bytes of payload (RFC 792), an IHL of at
+        // least 5.
+        assert!(Ipv4Addr::quote(&error4(PORT4, protocol::UDP, &UDP_HEAD[..7])).is_none());
+        let mut m = error4(PORT4, protocol::UDP, &UDP_HEAD);
+        m[8] = 0x44;
+        assert!(Ipv4Addr::quote(&m).is_none());
+        // IPv6: the fixed header; the transport header may be cut short (a
+        // TCP quote is refused later, a UDP one ignored).
+        let m = error6(PORT6, next_header::UDP, &[]);
+        assert!(Ipv6Addr::quote(&m[..m.len() - 1]).is_none());
+        let q = Ipv6Addr::quote(&m).expect("fixed header");
+        assert_eq!((q.protocol, q.transport), (Some(protocol::UDP), &[][..]));
+    }
+
+    #[test]
+    fn an_ipv6_quote_walks_extension_headers_to_the_transport() {
+        // A destination options header (8 bytes, PadN) before UDP.
+        let mut transport = vec![next_header::UDP, 0, 1, 4, 0, 0, 0, 0];
+        transport.extend_from_slice(&UDP_HEAD);
+        let m = error6(PORT6, next_header::DEST_OPTIONS, &transport);
+        let q = Ipv6Addr::quote(&m).expect("quote");
+        assert_eq!(
+            (q.protocol, q.transport),
+            (Some(protocol::UDP), &UDP_HEAD[..])
+        );
+        // A chain that runs past the quote: no protocol, nothing to read.
+        let m = error6(PORT6, next_header::DEST_OPTIONS, &transport[..4]);
+        let q = Ipv6Addr::quote(&m).expect("fixed header");
+        assert_eq!((q.protocol, q.transport), (None, &[][..]));
+    }
+
+    #[test]
+    fn each_family_reads_what_its_errors_mean() {
+        use icmpv4::msg_type as v4;
+        use icmpv6::msg_type as v6;
+        let counters = Counters::default();
+        let cases4: [(Error, PeerError); 5] = [
+            (PORT4, PeerError::Refused),
+            (
+                (v4::DEST_UNREACHABLE, 4, [0, 0, 0x05, 0x78]),
+                PeerError::TooBig { mtu: 1400 },
+            ),
+            ((v4::DEST_UNREACHABLE, 1, [0; 4]), PeerError::Unreachable),
+            ((v4::TIME_EXCEEDED, 0, [0; 4]), PeerError::TimeExceeded),
+            (
+                (v4::PARAMETER_PROBLEM, 0, [0; 4]),
+                PeerError::ParameterProblem,
+            ),
+        ];
+        for (error, meaning) in cases4 {
+            let m = error4(error, protocol::UDP, &UDP_HEAD);
+            assert_eq!(Ipv4Addr::peer_error(&counters, &m), meaning, "{error:?}");
+        }
+        let cases6: [(Error, PeerError); 6] = [
+            (PORT6, PeerError::Refused),
+            ((v6::DEST_UNREACHABLE, 0, [0; 4]), PeerError::Unreachable),
+            // Never below the minimum MTU (RFC 8201 4).
+            (
+                (v6::PACKET_TOO_BIG, 0, 1400u32.to_be_bytes()),
+                PeerError::TooBig { mtu: 1400 },
+            ),
+            (
+                (v6::PACKET_TOO_BIG, 0, 1000u32.to_be_bytes()),
+                PeerError::TooBig { mtu: 1280 },
+            ),
+            ((v6::TIME_EXCEEDED, 0, [0; 4]), PeerError::TimeExceeded),
+            (
+                (v6::PARAMETER_PROBLEM, 1, [0; 4]),
+                PeerError::ParameterProblem,
+            ),
+        ];
+        for (error, meaning) in cases6 {
+            let m = error6(error, next_header::UDP, &UDP_HEAD);
+            assert_eq!(Ipv6Addr::peer_error(&counters, &m), meaning, "{error:?}");
+        }
+        assert_eq!(counters.get(Stat::Icmp6InPktTooBigs), 2);
+    }
+}
