@@ -1,15 +1,16 @@
 //! ARP (RFC 826) on one link: requests for our addresses answered in the
 //! request's own buffer, senders learned into the link's neighbour cache
-//! (releasing what waited for them), martian senders refused, and the
-//! requests we send to resolve IPv4 next hops ([`send_request`], also the
-//! gratuitous announcement of an address).
+//! (releasing what waited for them), martian senders refused, the requests
+//! we send to resolve IPv4 next hops ([`send_request`]), the gratuitous
+//! announcement of our addresses ([`announce`]) and the neighbour cache's
+//! timers ([`poll_neighbors`]).
 
 use super::buffers::new_frame;
 use super::next_hop::{release_waiting, NextHopAddr};
 use super::transmit::{Out, SendError};
 use super::{Core, Link};
 use crate::counters::{DropReason, Stat};
-use crate::neighbor::NeighborCache;
+use crate::neighbor::{NeighborCache, Probe};
 use crate::port::{Buf, MacAddr, Port};
 use crate::route::Ipv4Cidr;
 use crate::time::Instant;
@@ -149,6 +150,39 @@ pub(crate) fn send_request<P: Port>(
     .emit(&mut frame[ETH_LEN..]);
     core.lcore.counters.count(Stat::ArpOutRequests);
     out.push(link, buf, &core.lcore.counters);
+}
+
+/// Announces each of `link`'s addresses with a gratuitous ARP request (its
+/// first poll).
+pub(super) fn announce<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, link: usize) {
+    for i in 0..core.shared.links[link].addresses.len() {
+        let ip = core.shared.links[link].addresses[i].addr;
+        send_request(core, out, link, ip, ip, None);
+    }
+}
+
+/// The IPv4 neighbour cache's timers on `link`: entries aged, requests
+/// repeated for neighbours still unresolved or being probed, and the
+/// packets of those given up on dropped (counted). `probes` is scratch
+/// space kept between calls.
+pub(super) fn poll_neighbors<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    now: Instant,
+    probes: &mut Vec<Probe<Ipv4Addr>>,
+) {
+    probes.clear();
+    let given_up = core.shared.links[link].neighbors.poll(now, probes);
+    for _ in 0..given_up {
+        core.lcore
+            .counters
+            .count_drop(DropReason::TxNeighborUnresolved);
+    }
+    for &Probe { ip, mac } in probes.iter() {
+        let source = core.shared.links[link].source_for(ip);
+        send_request(core, out, link, source, ip, mac);
+    }
 }
 
 impl NextHopAddr for Ipv4Addr {

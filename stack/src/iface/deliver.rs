@@ -53,7 +53,10 @@ impl<B: Buf> Delivery<B> {
 
 /// Receives one burst from `link` and hands its datagrams over as they
 /// come, in arrival order; consecutive ones for the same socket travel
-/// together. Returns the number of frames received.
+/// together. Returns the number of frames received. Inlined into its one
+/// caller, the poll, whatever else the poll holds: the per-packet loop keeps
+/// the poll's state in registers.
+#[inline(always)]
 pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     core: &mut Core<B>,
     queues: &[Option<Arc<SocketQueue<B>>>],

@@ -16,7 +16,10 @@ use crate::time::Instant;
 use crate::wire::ethernet::{EtherType, EthernetFrame};
 
 /// Runs one received frame through the pipeline; a datagram for a queue
-/// socket comes back in `delivered`.
+/// socket comes back in `delivered`. Kept out of line: it is the general
+/// path, and inlined into the burst loop it would cost the fast paths there
+/// registers.
+#[inline(never)]
 pub(super) fn receive_frame<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,

@@ -3,7 +3,8 @@
 //!
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
 //! from each port, run each frame through Ethernet, ARP or Neighbor
-//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `ip`, `rx`, `rx6`, `tcp`),
+//! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `nd`, `ip`,
+//! `icmp`, `icmp4`, `icmp6`, `udp`, `tcp`),
 //! hand the datagrams to the application grouped per socket
 //! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
@@ -26,18 +27,18 @@ mod config;
 mod control;
 mod deliver;
 mod ethernet;
+mod icmp;
+mod icmp4;
+mod icmp6;
 mod inspect;
 mod ip;
 mod ip_out;
 mod limit;
+mod nd;
 mod next_hop;
-mod rx;
-mod rx6;
 mod state;
 pub mod tcp;
 mod transmit;
-mod tx;
-mod tx6;
 mod udp;
 
 pub use app::{Batch, DropDatagrams, InlineHandler, LcoreContext, RX_BURST};
@@ -68,6 +69,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 /// ff02::1, the all-nodes group every IPv6 link joins.
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
+use nd::add_on_link_route6;
 use std::sync::Arc;
 use transmit::Out;
 
@@ -301,15 +303,8 @@ impl<B: Buf> Interface<B> {
         if !*announced {
             *announced = true;
             for link in 0..links {
-                for i in 0..core.shared.links[link].addresses.len() {
-                    let ip = core.shared.links[link].addresses[i].addr;
-                    arp::send_request(core, &mut out, link, ip, ip, None);
-                }
-                run_dad(core, &mut out, link, now);
-                let ready = core.shared.links[link].link_local6().is_some();
-                if core.shared.config.accept_ra && ready {
-                    tx6::send_router_solicitation(core, &mut out, link);
-                }
+                arp::announce(core, &mut out, link);
+                nd::start(core, &mut out, link, now);
             }
         }
         let mut delivery = Delivery::new();
@@ -335,65 +330,6 @@ impl<B: Buf> Interface<B> {
         }
         out.flush(&core.lcore.counters);
         received
-    }
-}
-
-/// The on-link route of an IPv6 address's prefix (none for link-local
-/// addresses, which name their link, or for /128s).
-fn add_on_link_route6<B: Buf>(core: &mut Core<B>, link: usize, cidr: Ipv6Cidr) {
-    if cidr.len < 128 && !cidr.addr.is_unicast_link_local() {
-        core.shared.ip.v6.routes.add(Route6 {
-            prefix: cidr,
-            gateway: None,
-            port: link as u16,
-            source: cidr.addr,
-        });
-    }
-}
-
-/// Duplicate address detection on `link`: solicitations for tentative
-/// addresses whose time has come, and addresses that stayed unclaimed
-/// taken into use.
-fn run_dad<B: Buf, P: Port<Buf = B>>(
-    core: &mut Core<B>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-) {
-    let retrans = core.shared.config.neighbor.retrans_time;
-    let mut index = 0;
-    while let Some(tentative) = core.shared.links[link].tentative6.get_mut(index) {
-        if tentative.deadline.is_some_and(|d| now < d) {
-            index += 1;
-            continue;
-        }
-        if tentative.probes_left > 0 {
-            tentative.probes_left -= 1;
-            tentative.deadline = Some(now + retrans);
-            let target = tentative.cidr.addr;
-            tx6::send_dad_solicitation(core, out, link, target);
-            index += 1;
-            continue;
-        }
-        let cidr = tentative.cidr;
-        core.shared.links[link].tentative6.remove(index);
-        core.shared.links[link].addresses6.push(cidr);
-        add_on_link_route6(core, link, cidr);
-        if core.shared.config.accept_ra && cidr.addr.is_unicast_link_local() {
-            tx6::send_router_solicitation(core, out, link);
-        }
-    }
-}
-
-/// Another node uses `ip`, tentative on `link`: it is never used here.
-pub(crate) fn address_in_use6<B: Buf>(core: &mut Core<B>, link: usize, ip: Ipv6Addr) {
-    let tentative = &mut core.shared.links[link].tentative6;
-    if let Some(at) = tentative.iter().position(|t| t.cidr.addr == ip) {
-        let cidr = tentative.remove(at).cidr;
-        core.shared.links[link].duplicates6.push(cidr);
-        core.lcore
-            .counters
-            .count(crate::counters::Stat::Ip6DadDuplicates);
     }
 }
 
@@ -577,31 +513,9 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
         }
     }
     for link in 0..core.shared.links.len() {
-        if !core.shared.links[link].tentative6.is_empty() {
-            run_dad(core, out, link, now);
-        }
-        probes.clear();
-        let given_up = core.shared.links[link].neighbors.poll(now, probes);
-        for _ in 0..given_up {
-            core.lcore
-                .counters
-                .count_drop(DropReason::TxNeighborUnresolved);
-        }
-        for &Probe { ip, mac } in probes.iter() {
-            let source = core.shared.links[link].source_for(ip);
-            arp::send_request(core, out, link, source, ip, mac);
-        }
-        // IPv6 neighbours: the same ageing, and solicitations repeated.
-        let mut probes6 = Vec::new();
-        let given_up = core.shared.links[link].neighbors6.poll(now, &mut probes6);
-        for _ in 0..given_up {
-            core.lcore
-                .counters
-                .count_drop(DropReason::TxNeighborUnresolved);
-        }
-        for Probe { ip, mac } in probes6 {
-            tx6::send_solicitation(core, out, link, ip, mac);
-        }
+        nd::run_dad(core, out, link, now);
+        arp::poll_neighbors(core, out, link, now, probes);
+        nd::poll_neighbors(core, out, link, now);
     }
 }
 

@@ -5,8 +5,8 @@
 //! that waited for it leave.
 //!
 //! The family-specific parts (which cache, how to ask, how to transmit)
-//! are the [`NextHopAddr`] implementations of `Ipv4Addr` (in `tx`) and
-//! `Ipv6Addr` (in `tx6`), beside the ARP request and the solicitation they
+//! are the [`NextHopAddr`] implementations of `Ipv4Addr` (in `arp`) and
+//! `Ipv6Addr` (in `nd`), beside the ARP request and the solicitation they
 //! send, so that this module depends on neither family.
 //! Not per packet in the steady state: a socket or connection remembers
 //! its next hop's MAC and sends without asking the cache.

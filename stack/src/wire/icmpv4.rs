@@ -9,6 +9,8 @@ mod field {
     pub const CHECKSUM: usize = 2;
     pub const IDENT: usize = 4;
     pub const SEQ: usize = 6;
+    pub const REST: core::ops::Range<usize> = 4..8;
+    pub const NEXT_HOP_MTU: usize = 6;
 }
 
 /// Length of the ICMP header.
@@ -81,6 +83,19 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
         read_u16(self.buffer.as_ref(), field::SEQ)
     }
 
+    /// The second header word (echo identifier and sequence, a pointer, an
+    /// MTU, or zero).
+    pub fn body_word(&self) -> [u8; 4] {
+        let b = &self.buffer.as_ref()[field::REST];
+        [b[0], b[1], b[2], b[3]]
+    }
+
+    /// The next-hop MTU of a "fragmentation needed" (RFC 1191 4: the low
+    /// half of the second word; 0 from routers older than it).
+    pub fn next_hop_mtu(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::NEXT_HOP_MTU)
+    }
+
     /// The bytes after the header.
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..]
@@ -105,6 +120,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
         let b = self.buffer.as_mut();
         write_u16(b, field::IDENT, ident);
         write_u16(b, field::SEQ, seq);
+    }
+
+    /// Sets the second header word.
+    pub fn set_body_word(&mut self, word: [u8; 4]) {
+        self.buffer.as_mut()[field::REST].copy_from_slice(&word);
     }
 
     /// Recomputes the checksum over the whole buffer.
@@ -148,6 +168,20 @@ mod tests {
         p.payload_mut().copy_from_slice(b"abcd");
         p.fill_checksum();
         assert_eq!(bytes, ECHO);
+    }
+
+    // Destination unreachable, fragmentation needed, next-hop MTU 1400
+    // (0x0578), quoting nothing.
+    const FRAG_NEEDED: [u8; 8] = [3, 4, 0, 0, 0, 0, 0x05, 0x78];
+
+    #[test]
+    fn second_word() {
+        let p = Icmpv4Packet::new_checked(&FRAG_NEEDED[..]).expect("valid");
+        assert_eq!(p.next_hop_mtu(), 1400);
+        assert_eq!(p.body_word(), [0, 0, 0x05, 0x78]);
+        let mut bytes = [3, 4, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        Icmpv4Packet::new_unchecked(&mut bytes[..]).set_body_word([0, 0, 0x05, 0x78]);
+        assert_eq!(bytes, FRAG_NEEDED);
     }
 
     #[test]

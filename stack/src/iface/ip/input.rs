@@ -10,13 +10,15 @@
 //! datagram handed back in `delivered`, or a counted drop.
 
 use super::family::IpFamily;
-use super::{Delivered, Local6};
+use super::Delivered;
 use crate::counters::{DropReason, Stat};
+use crate::iface::icmp::{IcmpIn, Invoking};
+use crate::iface::icmp4::icmp_input;
+use crate::iface::icmp6::{icmp6_error, icmp6_input, Icmp6Error};
 use crate::iface::state::Core;
+use crate::iface::tcp;
 use crate::iface::transmit::Out;
-use crate::iface::tx6::{icmp6_error, Icmp6Error, Invoking};
 use crate::iface::udp::{self, UdpIn};
-use crate::iface::{rx, rx6, tcp};
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
 use crate::reassembly::{Fragment, Key4, Key6, Reassembly};
 use crate::route::{V4, V6};
@@ -31,7 +33,7 @@ use crate::wire::ipv6::HEADER_LEN as IP6_LEN;
 use crate::wire::ipv6::{next_header, walk_extensions, Extensions, FragmentHeader, Ipv6Packet};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::WireError;
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// IPv4 in: version, header length, total length against the frame and
 /// the header checksum (per the checksum policy), martian sources, our
@@ -171,17 +173,17 @@ fn deliver_local<P: Port>(
 ) {
     core.lcore.counters.count(Stat::IpInDelivers);
     match local.protocol {
-        protocol::ICMP => rx::icmp_input(
-            core,
-            out,
-            link,
-            now,
-            buf,
-            eth_src,
-            local.header_len,
-            local.total_len,
-            local.broadcast,
-        ),
+        protocol::ICMP => {
+            let message = IcmpIn {
+                eth_src,
+                src: local.src,
+                dst: local.dst,
+                to_group: local.broadcast,
+                start: ETH_LEN + local.header_len,
+                end: ETH_LEN + local.total_len,
+            };
+            icmp_input(core, out, link, now, buf, message)
+        }
         protocol::UDP => {
             let l4 = UdpIn {
                 src: local.src,
@@ -327,13 +329,8 @@ fn local6_input<P: Port>(
             return reassemble6(core, out, link, now, buf, eth_src, delivered, piece);
         }
     }
-    let local = Local6 {
-        src,
-        dst,
-        hop_limit,
-        start: ETH_LEN + IP6_LEN + extensions.offset,
-        end,
-    };
+    // The upper-layer message's place in the frame.
+    let start = ETH_LEN + IP6_LEN + extensions.offset;
     // Only duplicate address detection may come from the unspecified
     // address (an NS, checked below).
     let icmp = extensions.protocol == next_header::ICMPV6;
@@ -343,15 +340,23 @@ fn local6_input<P: Port>(
     match extensions.protocol {
         next_header::ICMPV6 => {
             core.lcore.counters.count(Stat::Ip6InDelivers);
-            rx6::icmp6_input(core, out, link, now, buf, eth_src, local)
+            let message = IcmpIn {
+                eth_src,
+                src,
+                dst,
+                to_group: dst.is_multicast(),
+                start,
+                end,
+            };
+            icmp6_input(core, out, link, now, buf, message)
         }
         next_header::UDP => {
             core.lcore.counters.count(Stat::Ip6InDelivers);
             let l4 = UdpIn {
                 src,
                 dst,
-                start: local.start,
-                end: local.end,
+                start,
+                end,
                 to_group: dst.is_multicast(),
                 // A reassembled datagram's buffer is fresh: `Unknown`.
                 l4_checksum: buf.rx_offload().l4_checksum,
@@ -366,7 +371,7 @@ fn local6_input<P: Port>(
                 0
             };
             let addresses = (IpAddr::V6(src), IpAddr::V6(dst));
-            let segment = local.start..local.end;
+            let segment = start..end;
             // A reassembled datagram's buffer is fresh: `Unknown`.
             let offload = buf.rx_offload().l4_checksum;
             tcp::input(core, out, now, buf, addresses, segment, scope, offload)
@@ -390,7 +395,7 @@ struct FragmentIn<'a> {
     /// Offset of the fragment header in the IPv6 payload.
     at: usize,
     extensions: &'a Extensions,
-    invoking: Invoking,
+    invoking: Invoking<Ipv6Addr>,
     hop_limit: u8,
 }
 

@@ -16,18 +16,6 @@ pub(crate) use fragment::MIN_MTU;
 pub(crate) use output::{transmit6, transmit_ipv4, turn_around_ethernet, turn_around_ipv4};
 
 use crate::udp::{Datagram, SocketId};
-use core::net::Ipv6Addr;
 
 /// A datagram the receive path accepted, with its socket.
 pub(crate) type Delivered<B> = Option<(SocketId, Datagram<B>)>;
-
-/// What the IPv6 layer found out for the upper layer (ICMPv6, UDP).
-pub(crate) struct Local6 {
-    pub(crate) src: Ipv6Addr,
-    pub(crate) dst: Ipv6Addr,
-    pub(crate) hop_limit: u8,
-    /// Offset of the upper-layer message in the frame.
-    pub(crate) start: usize,
-    /// End of the IPv6 packet in the frame.
-    pub(crate) end: usize,
-}

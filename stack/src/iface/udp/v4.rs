@@ -6,9 +6,9 @@
 //! indexed by the named offsets of [`at`].
 
 use super::super::config::DEFAULT_HOP_LIMIT;
+use super::super::icmp4::port_unreachable_in_place;
 use super::super::state::{Core, Link};
 use super::super::transmit::{Out, SendError};
-use super::super::tx::port_unreachable_in_place;
 use super::family::{UdpFamily, UdpIn};
 use crate::counters::Stat;
 use crate::port::{Buf, MacAddr, Port};

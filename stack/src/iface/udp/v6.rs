@@ -7,9 +7,10 @@
 //! forward, the last two indexed by the named offsets of [`at`].
 
 use super::super::config::DEFAULT_HOP_LIMIT;
+use super::super::icmp::Invoking;
+use super::super::icmp6::{icmp6_error, Icmp6Error};
 use super::super::state::{Core, Link};
 use super::super::transmit::{Out, SendError};
-use super::super::tx6::{icmp6_error, Icmp6Error, Invoking};
 use super::family::{UdpFamily, UdpIn};
 use crate::counters::Stat;
 use crate::port::{Buf, MacAddr, Port};
