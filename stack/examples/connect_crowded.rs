@@ -1,5 +1,5 @@
 //! `connect-crowded`: the rate of `connect()` port searches when 95% of the
-//! ephemeral range towards one peer is in use (seed 001's scenario), with
+//! ephemeral range towards one peer is in use (the crowded range of Linux's own connect benchmark), with
 //! the lock-free pre-check (`RcuFirst`) and with the lock taken for every
 //! candidate (`LockFirst`, the behaviour before the seed's patch).
 //!

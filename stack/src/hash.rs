@@ -7,7 +7,7 @@
 //! cleared when full).
 
 /// A keyed multiply-xorshift over an address's bytes (4 or 16): a few
-/// cycles where SipHash took about 4% of a relay's packet. The key is
+/// cycles where SipHash was a visible share of a relayed packet. The key is
 /// random per map.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AddressHash {

@@ -10,7 +10,8 @@
 //! - **Receive**: each socket has a bounded queue of received datagrams
 //!   (zero-copy: the buffer itself). The lcore pushes a burst's datagrams for
 //!   a socket, then wakes a sleeping receiver **once per burst**, and only if
-//!   one sleeps (seed 002: a wakeup per packet doubled the kernel's cost). A
+//!   one sleeps (a wakeup per packet is what makes a kernel socket's receive
+//!   of small datagrams expensive). A
 //!   full queue drops and counts; it never blocks the lcore.
 //! - **Send**: the payload is copied into a buffer from the port's pool (with
 //!   headroom) on the calling thread and queued on the interface's

@@ -1,6 +1,7 @@
 //! The established-connection table: 4-tuple to connection, read without
 //! locks, written under per-bucket locks, with `connect()`'s ephemeral port
-//! search (seed 001, Linux's `__inet_hash_connect`).
+//! search (as Linux's `__inet_hash_connect`, which gained the same lock-free
+//! pre-check before its bucket lock).
 //!
 //! Reads are RCU-style, through [`arc_swap`]: each bucket's chain is an
 //! immutable array behind an `ArcSwap`; a reader loads it (no lock, no

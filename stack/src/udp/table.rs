@@ -12,11 +12,12 @@
 //! device) is marked in its slot, and lookup just compares that socket's
 //! address: the common server case costs one slot read and one compare.
 //! Otherwise each candidate is scored by [`score`], which has exactly one call site
-//! ([`UdpTable::lookup`]) so it stays inlined (seed 000: a second call site
-//! cost 7-12 %). When the best candidate belongs to an SO_REUSEPORT group, a
+//! ([`UdpTable::lookup`]) so it stays inlined (in Linux a second call site
+//! of the UDP scoring function made the compiler stop inlining it, a cost
+//! felt on every datagram). When the best candidate belongs to an SO_REUSEPORT group, a
 //! keyed hash of the 4-tuple picks the member, unless the group holds
 //! connected sockets: then scoring goes on, so the connected socket wins (the
-//! case seed 000's kernel fix keeps).
+//! case Linux's reuseport lookup keeps as well).
 //!
 //! Connecting a socket bound to ANY binds it to the route's source address
 //! ([`UdpTable::connect_from`]), as Linux's connect does.
