@@ -1,7 +1,7 @@
 //! `connect-crowded`: the rate of `connect()` port searches when 95% of the
-//! ephemeral range towards one peer is in use (the crowded range of Linux's own connect benchmark), with
-//! the lock-free pre-check (`RcuFirst`) and with the lock taken for every
-//! candidate (`LockFirst`, the behaviour before the seed's patch).
+//! ephemeral range towards one peer is in use, with the lock-free pre-check
+//! (`RcuFirst`) and with the lock taken for every candidate (`LockFirst`,
+//! what Linux did before it added the same pre-check).
 //!
 //! `cargo run --release -p dpstack-stack --example connect_crowded [SECS]`
 //! runs both modes alternately, three times each, on two threads (each
