@@ -15,12 +15,7 @@ use dpstack::stack::udp::{BindOptions, SocketId};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-const SPEC: AppSpec = AppSpec {
-    program: "app-echo",
-    vdevs: &["net_tap0,iface=dpstack9"],
-    memory_mb: 256,
-    reassembly_buffers: 0,
-};
+const SPEC: AppSpec = AppSpec::new("app-echo", &["net_tap0,iface=dpstack9"]);
 
 /// A UDP echo server on dpstack.
 #[derive(Debug, Parser)]

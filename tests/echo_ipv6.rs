@@ -13,54 +13,37 @@
 
 mod common;
 
-use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
+use common::{
+    app_counter, child_eal_args, echo_with_kernel, unique_name, AppProcess, EchoWithKernel, Netns,
+};
 
 const STACK6: &str = "2001:db8:6::1";
 const KERNEL6: &str = "2001:db8:6::2";
 const KERNEL_MAC: &str = "02:00:00:00:06:02";
 
-struct Setup {
-    app: AppProcess,
-    ns: Netns,
-    iface: String,
-    stack_mac: String,
-    link_local: String,
-}
+type Setup = EchoWithKernel;
 
 fn start() -> Setup {
     start_with(&[])
 }
 
 fn start_with(extra: &[&str]) -> Setup {
-    let iface = unique_name("dps6");
-    let vdev = format!("net_tap0,iface={iface}");
     let global = format!("{STACK6}/64");
     let mut args = vec!["--ip", "10.206.0.1/24", "--ip", &global, "--udp", "7"];
     args.extend_from_slice(extra);
-    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
-    app.wait_for_output("UDP port(s)");
-    let line = app.output_so_far();
-    let stack_mac = line
-        .split(", ")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .expect("the start line names the MAC")
-        .to_lowercase();
-    let link_local = line
+    let kernel = format!("{KERNEL6}/64");
+    echo_with_kernel("dps6", &args, "dpstack-v6-", KERNEL_MAC, &[&kernel])
+}
+
+/// The port's link-local address, as the app's start line lists it.
+fn link_local(s: &Setup) -> String {
+    s.app
+        .output_so_far()
         .split_whitespace()
         .find(|w| w.starts_with("fe80::"))
         .and_then(|w| w.split('/').next())
         .expect("the start line lists the link-local address")
-        .to_owned();
-    let address = format!("{KERNEL6}/64");
-    let ns = common::kernel_side("dpstack-v6-", &iface, KERNEL_MAC, &[&address]);
-    Setup {
-        app,
-        ns,
-        iface,
-        stack_mac,
-        link_local,
-    }
+        .to_owned()
 }
 
 fn ping6(s: &Setup, target: &str, count: &str) -> String {
@@ -78,8 +61,8 @@ fn ping6_reaches_the_global_and_link_local_addresses_and_both_sides_learn_each_o
     let s = start();
     let out = ping6(&s, STACK6, "3");
     assert!(out.contains("3 received"), "ping -6 global: {out}");
-    let link_local = format!("{}%{}", s.link_local, s.iface);
-    let out = ping6(&s, &link_local, "2");
+    let scoped = format!("{}%{}", link_local(&s), s.iface);
+    let out = ping6(&s, &scoped, "2");
     assert!(out.contains("2 received"), "ping -6 link-local: {out}");
     // The kernel resolved us by Neighbor Discovery.
     let neigh = String::from_utf8_lossy(&s.ns.exec("ip", &["-6", "neigh", "show", STACK6]).stdout)
@@ -238,7 +221,7 @@ fn udp_over_ipv6_is_echoed_to_socat_on_global_and_link_local_addresses() {
     let cases: [(String, &[u8]); 4] = [
         (STACK6.to_owned(), b"hello over six\n"),
         (STACK6.to_owned(), &[0x66; 1400]),
-        (format!("{}%{}", s.link_local, s.iface), b"link-local\n"),
+        (format!("{}%{}", link_local(&s), s.iface), b"link-local\n"),
         // Fragmented by the kernel, reassembled, echoed in fragments.
         (STACK6.to_owned(), &large),
     ];

@@ -4,66 +4,25 @@
 
 mod common;
 
-use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
+use common::{app_counter, echo_with_kernel, EchoWithKernel, Netns};
 
 const STACK_IP: &str = "10.201.0.1";
 const KERNEL_IP: &str = "10.201.0.2";
 const KERNEL_MAC: &str = "02:00:00:00:02:02";
 
 /// A running echo server and the namespace that holds its kernel peer.
-struct Setup {
-    app: AppProcess,
-    ns: Netns,
-    iface: String,
-    stack_mac: String,
-}
+type Setup = EchoWithKernel;
 
 fn start() -> Setup {
     start_with(&[])
 }
 
 fn start_with(extra: &[&str]) -> Setup {
-    let iface = unique_name("dpse");
-    let vdev = format!("net_tap0,iface={iface}");
     let ip = format!("{STACK_IP}/24");
     let mut args = vec!["--ip", &ip, "--udp", "7", "--udp", "8"];
     args.extend_from_slice(extra);
-    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
-    app.wait_for_output("UDP port(s)");
-    let stack_mac = app
-        .output_so_far()
-        .split(", ")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .expect("the start line names the MAC")
-        .to_lowercase();
-    let ns = Netns::create(&unique_name("dpstack-echo-"));
-    let n = ns.name.clone();
-    common::run("ip", &["link", "set", &iface, "netns", &n]);
-    // The tap's kernel side starts with the port's own MAC: give it its own.
-    common::run(
-        "ip",
-        &["-n", &n, "link", "set", &iface, "address", KERNEL_MAC],
-    );
-    common::run(
-        "ip",
-        &[
-            "-n",
-            &n,
-            "addr",
-            "add",
-            &format!("{KERNEL_IP}/24"),
-            "dev",
-            &iface,
-        ],
-    );
-    common::run("ip", &["-n", &n, "link", "set", &iface, "up"]);
-    Setup {
-        app,
-        ns,
-        iface,
-        stack_mac,
-    }
+    let kernel = format!("{KERNEL_IP}/24");
+    echo_with_kernel("dpse", &args, "dpstack-echo-", KERNEL_MAC, &[&kernel])
 }
 
 fn ping(ns: &Netns, count: &str) -> String {

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
+use common::{
+    app_counter, child_eal_args, echo_with_kernel, unique_name, AppProcess, EchoWithKernel, Netns,
+};
 
 const STACK_IP: &str = "10.202.0.1";
 const KERNEL_IP: &str = "10.202.0.2";
@@ -13,46 +15,21 @@ const STACK6: &str = "2001:db8:202::1";
 const KERNEL6: &str = "2001:db8:202::2";
 const KERNEL_MAC: &str = "02:00:00:00:02:22";
 
-struct Setup {
-    app: AppProcess,
-    ns: Netns,
-}
+type Setup = EchoWithKernel;
 
 fn start() -> Setup {
     start_with(&[])
 }
 
 fn start_with(extra: &[&str]) -> Setup {
-    let iface = unique_name("dpst");
-    let vdev = format!("net_tap0,iface={iface}");
     let ip = format!("{STACK_IP}/24");
     let ip6 = format!("{STACK6}/64");
     let mut args = vec!["--ip", &ip, "--ip", &ip6, "--udp", "7", "--tcp", "7"];
     args.extend_from_slice(extra);
-    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
-    app.wait_for_output("UDP port(s)");
-    assert!(app.output_so_far().contains("echoing TCP port(s) 7"));
-    let ns = Netns::create(&unique_name("dpstack-tcp-"));
-    let n = ns.name.clone();
-    common::run("ip", &["link", "set", &iface, "netns", &n]);
-    common::run(
-        "ip",
-        &["-n", &n, "link", "set", &iface, "address", KERNEL_MAC],
-    );
-    let out = ns.exec(
-        "sysctl",
-        &["-qw", &format!("net.ipv6.conf.{iface}.accept_dad=0")],
-    );
-    assert!(out.status.success());
-    let v4 = format!("{KERNEL_IP}/24");
-    common::run("ip", &["-n", &n, "addr", "add", &v4, "dev", &iface]);
-    let v6 = format!("{KERNEL6}/64");
-    common::run(
-        "ip",
-        &["-n", &n, "addr", "add", &v6, "dev", &iface, "nodad"],
-    );
-    common::run("ip", &["-n", &n, "link", "set", &iface, "up"]);
-    Setup { app, ns }
+    let (v4, v6) = (format!("{KERNEL_IP}/24"), format!("{KERNEL6}/64"));
+    let s = echo_with_kernel("dpst", &args, "dpstack-tcp-", KERNEL_MAC, &[&v4, &v6]);
+    assert!(s.app.output_so_far().contains("echoing TCP port(s) 7"));
+    s
 }
 
 /// What the fault port dropped, from the app's summary line (and the line).

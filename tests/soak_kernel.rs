@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{app_counter, child_eal_args, unique_name, AppProcess, Netns};
+use common::{app_counter, echo_with_kernel, AppProcess, EchoWithKernel};
 
 const STACK_IP: &str = "10.208.0.1";
 const KERNEL_IP: &str = "10.208.0.2";
@@ -20,12 +20,7 @@ const STACK6: &str = "2001:db8:8::1";
 const KERNEL6: &str = "2001:db8:8::2";
 const KERNEL_MAC: &str = "02:00:00:00:08:02";
 
-struct Setup {
-    app: AppProcess,
-    ns: Netns,
-    iface: String,
-    stack_mac: String,
-}
+type Setup = EchoWithKernel;
 
 fn start(extra: &[&str]) -> Setup {
     start_on(24, extra)
@@ -33,33 +28,18 @@ fn start(extra: &[&str]) -> Setup {
 
 /// [`start`] with both sides on a /`prefix` IPv4 network.
 fn start_on(prefix: u8, extra: &[&str]) -> Setup {
-    let iface = unique_name("dpsk");
-    let vdev = format!("net_tap0,iface={iface}");
     let ip = format!("{STACK_IP}/{prefix}");
     let ip6 = format!("{STACK6}/64");
     let mut args = vec!["--ip", &ip, "--ip", &ip6, "--no-dad", "--udp", "7"];
     args.extend_from_slice(extra);
-    let app = AppProcess::echo(&child_eal_args(&[&vdev]), &args);
-    app.wait_for_output("UDP port(s)");
-    let stack_mac = app
-        .output_so_far()
-        .split(", ")
-        .nth(1)
-        .and_then(|rest| rest.split(')').next())
-        .expect("the start line names the MAC")
-        .to_lowercase();
-    let ns = common::kernel_side(
+    let kernel = [format!("{KERNEL_IP}/{prefix}"), format!("{KERNEL6}/64")];
+    echo_with_kernel(
+        "dpsk",
+        &args,
         "dpstack-soak-",
-        &iface,
         KERNEL_MAC,
-        &[&format!("{KERNEL_IP}/{prefix}"), &format!("{KERNEL6}/64")],
-    );
-    Setup {
-        app,
-        ns,
-        iface,
-        stack_mac,
-    }
+        &[&kernel[0], &kernel[1]],
+    )
 }
 
 /// The app's resident memory in KiB.

@@ -36,12 +36,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const PROGRAM: &str = "dpstack-console";
-const SPEC: AppSpec = AppSpec {
-    program: PROGRAM,
-    vdevs: &["net_null0", "net_null1"],
-    memory_mb: 512,
-    reassembly_buffers: 0,
-};
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_null0", "net_null1"]).memory_mb(512);
 
 fn main() -> ExitCode {
     app::run_app::<Cli>(&SPEC, run)

@@ -35,12 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-echo";
-const SPEC: AppSpec = AppSpec {
-    program: PROGRAM,
-    vdevs: &["net_tap0,iface=dpstack0"],
-    memory_mb: 256,
-    reassembly_buffers: 63,
-};
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack0"]).reassembly_buffers(63);
 
 /// A UDP echo server on dpstack.
 #[derive(Debug, Parser)]

@@ -31,12 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-iperf";
-const SPEC: AppSpec = AppSpec {
-    program: PROGRAM,
-    vdevs: &["net_tap0,iface=dpstack2"],
-    memory_mb: 512,
-    reassembly_buffers: 0,
-};
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack2"]).memory_mb(512);
 
 /// iperf3 on dpstack.
 #[derive(Debug, Parser)]

@@ -14,9 +14,10 @@
 //! caller reports the send with [`Session::sent`] or [`Session::send_failed`])
 //! or a [`RelayDrop`] already counted on its leg.
 
+use dpstack::media::relay::receive::admit;
 use dpstack::media::relay::{Drops, LegState, RelayDrop};
 use dpstack::media::rtp::{classify, Compound, Kind, RtcpPacket, RtpPacket};
-use dpstack::media::{Channel, LatchConfig, Leg, Verdict};
+use dpstack::media::{Channel, LatchConfig, Leg};
 use dpstack::stack::time::Instant;
 use std::net::SocketAddr;
 
@@ -59,18 +60,6 @@ fn bump(counter: &mut u64) {
     *counter = counter.saturating_add(1);
 }
 
-/// Turns a latch verdict into accept or a drop reason.
-fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
-    match verdict {
-        Verdict::Peer | Verdict::Latched => Ok(()),
-        Verdict::Learning => Err(RelayDrop::Learning),
-        Verdict::Foreign => {
-            bump(&mut leg.counters_mut().foreign);
-            Err(RelayDrop::Foreign)
-        }
-    }
-}
-
 impl Session {
     /// A session whose legs expect their peers at `peers` (signalled), or
     /// learn them by latching.
@@ -79,15 +68,6 @@ impl Session {
     pub fn new(options: &RelayOptions, peers: [Option<SocketAddr>; 2]) -> Session {
         Session {
             legs: peers.map(|peer| LegState::new(options.latch, peer, false, 0)),
-        }
-    }
-
-    /// This leg's state and the other's.
-    fn pair(&mut self, leg: Leg) -> (&mut LegState, &mut LegState) {
-        let [a, b] = &mut self.legs;
-        match leg {
-            Leg::A => (a, b),
-            Leg::B => (b, a),
         }
     }
 
@@ -150,7 +130,7 @@ impl Session {
     ) -> Result<Forward, RelayDrop> {
         let packet = RtpPacket::new_checked(payload).map_err(|_| RelayDrop::BadRtp)?;
         let seq = packet.seq();
-        let (this, other) = self.pair(leg);
+        let (this, other) = leg.split(&mut self.legs);
         admit(this.observe_rtp(source, seq, now), this)?;
         this.record(packet.summary(), now, options.clock_rate);
         let dst = other.dst().ok_or(RelayDrop::NoPeer)?;
@@ -171,7 +151,7 @@ impl Session {
         now: Instant,
     ) -> Result<Forward, RelayDrop> {
         let compound = Compound::new_checked(payload).map_err(|_| RelayDrop::BadRtcp)?;
-        let (this, other) = self.pair(leg);
+        let (this, other) = leg.split(&mut self.legs);
         admit(this.observe_rtcp(source, now), this)?;
         for packet in compound.packets() {
             if let RtcpPacket::SenderReport(sr) = packet {

@@ -14,7 +14,7 @@
 //! ```
 
 use crate::logic::Session;
-use dpstack::media::relay::{is_active, leg_lines, Drops, LegReport, RelayDrop};
+use dpstack::media::relay::{drops_line, is_active, leg_lines, Drops, LegReport};
 use std::fmt::Write;
 
 /// The report of `sessions` (listing at most `list` active ones), `drops`
@@ -61,17 +61,7 @@ pub fn render(sessions: &[Session], drops: &Drops, recv_errors: u64, list: usize
             totals.forwarded[leg], totals.rtcp_forwarded[leg], totals.dropped[leg]
         );
     }
-    let named: Vec<String> = RelayDrop::ALL
-        .iter()
-        .zip(drops)
-        .filter(|(_, n)| **n > 0)
-        .map(|(reason, n)| format!("{} {n}", reason.name()))
-        .collect();
-    if named.is_empty() {
-        out.push_str("relay drops: none\n");
-    } else {
-        let _ = writeln!(out, "relay drops: {}", named.join(" "));
-    }
+    drops_line(&mut out, drops);
     if recv_errors > 0 {
         let _ = writeln!(out, "recv errors {recv_errors}");
     }

@@ -34,12 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-rtp-relay";
-const SPEC: AppSpec = AppSpec {
-    program: PROGRAM,
-    vdevs: &["net_tap0,iface=dpstack3"],
-    memory_mb: 256,
-    reassembly_buffers: 0,
-};
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack3"]);
 
 /// An RTP relay on dpstack.
 #[derive(Debug, Parser)]

@@ -33,12 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PROGRAM: &str = "dpstack-smoltcp-echo";
-const SPEC: AppSpec = AppSpec {
-    program: PROGRAM,
-    vdevs: &["net_tap0,iface=dpstack0"],
-    memory_mb: 256,
-    reassembly_buffers: 0,
-};
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack0"]);
 
 /// A UDP echo server on smoltcp over dpstack's DPDK port (benchmark reference).
 #[derive(Debug, Parser)]

@@ -23,12 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-tcpload";
-const SPEC: AppSpec = AppSpec {
-    program: PROGRAM,
-    vdevs: &["net_tap0,iface=dpstack1"],
-    memory_mb: 256,
-    reassembly_buffers: 0,
-};
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack1"]);
 
 /// A TCP load client on dpstack.
 #[derive(Debug, Parser)]

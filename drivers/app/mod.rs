@@ -25,12 +25,7 @@
 //! use dpstack::stack::port::Port;
 //! use dpstack::stack::udp::{BindOptions, SocketId};
 //!
-//! const SPEC: AppSpec = AppSpec {
-//!     program: "my-echo",
-//!     vdevs: &["net_tap0,iface=dpstack9"],
-//!     memory_mb: 256,
-//!     reassembly_buffers: 0,
-//! };
+//! const SPEC: AppSpec = AppSpec::new("my-echo", &["net_tap0,iface=dpstack9"]);
 //!
 //! #[derive(Parser)]
 //! #[command(name = "my-echo", version)]

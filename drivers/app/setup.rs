@@ -31,6 +31,32 @@ pub struct AppSpec {
     pub reassembly_buffers: u32,
 }
 
+impl AppSpec {
+    /// `program` with `vdevs` as its embedded default devices, 256 MB of
+    /// memory and no reassembly pool: what most apps want.
+    pub const fn new(program: &'static str, vdevs: &'static [&'static str]) -> AppSpec {
+        AppSpec {
+            program,
+            vdevs,
+            memory_mb: 256,
+            reassembly_buffers: 0,
+        }
+    }
+
+    /// This spec with `memory_mb` megabytes in its embedded default.
+    pub const fn memory_mb(self, memory_mb: u32) -> AppSpec {
+        AppSpec { memory_mb, ..self }
+    }
+
+    /// This spec with a reassembly pool of `buffers` large buffers.
+    pub const fn reassembly_buffers(self, buffers: u32) -> AppSpec {
+        AppSpec {
+            reassembly_buffers: buffers,
+            ..self
+        }
+    }
+}
+
 /// The body of every app's `main`: split the arguments, parse the app
 /// options as `C`, then take the embedded default EAL options if none were
 /// given, run, and turn the outcome into an exit code (2 for a usage error,

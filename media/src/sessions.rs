@@ -45,6 +45,16 @@ impl Leg {
         }
     }
 
+    /// In an array of per-leg state, this leg's entry and the other's.
+    #[inline]
+    pub fn split<T>(self, per_leg: &mut [T; 2]) -> (&mut T, &mut T) {
+        let [a, b] = per_leg;
+        match self {
+            Leg::A => (a, b),
+            Leg::B => (b, a),
+        }
+    }
+
     /// 0 for A, 1 for B (for arrays of per-leg state).
     pub const fn index(self) -> usize {
         match self {

@@ -155,6 +155,28 @@ impl<B: Buf> Shared<B> {
         }
     }
 
+    /// Queues `command` for the lcore: [`SocketError::Busy`] if its queue
+    /// is full.
+    pub(crate) fn send_command(&self, command: Command<B>) -> Result<(), SocketError> {
+        self.commands.push(command).map_err(|_| SocketError::Busy)
+    }
+
+    /// Queues the command `make` builds around a reply channel and waits up
+    /// to 5 s for the lcore's answer ([`SocketError::Closed`] if none comes:
+    /// the lcore is gone); a refusal `E` becomes `refused(E)`.
+    pub(crate) fn request<T, E>(
+        &self,
+        make: impl FnOnce(crossbeam_channel::Sender<Result<T, E>>) -> Command<B>,
+        refused: impl FnOnce(E) -> SocketError,
+    ) -> Result<T, SocketError> {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        self.send_command(make(reply))?;
+        answer
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| SocketError::Closed)?
+            .map_err(refused)
+    }
+
     /// Asks the lcore to look at stream `id` on its next poll.
     pub(crate) fn attend(&self, id: ConnId) {
         if self.attention.push(id).is_err() {
@@ -250,22 +272,16 @@ impl<P: BufPool> StackHandle<P> {
     ) -> Result<TcpListener<P>, SocketError> {
         let local = local.into();
         let queue = Arc::new(tcp::AcceptQueue::new(backlog));
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        let command = Command::TcpListen {
-            local,
-            backlog,
-            options,
-            queue: Arc::clone(&queue),
-            reply,
-        };
-        self.shared
-            .commands
-            .push(command)
-            .map_err(|_| SocketError::Busy)?;
-        answer
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| SocketError::Closed)?
-            .map_err(SocketError::Listen)?;
+        self.shared.request(
+            |reply| Command::TcpListen {
+                local,
+                backlog,
+                options,
+                queue: Arc::clone(&queue),
+                reply,
+            },
+            SocketError::Listen,
+        )?;
         Ok(TcpListener::new(
             local,
             queue,
@@ -282,20 +298,14 @@ impl<P: BufPool> StackHandle<P> {
         timeout: Option<Duration>,
     ) -> Result<TcpStream<P>, SocketError> {
         let stream = Arc::new(tcp::StreamQueue::new());
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        let command = Command::TcpConnect {
-            remote: remote.into(),
-            stream: Arc::clone(&stream),
-            reply,
-        };
-        self.shared
-            .commands
-            .push(command)
-            .map_err(|_| SocketError::Busy)?;
-        answer
-            .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| SocketError::Closed)?
-            .map_err(SocketError::Tcp)?;
+        self.shared.request(
+            |reply| Command::TcpConnect {
+                remote: remote.into(),
+                stream: Arc::clone(&stream),
+                reply,
+            },
+            SocketError::Tcp,
+        )?;
         let stream = TcpStream::new(stream, Arc::clone(&self.shared), Arc::clone(&self.pool));
         stream.wait_open(timeout)?;
         Ok(stream)
@@ -310,14 +320,10 @@ impl<P: BufPool> UdpSocket<P> {
 
     /// Only exchange datagrams with `remote` from now on.
     pub fn connect(&self, remote: impl Into<SocketAddr>) -> Result<(), SocketError> {
-        let remote = remote.into();
-        self.shared
-            .commands
-            .push(Command::Connect {
-                socket: self.id,
-                remote,
-            })
-            .map_err(|_| SocketError::Busy)
+        self.shared.send_command(Command::Connect {
+            socket: self.id,
+            remote: remote.into(),
+        })
     }
 
     /// Moves up to `max` received datagrams into `out` (zero-copy), waiting

@@ -350,6 +350,50 @@ fn socat_with(netns: &str, address: &str, input: &[u8], options: &[&str]) -> std
     output
 }
 
+/// `dpstack-echo` on a `net_tap` port of its own, past its start line,
+/// with the Linux kernel at the other end of the tap in a namespace.
+pub struct EchoWithKernel {
+    /// The running app.
+    pub app: AppProcess,
+    /// The namespace holding the kernel's side.
+    pub ns: Netns,
+    /// The tap's name (the port's kernel side).
+    pub iface: String,
+    /// The port's MAC in lower case, as the start line names it.
+    pub stack_mac: String,
+}
+
+/// Starts `dpstack-echo -- ARGS` on a `net_tap` port whose kernel side is a
+/// tap named after `tap_prefix`, waits until it listens ("UDP port(s)"),
+/// then moves the tap into a namespace named after `ns_prefix` as
+/// [`kernel_side`] does, with `kernel_mac` and `kernel_addresses`.
+pub fn echo_with_kernel(
+    tap_prefix: &str,
+    args: &[&str],
+    ns_prefix: &str,
+    kernel_mac: &str,
+    kernel_addresses: &[&str],
+) -> EchoWithKernel {
+    let iface = unique_name(tap_prefix);
+    let vdev = format!("net_tap0,iface={iface}");
+    let app = AppProcess::echo(&child_eal_args(&[&vdev]), args);
+    app.wait_for_output("UDP port(s)");
+    let stack_mac = app
+        .output_so_far()
+        .split(", ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the start line names the MAC")
+        .to_lowercase();
+    let ns = kernel_side(ns_prefix, &iface, kernel_mac, kernel_addresses);
+    EchoWithKernel {
+        app,
+        ns,
+        iface,
+        stack_mac,
+    }
+}
+
 /// Moves tap `iface` (a net_tap port's kernel side) into a new namespace
 /// named after `prefix` and makes it the kernel's end of the link: MAC
 /// `mac`, the `addresses` (IPv6 ones without duplicate address detection),

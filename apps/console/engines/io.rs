@@ -1,29 +1,17 @@
 //! `io`: forward every packet unchanged (the DPDK I/O ceiling).
 
-use super::{receive, transmit, BurstContext, Engine};
-use crate::forward::{Stream, StreamCounters};
-use arrayvec::ArrayVec;
+use super::Rewrite;
+use crate::forward::Stream;
 use dpstack::stack::port::Port;
 
 /// The `io` engine.
 #[derive(Debug, Default)]
 pub struct Io;
 
-impl Engine for Io {
+impl Rewrite for Io {
+    /// Nothing: `io` forwards every packet as it came.
     #[inline]
-    fn burst<P: Port>(
-        &mut self,
-        stream: &Stream,
-        ctx: &mut BurstContext<'_, P>,
-        counters: &mut StreamCounters,
-    ) -> usize {
-        let mut burst = ArrayVec::new();
-        let n = receive(stream, ctx, &mut burst, counters);
-        if n > 0 {
-            transmit(stream, ctx, &mut burst, counters);
-        }
-        n
-    }
+    fn rewrite<P: Port>(&mut self, _: &Stream, _: &[P], _: &mut [P::Buf]) {}
 }
 
 #[cfg(test)]

@@ -1,38 +1,25 @@
 //! `mac`: set the source MAC to the tx port's and the destination to the
 //! stream's peer (testpmd's `--eth-peer`), then forward.
 
-use super::{receive, transmit, BurstContext, Engine};
-use crate::forward::{Stream, StreamCounters};
-use arrayvec::ArrayVec;
+use super::Rewrite;
+use crate::forward::Stream;
 use dpstack::stack::port::{Buf, Port};
 
 /// The `mac` engine.
 #[derive(Debug, Default)]
 pub struct Mac;
 
-impl Engine for Mac {
+impl Rewrite for Mac {
     #[inline]
-    fn burst<P: Port>(
-        &mut self,
-        stream: &Stream,
-        ctx: &mut BurstContext<'_, P>,
-        counters: &mut StreamCounters,
-    ) -> usize {
-        let mut burst = ArrayVec::new();
-        let n = receive(stream, ctx, &mut burst, counters);
-        if n == 0 {
-            return 0;
-        }
-        let src = ctx.ports[stream.tx_port].mac().octets();
+    fn rewrite<P: Port>(&mut self, stream: &Stream, ports: &[P], bufs: &mut [P::Buf]) {
+        let src = ports[stream.tx_port].mac().octets();
         let dst = stream.peer_mac.octets();
-        for buf in burst.iter_mut() {
+        for buf in bufs.iter_mut() {
             if let Some(header) = buf.data_mut().get_mut(..12) {
                 header[..6].copy_from_slice(&dst);
                 header[6..].copy_from_slice(&src);
             }
         }
-        transmit(stream, ctx, &mut burst, counters);
-        n
     }
 }
 

@@ -1,8 +1,7 @@
 //! `macswap`: swap source and destination MAC, then forward.
 
-use super::{receive, transmit, BurstContext, Engine};
-use crate::forward::{Stream, StreamCounters};
-use arrayvec::ArrayVec;
+use super::Rewrite;
+use crate::forward::Stream;
 use dpstack::simd::swap_eth_addrs;
 use dpstack::stack::port::{Buf, Port};
 
@@ -10,31 +9,18 @@ use dpstack::stack::port::{Buf, Port};
 #[derive(Debug, Default)]
 pub struct MacSwap;
 
-impl Engine for MacSwap {
+impl Rewrite for MacSwap {
     #[inline]
-    fn burst<P: Port>(
-        &mut self,
-        stream: &Stream,
-        ctx: &mut BurstContext<'_, P>,
-        counters: &mut StreamCounters,
-    ) -> usize {
-        let mut burst = ArrayVec::new();
-        let n = receive(stream, ctx, &mut burst, counters);
-        if n == 0 {
-            return 0;
-        }
+    fn rewrite<P: Port>(&mut self, _: &Stream, _: &[P], bufs: &mut [P::Buf]) {
         // Packet data is cold: start every packet's first line loading
         // before the first swap, so the misses overlap. Two plain passes
         // also leave no per-packet bounds or look-ahead test in the loop.
-        let bufs = burst.as_mut_slice();
         for buf in bufs.iter() {
             buf.prefetch();
         }
         for buf in bufs.iter_mut() {
             swap_eth_addrs(buf.data_mut());
         }
-        transmit(stream, ctx, &mut burst, counters);
-        n
     }
 }
 

@@ -3,10 +3,12 @@
 //! `help`. The table's last mode, `stack`, is no engine: its lcore runs
 //! the TCP/IP stack (`crate::stack`).
 //!
-//! An engine does one burst of one stream ([`Engine::burst`]): receive from the
-//! stream's rx port, act, transmit to its tx port. The forwarding loop picks
-//! the engine once per start and is monomorphized per engine and per port
-//! type: no indirect call per burst or per packet.
+//! An engine does one burst of one stream ([`Engine::burst`]): receive from
+//! the stream's rx port, act, transmit to its tx port. The engines that
+//! forward what they receive (`io`, `mac`, `macswap`) only say how they
+//! rewrite a burst ([`Rewrite`]). The forwarding loop picks the engine once
+//! per start and is monomorphized per engine and per port type: no indirect
+//! call per burst or per packet.
 
 mod io;
 mod mac;
@@ -128,6 +130,32 @@ pub trait Engine {
         ctx: &mut BurstContext<'_, P>,
         counters: &mut StreamCounters,
     ) -> usize;
+}
+
+/// An engine that forwards every packet it receives to the stream's tx
+/// port, rewritten in place first (`io`, `mac`, `macswap`): the receive and
+/// transmit around the rewrite are written once, here.
+pub trait Rewrite {
+    /// Rewrites one received, non-empty burst of `stream` before it is sent.
+    fn rewrite<P: Port>(&mut self, stream: &Stream, ports: &[P], bufs: &mut [P::Buf]);
+}
+
+impl<R: Rewrite> Engine for R {
+    #[inline]
+    fn burst<P: Port>(
+        &mut self,
+        stream: &Stream,
+        ctx: &mut BurstContext<'_, P>,
+        counters: &mut StreamCounters,
+    ) -> usize {
+        let mut burst = ArrayVec::new();
+        let n = receive(stream, ctx, &mut burst, counters);
+        if n > 0 {
+            self.rewrite(stream, ctx.ports, &mut burst);
+            transmit(stream, ctx, &mut burst, counters);
+        }
+        n
+    }
 }
 
 /// Receives up to `ctx.burst` packets on the stream's rx port.

@@ -156,19 +156,12 @@ pub fn ss_state(state: State) -> &'static str {
     }
 }
 
-/// RFC 9293's name of a TCP state.
+/// RFC 9293's name of a TCP state: `ss`'s but for the two `ss` shortens.
 pub fn rfc_state(state: State) -> &'static str {
     match state {
-        State::SynSent => "SYN-SENT",
         State::SynReceived => "SYN-RECEIVED",
         State::Established => "ESTABLISHED",
-        State::FinWait1 => "FIN-WAIT-1",
-        State::FinWait2 => "FIN-WAIT-2",
-        State::CloseWait => "CLOSE-WAIT",
-        State::Closing => "CLOSING",
-        State::LastAck => "LAST-ACK",
-        State::TimeWait => "TIME-WAIT",
-        State::Closed => "CLOSED",
+        other => ss_state(other),
     }
 }
 
@@ -264,6 +257,25 @@ fn port_id(ports: &[u16], link: usize) -> u16 {
 mod tests {
     use super::*;
     use std::net::{IpAddr, Ipv4Addr};
+
+    #[test]
+    fn tcp_states_have_rfc_9293_and_ss_names() {
+        let names = [
+            (State::SynSent, "SYN-SENT", "SYN-SENT"),
+            (State::SynReceived, "SYN-RECEIVED", "SYN-RECV"),
+            (State::Established, "ESTABLISHED", "ESTAB"),
+            (State::FinWait1, "FIN-WAIT-1", "FIN-WAIT-1"),
+            (State::FinWait2, "FIN-WAIT-2", "FIN-WAIT-2"),
+            (State::CloseWait, "CLOSE-WAIT", "CLOSE-WAIT"),
+            (State::Closing, "CLOSING", "CLOSING"),
+            (State::LastAck, "LAST-ACK", "LAST-ACK"),
+            (State::TimeWait, "TIME-WAIT", "TIME-WAIT"),
+            (State::Closed, "CLOSED", "CLOSED"),
+        ];
+        for (state, rfc, ss) in names {
+            assert_eq!((rfc_state(state), ss_state(state)), (rfc, ss));
+        }
+    }
 
     #[test]
     fn addresses_have_ip_addrs_layout() {

@@ -86,7 +86,9 @@ mod tests;
 pub use error::{PeerProblem, SpecError, StartError};
 pub use leg::{clock_rate, rtcp_of, LegCounters, LegState, StreamReport};
 pub use membership::SSRCS_PER_LEG;
-pub use report::{is_active, leg_lines, render, LegReport, SessionReport, Snapshot, StatsLink};
+pub use report::{
+    drops_line, is_active, leg_lines, render, LegReport, SessionReport, Snapshot, StatsLink,
+};
 pub use reports::ReportConfig;
 pub use spec::{
     assign_ports, check_peer, generate, parse, LegSpec, LocalPort, SessionPorts, SessionSpec,

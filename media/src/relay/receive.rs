@@ -121,9 +121,10 @@ fn latched<P: Port>(
     }
 }
 
-/// Turns a latch verdict into accept or a drop reason.
+/// Turns a latch verdict into accept or a drop reason (counting a foreign
+/// packet on `leg`). The kernel-socket reference relay shares it.
 #[inline]
-fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
+pub fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
     match verdict {
         Verdict::Peer | Verdict::Latched => Ok(()),
         Verdict::Learning => Err(RelayDrop::Learning),
@@ -135,16 +136,6 @@ fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
 }
 
 impl Session {
-    /// This leg's state and the other's.
-    #[inline]
-    fn pair(&mut self, leg: Leg) -> (&mut LegState, &mut LegState) {
-        let [a, b] = &mut self.legs;
-        match leg {
-            Leg::A => (a, b),
-            Leg::B => (b, a),
-        }
-    }
-
     /// One datagram that reached `at`.
     #[inline]
     fn receive<B: Buf, P: Port<Buf = B>>(
@@ -183,7 +174,7 @@ impl Session {
     ) -> Result<(), RelayDrop> {
         let seq = header.seq;
         let now = datagram.received_at();
-        let (this, other) = self.pair(leg);
+        let (this, other) = leg.split(&mut self.legs);
         let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
         if this.take_dst_change() {
             other.set_forward(this.dst());
@@ -235,7 +226,7 @@ impl Session {
         let now: Instant = datagram.received_at();
         let leg = at.leg;
         let own = legs[leg.index()];
-        let (this, other) = self.pair(leg);
+        let (this, other) = leg.split(&mut self.legs);
         {
             let compound =
                 Compound::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtcp)?;

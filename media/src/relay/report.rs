@@ -107,18 +107,24 @@ pub fn render(snapshot: &Snapshot, names: &[String]) -> String {
         totals.rtcp,
         totals.dropped
     );
-    let drops: Vec<String> = RelayDrop::ALL
+    drops_line(&mut out, &snapshot.drops);
+    out
+}
+
+/// Appends the `relay drops:` line: each reason that dropped anything with
+/// its count, or `none`.
+pub fn drops_line(out: &mut String, drops: &Drops) {
+    let named: Vec<String> = RelayDrop::ALL
         .iter()
-        .zip(snapshot.drops)
-        .filter(|(_, n)| *n > 0)
+        .zip(drops)
+        .filter(|(_, n)| **n > 0)
         .map(|(reason, n)| format!("{} {n}", reason.name()))
         .collect();
-    if drops.is_empty() {
+    if named.is_empty() {
         out.push_str("relay drops: none\n");
     } else {
-        let _ = writeln!(out, "relay drops: {}", drops.join(" "));
+        let _ = writeln!(out, "relay drops: {}", named.join(" "));
     }
-    out
 }
 
 /// True if a leg saw anything (a stream, RTCP or a drop): idle legs are

@@ -159,3 +159,13 @@ fn ten_thousand_sessions_of_four_sockets() {
         );
     }
 }
+
+#[test]
+fn a_leg_splits_per_leg_state_into_its_own_entry_and_the_others() {
+    let mut per_leg = ['a', 'b'];
+    assert_eq!(Leg::A.split(&mut per_leg), (&mut 'a', &mut 'b'));
+    assert_eq!(Leg::B.split(&mut per_leg), (&mut 'b', &mut 'a'));
+    let (this, _) = Leg::B.split(&mut per_leg);
+    *this = 'x';
+    assert_eq!(per_leg, ['a', 'x']);
+}

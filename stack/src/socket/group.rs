@@ -219,13 +219,10 @@ impl<P: BufPool> UdpGroup<P> {
         remote: impl Into<SocketAddr>,
     ) -> Result<(), SocketError> {
         self.check_member(socket)?;
-        self.shared
-            .commands
-            .push(super::Command::Connect {
-                socket,
-                remote: remote.into(),
-            })
-            .map_err(|_| SocketError::Busy)
+        self.shared.send_command(super::Command::Connect {
+            socket,
+            remote: remote.into(),
+        })
     }
 
     /// Moves up to `max` datagrams received on any member into `out`

@@ -258,21 +258,15 @@ pub(super) fn bind_queue<B: Buf>(
     options: BindOptions,
     queue: &Arc<SocketQueue<B>>,
 ) -> Result<(SocketId, SocketAddr), SocketError> {
-    let (reply, answer) = crossbeam_channel::bounded(1);
-    let command = Command::Bind {
-        local,
-        options,
-        queue: Arc::clone(queue),
-        reply,
-    };
-    shared
-        .commands
-        .push(command)
-        .map_err(|_| SocketError::Busy)?;
-    answer
-        .recv_timeout(Duration::from_secs(5))
-        .map_err(|_| SocketError::Closed)?
-        .map_err(SocketError::Bind)
+    shared.request(
+        |reply| Command::Bind {
+            local,
+            options,
+            queue: Arc::clone(queue),
+            reply,
+        },
+        SocketError::Bind,
+    )
 }
 
 /// Queues a close for the lcore, waiting (yielding the CPU) for room: the

@@ -304,6 +304,18 @@ impl Script {
         n
     }
 
+    /// The application writes `byte`s towards `total`, `chunk` at most at
+    /// a time, until `*written` reaches `total` or the send buffer is full.
+    fn write_towards(&mut self, written: &mut usize, total: usize, chunk: usize, byte: u8) {
+        while *written < total {
+            let n = self.write(&vec![byte; (total - *written).min(chunk)]);
+            if n == 0 {
+                break;
+            }
+            *written += n;
+        }
+    }
+
     /// The application reads everything readable.
     fn read_all(&mut self) -> Vec<u8> {
         let mut out = vec![0u8; 1 << 20];

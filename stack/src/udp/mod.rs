@@ -7,6 +7,8 @@ pub use table::{BindError, BindOptions, SocketId, UdpTable};
 
 use crate::port::Buf;
 use crate::time::Instant;
+use crate::wire::ethernet::HEADER_LEN as ETH;
+use crate::wire::{ipv4, ipv6};
 use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use core::ops::Range;
 
@@ -61,28 +63,29 @@ fn source_v4(frame: &[u8], payload_start: usize) -> SocketAddrV4 {
 /// UDP payload starts at `payload_start` (unspecified if it is too short,
 /// which the receive path never lets through).
 pub(crate) fn addresses(frame: &[u8], payload_start: usize) -> ((Ipv4Addr, Ipv4Addr), (u16, u16)) {
-    let ip = |at: usize| {
-        frame
-            .get(at..at + 4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map_or(Ipv4Addr::UNSPECIFIED, Ipv4Addr::from)
-    };
-    let port = |at: usize| {
-        frame
-            .get(at..at + 2)
-            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
-    };
-    let udp = payload_start.saturating_sub(8);
-    ((ip(26), ip(30)), (port(udp), port(udp + 2)))
+    addresses_at::<4, _>(frame, payload_start, ETH + ipv4::field::SRC)
 }
 
 /// [`addresses`] for an IPv6 frame (the fixed header at byte 14).
 pub(crate) fn addresses6(frame: &[u8], payload_start: usize) -> ((Ipv6Addr, Ipv6Addr), (u16, u16)) {
+    addresses_at::<16, _>(frame, payload_start, ETH + ipv6::field::SRC)
+}
+
+/// [`addresses`] of either family: `N`-byte source address at `src`, the
+/// destination right after it as in both IP headers (all zeros, the
+/// unspecified address, where the frame is too short).
+fn addresses_at<const N: usize, A: From<[u8; N]>>(
+    frame: &[u8],
+    payload_start: usize,
+    src: usize,
+) -> ((A, A), (u16, u16)) {
     let ip = |at: usize| {
-        frame
-            .get(at..at + 16)
-            .and_then(|b| <[u8; 16]>::try_from(b).ok())
-            .map_or(Ipv6Addr::UNSPECIFIED, Ipv6Addr::from)
+        A::from(
+            frame
+                .get(at..at + N)
+                .and_then(|b| <[u8; N]>::try_from(b).ok())
+                .unwrap_or([0; N]),
+        )
     };
     let port = |at: usize| {
         frame
@@ -90,7 +93,7 @@ pub(crate) fn addresses6(frame: &[u8], payload_start: usize) -> ((Ipv6Addr, Ipv6
             .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
     };
     let udp = payload_start.saturating_sub(8);
-    ((ip(22), ip(38)), (port(udp), port(udp + 2)))
+    ((ip(src), ip(src + N)), (port(udp), port(udp + 2)))
 }
 
 impl<B: Buf> Datagram<B> {

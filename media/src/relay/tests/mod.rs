@@ -6,7 +6,6 @@ use super::report::{self, Snapshot, StatsLink};
 use super::spec::{self as config, LegSpec, LocalPort, SessionSpec};
 use super::{Relay, RelayDrop, RelayOptions, SpecError, StartError};
 use crate::rtp::{write_sender_report, RtpHeader, SenderInfo};
-use crate::LatchConfig;
 use dpstack_stack::counters::{DropReason, Stat};
 use dpstack_stack::iface::{Interface, InterfaceConfig};
 use dpstack_stack::port::memory::{MemBuf, MemPort, MemPortConfig};
@@ -47,15 +46,9 @@ struct Sent {
     payload: Vec<u8>,
 }
 
+/// The relay's defaults; each test overrides what it is about.
 fn options() -> RelayOptions {
-    RelayOptions {
-        echo: false,
-        latch: LatchConfig::default(),
-        clock_rate: 8000,
-        dscp: 46,
-        connect_on_latch: false,
-        ..RelayOptions::default()
-    }
+    RelayOptions::default()
 }
 
 fn at(ip: Ipv4Addr, port: u16) -> SocketAddrV4 {

@@ -33,13 +33,7 @@ fn bulk_over_a_queueing_path(hystart: bool, total: usize) -> (Script, u32) {
     let mut in_flight: VecDeque<(Instant, u32, u32)> = VecDeque::new();
     let mut largest_in_slow_start = 0;
     for _ in 0..100_000 {
-        while written < total {
-            let n = t.write(&vec![9u8; (total - written).min(64 * 1024)]);
-            if n == 0 {
-                break;
-            }
-            written += n;
-        }
+        t.write_towards(&mut written, total, 64 * 1024, 9);
         // Every segment sent: its acknowledgment arrives one RTT later.
         for (at, seg, payload) in t.sent.drain(..) {
             let end = seg.seq.wrapping_sub(OUR_ISS) + payload.len() as u32;

@@ -35,13 +35,7 @@ fn bulk(pacing: bool, total: usize, rtt: Duration) -> (usize, Duration, Option<D
     let mut sent_at: Vec<(Instant, usize)> = Vec::new();
     let mut last_ack = t.now;
     for _ in 0..200_000 {
-        while written < total {
-            let n = t.write(&vec![7u8; (total - written).min(64 * 1024)]);
-            if n == 0 {
-                break;
-            }
-            written += n;
-        }
+        t.write_towards(&mut written, total, 64 * 1024, 7);
         for (at, seg, payload) in t.sent.drain(..) {
             let end = seg.seq.wrapping_sub(OUR_ISS) + payload.len() as u32;
             let (ts, _) = seg.options.timestamps.expect("timestamps on every segment");

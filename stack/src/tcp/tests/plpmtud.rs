@@ -69,13 +69,7 @@ fn transfer_through_a_black_hole(path_mss: usize, total: usize) -> (Script, usiz
     let mut written = 0;
     let mut largest_after = 0;
     for _ in 0..20_000 {
-        while written < total {
-            let n = t.write(&vec![3u8; (total - written).min(16 * 1024)]);
-            if n == 0 {
-                break;
-            }
-            written += n;
-        }
+        t.write_towards(&mut written, total, 16 * 1024, 3);
         let sent: Vec<_> = t.sent.drain(..).collect();
         if sent.is_empty() {
             if written == total && t.conn.send_buf.is_empty() {
