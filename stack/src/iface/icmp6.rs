@@ -13,10 +13,11 @@ use super::icmp::Invoking;
 use super::icmp::{error_input, reply_echo, send_error, IcmpError, IcmpFamily, IcmpIn, Quote};
 use super::ip::MIN_MTU;
 use super::nd;
+use super::poll::{Arrival, Poll};
 use super::transmit::Out;
 use super::{Core, Link};
 use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
+use crate::port::{Buf, Port};
 use crate::time::Instant;
 use crate::udp::table::FlowKey6;
 use crate::udp::{PeerError, SocketId};
@@ -93,21 +94,28 @@ pub(super) fn icmp6_input<P: Port>(
     }
 }
 
-/// Answers the packet in `buf` with ICMPv6 `error` ([`send_error`]: in its
-/// buffer, quoting up to the minimum MTU, rate-limited; never to `::`, and
-/// to a group only for parameter problem code 2).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn icmp6_error<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    invoking: Invoking<Ipv6Addr>,
-    error: Icmp6Error,
-) {
-    send_error(core, out, link, now, buf, eth_src, (invoking, error));
+impl<P: Port> Poll<'_, '_, P> {
+    /// Answers the packet in `buf` with ICMPv6 `error` ([`send_error`]: in
+    /// its buffer, quoting up to the minimum MTU, rate-limited; never to
+    /// `::`, and to a group only for parameter problem code 2).
+    pub(crate) fn icmp6_error(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        invoking: Invoking<Ipv6Addr>,
+        error: Icmp6Error,
+    ) {
+        let Arrival { link, eth_src } = arrival;
+        send_error(
+            self.core,
+            self.out,
+            link,
+            self.now,
+            buf,
+            eth_src,
+            (invoking, error),
+        );
+    }
 }
 
 impl IcmpFamily for Ipv6Addr {

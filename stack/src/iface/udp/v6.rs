@@ -8,7 +8,8 @@
 
 use super::super::config::DEFAULT_HOP_LIMIT;
 use super::super::icmp::Invoking;
-use super::super::icmp6::{icmp6_error, Icmp6Error};
+use super::super::icmp6::Icmp6Error;
+use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
 use super::super::transmit::{Out, SendError};
 use super::family::{UdpFamily, UdpIn};
@@ -99,7 +100,8 @@ impl UdpFamily for Ipv6Addr {
             end: datagram.end,
         };
         let error = Icmp6Error::PORT_UNREACHABLE;
-        icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+        let arrival = Arrival { link, eth_src };
+        Poll::new(core, out, now).icmp6_error(buf, arrival, invoking, error);
     }
 
     #[inline]
