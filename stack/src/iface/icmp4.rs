@@ -7,13 +7,13 @@
 //! Owning lcore only: no allocation, no panic, every drop counted.
 
 use super::config::DEFAULT_HOP_LIMIT;
-use super::icmp::send_error;
 use super::icmp::{error_input, reply_echo, IcmpError, IcmpFamily, IcmpIn, Invoking, Quote};
 use super::ip::{transmit_ipv4, turn_around_ipv4};
+use super::poll::{Arrival, Poll};
 use super::transmit::Out;
 use super::{Core, Link};
 use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
+use crate::port::{Buf, Port};
 use crate::time::Instant;
 use crate::udp::table::FlowKey;
 use crate::udp::{PeerError, SocketId};
@@ -73,26 +73,25 @@ pub(super) fn icmp_input<P: Port>(
     reply_echo(core, out, link, buf, &message);
 }
 
-/// Answers a datagram for a closed port (its IPv4 packet `ip_total_len`
-/// bytes long) with ICMP port unreachable, reusing its buffer
-/// ([`send_error`]).
-pub(crate) fn port_unreachable_in_place<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    ip_total_len: usize,
-) {
-    let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
-    let invoking = Invoking {
-        ours: ip.dst(),
-        peer: ip.src(),
-        end: ETH_LEN + ip_total_len,
-    };
-    let error = Icmp4Error::PORT_UNREACHABLE;
-    send_error(core, out, link, now, buf, eth_src, (invoking, error));
+impl<P: Port> Poll<'_, '_, P> {
+    /// Answers a datagram for a closed port (its IPv4 packet `ip_total_len`
+    /// bytes long) with ICMP port unreachable, reusing its buffer
+    /// ([`Poll::send_error`]).
+    pub(crate) fn port_unreachable_in_place(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        ip_total_len: usize,
+    ) {
+        let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
+        let invoking = Invoking {
+            ours: ip.dst(),
+            peer: ip.src(),
+            end: ETH_LEN + ip_total_len,
+        };
+        let error = Icmp4Error::PORT_UNREACHABLE;
+        self.send_error(buf, arrival, invoking, error);
+    }
 }
 
 impl IcmpFamily for Ipv4Addr {

@@ -10,7 +10,7 @@
 
 use super::config::DEFAULT_HOP_LIMIT;
 use super::icmp::Invoking;
-use super::icmp::{error_input, reply_echo, send_error, IcmpError, IcmpFamily, IcmpIn, Quote};
+use super::icmp::{error_input, reply_echo, IcmpError, IcmpFamily, IcmpIn, Quote};
 use super::ip::MIN_MTU;
 use super::nd;
 use super::poll::{Arrival, Poll};
@@ -95,7 +95,7 @@ pub(super) fn icmp6_input<P: Port>(
 }
 
 impl<P: Port> Poll<'_, '_, P> {
-    /// Answers the packet in `buf` with ICMPv6 `error` ([`send_error`]: in
+    /// Answers the packet in `buf` with ICMPv6 `error` ([`Poll::send_error`]: in
     /// its buffer, quoting up to the minimum MTU, rate-limited; never to
     /// `::`, and to a group only for parameter problem code 2).
     pub(crate) fn icmp6_error(
@@ -105,16 +105,7 @@ impl<P: Port> Poll<'_, '_, P> {
         invoking: Invoking<Ipv6Addr>,
         error: Icmp6Error,
     ) {
-        let Arrival { link, eth_src } = arrival;
-        send_error(
-            self.core,
-            self.out,
-            link,
-            self.now,
-            buf,
-            eth_src,
-            (invoking, error),
-        );
+        self.send_error(buf, arrival, invoking, error);
     }
 }
 

@@ -19,7 +19,7 @@ use crate::iface::icmp4::icmp_input;
 use crate::iface::icmp6::{icmp6_input, Icmp6Error};
 use crate::iface::poll::{Arrival, Poll};
 use crate::iface::tcp::TcpIn;
-use crate::iface::udp::{self, UdpIn};
+use crate::iface::udp::UdpIn;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::reassembly::{Fragment, Key4, Key6, Reassembly};
 use crate::route::{V4, V6};
@@ -198,15 +198,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     to_group: local.broadcast,
                     l4_checksum: local.l4_checksum,
                 };
-                udp::udp_input(
-                    self.core,
-                    self.out,
-                    (arrival.link, self.now),
-                    buf,
-                    arrival.eth_src,
-                    l4,
-                    delivered,
-                )
+                self.udp_input(buf, arrival, l4, delivered)
             }
             protocol::TCP if !local.broadcast => {
                 let start = ETH_LEN + local.header_len;
@@ -410,15 +402,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     // A reassembled datagram's buffer is fresh: `Unknown`.
                     l4_checksum: buf.rx_offload().l4_checksum,
                 };
-                udp::udp_input(
-                    self.core,
-                    self.out,
-                    (arrival.link, self.now),
-                    buf,
-                    arrival.eth_src,
-                    l4,
-                    delivered,
-                )
+                self.udp_input(buf, arrival, l4, delivered)
             }
             next_header::TCP if !dst.is_multicast() => {
                 self.core.lcore.counters.count(Stat::Ip6InDelivers);
