@@ -6,7 +6,6 @@
 //! Frames from a group (multicast or broadcast) source MAC are dropped
 //! before anything else: replies go back to the source MAC.
 
-use super::arp;
 use super::ip::Delivered;
 use super::poll::{Arrival, Poll};
 use crate::counters::{DropReason, Stat};
@@ -50,7 +49,7 @@ impl<P: Port> Poll<'_, '_, P> {
         }
         let arrival = Arrival { link, eth_src: src };
         match ethertype {
-            EtherType::Arp => arp::arp_input(self.core, self.out, link, self.now, buf),
+            EtherType::Arp => self.arp_input(buf, link),
             EtherType::Ipv4 => self.ipv4_input(buf, arrival, delivered),
             EtherType::Ipv6 => self.ipv6_input(buf, arrival, delivered),
             _ => self

@@ -1,14 +1,19 @@
 //! The per-poll context of the pipeline: what every step of receiving a
-//! frame needs, built once per burst and borrowed by each step ([`Poll`]),
+//! frame needs, built once per poll and borrowed by each step ([`Poll`]),
 //! and where one received frame came from ([`Arrival`]).
 //!
-//! The pipeline's steps (`ethernet`, `ip::input`, TCP's glue, ...) are
-//! methods of [`Poll`] defined beside their protocol, so that a step's
-//! signature lists only what is its own: the frame and what the previous
-//! step learned about it.
+//! The receive pipeline's steps are methods of [`Poll`], each defined
+//! beside its protocol: Ethernet in (`ethernet`), ARP in (`arp`), IP in
+//! for both families with reassembly (`ip::input`), ICMP and ICMPv6 in and
+//! the errors they send (`icmp`, `icmp4`, `icmp6`), UDP's general path
+//! (`udp::input`) and TCP's input glue (`tcp`). A step's signature lists
+//! only what is its own: the frame and what the previous steps learned of
+//! it. The paths they call (Neighbor Discovery, the send and reply paths)
+//! and the timers still take the state and the transmit batches as two
+//! arguments.
 //!
-//! Per packet: [`Poll`] is three words and [`Arrival`] two, built where the
-//! burst loop already holds their parts; nothing here allocates or copies a
+//! Per packet: [`Poll`] is three words, built once before the burst loop,
+//! and [`Arrival`] two, built by Ethernet in; nothing here allocates or copies a
 //! frame. Below every path of `iface`: this module imports only the state
 //! and the transmit context.
 

@@ -15,8 +15,7 @@ use super::family::IpFamily;
 use super::Delivered;
 use crate::counters::{DropReason, Stat};
 use crate::iface::icmp::{IcmpIn, Invoking};
-use crate::iface::icmp4::icmp_input;
-use crate::iface::icmp6::{icmp6_input, Icmp6Error};
+use crate::iface::icmp6::Icmp6Error;
 use crate::iface::poll::{Arrival, Poll};
 use crate::iface::tcp::TcpIn;
 use crate::iface::udp::UdpIn;
@@ -187,7 +186,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     start: ETH_LEN + local.header_len,
                     end: ETH_LEN + local.total_len,
                 };
-                icmp_input(self.core, self.out, arrival.link, self.now, buf, message)
+                self.icmp_input(buf, arrival.link, message)
             }
             protocol::UDP => {
                 let l4 = UdpIn {
@@ -389,7 +388,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     start,
                     end,
                 };
-                icmp6_input(self.core, self.out, arrival.link, self.now, buf, message)
+                self.icmp6_input(buf, arrival.link, message)
             }
             next_header::UDP => {
                 self.core.lcore.counters.count(Stat::Ip6InDelivers);
