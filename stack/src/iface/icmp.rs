@@ -246,11 +246,12 @@ pub(super) fn reply_echo<P: Port, A: IcmpFamily>(
 impl<P: Port> Poll<'_, '_, P> {
     /// Answers the packet in `buf` with `error`, reusing its buffer: new
     /// headers go in front of the invoking packet, quoted as far as
-    /// [`IcmpFamily::ERROR_MAX`] allows, back to the previous hop `eth_src`.
-    /// Never for a packet from the unspecified address, nor for one sent to a
-    /// group unless the error says so (RFC 4443 2.4 (e)); within the
-    /// interface's ICMP error rate (`Core::icmp_limit`, one bucket for both
-    /// families). Counts the message.
+    /// [`IcmpFamily::ERROR_MAX`] allows, back to the previous hop (the
+    /// arrival's Ethernet source) through the arrival link. Never for a
+    /// packet from the unspecified address, nor for one sent to a group
+    /// unless the error says so (RFC 4443 2.4 (e)); within the interface's
+    /// ICMP error rate (`Core::icmp_limit`, one bucket for both families).
+    /// Counts the message.
     pub(super) fn send_error<A: IcmpFamily>(
         &mut self,
         mut buf: P::Buf,

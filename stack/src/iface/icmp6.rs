@@ -56,10 +56,11 @@ impl IcmpError<Ipv6Addr> {
 }
 
 impl<P: Port> Poll<'_, '_, P> {
-    /// An ICMPv6 message for us (its checksum checked here): echo requests
-    /// answered, Neighbor Discovery handed to `nd`, errors about packets we sent
-    /// to [`error_input`]; only a neighbour solicitation (duplicate address
-    /// detection) may come from the unspecified address.
+    /// An ICMPv6 message for us (its checksum checked here): echo
+    /// requests answered, Neighbor Discovery handed to `nd`, errors about
+    /// packets we sent to [`error_input`]; only a neighbour solicitation
+    /// (duplicate address detection) may come from the unspecified
+    /// address.
     pub(super) fn icmp6_input(&mut self, buf: P::Buf, link: usize, message: IcmpIn<Ipv6Addr>) {
         let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
         let bytes = &buf.data()[message.start..message.end];
@@ -94,9 +95,10 @@ impl<P: Port> Poll<'_, '_, P> {
 }
 
 impl<P: Port> Poll<'_, '_, P> {
-    /// Answers the packet in `buf` with ICMPv6 `error` ([`Poll::send_error`]: in
-    /// its buffer, quoting up to the minimum MTU, rate-limited; never to
-    /// `::`, and to a group only for parameter problem code 2).
+    /// Answers the packet in `buf` with ICMPv6 `error`
+    /// ([`Poll::send_error`]: in its buffer, quoting up to the minimum MTU,
+    /// rate-limited; never to `::`, and to a group only for parameter
+    /// problem code 2).
     pub(crate) fn icmp6_error(
         &mut self,
         buf: P::Buf,

@@ -12,10 +12,10 @@
 //! and the timers still take the state and the transmit batches as two
 //! arguments.
 //!
-//! Per packet: [`Poll`] is three words, built once before the burst loop,
-//! and [`Arrival`] two, built by Ethernet in; nothing here allocates or copies a
-//! frame. Below every path of `iface`: this module imports only the state
-//! and the transmit context.
+//! Per packet: [`Poll`] is three words, built once before the burst
+//! loop, and [`Arrival`] two, built by Ethernet in; nothing here allocates
+//! or copies a frame. Below every path of `iface`: this module imports
+//! only the state and the transmit context.
 
 use super::state::Core;
 use super::transmit::Out;

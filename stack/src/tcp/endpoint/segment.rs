@@ -12,9 +12,9 @@
 
 use super::*;
 
-/// A received segment as the IP layer hands it over: its IP source and destination,
-/// its range in the packet buffer, the arrival link for a link-local IPv6
-/// peer, and the device's checksum verdict.
+/// A received segment as the IP layer hands it over: its IP source and
+/// destination, its range in the packet buffer, the arrival link for a
+/// link-local IPv6 peer, and the device's checksum verdict.
 #[derive(Debug, Clone)]
 pub(crate) struct TcpIn {
     /// (source, destination).
