@@ -7,6 +7,7 @@
 
 use super::buffers::new_frame;
 use super::next_hop::{release_waiting, NextHopAddr};
+use super::poll::Poll;
 use super::transmit::{Out, SendError};
 use super::{Core, Link};
 use crate::counters::{DropReason, Stat};
@@ -19,71 +20,68 @@ use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::WireError;
 use core::net::Ipv4Addr;
 
-/// ARP on `link`: we answer for that link's own addresses, and learn
-/// neighbours into that link's cache; martian senders are refused.
-pub(super) fn arp_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    mut buf: P::Buf,
-) {
-    let arp = match ArpRepr::parse(&buf.data()[ETH_LEN..]) {
-        Ok(arp) => arp,
-        Err(WireError::Unsupported) => {
-            return core.lcore.counters.count_drop(DropReason::ArpUnsupported)
+impl<P: Port> Poll<'_, '_, P> {
+    /// ARP on `link`: we answer for that link's own addresses, and learn
+    /// neighbours into that link's cache; martian senders are refused.
+    pub(super) fn arp_input(&mut self, mut buf: P::Buf, link: usize) {
+        let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
+        let arp = match ArpRepr::parse(&buf.data()[ETH_LEN..]) {
+            Ok(arp) => arp,
+            Err(WireError::Unsupported) => {
+                return core.lcore.counters.count_drop(DropReason::ArpUnsupported)
+            }
+            Err(_) => return core.lcore.counters.count_drop(DropReason::ArpMalformed),
+        };
+        if arp.sender_mac.is_multicast()
+            || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
+        {
+            return core.lcore.counters.count_drop(DropReason::ArpMalformed);
         }
-        Err(_) => return core.lcore.counters.count_drop(DropReason::ArpMalformed),
-    };
-    if arp.sender_mac.is_multicast()
-        || arp.sender_ip.is_unspecified() && arp.operation == ArpOperation::Reply
-    {
-        return core.lcore.counters.count_drop(DropReason::ArpMalformed);
-    }
-    if let Some(reason) = martian_sender(core, link, &arp) {
-        // Neither learned (the entry would capture traffic to that
-        // address) nor answered.
-        return core.lcore.counters.count_drop(reason);
-    }
-    let here = &core.shared.links[link];
-    let our_mac = here.mac;
-    let for_us = here.addresses.iter().any(|a| a.addr == arp.target_ip);
-    // Only on-link senders get a new entry: an off-link address in an ARP
-    // packet is bogus, and must not take room in the cache.
-    let on_link = here.on_link(arp.sender_ip);
-    if !arp.sender_ip.is_unspecified() {
-        let released = core.shared.links[link].neighbors.learn(
-            arp.sender_ip,
-            arp.sender_mac,
-            for_us && on_link,
-            now,
-        );
-        release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
-    }
-    match arp.operation {
-        ArpOperation::Reply => core.lcore.counters.count(Stat::ArpInReplies),
-        ArpOperation::Request if for_us => {
-            core.lcore.counters.count(Stat::ArpInRequests);
-            let reply = ArpRepr {
-                operation: ArpOperation::Reply,
-                sender_mac: our_mac,
-                sender_ip: arp.target_ip,
-                target_mac: arp.sender_mac,
-                target_ip: arp.sender_ip,
-            };
-            let data = buf.data_mut();
-            reply.emit(&mut data[ETH_LEN..]);
-            let mut frame = EthernetFrame::new_unchecked(data);
-            frame.set_dst(arp.sender_mac);
-            frame.set_src(our_mac);
-            core.lcore.counters.count(Stat::ArpOutReplies);
-            out.push(link, buf, &core.lcore.counters);
+        if let Some(reason) = martian_sender(core, link, &arp) {
+            // Neither learned (the entry would capture traffic to that
+            // address) nor answered.
+            return core.lcore.counters.count_drop(reason);
         }
-        ArpOperation::Request if arp.sender_ip == arp.target_ip => {
-            // An announcement: learned above if the neighbour was known.
-            core.lcore.counters.count(Stat::ArpInGratuitous);
+        let here = &core.shared.links[link];
+        let our_mac = here.mac;
+        let for_us = here.addresses.iter().any(|a| a.addr == arp.target_ip);
+        // Only on-link senders get a new entry: an off-link address in an ARP
+        // packet is bogus, and must not take room in the cache.
+        let on_link = here.on_link(arp.sender_ip);
+        if !arp.sender_ip.is_unspecified() {
+            let released = core.shared.links[link].neighbors.learn(
+                arp.sender_ip,
+                arp.sender_mac,
+                for_us && on_link,
+                now,
+            );
+            release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
         }
-        ArpOperation::Request => core.lcore.counters.count_drop(DropReason::ArpNotForUs),
+        match arp.operation {
+            ArpOperation::Reply => core.lcore.counters.count(Stat::ArpInReplies),
+            ArpOperation::Request if for_us => {
+                core.lcore.counters.count(Stat::ArpInRequests);
+                let reply = ArpRepr {
+                    operation: ArpOperation::Reply,
+                    sender_mac: our_mac,
+                    sender_ip: arp.target_ip,
+                    target_mac: arp.sender_mac,
+                    target_ip: arp.sender_ip,
+                };
+                let data = buf.data_mut();
+                reply.emit(&mut data[ETH_LEN..]);
+                let mut frame = EthernetFrame::new_unchecked(data);
+                frame.set_dst(arp.sender_mac);
+                frame.set_src(our_mac);
+                core.lcore.counters.count(Stat::ArpOutReplies);
+                out.push(link, buf, &core.lcore.counters);
+            }
+            ArpOperation::Request if arp.sender_ip == arp.target_ip => {
+                // An announcement: learned above if the neighbour was known.
+                core.lcore.counters.count(Stat::ArpInGratuitous);
+            }
+            ArpOperation::Request => core.lcore.counters.count_drop(DropReason::ArpNotForUs),
+        }
     }
 }
 

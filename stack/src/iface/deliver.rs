@@ -7,9 +7,10 @@
 //! datagram carries its socket and the poll's time when handed over; a
 //! queue is woken at most once per poll (its receivers, if any sleep).
 
+use super::poll::Poll;
 use super::transmit::Out;
 use super::udp::{try_udp, try_udp6, Fast};
-use super::{ethernet, Batch, Core, InlineHandler, LcoreContext, RX_BURST};
+use super::{Batch, Core, InlineHandler, LcoreContext, RX_BURST};
 use crate::counters::DropReason;
 use crate::port::{Buf, Port};
 use crate::socket::SocketQueue;
@@ -58,30 +59,28 @@ impl<B: Buf> Delivery<B> {
 /// the poll's state in registers.
 #[inline(always)]
 pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    core: &mut Core<B>,
+    poll: &mut Poll<'_, '_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
-    out: &mut Out<'_, P>,
     link: usize,
-    now: Instant,
     handler: &mut H,
     delivery: &mut Delivery<B>,
 ) -> usize {
     let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
-    let Some(port) = out.port(link) else {
+    let Some(port) = poll.out.port(link) else {
         return 0;
     };
     let received = port.rx_burst(&mut burst, RX_BURST);
     for buf in burst.drain(..) {
         // Each fast path hands over in its own arm: straight into the
         // batch, the datagram kept in registers.
-        let general = match try_udp(core, link, buf) {
+        let general = match try_udp(poll.core, link, buf) {
             Fast::Deliver(socket, datagram) => {
-                deliver(core, queues, out, now, handler, delivery, socket, datagram);
+                deliver(poll, queues, handler, delivery, socket, datagram);
                 continue;
             }
-            Fast::NotUdp4(buf) => match try_udp6(core, link, buf) {
+            Fast::NotUdp4(buf) => match try_udp6(poll.core, link, buf) {
                 Fast::Deliver(socket, datagram) => {
-                    deliver(core, queues, out, now, handler, delivery, socket, datagram);
+                    deliver(poll, queues, handler, delivery, socket, datagram);
                     continue;
                 }
                 Fast::General(buf) | Fast::NotUdp4(buf) => buf,
@@ -89,30 +88,35 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
             Fast::General(buf) => buf,
         };
         let mut delivered = None;
-        ethernet::receive_frame(core, out, link, now, general, &mut delivered);
+        poll.receive_frame(link, general, &mut delivered);
         if let Some((socket, datagram)) = delivered {
-            deliver(core, queues, out, now, handler, delivery, socket, datagram);
+            deliver(poll, queues, handler, delivery, socket, datagram);
         }
     }
     if let Some(socket) = delivery.socket.take() {
-        hand_over(core, queues, socket, out, now, handler, delivery);
+        hand_over(poll, queues, socket, handler, delivery);
     }
     if H::WHOLE_BURSTS && !delivery.burst.is_empty() {
-        let mut ctx = LcoreContext {
-            core: &mut *core,
-            out: out.reborrow(),
-            now,
-        };
-        handler.on_burst(&mut delivery.burst, &mut ctx);
+        handler.on_burst(&mut delivery.burst, &mut context(poll));
         delivery.burst.clear();
     }
-    if !core.lcore.socket_errors.is_empty() {
-        report_errors(core, queues, out, now, handler, delivery);
+    if !poll.core.lcore.socket_errors.is_empty() {
+        report_errors(poll, queues, handler, delivery);
     }
-    if !core.tcp.events.is_empty() {
-        report_tcp(core, out, now, handler);
+    if !poll.core.tcp.events.is_empty() {
+        report_tcp(poll.core, poll.out, poll.now, handler);
     }
     received
+}
+
+/// What the handler is given of the poll.
+#[inline(always)]
+fn context<'a, P: Port>(poll: &'a mut Poll<'_, '_, P>) -> LcoreContext<'a, P> {
+    LcoreContext {
+        core: &mut *poll.core,
+        out: poll.out.reborrow(),
+        now: poll.now,
+    }
 }
 
 /// Hands the TCP events of a burst (or of the timers) to the handler, once
@@ -146,16 +150,15 @@ pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 /// handler (inline mode).
 #[inline(never)]
 fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    core: &mut Core<B>,
+    poll: &mut Poll<'_, '_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
-    out: &mut Out<'_, P>,
-    now: Instant,
     handler: &mut H,
     delivery: &mut Delivery<B>,
 ) {
-    let errors = core::mem::take(&mut core.lcore.socket_errors);
+    let errors = core::mem::take(&mut poll.core.lcore.socket_errors);
     for (socket, error) in errors {
-        core.lcore
+        poll.core
+            .lcore
             .counters
             .count(crate::counters::Stat::IcmpErrorsToSockets);
         let index = socket.index();
@@ -166,50 +169,46 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
                     let _ = delivery.to_wake.try_push(index);
                 }
             }
-            _ => {
-                let mut ctx = LcoreContext {
-                    core,
-                    out: out.reborrow(),
-                    now,
-                };
-                handler.on_error(socket, error, &mut ctx);
-            }
+            _ => handler.on_error(socket, error, &mut context(poll)),
         }
     }
 }
 
 /// Adds a datagram to the batch of consecutive datagrams for one socket,
 /// handing the previous socket's batch over first if this one differs.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    core: &mut Core<B>,
+    poll: &mut Poll<'_, '_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
-    out: &mut Out<'_, P>,
-    now: Instant,
     handler: &mut H,
     delivery: &mut Delivery<B>,
     socket: SocketId,
     mut datagram: Datagram<B>,
 ) {
     datagram.socket = socket;
-    datagram.received_at = now;
+    datagram.received_at = poll.now;
     if H::WHOLE_BURSTS && !matches!(queues.get(socket.index() as usize), Some(Some(_))) {
         // A burst holds at most RX_BURST frames, so there is always room.
         if delivery.burst.try_push(datagram).is_err() {
-            core.lcore.counters.count_drop(DropReason::UdpQueueFull);
+            poll.core
+                .lcore
+                .counters
+                .count_drop(DropReason::UdpQueueFull);
         }
         return;
     }
     if delivery.socket != Some(socket) {
         if let Some(previous) = delivery.socket {
-            hand_over(core, queues, previous, out, now, handler, delivery);
+            hand_over(poll, queues, previous, handler, delivery);
         }
         delivery.socket = Some(socket);
     }
     // A batch holds a whole burst, so there is always room.
     if delivery.batch.try_push(datagram).is_err() {
-        core.lcore.counters.count_drop(DropReason::UdpQueueFull);
+        poll.core
+            .lcore
+            .counters
+            .count_drop(DropReason::UdpQueueFull);
     }
 }
 
@@ -219,11 +218,9 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 /// sites: with traffic spread over many sockets it runs once per packet.
 #[inline(always)]
 fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    core: &mut Core<B>,
+    poll: &mut Poll<'_, '_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     socket: SocketId,
-    out: &mut Out<'_, P>,
-    now: Instant,
     handler: &mut H,
     delivery: &mut Delivery<B>,
 ) {
@@ -232,20 +229,16 @@ fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         Some(Some(queue)) => {
             let (pushed, dropped) = queue.push_all(delivery.batch.drain(..));
             for _ in 0..dropped {
-                core.lcore.counters.count_drop(DropReason::UdpQueueFull);
+                poll.core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::UdpQueueFull);
             }
             if pushed > 0 && !delivery.to_wake.contains(&index) {
                 let _ = delivery.to_wake.try_push(index);
             }
         }
-        _ => {
-            let mut ctx = LcoreContext {
-                core,
-                out: out.reborrow(),
-                now,
-            };
-            handler.on_datagrams(socket, &mut delivery.batch, &mut ctx);
-        }
+        _ => handler.on_datagrams(socket, &mut delivery.batch, &mut context(poll)),
     }
     delivery.batch.clear();
 }

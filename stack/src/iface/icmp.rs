@@ -3,7 +3,7 @@
 //! a connected UDP socket or the path-MTU table, [`error_input`]), an echo
 //! request turned into its reply in its own buffer ([`reply_echo`]), and an
 //! error sent in the invoking packet's buffer, its quote bounded and the
-//! rate held by the interface's one token bucket ([`send_error`]).
+//! rate held by the interface's one token bucket ([`Poll::send_error`]).
 //!
 //! What each family does alone (its message types, its dispatch, Neighbor
 //! Discovery) is in `icmp4` and `icmp6`, which implement [`IcmpFamily`] for
@@ -14,6 +14,7 @@
 
 use super::ip::turn_around_ethernet;
 use super::next_hop::NextHopAddr;
+use super::poll::{Arrival, Poll};
 use super::tcp;
 use super::transmit::Out;
 use super::{Core, Link};
@@ -242,66 +243,69 @@ pub(super) fn reply_echo<P: Port, A: IcmpFamily>(
     let _ = A::transmit(core, out, link, buf); // failures are counted inside
 }
 
-/// Answers the packet in `buf` with `error`, reusing its buffer: new
-/// headers go in front of the invoking packet, quoted as far as
-/// [`IcmpFamily::ERROR_MAX`] allows, back to the previous hop `eth_src`.
-/// Never for a packet from the unspecified address, nor for one sent to a
-/// group unless the error says so (RFC 4443 2.4 (e)); within the
-/// interface's ICMP error rate (`Core::icmp_limit`, one bucket for both
-/// families). Counts the message.
-pub(super) fn send_error<P: Port, A: IcmpFamily>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    mut buf: P::Buf,
-    eth_src: MacAddr,
-    (invoking, error): (Invoking<A>, IcmpError<A>),
-) {
-    let to_group = A::is_group(invoking.ours);
-    if to_group && !error.to_groups || A::is_unspecified(invoking.peer) {
-        return; // the caller counted the invoking packet's drop
-    }
-    if !core.lcore.icmp_limit.take(now) {
-        return core.lcore.counters.count_drop(DropReason::IcmpRateLimited);
-    }
-    let Some(here) = core.shared.links.get(link) else {
-        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
-    };
-    let our_mac = here.mac;
-    let source = if to_group {
-        match A::source_toward(here, invoking.peer) {
-            Some(ip) => ip,
-            None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
+impl<P: Port> Poll<'_, '_, P> {
+    /// Answers the packet in `buf` with `error`, reusing its buffer: new
+    /// headers go in front of the invoking packet, quoted as far as
+    /// [`IcmpFamily::ERROR_MAX`] allows, back to the previous hop (the
+    /// arrival's Ethernet source) through the arrival link. Never for a
+    /// packet from the unspecified address, nor for one sent to a group
+    /// unless the error says so (RFC 4443 2.4 (e)); within the interface's
+    /// ICMP error rate (`Core::icmp_limit`, one bucket for both families).
+    /// Counts the message.
+    pub(super) fn send_error<A: IcmpFamily>(
+        &mut self,
+        mut buf: P::Buf,
+        arrival: Arrival,
+        invoking: Invoking<A>,
+        error: IcmpError<A>,
+    ) {
+        let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
+        let Arrival { link, eth_src } = arrival;
+        let to_group = A::is_group(invoking.ours);
+        if to_group && !error.to_groups || A::is_unspecified(invoking.peer) {
+            return; // the caller counted the invoking packet's drop
         }
-    } else {
-        invoking.ours
-    };
-    let quoted = invoking
-        .end
-        .saturating_sub(ETH_LEN)
-        .min(A::ERROR_MAX - A::HEADER_LEN - ICMP_LEN);
-    let excess = buf.len().saturating_sub(ETH_LEN + quoted);
-    buf.trim(excess);
-    if buf.prepend(A::HEADER_LEN + ICMP_LEN).is_none() {
-        return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
+        if !core.lcore.icmp_limit.take(now) {
+            return core.lcore.counters.count_drop(DropReason::IcmpRateLimited);
+        }
+        let Some(here) = core.shared.links.get(link) else {
+            return core.lcore.counters.count_drop(DropReason::TxNoRoute);
+        };
+        let our_mac = here.mac;
+        let source = if to_group {
+            match A::source_toward(here, invoking.peer) {
+                Some(ip) => ip,
+                None => return core.lcore.counters.count_drop(DropReason::TxNoRoute),
+            }
+        } else {
+            invoking.ours
+        };
+        let quoted = invoking
+            .end
+            .saturating_sub(ETH_LEN)
+            .min(A::ERROR_MAX - A::HEADER_LEN - ICMP_LEN);
+        let excess = buf.len().saturating_sub(ETH_LEN + quoted);
+        buf.trim(excess);
+        if buf.prepend(A::HEADER_LEN + ICMP_LEN).is_none() {
+            return core.lcore.counters.count_drop(DropReason::TxNoBuffer);
+        }
+        let frame = buf.data_mut();
+        let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+        eth.set_dst(eth_src);
+        eth.set_src(our_mac);
+        eth.set_ethertype(A::ETHER_TYPE);
+        let addresses = (source, invoking.peer);
+        A::emit_header(core, &mut frame[ETH_LEN..], addresses, ICMP_LEN + quoted);
+        let message = &mut frame[ETH_LEN + A::HEADER_LEN..];
+        A::finish_message(
+            message,
+            addresses,
+            (error.kind, error.code),
+            Some(error.word),
+        );
+        core.lcore.counters.count(error.stat);
+        A::transmit_error(core, out, link, buf);
     }
-    let frame = buf.data_mut();
-    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-    eth.set_dst(eth_src);
-    eth.set_src(our_mac);
-    eth.set_ethertype(A::ETHER_TYPE);
-    let addresses = (source, invoking.peer);
-    A::emit_header(core, &mut frame[ETH_LEN..], addresses, ICMP_LEN + quoted);
-    let message = &mut frame[ETH_LEN + A::HEADER_LEN..];
-    A::finish_message(
-        message,
-        addresses,
-        (error.kind, error.code),
-        Some(error.word),
-    );
-    core.lcore.counters.count(error.stat);
-    A::transmit_error(core, out, link, buf);
 }
 
 #[cfg(test)]

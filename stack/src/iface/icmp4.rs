@@ -7,14 +7,13 @@
 //! Owning lcore only: no allocation, no panic, every drop counted.
 
 use super::config::DEFAULT_HOP_LIMIT;
-use super::icmp::send_error;
 use super::icmp::{error_input, reply_echo, IcmpError, IcmpFamily, IcmpIn, Invoking, Quote};
 use super::ip::{transmit_ipv4, turn_around_ipv4};
+use super::poll::{Arrival, Poll};
 use super::transmit::Out;
 use super::{Core, Link};
 use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
-use crate::time::Instant;
+use crate::port::{Buf, Port};
 use crate::udp::table::FlowKey;
 use crate::udp::{PeerError, SocketId};
 use crate::wire::ethernet::{EtherType, HEADER_LEN as ETH_LEN};
@@ -39,60 +38,55 @@ impl IcmpError<Ipv4Addr> {
     };
 }
 
-/// An ICMPv4 message for us: a checked echo request is answered, an error
-/// about a packet we sent goes to [`error_input`], anything else is
-/// dropped (counted).
-pub(super) fn icmp_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    message: IcmpIn<Ipv4Addr>,
-) {
-    let bytes = &buf.data()[message.start..message.end];
-    let icmp = match Icmpv4Packet::new_checked(bytes) {
-        Ok(icmp) if icmp.verify_checksum() => icmp,
-        _ => return core.lcore.counters.count_drop(DropReason::IcmpMalformed),
-    };
-    let kind = icmp.msg_type();
-    if !message.to_group
-        && matches!(
-            kind,
-            msg_type::DEST_UNREACHABLE | msg_type::TIME_EXCEEDED | msg_type::PARAMETER_PROBLEM
-        )
-    {
-        return error_input::<P, Ipv4Addr>(core, out, link, now, bytes);
+impl<P: Port> Poll<'_, '_, P> {
+    /// An ICMPv4 message for us: a checked echo request is answered, an error
+    /// about a packet we sent goes to [`error_input`], anything else is
+    /// dropped (counted).
+    pub(super) fn icmp_input(&mut self, buf: P::Buf, link: usize, message: IcmpIn<Ipv4Addr>) {
+        let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
+        let bytes = &buf.data()[message.start..message.end];
+        let icmp = match Icmpv4Packet::new_checked(bytes) {
+            Ok(icmp) if icmp.verify_checksum() => icmp,
+            _ => return core.lcore.counters.count_drop(DropReason::IcmpMalformed),
+        };
+        let kind = icmp.msg_type();
+        if !message.to_group
+            && matches!(
+                kind,
+                msg_type::DEST_UNREACHABLE | msg_type::TIME_EXCEEDED | msg_type::PARAMETER_PROBLEM
+            )
+        {
+            return error_input::<P, Ipv4Addr>(core, out, link, now, bytes);
+        }
+        if kind != msg_type::ECHO_REQUEST || icmp.code() != 0 || message.to_group {
+            // Echo replies, other types and broadcast pings (ignored, as Linux
+            // does).
+            return core.lcore.counters.count_drop(DropReason::IcmpUnhandled);
+        }
+        core.lcore.counters.count(Stat::IcmpInEchos);
+        reply_echo(core, out, link, buf, &message);
     }
-    if kind != msg_type::ECHO_REQUEST || icmp.code() != 0 || message.to_group {
-        // Echo replies, other types and broadcast pings (ignored, as Linux
-        // does).
-        return core.lcore.counters.count_drop(DropReason::IcmpUnhandled);
-    }
-    core.lcore.counters.count(Stat::IcmpInEchos);
-    reply_echo(core, out, link, buf, &message);
 }
 
-/// Answers a datagram for a closed port (its IPv4 packet `ip_total_len`
-/// bytes long) with ICMP port unreachable, reusing its buffer
-/// ([`send_error`]).
-pub(crate) fn port_unreachable_in_place<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    ip_total_len: usize,
-) {
-    let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
-    let invoking = Invoking {
-        ours: ip.dst(),
-        peer: ip.src(),
-        end: ETH_LEN + ip_total_len,
-    };
-    let error = Icmp4Error::PORT_UNREACHABLE;
-    send_error(core, out, link, now, buf, eth_src, (invoking, error));
+impl<P: Port> Poll<'_, '_, P> {
+    /// Answers a datagram for a closed port (its IPv4 packet `ip_total_len`
+    /// bytes long) with ICMP port unreachable, reusing its buffer
+    /// ([`Poll::send_error`]).
+    pub(crate) fn port_unreachable_in_place(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        ip_total_len: usize,
+    ) {
+        let ip = Ipv4Packet::new_unchecked(&buf.data()[ETH_LEN..]);
+        let invoking = Invoking {
+            ours: ip.dst(),
+            peer: ip.src(),
+            end: ETH_LEN + ip_total_len,
+        };
+        let error = Icmp4Error::PORT_UNREACHABLE;
+        self.send_error(buf, arrival, invoking, error);
+    }
 }
 
 impl IcmpFamily for Ipv4Addr {

@@ -1,23 +1,23 @@
 //! ICMPv6 (RFC 4443) on one link: the receive dispatch (echo requests
 //! answered in their own buffer, Neighbor Discovery to `nd`, errors about
 //! our packets received) and the errors the IPv6 and UDP layers send
-//! ([`icmp6_error`]: port unreachable, parameter problems). The steps IPv4
-//! shares are written once in `icmp`, over this module's [`IcmpFamily`]
-//! implementation for `Ipv6Addr`.
+//! ([`Poll::icmp6_error`]: port unreachable, parameter problems). The
+//! steps IPv4 shares are written once in `icmp`, over this module's
+//! [`IcmpFamily`] implementation for `Ipv6Addr`.
 //!
 //! Packet too big is never sent: a host does not forward. Owning lcore
 //! only: no allocation, no panic, every drop counted.
 
 use super::config::DEFAULT_HOP_LIMIT;
 use super::icmp::Invoking;
-use super::icmp::{error_input, reply_echo, send_error, IcmpError, IcmpFamily, IcmpIn, Quote};
+use super::icmp::{error_input, reply_echo, IcmpError, IcmpFamily, IcmpIn, Quote};
 use super::ip::MIN_MTU;
 use super::nd;
+use super::poll::{Arrival, Poll};
 use super::transmit::Out;
 use super::{Core, Link};
 use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
-use crate::time::Instant;
+use crate::port::{Buf, Port};
 use crate::udp::table::FlowKey6;
 use crate::udp::{PeerError, SocketId};
 use crate::wire::ethernet::{EtherType, HEADER_LEN as ETH_LEN};
@@ -55,59 +55,59 @@ impl IcmpError<Ipv6Addr> {
     }
 }
 
-/// An ICMPv6 message for us (its checksum checked here): echo requests
-/// answered, Neighbor Discovery handed to `nd`, errors about packets we sent
-/// to [`error_input`]; only a neighbour solicitation (duplicate address
-/// detection) may come from the unspecified address.
-pub(super) fn icmp6_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    message: IcmpIn<Ipv6Addr>,
-) {
-    let bytes = &buf.data()[message.start..message.end];
-    let icmp = match Icmpv6Packet::new_checked(bytes) {
-        Ok(icmp) if icmp.verify_checksum(message.src, message.dst) => icmp,
-        _ => return core.lcore.counters.count_drop(DropReason::Icmp6Malformed),
-    };
-    let kind = icmp.msg_type();
-    if message.src.is_unspecified() && kind != msg_type::NEIGHBOR_SOLICITATION {
-        return core.lcore.counters.count_drop(DropReason::Ipv6BadSource);
-    }
-    match kind {
-        msg_type::ECHO_REQUEST if icmp.code() == 0 => {
-            core.lcore.counters.count(Stat::Icmp6InEchos);
-            reply_echo(core, out, link, buf, &message);
+impl<P: Port> Poll<'_, '_, P> {
+    /// An ICMPv6 message for us (its checksum checked here): echo
+    /// requests answered, Neighbor Discovery handed to `nd`, errors about
+    /// packets we sent to [`error_input`]; only a neighbour solicitation
+    /// (duplicate address detection) may come from the unspecified
+    /// address.
+    pub(super) fn icmp6_input(&mut self, buf: P::Buf, link: usize, message: IcmpIn<Ipv6Addr>) {
+        let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
+        let bytes = &buf.data()[message.start..message.end];
+        let icmp = match Icmpv6Packet::new_checked(bytes) {
+            Ok(icmp) if icmp.verify_checksum(message.src, message.dst) => icmp,
+            _ => return core.lcore.counters.count_drop(DropReason::Icmp6Malformed),
+        };
+        let kind = icmp.msg_type();
+        if message.src.is_unspecified() && kind != msg_type::NEIGHBOR_SOLICITATION {
+            return core.lcore.counters.count_drop(DropReason::Ipv6BadSource);
         }
-        msg_type::NEIGHBOR_SOLICITATION | msg_type::NEIGHBOR_ADVERTISEMENT => {
-            nd::neighbor_message(core, out, link, now, buf, &message)
+        match kind {
+            msg_type::ECHO_REQUEST if icmp.code() == 0 => {
+                core.lcore.counters.count(Stat::Icmp6InEchos);
+                reply_echo(core, out, link, buf, &message);
+            }
+            msg_type::NEIGHBOR_SOLICITATION | msg_type::NEIGHBOR_ADVERTISEMENT => {
+                nd::neighbor_message(core, out, link, now, buf, &message)
+            }
+            msg_type::ROUTER_ADVERTISEMENT => {
+                nd::router_advert(core, out, link, now, &buf, &message)
+            }
+            msg_type::DEST_UNREACHABLE
+            | msg_type::PACKET_TOO_BIG
+            | msg_type::TIME_EXCEEDED
+            | msg_type::PARAMETER_PROBLEM => {
+                error_input::<P, Ipv6Addr>(core, out, link, now, bytes)
+            }
+            _ => core.lcore.counters.count_drop(DropReason::Icmp6Unhandled),
         }
-        msg_type::ROUTER_ADVERTISEMENT => nd::router_advert(core, out, link, now, &buf, &message),
-        msg_type::DEST_UNREACHABLE
-        | msg_type::PACKET_TOO_BIG
-        | msg_type::TIME_EXCEEDED
-        | msg_type::PARAMETER_PROBLEM => error_input::<P, Ipv6Addr>(core, out, link, now, bytes),
-        _ => core.lcore.counters.count_drop(DropReason::Icmp6Unhandled),
     }
 }
 
-/// Answers the packet in `buf` with ICMPv6 `error` ([`send_error`]: in its
-/// buffer, quoting up to the minimum MTU, rate-limited; never to `::`, and
-/// to a group only for parameter problem code 2).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn icmp6_error<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    invoking: Invoking<Ipv6Addr>,
-    error: Icmp6Error,
-) {
-    send_error(core, out, link, now, buf, eth_src, (invoking, error));
+impl<P: Port> Poll<'_, '_, P> {
+    /// Answers the packet in `buf` with ICMPv6 `error`
+    /// ([`Poll::send_error`]: in its buffer, quoting up to the minimum MTU,
+    /// rate-limited; never to `::`, and to a group only for parameter
+    /// problem code 2).
+    pub(crate) fn icmp6_error(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        invoking: Invoking<Ipv6Addr>,
+        error: Icmp6Error,
+    ) {
+        self.send_error(buf, arrival, invoking, error);
+    }
 }
 
 impl IcmpFamily for Ipv6Addr {

@@ -36,6 +36,7 @@ mod ip_out;
 mod limit;
 mod nd;
 mod next_hop;
+mod poll;
 mod state;
 pub mod tcp;
 mod transmit;
@@ -70,6 +71,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
 use nd::add_on_link_route6;
+use poll::Poll;
 use std::sync::Arc;
 use transmit::Out;
 
@@ -309,8 +311,9 @@ impl<B: Buf> Interface<B> {
         }
         let mut delivery = Delivery::new();
         let mut received = 0;
+        let mut poll = Poll::new(core, &mut out, now);
         for link in 0..links {
-            received += receive_burst(core, queues, &mut out, link, now, handler, &mut delivery);
+            received += receive_burst(&mut poll, queues, link, handler, &mut delivery);
         }
         tcp::run_deferred(core, &mut out, now);
         delivery.wake_queues(queues);

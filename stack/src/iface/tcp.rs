@@ -13,20 +13,20 @@
 //! reaches TCP again.
 
 use super::ip_out::{CachedHop, IpOut};
+use super::poll::Poll;
 use super::transmit::Out;
 use super::{is_ours, Core};
 use crate::keys::Keys;
-use crate::port::{Buf, ChecksumStatus, Port};
+use crate::port::{Buf, Port};
 use crate::socket::tcp::{AcceptQueue, StreamQueue};
-use crate::tcp::endpoint::Arrival;
 use crate::tcp::{BufferPool, Connection, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::udp::PeerError;
-use core::net::{IpAddr, SocketAddr};
+use core::net::SocketAddr;
 use core::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-pub(crate) use crate::tcp::endpoint::{IcmpKind, IcmpQuote};
+pub(crate) use crate::tcp::endpoint::{IcmpKind, IcmpQuote, TcpIn};
 pub use crate::tcp::ids::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};
 
 /// The endpoint with the next hops the IP layer gives it.
@@ -88,27 +88,15 @@ fn lend<P: Port, T>(
     result
 }
 
-/// A TCP segment for us, from the IPv4 or IPv6 layer: `segment` is its
-/// range in `buf`, `scope` the arrival link for link-local IPv6 peers.
-#[allow(clippy::too_many_arguments)] // the pipeline's calling convention
-#[inline]
-pub(crate) fn input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    now: Instant,
-    buf: P::Buf,
-    ends: (IpAddr, IpAddr),
-    segment: core::ops::Range<usize>,
-    scope: u32,
-    offload: ChecksumStatus,
-) {
-    let arrived = Arrival {
-        ends,
-        segment,
-        scope,
-        offload,
-    };
-    lend(core, out, |tcp, ip| tcp.input(ip, now, buf, arrived));
+impl<P: Port> Poll<'_, '_, P> {
+    /// A TCP segment for us, from the IPv4 or IPv6 layer.
+    #[inline]
+    pub(crate) fn tcp_input(&mut self, buf: P::Buf, segment: TcpIn) {
+        let now = self.now;
+        lend(self.core, self.out, |tcp, ip| {
+            tcp.input(ip, now, buf, segment)
+        });
+    }
 }
 
 impl From<PeerError> for IcmpKind {

@@ -1,8 +1,10 @@
 //! IP in, for both families: a packet that `ethernet` found addressed to
-//! us is validated (IPv4: [`ipv4_input`]; IPv6: [`ipv6_input`] and the
-//! bounded extension-header walk of [`local6_input`]), a fragment goes to
-//! the lcore's reassembler of its family ([`reassemble`], written once),
-//! and a whole datagram goes to its protocol: ICMP or ICMPv6, UDP, TCP.
+//! us is validated (IPv4: [`Poll::ipv4_input`]; IPv6: [`Poll::ipv6_input`]
+//! and the bounded extension-header walk of `local6_input`), a fragment
+//! goes to the lcore's reassembler of its family (`reassemble`, written
+//! once), and a whole datagram goes to its protocol: ICMP or ICMPv6, UDP,
+//! TCP. Each step is a method of the per-poll context ([`Poll`]) and takes
+//! the frame's [`Arrival`].
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the
 //! address checks, no panic (every view is checked before it is read). A
@@ -13,16 +15,13 @@ use super::family::IpFamily;
 use super::Delivered;
 use crate::counters::{DropReason, Stat};
 use crate::iface::icmp::{IcmpIn, Invoking};
-use crate::iface::icmp4::icmp_input;
-use crate::iface::icmp6::{icmp6_error, icmp6_input, Icmp6Error};
-use crate::iface::state::Core;
-use crate::iface::tcp;
-use crate::iface::transmit::Out;
-use crate::iface::udp::{self, UdpIn};
-use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
+use crate::iface::icmp6::Icmp6Error;
+use crate::iface::poll::{Arrival, Poll};
+use crate::iface::tcp::TcpIn;
+use crate::iface::udp::UdpIn;
+use crate::port::{Buf, ChecksumStatus, Port};
 use crate::reassembly::{Fragment, Key4, Key6, Reassembly};
 use crate::route::{V4, V6};
-use crate::time::Instant;
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::icmpv6::{
     CODE_ERRONEOUS_FIELD, CODE_INCOMPLETE_CHAIN, CODE_UNRECOGNIZED_NEXT_HEADER,
@@ -35,116 +34,477 @@ use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::WireError;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// IPv4 in: version, header length, total length against the frame and
-/// the header checksum (per the checksum policy), martian sources, our
-/// address or a broadcast one, TTL; a fragment goes to reassembly; then
-/// the protocol's input.
-pub(crate) fn ipv4_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.lcore.counters.count(Stat::IpInReceives);
-    let offload = buf.rx_offload();
-    let ip = match Ipv4Packet::new_checked(&buf.data()[ETH_LEN..]) {
-        Ok(ip) => ip,
-        Err(WireError::Truncated) => {
-            return core.lcore.counters.count_drop(DropReason::Ipv4Truncated)
+impl<P: Port> Poll<'_, '_, P> {
+    /// IPv4 in: version, header length, total length against the frame and
+    /// the header checksum (per the checksum policy), martian sources, our
+    /// address or a broadcast one, TTL; a fragment goes to reassembly; then
+    /// the protocol's input.
+    pub(crate) fn ipv4_input(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        delivered: &mut Delivered<P::Buf>,
+    ) {
+        self.core.lcore.counters.count(Stat::IpInReceives);
+        let offload = buf.rx_offload();
+        let ip = match Ipv4Packet::new_checked(&buf.data()[ETH_LEN..]) {
+            Ok(ip) => ip,
+            Err(WireError::Truncated) => {
+                return self
+                    .core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv4Truncated)
+            }
+            Err(_) => {
+                return self
+                    .core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv4Malformed)
+            }
+        };
+        if !self
+            .core
+            .shared
+            .config
+            .checksum
+            .accepts(offload.ip_checksum, || ip.verify_checksum())
+        {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4BadChecksum);
         }
-        Err(_) => return core.lcore.counters.count_drop(DropReason::Ipv4Malformed),
-    };
-    if !core
-        .shared
-        .config
-        .checksum
-        .accepts(offload.ip_checksum, || ip.verify_checksum())
-    {
-        return core.lcore.counters.count_drop(DropReason::Ipv4BadChecksum);
-    }
-    let (src, dst) = (ip.src(), ip.dst());
-    if core.is_martian(src) {
-        return core
-            .lcore
-            .counters
-            .count_drop(DropReason::Ipv4MartianSource);
-    }
-    let broadcast = core.is_broadcast(dst);
-    if !broadcast && !core.is_local(dst) {
-        return core.lcore.counters.count_drop(DropReason::Ipv4NotForUs);
-    }
-    if ip.ttl() == 0 {
-        return core.lcore.counters.count_drop(DropReason::Ipv4TtlExpired);
-    }
-    let local = Local {
-        src,
-        dst,
-        header_len: ip.header_len(),
-        total_len: usize::from(ip.total_len()),
-        protocol: ip.protocol(),
-        broadcast,
-        l4_checksum: offload.l4_checksum,
-    };
-    if !ip.is_fragment() {
-        return deliver_local(core, out, link, now, buf, eth_src, local, delivered);
-    }
-    core.lcore.counters.count(Stat::IpReasmReqds);
-    let fragment = Fragment {
-        key: Key4 {
+        let (src, dst) = (ip.src(), ip.dst());
+        if self.core.is_martian(src) {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4MartianSource);
+        }
+        let broadcast = self.core.is_broadcast(dst);
+        if !broadcast && !self.core.is_local(dst) {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4NotForUs);
+        }
+        if ip.ttl() == 0 {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4TtlExpired);
+        }
+        let local = Local {
             src,
             dst,
+            header_len: ip.header_len(),
+            total_len: usize::from(ip.total_len()),
+            protocol: ip.protocol(),
+            broadcast,
+            l4_checksum: offload.l4_checksum,
+        };
+        if !ip.is_fragment() {
+            return self.deliver_local(buf, arrival, local, delivered);
+        }
+        self.core.lcore.counters.count(Stat::IpReasmReqds);
+        let fragment = Fragment {
+            key: Key4 {
+                src,
+                dst,
+                protocol: local.protocol,
+                ident: ip.ident(),
+            },
             protocol: local.protocol,
-            ident: ip.ident(),
-        },
-        protocol: local.protocol,
-        offset: ip.fragment_offset(),
-        more: ip.more_fragments(),
-        payload_start: ETH_LEN + local.header_len,
-        payload_len: local.total_len - local.header_len,
-        ttl: ip.ttl(),
-    };
-    let Some(whole) = reassemble::<V4, P>(core, out, link, now, (&buf, fragment)) else {
-        return;
-    };
-    let local = Local {
-        header_len: IP_LEN,
-        total_len: whole.len() - ETH_LEN,
-        l4_checksum: ChecksumStatus::Unknown,
-        ..local
-    };
-    deliver_local(core, out, link, now, whole, eth_src, local, delivered);
-}
+            offset: ip.fragment_offset(),
+            more: ip.more_fragments(),
+            payload_start: ETH_LEN + local.header_len,
+            payload_len: local.total_len - local.header_len,
+            ttl: ip.ttl(),
+        };
+        let Some(whole) = self.reassemble::<V4>(arrival.link, &buf, fragment) else {
+            return;
+        };
+        let local = Local {
+            header_len: IP_LEN,
+            total_len: whole.len() - ETH_LEN,
+            l4_checksum: ChecksumStatus::Unknown,
+            ..local
+        };
+        self.deliver_local(whole, arrival, local, delivered);
+    }
 
-/// Adds the fragment in `buf` to its datagram in the lcore's reassembler
-/// of family `F`: the whole datagram once its last piece came (counted as
-/// reassembled), `None` while pieces are missing or when the fragment was
-/// dropped (counted).
-fn reassemble<F: IpFamily, P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    (buf, fragment): (&P::Buf, Fragment<F::FragmentKey>),
-) -> Option<P::Buf> {
-    let counters = &core.lcore.counters;
-    let Some(port) = out.port(link) else {
-        counters.count_drop(DropReason::EthNotForUs);
-        return None;
-    };
-    let reassembler = &mut F::lcore(&mut core.lcore.ip).reassembler;
-    match reassembler.add(port, buf, fragment, now, counters) {
-        Reassembly::Pending => None,
-        Reassembly::Dropped(reason) => {
-            counters.count_drop(reason);
-            None
+    /// Adds the fragment in `buf` to its datagram in the lcore's reassembler
+    /// of family `F`: the whole datagram once its last piece came (counted as
+    /// reassembled), `None` while pieces are missing or when the fragment was
+    /// dropped (counted).
+    fn reassemble<F: IpFamily>(
+        &mut self,
+        link: usize,
+        buf: &P::Buf,
+        fragment: Fragment<F::FragmentKey>,
+    ) -> Option<P::Buf> {
+        let counters = &self.core.lcore.counters;
+        let Some(port) = self.out.port(link) else {
+            counters.count_drop(DropReason::EthNotForUs);
+            return None;
+        };
+        let reassembler = &mut F::lcore(&mut self.core.lcore.ip).reassembler;
+        match reassembler.add(port, buf, fragment, self.now, counters) {
+            Reassembly::Pending => None,
+            Reassembly::Dropped(reason) => {
+                counters.count_drop(reason);
+                None
+            }
+            Reassembly::Complete(whole) => {
+                counters.count(F::REASM_OKS);
+                Some(whole)
+            }
         }
-        Reassembly::Complete(whole) => {
-            counters.count(F::REASM_OKS);
-            Some(whole)
+    }
+
+    fn deliver_local(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        local: Local,
+        delivered: &mut Delivered<P::Buf>,
+    ) {
+        self.core.lcore.counters.count(Stat::IpInDelivers);
+        match local.protocol {
+            protocol::ICMP => {
+                let message = IcmpIn {
+                    eth_src: arrival.eth_src,
+                    src: local.src,
+                    dst: local.dst,
+                    to_group: local.broadcast,
+                    start: ETH_LEN + local.header_len,
+                    end: ETH_LEN + local.total_len,
+                };
+                self.icmp_input(buf, arrival.link, message)
+            }
+            protocol::UDP => {
+                let l4 = UdpIn {
+                    src: local.src,
+                    dst: local.dst,
+                    start: ETH_LEN + local.header_len,
+                    end: ETH_LEN + local.total_len,
+                    to_group: local.broadcast,
+                    l4_checksum: local.l4_checksum,
+                };
+                self.udp_input(buf, arrival, l4, delivered)
+            }
+            protocol::TCP if !local.broadcast => {
+                let start = ETH_LEN + local.header_len;
+                let end = ETH_LEN + local.total_len;
+                let addresses = (IpAddr::V4(local.src), IpAddr::V4(local.dst));
+                let segment = TcpIn {
+                    ends: addresses,
+                    segment: start..end,
+                    scope: 0,
+                    offload: local.l4_checksum,
+                };
+                self.tcp_input(buf, segment)
+            }
+            _ => self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4UnknownProtocol),
         }
+    }
+
+    /// IPv6 in: IPv6 on the link, version, payload length against the frame,
+    /// sources no sender has (multicast, loopback), the destination (ours, or
+    /// a group the link joined), hop limit; then `local6_input`.
+    pub(crate) fn ipv6_input(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        delivered: &mut Delivered<P::Buf>,
+    ) {
+        self.core.lcore.counters.count(Stat::Ip6InReceives);
+        if self
+            .core
+            .shared
+            .links
+            .get(arrival.link)
+            .is_none_or(|l| !l.ipv6)
+        {
+            // IPv6 is off on this link.
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::EthUnknownType);
+        }
+        let ip = match Ipv6Packet::new_checked(&buf.data()[ETH_LEN..]) {
+            Ok(ip) => ip,
+            Err(WireError::Truncated) => {
+                return self
+                    .core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv6Truncated)
+            }
+            Err(_) => {
+                return self
+                    .core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv6Malformed)
+            }
+        };
+        if ip.version() != 6 {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6Malformed);
+        }
+        let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
+        if src.is_multicast() {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6BadSource);
+        }
+        if src.is_loopback() || dst.is_loopback() {
+            // RFC 4291 2.5.3: ::1 never leaves a node, so a packet that has it
+            // came from a liar, and a reply would go onto the wire to ::1 (as
+            // IPv4 drops 127/8 sources).
+            return self.core.lcore.counters.count_drop(DropReason::Ipv6Martian);
+        }
+        let for_us = if dst.is_multicast() {
+            self.core.shared.links[arrival.link].joined(dst)
+        } else {
+            self.core.is_local6(arrival.link, dst)
+        };
+        if !for_us {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6NotForUs);
+        }
+        if hop_limit == 0 {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6HopLimitZero);
+        }
+        self.local6_input(buf, arrival, delivered, false);
+    }
+
+    /// The part of IPv6 receive after the fixed header was validated: the
+    /// extension walk (options that demand it get a parameter problem),
+    /// fragments into reassembly, then ICMPv6 or UDP. `reassembled` marks a
+    /// datagram that came out of reassembly (a fragment inside it is refused).
+    fn local6_input(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        delivered: &mut Delivered<P::Buf>,
+        reassembled: bool,
+    ) {
+        let ip = Ipv6Packet::new_unchecked(&buf.data()[ETH_LEN..]);
+        let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
+        let payload = ip.payload();
+        let end = ETH_LEN + IP6_LEN + payload.len();
+        let invoking = Invoking {
+            ours: dst,
+            peer: src,
+            end,
+        };
+        let extensions = match walk_extensions(ip.next_header(), payload) {
+            Ok(extensions) => extensions,
+            Err(_) => {
+                return self
+                    .core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv6BadExtensions)
+            }
+        };
+        if let Some(bad) = extensions.bad_option {
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6BadOption);
+            if bad.action == 2 || bad.action == 3 && !dst.is_multicast() {
+                let error = Icmp6Error::parameter_problem(CODE_UNRECOGNIZED_OPTION, bad.at);
+                self.icmp6_error(buf, arrival, invoking, error);
+            }
+            return;
+        }
+        if let (Some(fragment), Some(at)) = (extensions.fragment, extensions.fragment_at) {
+            // RFC 6946: an "atomic" fragment (offset 0, no more) is a whole
+            // datagram; anything else goes to reassembly.
+            if fragment.offset != 0 || fragment.more {
+                if reassembled {
+                    return self
+                        .core
+                        .lcore
+                        .counters
+                        .count_drop(DropReason::Ipv6BadExtensions);
+                }
+                let piece = FragmentIn {
+                    fragment,
+                    at,
+                    extensions: &extensions,
+                    invoking,
+                    hop_limit,
+                };
+                return self.reassemble6(buf, arrival, delivered, piece);
+            }
+        }
+        // The upper-layer message's place in the frame.
+        let start = ETH_LEN + IP6_LEN + extensions.offset;
+        // Only duplicate address detection may come from the unspecified
+        // address (an NS, checked below).
+        let icmp = extensions.protocol == next_header::ICMPV6;
+        if src.is_unspecified() && !icmp {
+            return self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6BadSource);
+        }
+        match extensions.protocol {
+            next_header::ICMPV6 => {
+                self.core.lcore.counters.count(Stat::Ip6InDelivers);
+                let message = IcmpIn {
+                    eth_src: arrival.eth_src,
+                    src,
+                    dst,
+                    to_group: dst.is_multicast(),
+                    start,
+                    end,
+                };
+                self.icmp6_input(buf, arrival.link, message)
+            }
+            next_header::UDP => {
+                self.core.lcore.counters.count(Stat::Ip6InDelivers);
+                let l4 = UdpIn {
+                    src,
+                    dst,
+                    start,
+                    end,
+                    to_group: dst.is_multicast(),
+                    // A reassembled datagram's buffer is fresh: `Unknown`.
+                    l4_checksum: buf.rx_offload().l4_checksum,
+                };
+                self.udp_input(buf, arrival, l4, delivered)
+            }
+            next_header::TCP if !dst.is_multicast() => {
+                self.core.lcore.counters.count(Stat::Ip6InDelivers);
+                let scope = if src.is_unicast_link_local() {
+                    arrival.link as u32
+                } else {
+                    0
+                };
+                let segment = TcpIn {
+                    ends: (IpAddr::V6(src), IpAddr::V6(dst)),
+                    segment: start..end,
+                    scope,
+                    // A reassembled datagram's buffer is fresh: `Unknown`.
+                    offload: buf.rx_offload().l4_checksum,
+                };
+                self.tcp_input(buf, segment)
+            }
+            _ => {
+                self.core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv6UnknownNextHeader);
+                let error = Icmp6Error::parameter_problem(
+                    CODE_UNRECOGNIZED_NEXT_HEADER,
+                    extensions.protocol_at,
+                );
+                self.icmp6_error(buf, arrival, invoking, error);
+            }
+        }
+    }
+
+    /// Adds a fragment to its datagram (RFC 8200 4.5, RFC 5722 overlaps, RFC
+    /// 7112 header chains); a completed datagram runs through the local input
+    /// again, whole.
+    fn reassemble6(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        delivered: &mut Delivered<P::Buf>,
+        piece: FragmentIn<'_>,
+    ) {
+        self.core.lcore.counters.count(Stat::Ip6ReasmReqds);
+        let FragmentIn {
+            fragment,
+            at,
+            extensions,
+            invoking,
+            hop_limit,
+        } = piece;
+        let payload_start = ETH_LEN + IP6_LEN + at + 8;
+        let payload_len = invoking.end.saturating_sub(payload_start);
+        if fragment.more && payload_len % 8 != 0 {
+            // RFC 8200 4.5: pointing at the payload length.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6FragmentMalformed);
+            let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, 4);
+            return self.icmp6_error(buf, arrival, invoking, error);
+        }
+        if fragment.offset + payload_len > 65535 {
+            // Pointing at the fragment offset.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6ReassemblyTooBig);
+            let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, IP6_LEN + at + 2);
+            return self.icmp6_error(buf, arrival, invoking, error);
+        }
+        let first_header_len = match extensions.protocol {
+            next_header::UDP => UDP_LEN,
+            next_header::ICMPV6 => 4,
+            _ => 0,
+        };
+        if fragment.offset == 0
+            && invoking.end < ETH_LEN + IP6_LEN + extensions.offset + first_header_len
+        {
+            // RFC 7112: the first fragment must hold the whole header chain.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6FragmentIncomplete);
+            let error = Icmp6Error::parameter_problem(CODE_INCOMPLETE_CHAIN, 0);
+            return self.icmp6_error(buf, arrival, invoking, error);
+        }
+        let piece = Fragment {
+            key: Key6 {
+                src: invoking.peer,
+                dst: invoking.ours,
+                ident: fragment.ident,
+            },
+            protocol: buf.data()[ETH_LEN + IP6_LEN + at],
+            offset: fragment.offset,
+            more: fragment.more,
+            payload_start,
+            payload_len,
+            ttl: hop_limit,
+        };
+        let Some(whole) = self.reassemble::<V6>(arrival.link, &buf, piece) else {
+            return;
+        };
+        drop(buf);
+        self.local6_input(whole, arrival, delivered, true);
     }
 }
 
@@ -160,235 +520,6 @@ struct Local {
     l4_checksum: ChecksumStatus,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn deliver_local<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    local: Local,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.lcore.counters.count(Stat::IpInDelivers);
-    match local.protocol {
-        protocol::ICMP => {
-            let message = IcmpIn {
-                eth_src,
-                src: local.src,
-                dst: local.dst,
-                to_group: local.broadcast,
-                start: ETH_LEN + local.header_len,
-                end: ETH_LEN + local.total_len,
-            };
-            icmp_input(core, out, link, now, buf, message)
-        }
-        protocol::UDP => {
-            let l4 = UdpIn {
-                src: local.src,
-                dst: local.dst,
-                start: ETH_LEN + local.header_len,
-                end: ETH_LEN + local.total_len,
-                to_group: local.broadcast,
-                l4_checksum: local.l4_checksum,
-            };
-            udp::udp_input(core, out, (link, now), buf, eth_src, l4, delivered)
-        }
-        protocol::TCP if !local.broadcast => {
-            let start = ETH_LEN + local.header_len;
-            let end = ETH_LEN + local.total_len;
-            let addresses = (IpAddr::V4(local.src), IpAddr::V4(local.dst));
-            tcp::input(
-                core,
-                out,
-                now,
-                buf,
-                addresses,
-                start..end,
-                0,
-                local.l4_checksum,
-            )
-        }
-        _ => core
-            .lcore
-            .counters
-            .count_drop(DropReason::Ipv4UnknownProtocol),
-    }
-}
-
-/// IPv6 in: IPv6 on the link, version, payload length against the frame,
-/// sources no sender has (multicast, loopback), the destination (ours, or
-/// a group the link joined), hop limit; then [`local6_input`].
-pub(crate) fn ipv6_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    core.lcore.counters.count(Stat::Ip6InReceives);
-    if core.shared.links.get(link).is_none_or(|l| !l.ipv6) {
-        // IPv6 is off on this link.
-        return core.lcore.counters.count_drop(DropReason::EthUnknownType);
-    }
-    let ip = match Ipv6Packet::new_checked(&buf.data()[ETH_LEN..]) {
-        Ok(ip) => ip,
-        Err(WireError::Truncated) => {
-            return core.lcore.counters.count_drop(DropReason::Ipv6Truncated)
-        }
-        Err(_) => return core.lcore.counters.count_drop(DropReason::Ipv6Malformed),
-    };
-    if ip.version() != 6 {
-        return core.lcore.counters.count_drop(DropReason::Ipv6Malformed);
-    }
-    let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
-    if src.is_multicast() {
-        return core.lcore.counters.count_drop(DropReason::Ipv6BadSource);
-    }
-    if src.is_loopback() || dst.is_loopback() {
-        // RFC 4291 2.5.3: ::1 never leaves a node, so a packet that has it
-        // came from a liar, and a reply would go onto the wire to ::1 (as
-        // IPv4 drops 127/8 sources).
-        return core.lcore.counters.count_drop(DropReason::Ipv6Martian);
-    }
-    let for_us = if dst.is_multicast() {
-        core.shared.links[link].joined(dst)
-    } else {
-        core.is_local6(link, dst)
-    };
-    if !for_us {
-        return core.lcore.counters.count_drop(DropReason::Ipv6NotForUs);
-    }
-    if hop_limit == 0 {
-        return core.lcore.counters.count_drop(DropReason::Ipv6HopLimitZero);
-    }
-    local6_input(core, out, link, now, buf, eth_src, delivered, false);
-}
-
-/// The part of IPv6 receive after the fixed header was validated: the
-/// extension walk (options that demand it get a parameter problem),
-/// fragments into reassembly, then ICMPv6 or UDP. `reassembled` marks a
-/// datagram that came out of reassembly (a fragment inside it is refused).
-#[allow(clippy::too_many_arguments)]
-fn local6_input<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-    reassembled: bool,
-) {
-    let ip = Ipv6Packet::new_unchecked(&buf.data()[ETH_LEN..]);
-    let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
-    let payload = ip.payload();
-    let end = ETH_LEN + IP6_LEN + payload.len();
-    let invoking = Invoking {
-        ours: dst,
-        peer: src,
-        end,
-    };
-    let extensions = match walk_extensions(ip.next_header(), payload) {
-        Ok(extensions) => extensions,
-        Err(_) => {
-            return core
-                .lcore
-                .counters
-                .count_drop(DropReason::Ipv6BadExtensions)
-        }
-    };
-    if let Some(bad) = extensions.bad_option {
-        core.lcore.counters.count_drop(DropReason::Ipv6BadOption);
-        if bad.action == 2 || bad.action == 3 && !dst.is_multicast() {
-            let error = Icmp6Error::parameter_problem(CODE_UNRECOGNIZED_OPTION, bad.at);
-            icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-        }
-        return;
-    }
-    if let (Some(fragment), Some(at)) = (extensions.fragment, extensions.fragment_at) {
-        // RFC 6946: an "atomic" fragment (offset 0, no more) is a whole
-        // datagram; anything else goes to reassembly.
-        if fragment.offset != 0 || fragment.more {
-            if reassembled {
-                return core
-                    .lcore
-                    .counters
-                    .count_drop(DropReason::Ipv6BadExtensions);
-            }
-            let piece = FragmentIn {
-                fragment,
-                at,
-                extensions: &extensions,
-                invoking,
-                hop_limit,
-            };
-            return reassemble6(core, out, link, now, buf, eth_src, delivered, piece);
-        }
-    }
-    // The upper-layer message's place in the frame.
-    let start = ETH_LEN + IP6_LEN + extensions.offset;
-    // Only duplicate address detection may come from the unspecified
-    // address (an NS, checked below).
-    let icmp = extensions.protocol == next_header::ICMPV6;
-    if src.is_unspecified() && !icmp {
-        return core.lcore.counters.count_drop(DropReason::Ipv6BadSource);
-    }
-    match extensions.protocol {
-        next_header::ICMPV6 => {
-            core.lcore.counters.count(Stat::Ip6InDelivers);
-            let message = IcmpIn {
-                eth_src,
-                src,
-                dst,
-                to_group: dst.is_multicast(),
-                start,
-                end,
-            };
-            icmp6_input(core, out, link, now, buf, message)
-        }
-        next_header::UDP => {
-            core.lcore.counters.count(Stat::Ip6InDelivers);
-            let l4 = UdpIn {
-                src,
-                dst,
-                start,
-                end,
-                to_group: dst.is_multicast(),
-                // A reassembled datagram's buffer is fresh: `Unknown`.
-                l4_checksum: buf.rx_offload().l4_checksum,
-            };
-            udp::udp_input(core, out, (link, now), buf, eth_src, l4, delivered)
-        }
-        next_header::TCP if !dst.is_multicast() => {
-            core.lcore.counters.count(Stat::Ip6InDelivers);
-            let scope = if src.is_unicast_link_local() {
-                link as u32
-            } else {
-                0
-            };
-            let addresses = (IpAddr::V6(src), IpAddr::V6(dst));
-            let segment = start..end;
-            // A reassembled datagram's buffer is fresh: `Unknown`.
-            let offload = buf.rx_offload().l4_checksum;
-            tcp::input(core, out, now, buf, addresses, segment, scope, offload)
-        }
-        _ => {
-            core.lcore
-                .counters
-                .count_drop(DropReason::Ipv6UnknownNextHeader);
-            let error = Icmp6Error::parameter_problem(
-                CODE_UNRECOGNIZED_NEXT_HEADER,
-                extensions.protocol_at,
-            );
-            icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-        }
-    }
-}
-
 /// A fragment as the extension walk found it.
 struct FragmentIn<'a> {
     fragment: FragmentHeader,
@@ -397,79 +528,4 @@ struct FragmentIn<'a> {
     extensions: &'a Extensions,
     invoking: Invoking<Ipv6Addr>,
     hop_limit: u8,
-}
-
-/// Adds a fragment to its datagram (RFC 8200 4.5, RFC 5722 overlaps, RFC
-/// 7112 header chains); a completed datagram runs through the local input
-/// again, whole.
-#[allow(clippy::too_many_arguments)]
-fn reassemble6<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    link: usize,
-    now: Instant,
-    buf: P::Buf,
-    eth_src: MacAddr,
-    delivered: &mut Delivered<P::Buf>,
-    piece: FragmentIn<'_>,
-) {
-    core.lcore.counters.count(Stat::Ip6ReasmReqds);
-    let FragmentIn {
-        fragment,
-        at,
-        extensions,
-        invoking,
-        hop_limit,
-    } = piece;
-    let payload_start = ETH_LEN + IP6_LEN + at + 8;
-    let payload_len = invoking.end.saturating_sub(payload_start);
-    if fragment.more && payload_len % 8 != 0 {
-        // RFC 8200 4.5: pointing at the payload length.
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv6FragmentMalformed);
-        let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, 4);
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    }
-    if fragment.offset + payload_len > 65535 {
-        // Pointing at the fragment offset.
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv6ReassemblyTooBig);
-        let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, IP6_LEN + at + 2);
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    }
-    let first_header_len = match extensions.protocol {
-        next_header::UDP => UDP_LEN,
-        next_header::ICMPV6 => 4,
-        _ => 0,
-    };
-    if fragment.offset == 0
-        && invoking.end < ETH_LEN + IP6_LEN + extensions.offset + first_header_len
-    {
-        // RFC 7112: the first fragment must hold the whole header chain.
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv6FragmentIncomplete);
-        let error = Icmp6Error::parameter_problem(CODE_INCOMPLETE_CHAIN, 0);
-        return icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
-    }
-    let piece = Fragment {
-        key: Key6 {
-            src: invoking.peer,
-            dst: invoking.ours,
-            ident: fragment.ident,
-        },
-        protocol: buf.data()[ETH_LEN + IP6_LEN + at],
-        offset: fragment.offset,
-        more: fragment.more,
-        payload_start,
-        payload_len,
-        ttl: hop_limit,
-    };
-    let Some(whole) = reassemble::<V6, P>(core, out, link, now, (&buf, piece)) else {
-        return;
-    };
-    drop(buf);
-    local6_input(core, out, link, now, whole, eth_src, delivered, true);
 }

@@ -9,10 +9,10 @@
 //! nothing per packet.
 
 use super::super::next_hop::NextHopAddr;
+use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
-use super::super::transmit::{Out, SendError};
+use super::super::transmit::SendError;
 use crate::port::{Buf, ChecksumStatus, MacAddr, Port};
-use crate::time::Instant;
 use crate::udp::table::CachedRoute;
 use crate::udp::SocketId;
 
@@ -70,11 +70,9 @@ pub(crate) trait UdpFamily: NextHopAddr {
     /// with the family's port unreachable, reusing its buffer (never for
     /// one sent to a group).
     fn port_unreachable<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        at: (usize, Instant),
+        poll: &mut Poll<'_, '_, P>,
         buf: P::Buf,
-        eth_src: MacAddr,
+        arrival: Arrival,
         datagram: &UdpIn<Self>,
     );
 

@@ -6,7 +6,7 @@
 //! of our addresses right after a fixed IP header, and validates exactly
 //! what the general path validates. It never drops: any frame it does not
 //! fully accept goes to the general path
-//! ([`super::super::ethernet::receive_frame`]), which counts the reason,
+//! ([`super::super::poll::Poll::receive_frame`]), which counts the reason,
 //! so drop accounting lives in one place. Per packet; owning lcore.
 
 use crate::port::{Buf, MacAddr};

@@ -1,4 +1,4 @@
-//! UDP in, the general path, both families ([`udp_input`]): what the IP
+//! UDP in, the general path, both families ([`Poll::udp_input`]): what the IP
 //! layer handed over is checked (length, checksum, source port) and looked
 //! up; a datagram for a closed port is answered with the family's port
 //! unreachable.
@@ -7,59 +7,58 @@
 //! in exactly one of: handed back in `delivered`, or a counted drop (with
 //! perhaps an ICMP error sent).
 
-use super::super::state::Core;
-use super::super::transmit::Out;
+use super::super::poll::{Arrival, Poll};
 use super::family::{UdpFamily, UdpIn};
 use super::Delivered;
 use crate::counters::{DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
-use crate::time::Instant;
+use crate::port::{Buf, Port};
 use crate::udp::Datagram;
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 
-/// Receives the UDP datagram at `l4.start..l4.end` of `buf`: length and
-/// checksum checked (a zero checksum is "none" over IPv4 only), source
-/// port 0 refused (nothing can answer it), the socket looked up, the
-/// datagram handed back for delivery.
-pub(crate) fn udp_input<A: UdpFamily, P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    (link, now): (usize, Instant),
-    buf: P::Buf,
-    eth_src: MacAddr,
-    l4: UdpIn<A>,
-    delivered: &mut Delivered<P::Buf>,
-) {
-    let Some(segment) = buf.data().get(l4.start..l4.end) else {
-        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
-    };
-    let Ok(udp) = UdpPacket::new_checked(segment) else {
-        return core.lcore.counters.count_drop(DropReason::UdpMalformed);
-    };
-    let udp_len = udp.len();
-    let verify = || match udp.checksum() {
-        0 => A::ZERO_CHECKSUM_IS_NONE,
-        _ => udp.verify_checksum(A::pseudo_header(l4.src, l4.dst, udp_len)),
-    };
-    if !core.shared.config.checksum.accepts(l4.l4_checksum, verify) {
-        return core.lcore.counters.count_drop(DropReason::UdpBadChecksum);
+impl<P: Port> Poll<'_, '_, P> {
+    /// Receives the UDP datagram at `l4.start..l4.end` of `buf`: length and
+    /// checksum checked (a zero checksum is "none" over IPv4 only), source
+    /// port 0 refused (nothing can answer it), the socket looked up, the
+    /// datagram handed back for delivery.
+    pub(crate) fn udp_input<A: UdpFamily>(
+        &mut self,
+        buf: P::Buf,
+        arrival: Arrival,
+        l4: UdpIn<A>,
+        delivered: &mut Delivered<P::Buf>,
+    ) {
+        let (core, link) = (&mut *self.core, arrival.link);
+        let Some(segment) = buf.data().get(l4.start..l4.end) else {
+            return core.lcore.counters.count_drop(DropReason::UdpMalformed);
+        };
+        let Ok(udp) = UdpPacket::new_checked(segment) else {
+            return core.lcore.counters.count_drop(DropReason::UdpMalformed);
+        };
+        let udp_len = udp.len();
+        let verify = || match udp.checksum() {
+            0 => A::ZERO_CHECKSUM_IS_NONE,
+            _ => udp.verify_checksum(A::pseudo_header(l4.src, l4.dst, udp_len)),
+        };
+        if !core.shared.config.checksum.accepts(l4.l4_checksum, verify) {
+            return core.lcore.counters.count_drop(DropReason::UdpBadChecksum);
+        }
+        if udp.src_port() == 0 {
+            // Port 0 is no destination: an answer (an echo, a port
+            // unreachable) could only go nowhere.
+            return core
+                .lcore
+                .counters
+                .count_drop(DropReason::UdpSourcePortZero);
+        }
+        let (src, dst) = ((l4.src, udp.src_port()), (l4.dst, udp.dst_port()));
+        let Some(socket) = A::lookup(core, src, dst, link) else {
+            core.lcore.counters.count_drop(DropReason::UdpNoSocket);
+            return A::port_unreachable(self, buf, arrival, &l4);
+        };
+        core.lcore.counters.count(Stat::UdpInDatagrams);
+        let payload = l4.start + UDP_LEN..l4.start + usize::from(udp_len);
+        let mut datagram = Datagram::new(buf, payload, l4.to_group, link as u16);
+        datagram.v6 = A::V6;
+        *delivered = Some((socket, datagram));
     }
-    if udp.src_port() == 0 {
-        // Port 0 is no destination: an answer (an echo, a port
-        // unreachable) could only go nowhere.
-        return core
-            .lcore
-            .counters
-            .count_drop(DropReason::UdpSourcePortZero);
-    }
-    let (src, dst) = ((l4.src, udp.src_port()), (l4.dst, udp.dst_port()));
-    let Some(socket) = A::lookup(core, src, dst, link) else {
-        core.lcore.counters.count_drop(DropReason::UdpNoSocket);
-        return A::port_unreachable(core, out, (link, now), buf, eth_src, &l4);
-    };
-    core.lcore.counters.count(Stat::UdpInDatagrams);
-    let payload = l4.start + UDP_LEN..l4.start + usize::from(udp_len);
-    let mut datagram = Datagram::new(buf, payload, l4.to_group, link as u16);
-    datagram.v6 = A::V6;
-    *delivered = Some((socket, datagram));
 }

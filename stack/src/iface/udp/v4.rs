@@ -6,13 +6,12 @@
 //! indexed by the named offsets of [`at`].
 
 use super::super::config::DEFAULT_HOP_LIMIT;
-use super::super::icmp4::port_unreachable_in_place;
+use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
-use super::super::transmit::{Out, SendError};
+use super::super::transmit::SendError;
 use super::family::{UdpFamily, UdpIn};
 use crate::counters::Stat;
 use crate::port::{Buf, MacAddr, Port};
-use crate::time::Instant;
 use crate::udp::table::{CachedRoute, FlowKey};
 use crate::udp::SocketId;
 use crate::wire::checksum;
@@ -86,16 +85,13 @@ impl UdpFamily for Ipv4Addr {
     }
 
     fn port_unreachable<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        (link, now): (usize, Instant),
+        poll: &mut Poll<'_, '_, P>,
         buf: P::Buf,
-        eth_src: MacAddr,
+        arrival: Arrival,
         datagram: &UdpIn<Ipv4Addr>,
     ) {
         if !datagram.to_group {
-            let ip_total_len = datagram.end - ETH_LEN;
-            port_unreachable_in_place(core, out, link, now, buf, eth_src, ip_total_len);
+            poll.port_unreachable_in_place(buf, arrival, datagram.end - ETH_LEN);
         }
     }
 

@@ -8,13 +8,13 @@
 
 use super::super::config::DEFAULT_HOP_LIMIT;
 use super::super::icmp::Invoking;
-use super::super::icmp6::{icmp6_error, Icmp6Error};
+use super::super::icmp6::Icmp6Error;
+use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
-use super::super::transmit::{Out, SendError};
+use super::super::transmit::SendError;
 use super::family::{UdpFamily, UdpIn};
 use crate::counters::Stat;
 use crate::port::{Buf, MacAddr, Port};
-use crate::time::Instant;
 use crate::udp::table::{CachedRoute, FlowKey6};
 use crate::udp::SocketId;
 use crate::wire::checksum;
@@ -85,11 +85,9 @@ impl UdpFamily for Ipv6Addr {
     }
 
     fn port_unreachable<P: Port>(
-        core: &mut Core<P::Buf>,
-        out: &mut Out<'_, P>,
-        (link, now): (usize, Instant),
+        poll: &mut Poll<'_, '_, P>,
         buf: P::Buf,
-        eth_src: MacAddr,
+        arrival: Arrival,
         datagram: &UdpIn<Ipv6Addr>,
     ) {
         // Not for groups: `icmp6_error` holds that rule for every error.
@@ -99,7 +97,7 @@ impl UdpFamily for Ipv6Addr {
             end: datagram.end,
         };
         let error = Icmp6Error::PORT_UNREACHABLE;
-        icmp6_error(core, out, link, now, buf, eth_src, invoking, error);
+        poll.icmp6_error(buf, arrival, invoking, error);
     }
 
     #[inline]

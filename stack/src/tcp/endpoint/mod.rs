@@ -59,7 +59,7 @@ pub(crate) mod stream;
 pub(crate) use icmp::{IcmpKind, IcmpQuote};
 pub(crate) use ip::{PeerRoute, SegmentOut};
 use segment::mss_for;
-pub(crate) use segment::Arrival;
+pub(crate) use segment::TcpIn;
 
 use crate::tcp::ids::ConnRef;
 pub use crate::tcp::ids::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};

@@ -12,11 +12,11 @@
 
 use super::*;
 
-/// Where a received segment came from: its IP source and destination,
-/// its range in the packet buffer, the arrival link for a link-local IPv6
-/// peer, and the device's checksum verdict.
+/// A received segment as the IP layer hands it over: its IP source and
+/// destination, its range in the packet buffer, the arrival link for a
+/// link-local IPv6 peer, and the device's checksum verdict.
 #[derive(Debug, Clone)]
-pub(crate) struct Arrival {
+pub(crate) struct TcpIn {
     /// (source, destination).
     pub(crate) ends: (IpAddr, IpAddr),
     /// The TCP header and payload's range in the buffer.
@@ -34,9 +34,9 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         ip: &mut O,
         now: Instant,
         buf: B,
-        arrived: Arrival,
+        arrived: TcpIn,
     ) {
-        let Arrival {
+        let TcpIn {
             ends: (src, dst),
             segment,
             scope,
