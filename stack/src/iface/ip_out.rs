@@ -9,6 +9,7 @@
 //! of [`SegmentOut`] over the pipeline's state and the poll's transmit
 //! context.
 
+use super::config::DEFAULT_HOP_LIMIT;
 use super::ip;
 use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
@@ -24,9 +25,6 @@ use crate::wire::ipv6::{
     multicast_mac, next_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
 };
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV6};
-
-/// Hop limit / TTL of packets we originate.
-const HOPS: u8 = 64;
 
 /// A next hop a connection remembers (early demux on send): its link and
 /// MAC, valid while the generation it was found in stands.
@@ -75,7 +73,7 @@ fn frame_ipv4<B: Buf>(
         dst,
         protocol,
         payload_len: payload_len as u16,
-        ttl: HOPS,
+        ttl: DEFAULT_HOP_LIMIT,
         ident,
         dont_fragment: true,
         tos: 0,
@@ -109,7 +107,7 @@ fn frame_ipv6<B: Buf>(
         dst,
         next_header,
         payload_len: payload_len as u16,
-        hop_limit: HOPS,
+        hop_limit: DEFAULT_HOP_LIMIT,
     });
     Ok(())
 }
