@@ -13,7 +13,6 @@
 //! reaches TCP again.
 
 use super::ip_out::{CachedHop, IpOut};
-use super::poll::Poll;
 use super::transmit::Out;
 use super::{is_ours, Core};
 use crate::keys::Keys;
@@ -88,15 +87,18 @@ fn lend<P: Port, T>(
     result
 }
 
-impl<P: Port> Poll<'_, '_, P> {
-    /// A TCP segment for us, from the IPv4 or IPv6 layer.
-    #[inline]
-    pub(crate) fn tcp_input(&mut self, buf: P::Buf, segment: TcpIn) {
-        let now = self.now;
-        lend(self.core, self.out, |tcp, ip| {
-            tcp.input(ip, now, buf, segment)
-        });
-    }
+/// A TCP segment for us, from the IPv4 or IPv6 layer (a free function,
+/// not a `Poll` method: `Core` holds the endpoint through this module, so
+/// this module must not import the per-poll context built over `Core`).
+#[inline]
+pub(crate) fn input<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    buf: P::Buf,
+    segment: TcpIn,
+) {
+    lend(core, out, |tcp, ip| tcp.input(ip, now, buf, segment));
 }
 
 impl From<PeerError> for IcmpKind {

@@ -17,7 +17,7 @@ use crate::counters::{DropReason, Stat};
 use crate::iface::icmp::{IcmpIn, Invoking};
 use crate::iface::icmp6::Icmp6Error;
 use crate::iface::poll::{Arrival, Poll};
-use crate::iface::tcp::TcpIn;
+use crate::iface::tcp::{self, TcpIn};
 use crate::iface::udp::UdpIn;
 use crate::port::{Buf, ChecksumStatus, Port};
 use crate::reassembly::{Fragment, Key4, Key6, Reassembly};
@@ -209,7 +209,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     scope: 0,
                     offload: local.l4_checksum,
                 };
-                self.tcp_input(buf, segment)
+                tcp::input(self.core, self.out, self.now, buf, segment)
             }
             _ => self
                 .core
@@ -417,7 +417,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     // A reassembled datagram's buffer is fresh: `Unknown`.
                     offload: buf.rx_offload().l4_checksum,
                 };
-                self.tcp_input(buf, segment)
+                tcp::input(self.core, self.out, self.now, buf, segment)
             }
             _ => {
                 self.core
