@@ -102,6 +102,16 @@ struct Echo {
     dad: Option<crossbeam_channel::Sender<Vec<(usize, Ipv6Cidr)>>>,
 }
 
+impl Echo {
+    /// Drops a connection's byte count (nothing to do, and no hashing,
+    /// without `--tcp-close-after`).
+    fn forget(&mut self, conn: ConnId) {
+        if self.close_after.is_some() {
+            self.echoed.remove(&conn);
+        }
+    }
+}
+
 impl InlineHandler<Mbuf> for Echo {
     #[inline]
     fn on_datagrams<P: Port<Buf = Mbuf>>(
@@ -125,7 +135,7 @@ impl InlineHandler<Mbuf> for Echo {
         ctx: &mut LcoreContext<'_, P>,
     ) {
         if let TcpEvent::Closed(_) = event {
-            self.echoed.remove(&conn);
+            self.forget(conn);
         }
         if !matches!(event, TcpEvent::Accepted(_) | TcpEvent::Readable) {
             return;
@@ -155,7 +165,7 @@ impl InlineHandler<Mbuf> for Echo {
             }
         }
         if ctx.tcp_at_eof(conn) {
-            self.echoed.remove(&conn);
+            self.forget(conn);
             ctx.tcp_close(conn);
         }
     }
