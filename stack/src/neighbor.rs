@@ -20,8 +20,11 @@
 //! towards unanswering addresses must not pin the pool a receive ring
 //! refills from.
 //!
-//! Every change bumps [`NeighborCache::generation`], which route caches stamp
-//! their entries with. Owned by one lcore; `now` is passed in.
+//! Every change bumps [`NeighborCache::generation`]. The cache is written by
+//! one thread at a time (the shared tables' writer); readers on the packet
+//! path read a [`NeighborView`] of it, the addresses and states without the
+//! timers and waiting packets, built when the generation moves. `now` is
+//! passed in.
 
 use crate::hash::AddressHash;
 use crate::port::MacAddr;
@@ -133,6 +136,44 @@ pub enum Resolution<B> {
     Full(B),
 }
 
+/// What the packet path reads of a cache: each neighbour's MAC (if known)
+/// and state, as of the cache's generation [`NeighborView::generation`].
+#[derive(Debug, Clone)]
+pub struct NeighborView<A = Ipv4Addr> {
+    entries: HashMap<A, (Option<MacAddr>, NeighborState), AddressHash>,
+    generation: u64,
+}
+
+impl<A: NeighborAddr> NeighborView<A> {
+    /// The generation of the cache this view was taken of.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The MAC of `ip` if it is known (reachable or stale).
+    #[inline]
+    pub fn lookup(&self, ip: A) -> Option<MacAddr> {
+        self.entries.get(&ip).and_then(|e| e.0)
+    }
+
+    /// The MAC and state of `ip`, if it has an entry.
+    #[inline]
+    pub fn get(&self, ip: A) -> Option<(Option<MacAddr>, NeighborState)> {
+        self.entries.get(&ip).copied()
+    }
+
+    /// Every entry as (address, MAC if known, state), in address order.
+    pub fn entries(&self) -> Vec<(A, Option<MacAddr>, NeighborState)> {
+        let mut all: Vec<_> = self
+            .entries
+            .iter()
+            .map(|(ip, &(mac, state))| (*ip, mac, state))
+            .collect();
+        all.sort_unstable_by_key(|(ip, _, _)| *ip);
+        all
+    }
+}
+
 /// The cache. See the module documentation.
 #[derive(Debug)]
 pub struct NeighborCache<B, A = Ipv4Addr> {
@@ -154,7 +195,8 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         }
     }
 
-    /// Changes whenever an address's MAC or state changes.
+    /// Changes whenever an address's MAC or state changes (views are
+    /// rebuilt when it does).
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -162,6 +204,18 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
     /// The MAC of `ip` if it is known (reachable or stale).
     pub fn lookup(&self, ip: A) -> Option<MacAddr> {
         self.entries.get(&ip).and_then(|e| e.mac)
+    }
+
+    /// The addresses and states as the packet path reads them, at this
+    /// generation.
+    pub fn view(&self) -> NeighborView<A> {
+        let mut entries =
+            HashMap::with_capacity_and_hasher(self.entries.len(), *self.entries.hasher());
+        entries.extend(self.entries.iter().map(|(ip, e)| (*ip, (e.mac, e.state))));
+        NeighborView {
+            entries,
+            generation: self.generation,
+        }
     }
 
     /// The state of `ip`, if it has an entry.
@@ -201,6 +255,9 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                     // the wait for a confirmation.
                     entry.state = NeighborState::Delay;
                     entry.deadline = now + self.config.delay_first_probe;
+                    // Views show the state, and send to a delayed
+                    // neighbour without asking the cache again.
+                    self.generation += 1;
                 }
                 return Resolution::Ready(packet, mac);
             }
@@ -423,6 +480,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
                     entry.probes = 1;
                     entry.deadline = now + config.retrans_time;
                     probe.push(Probe { ip, mac: entry.mac });
+                    changed = true;
                     true
                 }
                 NeighborState::Probe if entry.probes < config.max_unicast_probes => {

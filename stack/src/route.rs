@@ -253,7 +253,7 @@ pub type RouteTable6 = RouteTable<V6>;
 
 /// The longest-prefix-match table of family `F` (IPv4 by default). See
 /// the module documentation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RouteTable<F: Family = V4> {
     /// Routes by prefix length, keyed by network address.
     by_len: Vec<HashMap<F::Bits, IpRoute<F>>>,

@@ -9,9 +9,10 @@ use super::buffers::new_frame;
 use super::next_hop::{release_waiting, NextHopAddr};
 use super::poll::Poll;
 use super::transmit::{Out, SendError};
+use super::LinkNeighbors;
 use super::{Core, Link};
 use crate::counters::{DropReason, Stat};
-use crate::neighbor::{NeighborCache, Probe};
+use crate::neighbor::{NeighborCache, NeighborView, Probe};
 use crate::port::{Buf, MacAddr, Port};
 use crate::route::Ipv4Cidr;
 use crate::time::Instant;
@@ -49,12 +50,12 @@ impl<P: Port> Poll<'_, '_, P> {
         // packet is bogus, and must not take room in the cache.
         let on_link = here.on_link(arp.sender_ip);
         if !arp.sender_ip.is_unspecified() {
-            let released = core.shared.links[link].neighbors.learn(
-                arp.sender_ip,
-                arp.sender_mac,
-                for_us && on_link,
-                now,
-            );
+            let create = for_us && on_link;
+            let released = core.shared.edit_neighbors(|shared| {
+                shared.neighbors[link]
+                    .v4
+                    .learn(arp.sender_ip, arp.sender_mac, create, now)
+            });
             release_waiting::<_, Ipv4Addr>(core, out, link, released, arp.sender_mac);
         }
         match arp.operation {
@@ -171,7 +172,9 @@ pub(super) fn poll_neighbors<P: Port>(
     probes: &mut Vec<Probe<Ipv4Addr>>,
 ) {
     probes.clear();
-    let given_up = core.shared.links[link].neighbors.poll(now, probes);
+    let given_up = core
+        .shared
+        .edit_neighbors(|shared| shared.neighbors[link].v4.poll(now, probes));
     for _ in 0..given_up {
         core.lcore
             .counters
@@ -184,8 +187,12 @@ pub(super) fn poll_neighbors<P: Port>(
 }
 
 impl NextHopAddr for Ipv4Addr {
-    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv4Addr> {
-        &mut link.neighbors
+    fn cache<B>(caches: &mut LinkNeighbors<B>) -> &mut NeighborCache<B, Ipv4Addr> {
+        &mut caches.v4
+    }
+
+    fn view(link: &Link) -> &NeighborView<Ipv4Addr> {
+        &link.neighbors
     }
 
     fn ask<P: Port>(

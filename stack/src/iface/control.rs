@@ -14,11 +14,13 @@ impl<B: Buf> Interface<B> {
             .link_of(gateway)
             .ok_or(ConfigError::GatewayNotOnLink(gateway))?;
         let source = self.core.shared.links[link].source_for(gateway);
-        self.core.shared.ip.v4.routes.add(Route {
-            prefix,
-            gateway: Some(gateway),
-            port: link as u16,
-            source,
+        self.core.shared.edit(|shared| {
+            shared.ip.v4.routes.add(Route {
+                prefix,
+                gateway: Some(gateway),
+                port: link as u16,
+                source,
+            })
         });
         Ok(())
     }
@@ -33,18 +35,22 @@ impl<B: Buf> Interface<B> {
             .get(link)
             .ok_or(ConfigError::NoSuchLink(link))?
             .source_for(prefix.addr);
-        self.core.shared.ip.v4.routes.add(Route {
-            prefix,
-            gateway: None,
-            port: link as u16,
-            source,
+        self.core.shared.edit(|shared| {
+            shared.ip.v4.routes.add(Route {
+                prefix,
+                gateway: None,
+                port: link as u16,
+                source,
+            })
         });
         Ok(())
     }
 
     /// Removes the route to `prefix`; true if there was one.
     pub fn remove_route(&mut self, prefix: Ipv4Cidr) -> bool {
-        self.core.shared.ip.v4.routes.remove(prefix)
+        self.core
+            .shared
+            .edit(|shared| shared.ip.v4.routes.remove(prefix))
     }
 
     /// Adds (or replaces) a static IPv6 route to `prefix` through
@@ -78,21 +84,25 @@ impl<B: Buf> Interface<B> {
         let source = links[link]
             .route_source6()
             .ok_or(ConfigError::Gateway6NotOnLink(gateway))?;
-        if prefix.len == 0 {
-            self.core.shared.ra_default = None; // a static default beats advertised ones
-        }
-        self.core.shared.ip.v6.routes.add(Route6 {
-            prefix,
-            gateway: Some(gateway),
-            port: link as u16,
-            source,
+        self.core.shared.edit(|shared| {
+            if prefix.len == 0 {
+                shared.ra_default = None; // a static default beats advertised ones
+            }
+            shared.ip.v6.routes.add(Route6 {
+                prefix,
+                gateway: Some(gateway),
+                port: link as u16,
+                source,
+            })
         });
         Ok(())
     }
 
     /// Removes the IPv6 route to `prefix`; true if there was one.
     pub fn remove_route6(&mut self, prefix: Ipv6Cidr) -> bool {
-        self.core.shared.ip.v6.routes.remove(prefix)
+        self.core
+            .shared
+            .edit(|shared| shared.ip.v6.routes.remove(prefix))
     }
 
     /// The IPv6 route `dst` takes: (link, next hop, source address).
@@ -194,11 +204,13 @@ impl<B: Buf> Interface<B> {
         local: impl Into<SocketAddr>,
         options: BindOptions,
     ) -> Result<SocketId, BindError> {
-        let core = &mut self.core;
-        let (local4, links) = (&core.shared.local, &core.shared.links);
-        core.shared
-            .udp
-            .bind(local, options, |ip| is_ours(local4, links, ip))
+        self.core.shared.edit(|shared| {
+            let shared = &mut **shared;
+            let (local4, links) = (&shared.local, &shared.links);
+            shared
+                .udp
+                .bind(local, options, |ip| is_ours(local4, links, ip))
+        })
     }
 
     /// Connects a UDP socket to `remote`: it then only receives from there
@@ -210,7 +222,7 @@ impl<B: Buf> Interface<B> {
 
     /// Closes a UDP socket.
     pub fn udp_close(&mut self, socket: SocketId) -> bool {
-        self.core.shared.udp.close(socket)
+        self.core.shared.edit(|shared| shared.udp.close(socket))
     }
 
     /// The local address of a UDP socket.

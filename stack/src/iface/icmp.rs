@@ -119,7 +119,7 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
     fn is_unspecified(ip: Self) -> bool;
 
     /// Our address on `link` to speak to `peer` from.
-    fn source_toward<B>(link: &Link<B>, peer: Self) -> Option<Self>;
+    fn source_toward(link: &Link, peer: Self) -> Option<Self>;
 
     /// The packet error `message` (its 8-byte header checked) quotes;
     /// `None` if the quote is too short to read.

@@ -114,7 +114,7 @@ impl IcmpFamily for Ipv4Addr {
         ip.is_unspecified()
     }
 
-    fn source_toward<B>(link: &Link<B>, peer: Ipv4Addr) -> Option<Ipv4Addr> {
+    fn source_toward(link: &Link, peer: Ipv4Addr) -> Option<Ipv4Addr> {
         Some(link.source_for(peer))
     }
 

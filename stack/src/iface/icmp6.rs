@@ -133,7 +133,7 @@ impl IcmpFamily for Ipv6Addr {
         ip.is_unspecified()
     }
 
-    fn source_toward<B>(link: &Link<B>, peer: Ipv6Addr) -> Option<Ipv6Addr> {
+    fn source_toward(link: &Link, peer: Ipv6Addr) -> Option<Ipv6Addr> {
         link.source_for6(peer)
     }
 

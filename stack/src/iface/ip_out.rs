@@ -35,17 +35,6 @@ pub(crate) struct CachedHop {
     mac: MacAddr,
 }
 
-/// The generation cached IPv6 hops are stamped with: IPv6 routes and
-/// neighbours (IPv4 ones use [`Core::generation`]).
-pub(crate) fn generation6<B: Buf>(core: &Core<B>) -> u64 {
-    let neighbors = core
-        .shared
-        .links
-        .iter()
-        .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors6.generation()));
-    core.shared.ip.v6.routes.generation() ^ neighbors.rotate_left(32)
-}
-
 /// Writes Ethernet (source, type) and IPv4 headers in front of the payload
 /// in `buf`, for `link`.
 fn frame_ipv4<B: Buf>(
@@ -124,7 +113,7 @@ fn send_cached<P: Port>(
 ) -> Result<Result<(), SendError>, P::Buf> {
     let current = match dst {
         IpAddr::V4(_) => core.generation(),
-        IpAddr::V6(_) => generation6(core),
+        IpAddr::V6(_) => core.generation(),
     };
     if hop.generation != current {
         return Err(buf);
@@ -201,7 +190,7 @@ pub(crate) fn send_ipv6<P: Port>(
     }
     let mac = send_to_neighbor(core, out, now, path.link, (path.source, path.via), buf)?;
     Ok(mac.map(|mac| CachedHop {
-        generation: generation6(core),
+        generation: core.generation(),
         link: path.link,
         mac,
     }))

@@ -38,6 +38,7 @@ mod nd;
 mod next_hop;
 mod poll;
 mod state;
+mod tables;
 pub mod tcp;
 mod transmit;
 mod udp;
@@ -59,10 +60,10 @@ use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port};
 use crate::route::Route6;
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteTable};
-use crate::socket::{BufPool, Command, Shared, SocketQueue, StackHandle};
+use crate::socket::{BufPool, Command, Shared, StackHandle};
 use crate::tcp::TcpError;
 use crate::time::{Duration, Instant};
-use crate::udp::{BindError, BindOptions, SocketId, UdpTable};
+use crate::udp::{BindError, BindOptions, RouteMemo, SocketId, UdpTable};
 use crate::wire::ipv6::solicited_node;
 use arrayvec::ArrayVec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
@@ -76,8 +77,9 @@ use std::sync::Arc;
 use transmit::Out;
 
 use ip::family::{IpLcore, IpShared};
-use state::{special_addresses, special_bit, LcoreState, SharedState};
-pub(crate) use state::{Core, Link, Tentative};
+use state::{special_addresses, special_bit, LcoreState, Master};
+pub(crate) use state::{Core, Link, LinkNeighbors, SharedState, Tentative};
+use tables::{CowArc, SharedView, Tables};
 
 /// The IPv4/UDP stack of one lcore over one or more ports. See the module
 /// documentation.
@@ -86,10 +88,11 @@ pub struct Interface<B: Buf> {
     core: Core<B>,
     /// One transmit batch per link, empty between polls.
     batches: Vec<TxBatch<B>>,
-    /// Queues of queue-mode sockets, by socket index.
-    queues: Vec<Option<Arc<SocketQueue<B>>>>,
     /// Commands and sends from application threads, once a handle exists.
     shared: Option<Arc<Shared<B>>>,
+    /// This pipeline runs the shared state's timers (neighbours, duplicate
+    /// address detection, advertised routes, path MTUs): the first one.
+    home: bool,
     probes: Vec<Probe<Ipv4Addr>>,
     next_timers: Instant,
     announced: bool,
@@ -125,93 +128,121 @@ impl<B: Buf> Interface<B> {
                 });
             }
         }
-        let links: Vec<Link<B>> = config
-            .links
-            .iter()
-            .map(|l| {
-                let addresses6 = l.all_addresses6();
-                let mut groups6 = Vec::new();
-                if l.ipv6 {
-                    groups6.push(ALL_NODES);
+        let mut links = Vec::new();
+        let mut neighbors = Vec::new();
+        for l in &config.links {
+            let addresses6 = l.all_addresses6();
+            let mut groups6 = Vec::new();
+            if l.ipv6 {
+                groups6.push(ALL_NODES);
+            }
+            for a in &addresses6 {
+                let group = solicited_node(a.addr);
+                if !groups6.contains(&group) {
+                    groups6.push(group);
                 }
-                for a in &addresses6 {
-                    let group = solicited_node(a.addr);
-                    if !groups6.contains(&group) {
-                        groups6.push(group);
-                    }
-                }
-                let dad = config.dad_transmits;
-                let tentative6 = addresses6
-                    .iter()
-                    .filter(|_| dad > 0)
-                    .map(|&cidr| Tentative {
-                        cidr,
-                        probes_left: dad,
-                        deadline: None,
-                    })
-                    .collect();
-                Link {
-                    mac: l.mac,
-                    addresses: l.addresses.clone(),
-                    mtu: l.mtu,
-                    neighbors: NeighborCache::new(config.neighbor.clone()),
-                    ipv6: l.ipv6,
-                    addresses6: if dad > 0 { Vec::new() } else { addresses6 },
-                    tentative6,
-                    duplicates6: Vec::new(),
-                    groups6,
-                    neighbors6: NeighborCache::new(config.neighbor.clone()),
-                }
-            })
-            .collect();
+            }
+            let dad = config.dad_transmits;
+            let tentative6 = addresses6
+                .iter()
+                .filter(|_| dad > 0)
+                .map(|&cidr| Tentative {
+                    cidr,
+                    probes_left: dad,
+                    deadline: None,
+                })
+                .collect();
+            let caches = LinkNeighbors {
+                v4: NeighborCache::new(config.neighbor.clone()),
+                v6: NeighborCache::new(config.neighbor.clone()),
+            };
+            links.push(Link {
+                mac: l.mac,
+                addresses: l.addresses.clone(),
+                mtu: l.mtu,
+                neighbors: Arc::new(caches.v4.view()),
+                ipv6: l.ipv6,
+                addresses6: if dad > 0 { Vec::new() } else { addresses6 },
+                tentative6,
+                duplicates6: Vec::new(),
+                groups6,
+                neighbors6: Arc::new(caches.v6.view()),
+            });
+            neighbors.push(caches);
+        }
         let all = || config.links.iter().flat_map(|l| l.addresses.iter());
         let mut ip = IpShared::new();
         ip.v4.routes = routes;
+        let state = SharedState {
+            udp: CowArc::new(UdpTable::new(keys.flow)),
+            queues: CowArc::new(Vec::new()),
+            ip: CowArc::new(ip),
+            local: all().map(|a| a.addr).collect(),
+            special_filter: special_addresses(&config.links)
+                .iter()
+                .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
+            special: special_addresses(&config.links),
+            ra_default: None,
+            links,
+            generation: 0,
+            config: CowArc::new(InterfaceConfig {
+                keys: Some(keys),
+                ..config
+            }),
+        };
+        let tables = Tables::new(Master { state, neighbors });
+        let mut iface = Interface::pipeline_of(tables, true);
+        if let Some(gateway) = iface.core.shared.config.gateway {
+            iface.add_route(Ipv4Cidr::DEFAULT, gateway)?;
+        }
+        iface.core.shared.edit(|shared| {
+            for link in 0..shared.links.len() {
+                for cidr in shared.links[link].addresses6.clone() {
+                    add_on_link_route6(shared, link, cidr);
+                }
+            }
+        });
+        Ok(iface)
+    }
+
+    /// Another pipeline of the same stack, for another lcore: it shares
+    /// this one's tables (routes, neighbours, addresses, UDP sockets and
+    /// their queues) and has its own counters, reassembly, route caches,
+    /// transmit batches and TCP endpoint. It polls its own queues of the
+    /// same ports; the shared state's timers stay with the first pipeline.
+    pub fn pipeline(&self) -> Interface<B> {
+        Interface::pipeline_of(Arc::clone(self.core.shared.tables()), false)
+    }
+
+    fn pipeline_of(tables: Arc<Tables<Master<B>>>, home: bool) -> Interface<B> {
+        let shared = SharedView::new(tables);
+        let keys = (shared.config.keys.clone()).unwrap_or_else(|| unreachable!("set by new"));
         let core = Core {
             lcore: LcoreState {
                 counters: Arc::new(Counters::default()),
-                ip: IpLcore::new(&config.reassembly, keys.fragment_ident),
+                ip: IpLcore::new(&shared.config.reassembly, keys.fragment_ident),
+                udp_routes: RouteMemo::new(),
                 icmp_limit: TokenBucket::new(
-                    config.icmp_errors_per_sec,
-                    config.icmp_errors_per_sec.max(1),
+                    shared.config.icmp_errors_per_sec,
+                    shared.config.icmp_errors_per_sec.max(1),
                 ),
                 socket_errors: ArrayVec::new(),
             },
-            tcp: tcp::TcpCore::new(config.tcp.clone(), &keys),
-            shared: SharedState {
-                udp: UdpTable::new(keys.flow),
-                ip,
-                local: all().map(|a| a.addr).collect(),
-                special_filter: special_addresses(&config.links)
-                    .iter()
-                    .fold(0, |bits, &(ip, _)| bits | special_bit(ip)),
-                special: special_addresses(&config.links),
-                ra_default: None,
-                links,
-                config,
-            },
+            tcp: tcp::TcpCore::new(shared.config.tcp.clone(), &keys),
+            shared,
         };
         let batches = (0..core.shared.links.len())
             .map(|_| TxBatch::new(core.shared.config.tx_retries))
             .collect();
-        let mut iface = Interface {
+        Interface {
             core,
             batches,
-            queues: Vec::new(),
             shared: None,
+            home,
             probes: Vec::new(),
             next_timers: Instant::ZERO,
-            announced: false,
-        };
-        if let Some(gateway) = iface.core.shared.config.gateway {
-            iface.add_route(Ipv4Cidr::DEFAULT, gateway)?;
+            announced: !home,
         }
-        for link in 0..iface.core.shared.links.len() {
-            for cidr in iface.core.shared.links[link].addresses6.clone() {
-                add_on_link_route6(&mut iface.core, link, cidr);
-            }
-        }
-        Ok(iface)
     }
 
     /// The counters (clone the `Arc` to read them from another thread).
@@ -289,17 +320,18 @@ impl<B: Buf> Interface<B> {
         let Interface {
             core,
             batches,
-            queues,
             shared,
+            home,
             probes,
             next_timers,
             announced,
         } = self;
+        core.shared.refresh();
         let mut out = Out::new(&mut ports[..links], &mut batches[..links]);
         if let Some(shared) = shared.as_deref() {
             // Sends first: a socket's last datagrams go out before its close.
             send_queued(core, shared, &mut out, now);
-            run_commands(core, queues, shared, &mut out, now);
+            run_commands(core, shared, &mut out, now);
             tcp::attend(core, &mut out, now, shared);
         }
         if !*announced {
@@ -311,15 +343,16 @@ impl<B: Buf> Interface<B> {
         }
         let mut delivery = Delivery::new();
         let mut received = 0;
+        let queues = CowArc::clone(&core.shared.queues);
         let mut poll = Poll::new(core, &mut out, now);
         for link in 0..links {
-            received += receive_burst(&mut poll, queues, link, handler, &mut delivery);
+            received += receive_burst(&mut poll, &queues, link, handler, &mut delivery);
         }
         tcp::run_deferred(core, &mut out, now);
-        delivery.wake_queues(queues);
+        delivery.wake_queues(&queues);
         if now >= *next_timers {
             *next_timers = now + TIMER_INTERVAL;
-            run_timers(core, probes, &mut out, now);
+            run_timers(core, probes, &mut out, now, *home);
         }
         tcp::run_paced(core, &mut out, now);
         tcp::run_timers(core, &mut out, now);
@@ -370,15 +403,15 @@ pub(crate) fn udp_connect<B: Buf>(core: &mut Core<B>, id: SocketId, remote: Sock
             .next_hop(ip)
             .map(|hop| IpAddr::V6(hop.source)),
     };
-    match source {
-        Some(source) => core.shared.udp.connect_from(id, remote, source),
-        None => core.shared.udp.connect(id, remote),
-    }
+    core.shared.edit(|shared| match source {
+        Some(source) => shared.udp.connect_from(id, remote, source),
+        None => shared.udp.connect(id, remote),
+    })
 }
 
 /// True if `ip` is one of our addresses (IPv4 from `local4`, IPv6 on any
 /// link).
-pub(crate) fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> bool {
+pub(crate) fn is_ours(local4: &[Ipv4Addr], links: &[Link], ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => local4.contains(&v4),
         IpAddr::V6(v6) => links
@@ -390,7 +423,6 @@ pub(crate) fn is_ours<B>(local4: &[Ipv4Addr], links: &[Link<B>], ip: IpAddr) -> 
 /// Applies binds, connects and closes from application threads.
 fn run_commands<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
-    queues: &mut Vec<Option<Arc<SocketQueue<B>>>>,
     shared: &Shared<B>,
     out: &mut Out<'_, P>,
     now: Instant,
@@ -406,28 +438,28 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                 queue,
                 reply,
             } => {
-                let (local4, links) = (&core.shared.local, &core.shared.links);
-                let result = core
-                    .shared
-                    .udp
-                    .bind(local, options, |ip| is_ours(local4, links, ip))
-                    .map(|id| {
-                        let index = id.index() as usize;
-                        if queues.len() <= index {
-                            queues.resize(index + 1, None);
-                        }
-                        queues[index] = Some(queue);
-                        (id, core.shared.udp.local_socket_addr(id).unwrap_or(local))
-                    });
+                let result = core.shared.edit(|shared| {
+                    let shared = &mut **shared;
+                    let (local4, links) = (&shared.local, &shared.links);
+                    let id = shared
+                        .udp
+                        .bind(local, options, |ip| is_ours(local4, links, ip))?;
+                    let index = id.index() as usize;
+                    if shared.queues.len() <= index {
+                        shared.queues.resize(index + 1, None);
+                    }
+                    shared.queues[index] = Some(queue);
+                    Ok((id, shared.udp.local_socket_addr(id).unwrap_or(local)))
+                });
                 if let (Err(_), Ok((id, _))) = (reply.try_send(result), result) {
                     // The caller gave up waiting: nobody owns the socket.
-                    close_queued(core, queues, id);
+                    close_queued(core, id);
                 }
             }
             Command::Connect { socket, remote } => {
                 udp_connect(core, socket, remote);
             }
-            Command::Close { socket } => close_queued(core, queues, socket),
+            Command::Close { socket } => close_queued(core, socket),
             Command::TcpListen {
                 local,
                 backlog,
@@ -450,15 +482,13 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
     }
 }
 
-fn close_queued<B: Buf>(
-    core: &mut Core<B>,
-    queues: &mut [Option<Arc<SocketQueue<B>>>],
-    socket: SocketId,
-) {
-    core.shared.udp.close(socket);
-    if let Some(slot) = queues.get_mut(socket.index() as usize) {
-        *slot = None;
-    }
+fn close_queued<B: Buf>(core: &mut Core<B>, socket: SocketId) {
+    core.shared.edit(|shared| {
+        shared.udp.close(socket);
+        if let Some(slot) = shared.queues.get_mut(socket.index() as usize) {
+            *slot = None;
+        }
+    });
 }
 
 /// Sends datagrams queued by application threads (bounded per poll).
@@ -478,12 +508,15 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
     }
 }
 
-/// Neighbour retries and expiry on every link, reassembly timeouts.
+/// Reassembly timeouts; on the home pipeline also the shared state's
+/// timers: learned path MTUs and advertised routes expiring, duplicate
+/// address detection, neighbour retries and expiry on every link.
 fn run_timers<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
     probes: &mut Vec<Probe<Ipv4Addr>>,
     out: &mut Out<'_, P>,
     now: Instant,
+    home: bool,
 ) {
     for _ in 0..core.lcore.ip.v4.reassembler.expire(now) {
         core.lcore
@@ -495,25 +528,27 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
             .counters
             .count_drop(DropReason::Ipv6ReassemblyTimeout);
     }
-    if !core.shared.ip.v6.path_mtus.is_empty() {
-        core.shared
-            .ip
-            .v6
-            .path_mtus
-            .retain(|_, (_, until)| now < *until);
+    if !home {
+        return;
     }
-    if !core.shared.ip.v4.path_mtus.is_empty() {
-        core.shared
-            .ip
-            .v4
-            .path_mtus
-            .retain(|_, (_, until)| now < *until);
-    }
-    if let Some((_, _, until)) = core.shared.ra_default {
-        if now >= until {
-            core.shared.ra_default = None;
-            core.shared.ip.v6.routes.remove(Ipv6Cidr::DEFAULT);
-        }
+    let expired_mtu = |ip: &IpShared| {
+        let v4 = ip.v4.path_mtus.values().any(|(_, until)| now >= *until);
+        v4 || ip.v6.path_mtus.values().any(|(_, until)| now >= *until)
+    };
+    let ra_expired = core
+        .shared
+        .ra_default
+        .is_some_and(|(_, _, until)| now >= until);
+    if ra_expired || expired_mtu(&core.shared.ip) {
+        core.shared.edit(|shared| {
+            let ip = &mut *shared.ip;
+            ip.v6.path_mtus.retain(|_, (_, until)| now < *until);
+            ip.v4.path_mtus.retain(|_, (_, until)| now < *until);
+            if shared.ra_default.is_some_and(|(_, _, until)| now >= until) {
+                shared.ra_default = None;
+                shared.ip.v6.routes.remove(Ipv6Cidr::DEFAULT);
+            }
+        });
     }
     for link in 0..core.shared.links.len() {
         nd::run_dad(core, out, link, now);

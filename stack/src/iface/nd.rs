@@ -18,9 +18,10 @@ use super::icmp::IcmpIn;
 use super::ip::transmit6;
 use super::next_hop::{release_waiting, NextHopAddr};
 use super::transmit::{Out, SendError};
-use super::{Core, Link, ALL_NODES};
+use super::{Core, Link, Tentative, ALL_NODES};
+use super::{LinkNeighbors, SharedState};
 use crate::counters::{DropReason, Stat};
-use crate::neighbor::{NeighborCache, Probe};
+use crate::neighbor::{NeighborCache, NeighborView, Probe};
 use crate::port::{Buf, MacAddr, Port};
 use crate::route::Ipv6Cidr;
 use crate::route::Route6;
@@ -126,9 +127,10 @@ fn solicitation<P: Port>(
     }
     core.lcore.counters.count(Stat::Icmp6InNeighborSolicits);
     if let (false, Some(mac)) = (dad, source_mac) {
-        let waiting = core.shared.links[link]
-            .neighbors6
-            .observe(message.src, mac, true, now);
+        let src = message.src;
+        let waiting = core
+            .shared
+            .edit_neighbors(|shared| shared.neighbors[link].v6.observe(src, mac, true, now));
         release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
     }
     // The advertisement: to the solicitor, or to all nodes when the
@@ -199,9 +201,11 @@ fn advertisement<P: Port>(
         }
         return;
     }
-    let (waiting, mac) = core.shared.links[link]
-        .neighbors6
-        .advertised(target, target_mac, solicited, override_, now);
+    let (waiting, mac) = core.shared.edit_neighbors(|shared| {
+        shared.neighbors[link]
+            .v6
+            .advertised(target, target_mac, solicited, override_, now)
+    });
     if let Some(mac) = mac {
         release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
     }
@@ -237,23 +241,26 @@ pub(super) fn router_advert<P: Port>(
     }
     core.lcore.counters.count(Stat::Icmp6InRouterAdvertisements);
     if let Some(mac) = advert.source_mac {
-        let waiting = core.shared.links[link]
-            .neighbors6
-            .observe(router, mac, true, now);
+        let waiting = core
+            .shared
+            .edit_neighbors(|shared| shared.neighbors[link].v6.observe(router, mac, true, now));
         release_waiting::<_, Ipv6Addr>(core, out, link, waiting, mac);
     }
     let ours = core.shared.ra_default.is_some();
     if !ours && core.shared.ip.v6.routes.get(Ipv6Cidr::DEFAULT).is_some() {
         return; // a static default route
     }
-    if advert.lifetime_secs == 0 {
-        if core
-            .shared
+    let current = |shared: &SharedState<P::Buf>| {
+        shared
             .ra_default
             .is_some_and(|(l, r, _)| l == link && r == router)
-        {
-            core.shared.ra_default = None;
-            core.shared.ip.v6.routes.remove(Ipv6Cidr::DEFAULT);
+    };
+    if advert.lifetime_secs == 0 {
+        if current(&core.shared) {
+            core.shared.edit(|shared| {
+                shared.ra_default = None;
+                shared.ip.v6.routes.remove(Ipv6Cidr::DEFAULT);
+            });
         }
         return;
     }
@@ -261,19 +268,18 @@ pub(super) fn router_advert<P: Port>(
         return;
     };
     let until = now + Duration::from_secs(u64::from(advert.lifetime_secs));
-    let same = core
-        .shared
-        .ra_default
-        .is_some_and(|(l, r, _)| l == link && r == router);
-    core.shared.ra_default = Some((link, router, until));
-    if !same {
-        core.shared.ip.v6.routes.add(Route6 {
-            prefix: Ipv6Cidr::DEFAULT,
-            gateway: Some(router),
-            port: link as u16,
-            source,
-        });
-    }
+    core.shared.edit(|shared| {
+        let same = current(shared);
+        shared.ra_default = Some((link, router, until));
+        if !same {
+            shared.ip.v6.routes.add(Route6 {
+                prefix: Ipv6Cidr::DEFAULT,
+                gateway: Some(router),
+                port: link as u16,
+                source,
+            });
+        }
+    });
 }
 
 /// A link's first poll: duplicate address detection starts, and with
@@ -301,25 +307,39 @@ pub(super) fn run_dad<B: Buf, P: Port<Buf = B>>(
     link: usize,
     now: Instant,
 ) {
+    let due = |t: &Tentative| t.deadline.is_none_or(|d| now >= d);
+    if !core.shared.links[link].tentative6.iter().any(due) {
+        return;
+    }
     let retrans = core.shared.config.neighbor.retrans_time;
-    let mut index = 0;
-    while let Some(tentative) = core.shared.links[link].tentative6.get_mut(index) {
-        if tentative.deadline.is_some_and(|d| now < d) {
-            index += 1;
-            continue;
+    // Decided under the lock, sent after it.
+    let mut solicit = Vec::new();
+    let mut in_use = Vec::new();
+    core.shared.edit(|shared| {
+        let mut index = 0;
+        while let Some(tentative) = shared.links[link].tentative6.get_mut(index) {
+            if !due(tentative) {
+                index += 1;
+                continue;
+            }
+            if tentative.probes_left > 0 {
+                tentative.probes_left -= 1;
+                tentative.deadline = Some(now + retrans);
+                solicit.push(tentative.cidr.addr);
+                index += 1;
+                continue;
+            }
+            let cidr = tentative.cidr;
+            shared.links[link].tentative6.remove(index);
+            shared.links[link].addresses6.push(cidr);
+            add_on_link_route6(shared, link, cidr);
+            in_use.push(cidr);
         }
-        if tentative.probes_left > 0 {
-            tentative.probes_left -= 1;
-            tentative.deadline = Some(now + retrans);
-            let target = tentative.cidr.addr;
-            send_dad_solicitation(core, out, link, target);
-            index += 1;
-            continue;
-        }
-        let cidr = tentative.cidr;
-        core.shared.links[link].tentative6.remove(index);
-        core.shared.links[link].addresses6.push(cidr);
-        add_on_link_route6(core, link, cidr);
+    });
+    for target in solicit {
+        send_dad_solicitation(core, out, link, target);
+    }
+    for cidr in in_use {
         if core.shared.config.accept_ra && cidr.addr.is_unicast_link_local() {
             send_router_solicitation(core, out, link);
         }
@@ -328,10 +348,14 @@ pub(super) fn run_dad<B: Buf, P: Port<Buf = B>>(
 
 /// Another node uses `ip`, tentative on `link`: it is never used here.
 fn address_in_use<B: Buf>(core: &mut Core<B>, link: usize, ip: Ipv6Addr) {
-    let tentative = &mut core.shared.links[link].tentative6;
-    if let Some(at) = tentative.iter().position(|t| t.cidr.addr == ip) {
+    let found = core.shared.edit(|shared| {
+        let tentative = &mut shared.links[link].tentative6;
+        let at = tentative.iter().position(|t| t.cidr.addr == ip)?;
         let cidr = tentative.remove(at).cidr;
-        core.shared.links[link].duplicates6.push(cidr);
+        shared.links[link].duplicates6.push(cidr);
+        Some(cidr)
+    });
+    if found.is_some() {
         core.lcore.counters.count(Stat::Ip6DadDuplicates);
     }
 }
@@ -339,9 +363,9 @@ fn address_in_use<B: Buf>(core: &mut Core<B>, link: usize, ip: Ipv6Addr) {
 /// The on-link route of an IPv6 address's prefix, once the address is in
 /// use (none for link-local addresses, which name their link, or for
 /// /128s).
-pub(super) fn add_on_link_route6<B: Buf>(core: &mut Core<B>, link: usize, cidr: Ipv6Cidr) {
+pub(super) fn add_on_link_route6<B: Buf>(shared: &mut SharedState<B>, link: usize, cidr: Ipv6Cidr) {
     if cidr.len < 128 && !cidr.addr.is_unicast_link_local() {
-        core.shared.ip.v6.routes.add(Route6 {
+        shared.ip.v6.routes.add(Route6 {
             prefix: cidr,
             gateway: None,
             port: link as u16,
@@ -360,7 +384,9 @@ pub(super) fn poll_neighbors<B: Buf, P: Port<Buf = B>>(
     now: Instant,
 ) {
     let mut probes = Vec::new();
-    let given_up = core.shared.links[link].neighbors6.poll(now, &mut probes);
+    let given_up = core
+        .shared
+        .edit_neighbors(|shared| shared.neighbors[link].v6.poll(now, &mut probes));
     for _ in 0..given_up {
         core.lcore
             .counters
@@ -506,8 +532,12 @@ pub(super) fn send_router_solicitation<P: Port>(
 }
 
 impl NextHopAddr for Ipv6Addr {
-    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Ipv6Addr> {
-        &mut link.neighbors6
+    fn cache<B>(caches: &mut LinkNeighbors<B>) -> &mut NeighborCache<B, Ipv6Addr> {
+        &mut caches.v6
+    }
+
+    fn view(link: &Link) -> &NeighborView<Ipv6Addr> {
+        &link.neighbors6
     }
 
     fn ask<P: Port>(

@@ -4,6 +4,10 @@
 //! Discovery solicitation) is out; once the neighbour answers, the frames
 //! that waited for it leave.
 //!
+//! The packet path reads the link's neighbour view in the shared snapshot;
+//! only a neighbour that is unknown, unresolved or stale takes the shared
+//! tables' lock, where the cache itself decides (and keeps the frame).
+//!
 //! The family-specific parts (which cache, how to ask, how to transmit)
 //! are the [`NextHopAddr`] implementations of `Ipv4Addr` (in `arp`) and
 //! `Ipv6Addr` (in `nd`), beside the ARP request and the solicitation they
@@ -12,16 +16,20 @@
 //! its next hop's MAC and sends without asking the cache.
 
 use super::transmit::{set_destination_mac, Out, SendError};
+use super::LinkNeighbors;
 use super::{Core, Link};
 use crate::counters::DropReason;
-use crate::neighbor::{NeighborAddr, NeighborCache, Resolution};
+use crate::neighbor::{NeighborAddr, NeighborCache, NeighborState, NeighborView, Resolution};
 use crate::port::{MacAddr, Port};
 use crate::time::Instant;
 
 /// An address family whose next hops a link's neighbour cache resolves.
 pub(super) trait NextHopAddr: NeighborAddr {
     /// The link's neighbour cache for this family.
-    fn cache<B>(link: &mut Link<B>) -> &mut NeighborCache<B, Self>;
+    fn cache<B>(caches: &mut LinkNeighbors<B>) -> &mut NeighborCache<B, Self>;
+
+    /// What the packet path reads of the link's neighbours of this family.
+    fn view(link: &Link) -> &NeighborView<Self>;
 
     /// Asks the link who has `target`: an ARP request from `source`, or a
     /// neighbour solicitation (whose source follows the target's prefix,
@@ -56,7 +64,18 @@ pub(super) fn send_to_neighbor<P: Port, A: NextHopAddr>(
     (source, via): (A, A),
     buf: P::Buf,
 ) -> Result<Option<MacAddr>, SendError> {
-    match A::cache(&mut core.shared.links[link]).resolve(via, buf, now) {
+    if let Some((Some(mac), state)) = A::view(&core.shared.links[link]).get(via) {
+        if state != NeighborState::Stale {
+            let mut buf = buf;
+            set_destination_mac(&mut buf, mac);
+            A::transmit(core, out, link, buf)?;
+            return Ok(Some(mac));
+        }
+    }
+    let resolution = core
+        .shared
+        .edit_neighbors(|shared| A::cache(&mut shared.neighbors[link]).resolve(via, buf, now));
+    match resolution {
         Resolution::Ready(mut buf, mac) => {
             set_destination_mac(&mut buf, mac);
             A::transmit(core, out, link, buf)?;

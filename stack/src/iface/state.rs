@@ -3,22 +3,24 @@
 //! write ([`Core`]), below every path of `iface` and above nothing of it
 //! but the IP families' state (`ip::family`).
 //!
-//! The seam for many lcores is in the types. Today one lcore owns all of
-//! it; [`Core`] holds it in two halves:
+//! The pipeline's state is in two halves, one per kind of owner:
 //! - [`LcoreState`], what one polling lcore owns (written per packet, never
 //!   shared): the counters, the reassemblers, the route caches and fragment
-//!   identifications of both families ([`IpLcore`]), the ICMP rate limit
-//!   and the socket errors of a burst; the transmit batches are per lcore
-//!   too (`transmit`, outside `Core`);
-//! - [`SharedState`], what all lcores will share (read per packet, written
-//!   rarely, from a control path): the configuration, the links' addresses
-//!   and neighbour caches, both families' route tables and learned path
-//!   MTUs ([`IpShared`]), the advertised default route, the address
-//!   classes (`local`, `special`), and the UDP socket table.
+//!   identifications of both families ([`IpLcore`]), the routes UDP sockets
+//!   keep to their last destinations, the ICMP rate limit and the socket
+//!   errors of a burst; the transmit batches are per lcore too (`transmit`,
+//!   outside `Core`);
+//! - [`SharedState`], what all lcores share (read per packet, written
+//!   rarely): the configuration, the links' addresses and neighbours, both
+//!   families' route tables and learned path MTUs ([`IpShared`]), the
+//!   advertised default route, the address classes (`local`, `special`),
+//!   the UDP socket table and the queues of queue-mode sockets. A pipeline
+//!   reads it as a published snapshot and writes it through the shared
+//!   tables' lock ([`super::tables`]); the authoritative copy is a
+//!   [`Master`], which adds the neighbour caches themselves.
 //!
-//! TCP's endpoint (`tcp`) sits beside the two halves: its listeners and
-//! connection table belong to the shared half, its timers and pacing heap
-//! to the lcore's (a connection itself is owned by one lcore).
+//! TCP's endpoint (`tcp`) sits beside the two halves: one per pipeline,
+//! with its connections, listeners, timers and pacing heap.
 //!
 //! Invariants: `special` and `special_filter` describe exactly the
 //! configured IPv4 addresses and their broadcasts; the learned path-MTU
@@ -27,25 +29,29 @@
 use super::config::{InterfaceConfig, LinkConfig};
 use super::ip::family::{IpFamily, IpLcore, IpShared};
 use super::limit::TokenBucket;
+use super::tables::{Authoritative, CowArc, SharedView};
 use super::tcp;
 use crate::counters::Counters;
-use crate::neighbor::NeighborCache;
+use crate::neighbor::{NeighborCache, NeighborView};
 use crate::port::{Buf, MacAddr};
 use crate::route::{Ipv4Cidr, Ipv6Cidr, V4, V6};
+use crate::socket::SocketQueue;
 use crate::time::{Duration, Instant};
+use crate::udp::RouteMemo;
 use crate::udp::{PeerError, SocketId, UdpTable};
 use crate::wire::ipv6::multicast_mac;
 use arrayvec::ArrayVec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-/// One port's link-layer state: its MAC, addresses, MTU and neighbours.
-#[derive(Debug)]
-pub(crate) struct Link<B> {
+/// One port's link-layer state: its MAC, addresses, MTU and what the
+/// packet path reads of its neighbours.
+#[derive(Debug, Clone)]
+pub(crate) struct Link {
     pub(crate) mac: MacAddr,
     pub(crate) addresses: Vec<Ipv4Cidr>,
     pub(crate) mtu: usize,
-    pub(crate) neighbors: NeighborCache<B>,
+    pub(crate) neighbors: Arc<NeighborView<Ipv4Addr>>,
     /// IPv6 runs on the link.
     pub(crate) ipv6: bool,
     /// IPv6 addresses in use (duplicate address detection passed).
@@ -57,10 +63,10 @@ pub(crate) struct Link<B> {
     /// Multicast groups joined: all-nodes and each address's solicited-node
     /// group.
     pub(crate) groups6: Vec<Ipv6Addr>,
-    pub(crate) neighbors6: NeighborCache<B, Ipv6Addr>,
+    pub(crate) neighbors6: Arc<NeighborView<Ipv6Addr>>,
 }
 
-impl<B> Link<B> {
+impl Link {
     /// Our address to speak from towards `peer` on this link: the one whose
     /// network holds it, else the link's first.
     pub(crate) fn source_for(&self, peer: Ipv4Addr) -> Ipv4Addr {
@@ -193,23 +199,27 @@ pub(super) fn special_addresses(links: &[LinkConfig]) -> Vec<(u32, u8)> {
 /// documentation describes.
 #[derive(Debug)]
 pub(crate) struct Core<B: Buf> {
-    /// What all lcores will share.
-    pub(crate) shared: SharedState<B>,
+    /// What all lcores share, as this lcore's snapshot of it.
+    pub(crate) shared: SharedView<Master<B>>,
     /// What this polling lcore owns alone.
     pub(crate) lcore: LcoreState<B>,
     /// TCP connections, listeners and their timers.
     pub(crate) tcp: tcp::TcpCore<B>,
 }
 
-/// The half of [`Core`] all lcores will share: read per packet, written
-/// from control paths (and by ICMP errors, for path MTUs).
+/// The half of [`Core`] all lcores share: read per packet, written from
+/// control paths and by the receive steps that learn (neighbours, path
+/// MTUs, advertised routes). Its large parts are shared between snapshots
+/// until written ([`CowArc`]).
 #[derive(Debug)]
-pub(crate) struct SharedState<B> {
-    pub(crate) config: InterfaceConfig,
-    pub(crate) links: Vec<Link<B>>,
+pub(crate) struct SharedState<B: Buf> {
+    pub(crate) config: CowArc<InterfaceConfig>,
+    pub(crate) links: Vec<Link>,
     /// Both families' route tables and learned path MTUs.
-    pub(crate) ip: IpShared,
-    pub(crate) udp: UdpTable,
+    pub(crate) ip: CowArc<IpShared>,
+    pub(crate) udp: CowArc<UdpTable>,
+    /// The receive queues of queue-mode sockets, by socket index.
+    pub(crate) queues: CowArc<Vec<Option<Arc<SocketQueue<B>>>>>,
     /// Every local address, of every link (computed once).
     pub(crate) local: Vec<Ipv4Addr>,
     /// Every address that is ours or a broadcast address, with its
@@ -222,6 +232,96 @@ pub(crate) struct SharedState<B> {
     /// The default route a router advertisement installed: (link, router,
     /// until when).
     pub(crate) ra_default: Option<(usize, Ipv6Addr, Instant)>,
+    /// Moves on with every publish: what cached routes (and the routes
+    /// sockets keep) are stamped with, so that any change of routes,
+    /// neighbours or sockets turns them stale.
+    pub(crate) generation: u64,
+}
+
+impl<B: Buf> Clone for SharedState<B> {
+    fn clone(&self) -> Self {
+        SharedState {
+            config: self.config.clone(),
+            links: self.links.clone(),
+            ip: self.ip.clone(),
+            udp: self.udp.clone(),
+            queues: self.queues.clone(),
+            local: self.local.clone(),
+            special: self.special.clone(),
+            special_filter: self.special_filter,
+            ra_default: self.ra_default,
+            generation: self.generation,
+        }
+    }
+}
+
+/// One link's neighbour caches, with the packets that wait for them.
+#[derive(Debug)]
+pub(crate) struct LinkNeighbors<B> {
+    pub(crate) v4: NeighborCache<B, Ipv4Addr>,
+    pub(crate) v6: NeighborCache<B, Ipv6Addr>,
+}
+
+/// The authoritative copy of the shared state, which writers change under
+/// the shared tables' lock: the state (read as [`SharedState`] through
+/// `Deref`) and the links' neighbour caches ([`Master::neighbors`]), whose
+/// views the state's links carry.
+#[derive(Debug)]
+pub(crate) struct Master<B: Buf> {
+    pub(crate) state: SharedState<B>,
+    /// Per link, in link order.
+    pub(crate) neighbors: Vec<LinkNeighbors<B>>,
+}
+
+impl<B: Buf> Authoritative for Master<B> {
+    type Snapshot = SharedState<B>;
+
+    fn next_snapshot(&mut self) -> SharedState<B> {
+        self.refresh_views();
+        self.state.generation += 1;
+        self.state.clone()
+    }
+
+    fn generation(snapshot: &SharedState<B>) -> u64 {
+        snapshot.generation
+    }
+
+    /// The neighbour caches' generations, summed.
+    fn neighbor_generations(&self) -> u64 {
+        self.neighbors.iter().fold(0u64, |sum, n| {
+            sum.wrapping_add(n.v4.generation())
+                .wrapping_add(n.v6.generation().rotate_left(32))
+        })
+    }
+}
+
+impl<B: Buf> Master<B> {
+    /// Brings the links' neighbour views up to their caches (their
+    /// packets stay here).
+    fn refresh_views(&mut self) {
+        for (link, caches) in self.state.links.iter_mut().zip(&self.neighbors) {
+            if link.neighbors.generation() != caches.v4.generation() {
+                link.neighbors = Arc::new(caches.v4.view());
+            }
+            if link.neighbors6.generation() != caches.v6.generation() {
+                link.neighbors6 = Arc::new(caches.v6.view());
+            }
+        }
+    }
+}
+
+impl<B: Buf> core::ops::Deref for Master<B> {
+    type Target = SharedState<B>;
+
+    fn deref(&self) -> &SharedState<B> {
+        &self.state
+    }
+}
+
+impl<B: Buf> core::ops::DerefMut for Master<B> {
+    fn deref_mut(&mut self) -> &mut SharedState<B> {
+        &mut self.state
+    }
 }
 
 /// The half of [`Core`] one polling lcore owns: written per packet, never
@@ -233,6 +333,9 @@ pub(crate) struct LcoreState<B> {
     /// Both families' reassemblers, route caches and fragment
     /// identifications.
     pub(crate) ip: IpLcore<B>,
+    /// The routes UDP sockets keep to their last destinations (this
+    /// lcore's sends only).
+    pub(crate) udp_routes: RouteMemo,
     pub(crate) icmp_limit: TokenBucket,
     /// ICMP errors for connected sockets found during a burst, handed over
     /// after it (bounded: more in one burst are dropped).
@@ -327,24 +430,19 @@ impl<B: Buf> Core<B> {
     }
 
     fn learn_family_path_mtu<F: IpFamily>(&mut self, dst: F::Addr, mtu: usize, now: Instant) {
-        let path_mtus = &mut F::shared_mut(&mut self.shared.ip).path_mtus;
-        if path_mtus.contains_key(&dst) || path_mtus.len() < PATH_MTUS {
-            path_mtus.insert(dst, (mtu, now + PATH_MTU_TIMEOUT));
-        }
+        self.shared.edit(|shared| {
+            let path_mtus = &mut F::shared_mut(&mut shared.ip).path_mtus;
+            if path_mtus.contains_key(&dst) || path_mtus.len() < PATH_MTUS {
+                path_mtus.insert(dst, (mtu, now + PATH_MTU_TIMEOUT));
+            }
+        });
     }
 
-    /// Changes whenever a route or any neighbour changes: the stamp of
-    /// cached routes.
+    /// Changes whenever the shared state does (routes, neighbours,
+    /// sockets): the stamp of cached routes.
     #[inline]
     pub(crate) fn generation(&self) -> u64 {
-        let neighbors = match self.shared.links.as_slice() {
-            // One port, the common case: no loop.
-            [link] => link.neighbors.generation(),
-            links => links
-                .iter()
-                .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors.generation())),
-        };
-        self.shared.ip.v4.routes.generation() ^ neighbors.rotate_left(32)
+        self.shared.generation
     }
 
     /// The link whose connected networks hold `ip`.

@@ -900,6 +900,7 @@ mod sending;
 mod hostile;
 
 mod conn_limit;
+mod pipelines;
 mod soak;
 mod syn_cookies;
 mod tcp_memory;

@@ -3,7 +3,7 @@
 
 pub mod table;
 
-pub use table::{BindError, BindOptions, SocketId, UdpTable};
+pub use table::{BindError, BindOptions, RouteMemo, SocketId, UdpTable};
 
 use crate::port::Buf;
 use crate::time::Instant;

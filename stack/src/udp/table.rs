@@ -247,16 +247,13 @@ impl ReuseportGroup {
 pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 32768..=60999;
 
 /// The table. See the module documentation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct UdpTable {
     sockets: Vec<Option<Socket>>,
     /// Lookup's view of each socket (same index as `sockets`).
     hot: Vec<Hot>,
     /// What sending reads of each socket (same index).
     send: Vec<SendSlot>,
-    /// The route each socket keeps to its last IPv6 destination (same
-    /// index; valid with [`ROUTED6`] in its send slot).
-    routes6: Vec<CachedRoute<core::net::Ipv6Addr>>,
     free: Vec<u32>,
     /// First socket bound to each port.
     ports: Box<[u32; 1 << 16]>,
@@ -276,7 +273,6 @@ impl UdpTable {
             sockets: Vec::new(),
             hot: Vec::new(),
             send: Vec::new(),
-            routes6: Vec::new(),
             free: Vec::new(),
             addresses: Vec::new(),
             ports: vec![NONE; 1 << 16]
@@ -355,7 +351,6 @@ impl UdpTable {
                 self.sockets.push(Some(socket));
                 self.hot.push(hot);
                 self.send.push(send);
-                self.routes6.push(NO_ROUTE6);
                 SocketId((self.sockets.len() - 1) as u32)
             }
         };
@@ -898,8 +893,8 @@ fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
 }
 
 mod send;
-pub use send::{CachedRoute, CachedSend};
-use send::{SendSlot, LIVE, NO_ROUTE6, ROUTED, ROUTED6, SPEAKS_V4};
+pub use send::{CachedRoute, CachedSend, RouteMemo};
+use send::{SendSlot, LIVE, ROUTED, ROUTED6, SPEAKS_V4};
 
 #[cfg(test)]
 mod tests;

@@ -38,11 +38,13 @@ impl<B: Buf> Interface<B> {
         let source = l
             .route_source6()
             .ok_or(ConfigError::BadAddress6(prefix.addr))?;
-        self.core.shared.ip.v6.routes.add(Route6 {
-            prefix,
-            gateway: None,
-            port: link as u16,
-            source,
+        self.core.shared.edit(|shared| {
+            shared.ip.v6.routes.add(Route6 {
+                prefix,
+                gateway: None,
+                port: link as u16,
+                source,
+            })
         });
         Ok(())
     }

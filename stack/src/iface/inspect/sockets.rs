@@ -46,8 +46,7 @@ impl<B: Buf> Interface<B> {
         local: SocketAddr,
         remote: Option<SocketAddr>,
     ) -> UdpSocketInfo {
-        let queue = self
-            .queues
+        let queue = (self.core.shared.queues)
             .get(id.index() as usize)
             .and_then(Option::as_ref);
         UdpSocketInfo {

@@ -186,7 +186,9 @@ fn a_new_network_gets_a_connected_route_that_leaves_with_its_address() {
 #[test]
 fn ipv6_addresses_go_through_dad_and_join_their_group() {
     let mut p = Pair::new();
-    p.a.core.shared.config.dad_transmits = 1;
+    p.a.core
+        .shared
+        .edit(|shared| shared.config.dad_transmits = 1);
     let ip: Ipv6Addr = "2001:db8::1".parse().expect("ip");
     p.a.add_address(0, "2001:db8::1/64".parse().expect("prefix"))
         .expect("added");

@@ -106,7 +106,7 @@ impl IpFamily for V6 {
 
 /// One family's IP state that all lcores will share: written from control
 /// paths and ICMP errors, read per packet.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct FamilyShared<F: Family> {
     /// The routes: connected networks of the links' addresses, static
     /// routes (for IPv6, link-local destinations are not routed: they name
@@ -151,7 +151,7 @@ impl<B: crate::port::Buf, F: IpFamily> FamilyLcore<B, F> {
 }
 
 /// The IP state all lcores will share, per family.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct IpShared {
     pub(crate) v4: FamilyShared<V4>,
     pub(crate) v6: FamilyShared<V6>,

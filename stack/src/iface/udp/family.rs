@@ -82,7 +82,7 @@ pub(crate) trait UdpFamily: NextHopAddr {
 
     /// Our address on `link` to answer `peer` from, when the request went
     /// to a broadcast address or a group.
-    fn reply_source<B>(link: &Link<B>, peer: Self) -> Option<Self>;
+    fn reply_source(link: &Link, peer: Self) -> Option<Self>;
 
     /// The address and port `socket` speaks from to this family's peers.
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Self, u16), SendError>;

@@ -6,7 +6,7 @@
 //! (checksums verified, no IPv4 options, no Ethernet padding) sent from a
 //! socket that keeps a valid route to the destination, reads that socket's
 //! send slot once
-//! ([`UdpTable::cached_send`](crate::udp::table::UdpTable::cached_send))
+//! ([`RouteMemo::cached_send`](crate::udp::RouteMemo::cached_send))
 //! and writes every header in place: the UDP checksum updated for the new
 //! addresses and ports (RFC 1624), a fresh IPv4 header, both Ethernet
 //! addresses. Everything else (the first packet to a destination, a changed
@@ -139,7 +139,11 @@ fn forward_plain<P: Port>(
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    if let Some(send) = core.shared.udp.cached_send(from, dst, core.generation()) {
+    if let Some(send) = core
+        .lcore
+        .udp_routes
+        .cached_send(from, dst, core.generation())
+    {
         return forward_cached(core, out, buf, send, dst);
     }
     // A plain frame's payload ends with it (`forward_udp`), well below 2^32.

@@ -101,7 +101,7 @@ impl UdpFamily for Ipv4Addr {
     }
 
     #[inline]
-    fn reply_source<B>(link: &Link<B>, peer: Ipv4Addr) -> Option<Ipv4Addr> {
+    fn reply_source(link: &Link, peer: Ipv4Addr) -> Option<Ipv4Addr> {
         Some(link.source_for(peer))
     }
 
@@ -127,12 +127,14 @@ impl UdpFamily for Ipv4Addr {
         dst: &SocketAddrV4,
         generation: u64,
     ) -> Option<CachedRoute> {
-        core.shared.udp.cached_route(socket, *dst, generation)
+        core.lcore.udp_routes.cached_route(socket, *dst, generation)
     }
 
     #[inline]
     fn keep_route<B: Buf>(core: &mut Core<B>, socket: SocketId, route: CachedRoute) {
-        core.shared.udp.remember_route(socket, route);
+        core.lcore
+            .udp_routes
+            .remember_route(&core.shared.udp, socket, route);
     }
 
     #[inline]

@@ -106,7 +106,7 @@ impl UdpFamily for Ipv6Addr {
     }
 
     #[inline]
-    fn reply_source<B>(link: &Link<B>, peer: Ipv6Addr) -> Option<Ipv6Addr> {
+    fn reply_source(link: &Link, peer: Ipv6Addr) -> Option<Ipv6Addr> {
         link.source_for6(peer)
     }
 
@@ -121,13 +121,7 @@ impl UdpFamily for Ipv6Addr {
 
     #[inline]
     fn generation<B: Buf>(core: &Core<B>) -> u64 {
-        let neighbors = match core.shared.links.as_slice() {
-            [link] => link.neighbors6.generation(),
-            links => links
-                .iter()
-                .fold(0u64, |sum, l| sum.wrapping_add(l.neighbors6.generation())),
-        };
-        core.shared.ip.v6.routes.generation() ^ neighbors.rotate_left(32)
+        core.generation()
     }
 
     /// A link-local destination is never kept: its link is the
@@ -139,13 +133,17 @@ impl UdpFamily for Ipv6Addr {
         dst: &SocketAddrV6,
         generation: u64,
     ) -> Option<CachedRoute<Ipv6Addr>> {
-        core.shared.udp.cached_route6(socket, *dst.ip(), generation)
+        core.lcore
+            .udp_routes
+            .cached_route6(socket, *dst.ip(), generation)
     }
 
     #[inline]
     fn keep_route<B: Buf>(core: &mut Core<B>, socket: SocketId, route: CachedRoute<Ipv6Addr>) {
         if !route.dst.is_unicast_link_local() {
-            core.shared.udp.remember_route6(socket, route);
+            core.lcore
+                .udp_routes
+                .remember_route6(&core.shared.udp, socket, route);
         }
     }
 
@@ -245,7 +243,7 @@ fn route6<B: Buf>(core: &mut Core<B>, dst: &SocketAddrV6) -> Option<(usize, Ipv6
     let ip = *dst.ip();
     if !ip.is_unicast_link_local() {
         core.lcore.counters.count(Stat::RouteLookups);
-        let generation = core.shared.ip.v6.routes.generation();
+        let generation = core.generation();
         let hop =
             core.lcore
                 .ip

@@ -1,14 +1,20 @@
-//! The UDP table's send side: one 32-byte [`SendSlot`] per socket, in a
-//! dense array indexed like the sockets, with what a send or forward from
-//! the socket reads (its IPv4 address and port, TOS byte, and the route and
-//! next-hop MAC to the last IPv4 destination it sent to), the route to its
-//! last IPv6 destination in a second dense array, and the table's
-//! per-packet accessors over them.
+//! The UDP send side: one 32-byte [`SendSlot`] per socket, in a dense array
+//! indexed like the sockets, with what a send or forward from the socket
+//! reads (its IPv4 address and port, TOS byte, and the route and next-hop
+//! MAC to the last IPv4 destination it sent to).
 //!
-//! Invariants: a slot is [`LIVE`] exactly while its socket is bound; a
-//! kept route is used only for the destination it was computed for and
-//! under the generation it was stamped with (any route or neighbour change
-//! moves the generation on).
+//! The table (shared by every lcore, written only by binds, connects and
+//! closes) holds each socket's slot without a route. Each lcore keeps its
+//! own [`RouteMemo`]: copies of the slots of the sockets it sent from,
+//! with the routes it found (IPv4 in the slot, IPv6 in a second dense
+//! array), so a send or forward reads one line and nothing shared is
+//! written per packet.
+//!
+//! Invariants: a table slot is [`LIVE`] exactly while its socket is bound;
+//! a kept route (and the slot copied with it) is used only for the
+//! destination it was computed for and under the generation it was stamped
+//! with, and the generation moves on with any change of routes, neighbours
+//! or sockets, so a memo never speaks for a socket rebound since.
 
 use super::{SocketId, UdpTable};
 use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
@@ -115,6 +121,24 @@ impl UdpTable {
         (slot.flags & (LIVE | SPEAKS_V4) == LIVE | SPEAKS_V4)
             .then(|| SocketAddrV4::new(slot.local4, slot.port))
     }
+}
+
+/// One lcore's routes for the sockets it sends from: see the module
+/// documentation.
+#[derive(Debug, Default)]
+pub struct RouteMemo {
+    /// Copies of the table's slots, with routes (same index as sockets).
+    slots: Vec<SendSlot>,
+    /// The route each socket keeps to its last IPv6 destination (same
+    /// index; valid with [`ROUTED6`] in its slot).
+    routes6: Vec<CachedRoute<Ipv6Addr>>,
+}
+
+impl RouteMemo {
+    /// An empty memo.
+    pub fn new() -> RouteMemo {
+        RouteMemo::default()
+    }
 
     /// The route a socket keeps to the last destination it sent to (its
     /// peer, if connected), if that is `dst` and the route is still valid
@@ -127,7 +151,7 @@ impl UdpTable {
         dst: SocketAddrV4,
         generation: u64,
     ) -> Option<CachedRoute> {
-        let slot = self.send.get(id.0 as usize)?;
+        let slot = self.slots.get(id.0 as usize)?;
         let route = slot.route;
         let valid = slot.flags & ROUTED != 0 && route.generation == generation;
         (valid && route.dst == *dst.ip()).then_some(route)
@@ -135,7 +159,7 @@ impl UdpTable {
 
     /// Everything a send from `id` to `dst` reads, in one slot read, when
     /// the socket speaks IPv4 and keeps a route to `dst` that is valid
-    /// under `generation` (see [`UdpTable::cached_route`]): the forwarding
+    /// under `generation` (see [`RouteMemo::cached_route`]): the forwarding
     /// relay's case. `None` otherwise (then the caller looks things up one
     /// by one).
     #[inline]
@@ -145,7 +169,7 @@ impl UdpTable {
         dst: SocketAddrV4,
         generation: u64,
     ) -> Option<CachedSend> {
-        let slot = self.send.get(id.0 as usize)?;
+        let slot = self.slots.get(id.0 as usize)?;
         let ready = LIVE | SPEAKS_V4 | ROUTED;
         let route = slot.route;
         let valid =
@@ -158,18 +182,17 @@ impl UdpTable {
         })
     }
 
-    /// Lets a socket keep `route` to its latest destination.
+    /// Lets socket `id` of `table` keep `route` (stamped with the
+    /// generation `table` was read under) to its latest destination.
     #[inline]
-    pub fn remember_route(&mut self, id: SocketId, route: CachedRoute) {
-        if let Some(slot) = self.send.get_mut(id.0 as usize) {
-            if slot.flags & LIVE != 0 {
-                slot.route = route;
-                slot.flags |= ROUTED;
-            }
+    pub fn remember_route(&mut self, table: &UdpTable, id: SocketId, route: CachedRoute) {
+        if let Some(kept) = self.slot(table, id) {
+            kept.route = route;
+            kept.flags |= ROUTED;
         }
     }
 
-    /// [`UdpTable::cached_route`] for an IPv6 destination: the route the
+    /// [`RouteMemo::cached_route`] for an IPv6 destination: the route the
     /// socket keeps to `dst`, if it keeps one still valid under
     /// `generation`. Kept apart from the 32-byte slot (an IPv6 route does
     /// not fit it), in a dense array indexed like it.
@@ -180,21 +203,49 @@ impl UdpTable {
         dst: Ipv6Addr,
         generation: u64,
     ) -> Option<CachedRoute<Ipv6Addr>> {
-        let slot = self.send.get(id.0 as usize)?;
+        let slot = self.slots.get(id.0 as usize)?;
         let route = self.routes6.get(id.0 as usize)?;
         let valid = slot.flags & ROUTED6 != 0 && route.generation == generation;
         (valid && route.dst == dst).then_some(*route)
     }
 
-    /// Lets a socket keep `route` to its latest IPv6 destination.
+    /// Lets socket `id` of `table` keep `route` to its latest IPv6
+    /// destination.
     #[inline]
-    pub fn remember_route6(&mut self, id: SocketId, route: CachedRoute<Ipv6Addr>) {
-        let at = id.0 as usize;
-        if let (Some(slot), Some(kept)) = (self.send.get_mut(at), self.routes6.get_mut(at)) {
-            if slot.flags & LIVE != 0 {
-                *kept = route;
-                slot.flags |= ROUTED6;
-            }
+    pub fn remember_route6(
+        &mut self,
+        table: &UdpTable,
+        id: SocketId,
+        route: CachedRoute<Ipv6Addr>,
+    ) {
+        if let Some(kept) = self.slot(table, id) {
+            kept.flags |= ROUTED6;
+            self.routes6[id.0 as usize] = route;
         }
+    }
+
+    /// The memo's slot for a live socket `id` of `table`, its fields
+    /// copied from the table's (a slot left from another socket of the same
+    /// index, or from before a connect, is refreshed; its routes are
+    /// stamped with older generations and never match again). `None` for a
+    /// socket that is not bound.
+    fn slot(&mut self, table: &UdpTable, id: SocketId) -> Option<&mut SendSlot> {
+        let at = id.0 as usize;
+        let current = *table.send.get(at)?;
+        if current.flags & LIVE == 0 {
+            return None;
+        }
+        if self.slots.len() <= at {
+            self.slots.resize(at + 1, SendSlot::EMPTY);
+            self.routes6.resize(at + 1, NO_ROUTE6);
+        }
+        let kept = &mut self.slots[at];
+        let routed = kept.flags & (ROUTED | ROUTED6);
+        *kept = SendSlot {
+            route: kept.route,
+            flags: current.flags | routed,
+            ..current
+        };
+        Some(kept)
     }
 }

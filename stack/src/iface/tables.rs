@@ -1,0 +1,193 @@
+//! The tables every pipeline shares, published RCU-style: readers take an
+//! immutable snapshot and never wait; writers take one lock, change the
+//! authoritative copy and publish a new snapshot.
+//!
+//! [`Tables`] holds three things: the authoritative copy ([`Master`]: the
+//! [`SharedState`] plus the neighbour caches with the packets waiting for
+//! resolution), behind a mutex; the published snapshot, behind an
+//! [`ArcSwap`]; and the snapshot's generation, an atomic a pipeline reads
+//! once per poll to learn whether a newer snapshot exists.
+//!
+//! A pipeline reads through its [`SharedView`]: the snapshot it took at
+//! the start of its poll (or after its own last write). Per packet that is
+//! plain loads from an `Arc` nobody writes; no lock, no shared write. The
+//! grace period is the reference count: an old snapshot is freed when the
+//! last pipeline lets go of it at its next refresh.
+//!
+//! Writes come from control paths (routes, binds, addresses, from any
+//! thread that holds an interface) and from the few receive steps that
+//! learn something (a neighbour's MAC, a path MTU, a router's default
+//! route). Each takes the lock, and publishing copies only the parts it
+//! changed: the large parts of the state are [`CowArc`]s, cloned on their
+//! first write after a publish, and shared by snapshots otherwise.
+//!
+//! The module knows the state only through [`Authoritative`] (the
+//! pipeline's state implements it in `state`), so that it sits below it.
+//!
+//! Invariants: the published snapshot's generation increases by one per
+//! publish, and equals the atomic after the store (a reader that sees the
+//! new generation loads at least that snapshot); a snapshot is made from
+//! the master under the lock, so it never shows half a write.
+
+use arc_swap::ArcSwap;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A part of the shared state that snapshots share until it is written:
+/// writing through it copies the part if a snapshot still holds it
+/// (`Arc::make_mut`).
+#[derive(Debug, Default)]
+pub(crate) struct CowArc<T>(Arc<T>);
+
+impl<T> CowArc<T> {
+    pub(crate) fn new(value: T) -> CowArc<T> {
+        CowArc(Arc::new(value))
+    }
+}
+
+impl<T> Clone for CowArc<T> {
+    fn clone(&self) -> Self {
+        CowArc(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Deref for CowArc<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Clone> DerefMut for CowArc<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+/// The authoritative copy of some shared state: what the tables need of
+/// it.
+pub(crate) trait Authoritative {
+    /// What readers read: a snapshot of the state.
+    type Snapshot;
+
+    /// The next snapshot: the state as it is now, stamped with a
+    /// generation one past the last one's.
+    fn next_snapshot(&mut self) -> Self::Snapshot;
+
+    /// The generation a snapshot is stamped with.
+    fn generation(snapshot: &Self::Snapshot) -> u64;
+
+    /// A number that moves whenever a write changes what readers see of
+    /// the neighbours (see [`SharedView::edit_neighbors`]).
+    fn neighbor_generations(&self) -> u64;
+}
+
+/// The shared tables of one stack: see the module documentation.
+#[derive(Debug)]
+pub(crate) struct Tables<M: Authoritative> {
+    master: Mutex<M>,
+    published: ArcSwap<M::Snapshot>,
+    generation: AtomicU64,
+}
+
+impl<M: Authoritative> Tables<M> {
+    /// Tables holding `master`, published once.
+    pub(crate) fn new(mut master: M) -> Arc<Tables<M>> {
+        let first = Arc::new(master.next_snapshot());
+        Arc::new(Tables {
+            generation: AtomicU64::new(M::generation(&first)),
+            published: ArcSwap::new(first),
+            master: Mutex::new(master),
+        })
+    }
+
+    /// The authoritative copy, locked. A panic while it was held leaves it
+    /// as the panicking writer left it, which is still consistent for
+    /// every reader (each write publishes a whole snapshot).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
+        self.master.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes `master` as the next snapshot and returns it.
+    fn publish(&self, master: &mut M) -> Arc<M::Snapshot> {
+        let snapshot = Arc::new(master.next_snapshot());
+        self.published.store(Arc::clone(&snapshot));
+        self.generation
+            .store(M::generation(&snapshot), Ordering::Release);
+        snapshot
+    }
+
+    /// The newest snapshot.
+    pub(crate) fn snapshot(&self) -> Arc<M::Snapshot> {
+        self.published.load_full()
+    }
+}
+
+/// One pipeline's view of the shared tables: the snapshot it reads, and
+/// the way to write (see the module documentation). Reads as the
+/// snapshot.
+#[derive(Debug)]
+pub(crate) struct SharedView<M: Authoritative> {
+    tables: Arc<Tables<M>>,
+    snapshot: Arc<M::Snapshot>,
+}
+
+impl<M: Authoritative> Deref for SharedView<M> {
+    type Target = M::Snapshot;
+
+    #[inline(always)]
+    fn deref(&self) -> &M::Snapshot {
+        &self.snapshot
+    }
+}
+
+impl<M: Authoritative> SharedView<M> {
+    /// A view of `tables` at their newest snapshot.
+    pub(crate) fn new(tables: Arc<Tables<M>>) -> SharedView<M> {
+        let snapshot = tables.snapshot();
+        SharedView { tables, snapshot }
+    }
+
+    /// The tables this view reads.
+    pub(crate) fn tables(&self) -> &Arc<Tables<M>> {
+        &self.tables
+    }
+
+    /// Takes the newest snapshot if one was published since this view's
+    /// (one atomic load when none was). Returns true if it did.
+    #[inline]
+    pub(crate) fn refresh(&mut self) -> bool {
+        let newest = self.tables.generation.load(Ordering::Acquire);
+        if newest == M::generation(&self.snapshot) {
+            return false;
+        }
+        self.snapshot = self.tables.snapshot();
+        true
+    }
+
+    /// Changes the authoritative copy with `write`, publishes it, and
+    /// reads the result from now on.
+    pub(crate) fn edit<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
+        let mut master = self.tables.lock();
+        let result = write(&mut master);
+        self.snapshot = self.tables.publish(&mut master);
+        result
+    }
+
+    /// [`SharedView::edit`] for a write that may leave every reader's
+    /// view as it was (a neighbour confirmed again, a packet queued behind
+    /// a request already out): publishes only if a neighbour cache's
+    /// generation moved.
+    pub(crate) fn edit_neighbors<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
+        let mut master = self.tables.lock();
+        let before = master.neighbor_generations();
+        let result = write(&mut master);
+        if master.neighbor_generations() != before {
+            self.snapshot = self.tables.publish(&mut master);
+        }
+        result
+    }
+}
