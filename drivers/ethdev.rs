@@ -21,7 +21,7 @@ pub use info::{
     device_capability_name, DescLimits, ErrorHandling, LinkStatus, PortInfo, PortStats,
     RssHashConf, SwitchInfo, Xstat,
 };
-pub use rss::{softrss, QueueInfo, QueueSpreading, QueueStats, RssConfig};
+pub use rss::{softrss, tcp_placement, QueueInfo, QueueSpreading, QueueStats, RssConfig};
 
 use crate::error::{DpdkError, Result};
 use crate::lcore::Lcore;

@@ -1,14 +1,16 @@
 //! Spreading received flows over a port's queues: RSS configuration (hash
 //! types, key, redirection table), read back and set at run time, what a
-//! device without RSS does with flows instead, per-queue counters and
-//! queue facts.
+//! device without RSS does with flows instead, the placement TCP connects
+//! use where spreading is a known Toeplitz, per-queue counters and queue
+//! facts.
 //!
 //! Control path only. The stack's software Toeplitz
 //! (`dpstack::stack::rss`) predicts what a device configured here does.
 
-use super::info::{check, PortInfo};
+use super::info::{check, PortInfo, RssHashConf};
 use super::EthPort;
 use crate::error::{DpdkError, Result};
+use crate::stack::rss::{RedirectionTable, RssPlacement, KEY_LEN};
 use crate::sys;
 
 /// How a port spreads received flows, asked for in
@@ -209,6 +211,51 @@ pub(super) fn spread_evenly(id: u16, info: &PortInfo, queues: u16) -> Result<()>
     check(id, "set the RSS redirection table", ret)
 }
 
+/// Drivers that report RSS (a key and a redirection table) but deliver no
+/// traffic that was hashed with them: `net_null` makes up its packets.
+const RSS_IN_NAME_ONLY: &[&str] = &["net_null"];
+
+/// Hash-type bits that change what a Toeplitz hash reads (one side's
+/// address or port only, address prefixes): the stack predicts only the
+/// full input.
+const PARTIAL_INPUT: u64 = sys::RTE_ETH_RSS_L3_SRC_ONLY
+    | sys::RTE_ETH_RSS_L3_DST_ONLY
+    | sys::RTE_ETH_RSS_L4_SRC_ONLY
+    | sys::RTE_ETH_RSS_L4_DST_ONLY
+    | sys::RTE_ETH_RSS_L3_PRE32
+    | sys::RTE_ETH_RSS_L3_PRE40
+    | sys::RTE_ETH_RSS_L3_PRE48
+    | sys::RTE_ETH_RSS_L3_PRE56
+    | sys::RTE_ETH_RSS_L3_PRE64
+    | sys::RTE_ETH_RSS_L3_PRE96;
+
+/// The placement of TCP connects for the lcore polling rx queue `queue`,
+/// from a device's hash configuration `conf` and redirection table `reta`
+/// over `rx_queues` queues: `None` unless the device hashes TCP of both
+/// families over full addresses and ports (outer headers) with a key of at
+/// least [`KEY_LEN`] bytes that is not all zeros (a driver that does not
+/// report its key leaves it so), into a table naming only its queues.
+pub fn tcp_placement(
+    conf: &RssHashConf,
+    reta: Vec<u16>,
+    rx_queues: u16,
+    queue: u16,
+) -> Option<RssPlacement> {
+    let tcp = sys::RTE_ETH_RSS_NONFRAG_IPV4_TCP | sys::RTE_ETH_RSS_NONFRAG_IPV6_TCP;
+    let level = conf.rss_hf & sys::RTE_ETH_RSS_LEVEL_MASK;
+    let usable = conf.rss_hf & tcp == tcp
+        && conf.rss_hf & PARTIAL_INPUT == 0
+        && level != sys::RTE_ETH_RSS_LEVEL_INNERMOST
+        && conf.key.len() >= KEY_LEN
+        && conf.key.iter().any(|&b| b != 0)
+        && queue < rx_queues;
+    if !usable {
+        return None;
+    }
+    let reta = RedirectionTable::new(reta, rx_queues).ok()?;
+    Some(RssPlacement::new(&conf.key, reta, queue))
+}
+
 /// Counters of one queue (`rte_eth_stats`' per-queue arrays; DPDK keeps
 /// them for the first 16 queues).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -252,6 +299,36 @@ impl EthPort {
     /// What this port does with flows over its queues.
     pub fn spreading(&self) -> Result<QueueSpreading> {
         Ok(QueueSpreading::of(&self.info()?))
+    }
+
+    /// Where TCP connects made by the lcore polling rx queue `queue` should
+    /// take their local ports (`TcpConfig::rss`): `Some` only when the
+    /// device spreads TCP with a Toeplitz hash whose key and table it
+    /// reports (see [`tcp_placement`]). `None` where spreading is not
+    /// predictable (a multi-queue `net_tap`, `net_memif`, `net_null`, a
+    /// driver without RSS or that hides its key): steering between lcores
+    /// carries those connections.
+    pub fn rss_placement(&self, queue: u16) -> Result<Option<RssPlacement>> {
+        let info = self.info()?;
+        if queue >= info.rx_queues {
+            return Err(DpdkError::InvalidArgument(format!(
+                "port {}: rx queue {queue}: the port has {} rx queues",
+                self.id(),
+                info.rx_queues
+            )));
+        }
+        let predictable = QueueSpreading::of(&info).is_predictable()
+            && !RSS_IN_NAME_ONLY.contains(&info.driver.as_str());
+        if !predictable {
+            return Ok(None);
+        }
+        let conf = self.rss_hash_conf()?;
+        Ok(tcp_placement(
+            &conf,
+            self.rss_reta()?,
+            info.rx_queues,
+            queue,
+        ))
     }
 
     /// The redirection table: the rx queue of each entry.
@@ -398,4 +475,90 @@ pub fn softrss(input: &[u32], key: &[u8; 40]) -> u32 {
     // SAFETY: rte_softrss reads `input.len()` words and the 40-byte key;
     // both live for the call.
     unsafe { sys::dps_softrss(input.as_ptr(), input.len() as u32, key.as_ptr()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::rss::MICROSOFT_KEY;
+    use std::net::SocketAddr;
+
+    fn conf(rss_hf: u64, key: &[u8]) -> RssHashConf {
+        RssHashConf {
+            rss_hf,
+            key: key.to_vec(),
+        }
+    }
+
+    fn round_robin(queues: u16) -> Vec<u16> {
+        (0..128).map(|i| i % queues).collect()
+    }
+
+    const TCP: u64 = sys::RTE_ETH_RSS_IP | sys::RTE_ETH_RSS_TCP;
+
+    #[test]
+    fn a_device_hashing_tcp_ports_gives_a_placement_that_predicts_it() {
+        // A 52-byte key (i40e's size): its first 40 bytes are what is read.
+        let mut key = MICROSOFT_KEY.to_vec();
+        key.extend([0xff; 12]);
+        let placement = tcp_placement(&conf(TCP, &key), round_robin(4), 4, 3).expect("predictable");
+        assert_eq!(placement.queue(), 3);
+        // Microsoft's IPv4 TCP vectors: the hash of the replies' direction
+        // (peer to us) picks entry `hash % 128`, whose queue is entry % 4.
+        for (peer, local, hash) in [
+            ("66.9.149.187:2794", "161.142.100.80:1766", 0x51cc_c178u32),
+            ("199.92.111.2:14230", "65.69.140.83:4739", 0xc626_b0ea),
+            ("38.27.205.30:48228", "209.142.163.6:2217", 0xafc7_327f),
+        ] {
+            let peer: SocketAddr = peer.parse().expect("addr");
+            let local: SocketAddr = local.parse().expect("addr");
+            let queue = (hash % 128 % 4) as u16;
+            assert_eq!(placement.return_queue(local, peer), queue, "{peer}");
+        }
+    }
+
+    #[test]
+    fn anything_the_stack_cannot_predict_gives_no_placement() {
+        let reta = round_robin(2);
+        let only_v4 = sys::RTE_ETH_RSS_IP | sys::RTE_ETH_RSS_NONFRAG_IPV4_TCP;
+        let cases = [
+            (
+                "addresses only",
+                conf(sys::RTE_ETH_RSS_IP, &MICROSOFT_KEY),
+                2,
+                0,
+            ),
+            ("IPv4 TCP only", conf(only_v4, &MICROSOFT_KEY), 2, 0),
+            (
+                "source port only",
+                conf(TCP | sys::RTE_ETH_RSS_L4_SRC_ONLY, &MICROSOFT_KEY),
+                2,
+                0,
+            ),
+            (
+                "inner headers",
+                conf(TCP | sys::RTE_ETH_RSS_LEVEL_INNERMOST, &MICROSOFT_KEY),
+                2,
+                0,
+            ),
+            ("no key reported", conf(TCP, &[]), 2, 0),
+            ("a zeroed key", conf(TCP, &[0; 40]), 2, 0),
+            ("a short key", conf(TCP, &MICROSOFT_KEY[..20]), 2, 0),
+            (
+                "a table naming a missing queue",
+                conf(TCP, &MICROSOFT_KEY),
+                1,
+                0,
+            ),
+            ("a queue the port lacks", conf(TCP, &MICROSOFT_KEY), 2, 2),
+        ];
+        for (what, conf, rx_queues, queue) in cases {
+            assert_eq!(
+                tcp_placement(&conf, reta.clone(), rx_queues, queue),
+                None,
+                "{what}"
+            );
+        }
+        assert!(tcp_placement(&conf(TCP, &MICROSOFT_KEY), reta, 2, 1).is_some());
+    }
 }

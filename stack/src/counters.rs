@@ -365,6 +365,14 @@ protocol_counters! {
     TcpActiveOpens,
     /// TCP connections accepted by a listener.
     TcpPassiveOpens,
+    /// TCP connects that took a local port whose return traffic the
+    /// port's RSS sends to the connecting lcore's queue
+    /// (`TcpConfig::rss`).
+    TcpConnectRssPlaced,
+    /// TCP connects with an RSS placement (`TcpConfig::rss`) for which no
+    /// fitting local port was free: another port was taken, and the
+    /// return traffic arrives on another lcore's queue.
+    TcpConnectRssMissed,
     /// TCP resets sent.
     TcpOutRsts,
     /// TCP challenge ACKs sent (RFC 5961: to an in-window reset not at

@@ -7,6 +7,13 @@
 //! on the lcore that will receive its replies), and spreading in software
 //! for devices that have queues but no RSS.
 //!
+//! [`RssPlacement`] is the prediction `connect()` uses: a port's key and
+//! table and the queue the connecting lcore polls. [`ReturnQueues`] gives
+//! the queue of the return traffic for every local port towards one peer
+//! at the cost of one hash: Toeplitz is linear in its input (XOR), and the
+//! local port is the input's last 16 bits, so each port bit adds a fixed
+//! 32-bit key window to the hash of the rest.
+//!
 //! Invariants: the hash input is laid out as NICs and DPDK's `rte_softrss`
 //! read it, addresses then ports, source before destination, each in
 //! network byte order; a key must be at least 4 bytes longer than the
@@ -14,7 +21,7 @@
 //! maps `hash % len` to a queue, as devices do with the low bits of the
 //! hash.
 
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Bytes in the standard RSS key (enough for IPv6 addresses and ports).
 pub const KEY_LEN: usize = 40;
@@ -200,121 +207,124 @@ impl RedirectionTable {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// How a port spreads TCP over its receive queues when it hashes with
+/// Toeplitz under a key and table the stack knows, and which queue the
+/// connecting lcore polls: what `connect()` needs to pick a local port
+/// whose return traffic reaches that lcore.
+///
+/// The device is taken to hash TCP of both families over addresses and
+/// ports (`RTE_ETH_RSS_NONFRAG_IPV4_TCP` and `_IPV6_TCP`); the driver
+/// builds a placement only for such a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RssPlacement {
+    /// The key's first [`KEY_LEN`] bytes (all that IPv6 with ports reads;
+    /// a shorter key is padded with zeros, which is how the hash reads
+    /// missing key bits).
+    key: [u8; KEY_LEN],
+    /// The device's redirection table.
+    reta: RedirectionTable,
+    /// The rx queue the connecting lcore polls.
+    queue: u16,
+}
 
-    /// Microsoft's "Verifying the RSS Hash Calculation" vectors: source,
-    /// destination, the addresses-only hash and the hash with ports.
-    const V4: [(&str, &str, u32, u32); 5] = [
-        (
-            "66.9.149.187:2794",
-            "161.142.100.80:1766",
-            0x323e8fc2,
-            0x51ccc178,
-        ),
-        (
-            "199.92.111.2:14230",
-            "65.69.140.83:4739",
-            0xd718262a,
-            0xc626b0ea,
-        ),
-        (
-            "24.19.198.95:12898",
-            "12.22.207.184:38024",
-            0xd2d0a5de,
-            0x5c2b394a,
-        ),
-        (
-            "38.27.205.30:48228",
-            "209.142.163.6:2217",
-            0x82989176,
-            0xafc7327f,
-        ),
-        (
-            "153.39.163.191:44251",
-            "202.188.127.2:1303",
-            0x5d1809c5,
-            0x10e828a2,
-        ),
-    ];
-    const V6: [(&str, &str, u32, u32); 3] = [
-        (
-            "[3ffe:2501:200:1fff::7]:2794",
-            "[3ffe:2501:200:3::1]:1766",
-            0x2cc18cd5,
-            0x40207d3d,
-        ),
-        (
-            "[3ffe:501:8::260:97ff:fe40:efab]:14230",
-            "[ff02::1]:4739",
-            0x0f0c461c,
-            0xdde51bbf,
-        ),
-        (
-            "[3ffe:1900:4545:3:200:f8ff:fe21:67cf]:44251",
-            "[fe80::200:f8ff:fe21:67cf]:38024",
-            0x4b61e985,
-            0x02d1feef,
-        ),
-    ];
-
-    fn check(vectors: &[(&str, &str, u32, u32)]) {
-        for &(src, dst, addresses, with_ports) in vectors {
-            let src: core::net::SocketAddr = src.parse().expect("vector");
-            let dst: core::net::SocketAddr = dst.parse().expect("vector");
-            let plain = FlowInput::new(src.ip(), dst.ip(), None);
-            assert_eq!(plain.hash(&MICROSOFT_KEY), addresses, "{src} -> {dst}");
-            let ports = FlowInput::new(src.ip(), dst.ip(), Some((src.port(), dst.port())));
-            assert_eq!(
-                ports.hash(&MICROSOFT_KEY),
-                with_ports,
-                "{src} -> {dst} ports"
-            );
+impl RssPlacement {
+    /// A placement for the lcore polling `queue` of a device hashing with
+    /// `key` into `reta`.
+    pub fn new(key: &[u8], reta: RedirectionTable, queue: u16) -> RssPlacement {
+        let mut padded = [0; KEY_LEN];
+        let used = key.len().min(KEY_LEN);
+        padded[..used].copy_from_slice(&key[..used]);
+        RssPlacement {
+            key: padded,
+            reta,
+            queue,
         }
     }
 
-    #[test]
-    fn microsoft_ipv4_vectors() {
-        check(&V4);
+    /// The rx queue the connecting lcore polls.
+    pub fn queue(&self) -> u16 {
+        self.queue
     }
 
-    #[test]
-    fn microsoft_ipv6_vectors() {
-        check(&V6);
+    /// The redirection table.
+    pub fn reta(&self) -> &RedirectionTable {
+        &self.reta
     }
 
-    #[test]
-    fn the_symmetric_key_hashes_both_directions_alike() {
-        for &(src, dst, _, _) in V4.iter().chain(&V6) {
-            let src: core::net::SocketAddr = src.parse().expect("vector");
-            let dst: core::net::SocketAddr = dst.parse().expect("vector");
-            let there = FlowInput::new(src.ip(), dst.ip(), Some((src.port(), dst.port())));
-            let back = FlowInput::new(dst.ip(), src.ip(), Some((dst.port(), src.port())));
-            assert_eq!(there.hash(&SYMMETRIC_KEY), back.hash(&SYMMETRIC_KEY));
-            assert_ne!(
-                there.hash(&MICROSOFT_KEY),
-                back.hash(&MICROSOFT_KEY),
-                "the default key is not symmetric"
-            );
-        }
-    }
-
-    #[test]
-    fn the_table_maps_the_low_bits_and_refuses_missing_queues() {
-        let reta = RedirectionTable::round_robin(128, 2);
-        assert_eq!(reta.queue(0), 0);
-        assert_eq!(reta.queue(1), 1);
-        assert_eq!(reta.queue(128 + 3), 1);
-        assert_eq!(reta.entries().len(), 128);
-        assert_eq!(
-            RedirectionTable::new(vec![0, 1, 2], 2),
-            Err(RetaError::NoSuchQueue {
-                index: 2,
-                queue: 2,
-                queues: 2
-            })
+    /// The queue on which the device receives the return traffic of a
+    /// connection from `local` to `remote`: packets from `remote` to
+    /// `local`, hashed source first.
+    pub fn return_queue(&self, local: SocketAddr, remote: SocketAddr) -> u16 {
+        let input = FlowInput::new(
+            remote.ip().to_canonical(),
+            local.ip().to_canonical(),
+            Some((remote.port(), local.port())),
         );
-        assert_eq!(RedirectionTable::new(vec![], 2), Err(RetaError::Empty));
+        self.reta.queue(input.hash(&self.key))
+    }
+
+    /// The return queues of connections from `local_ip` to `remote`, for
+    /// any local port.
+    pub fn towards(&self, local_ip: IpAddr, remote: SocketAddr) -> ReturnQueues<'_> {
+        let input = FlowInput::new(
+            remote.ip().to_canonical(),
+            local_ip.to_canonical(),
+            Some((remote.port(), 0)),
+        );
+        // The local port's bit b (0 the least significant) sits at input
+        // bit `last - b`, counting from the first input bit as bit 0.
+        let last = input.as_bytes().len() * 8 - 1;
+        ReturnQueues {
+            placement: self,
+            rest: input.hash(&self.key),
+            port_bits: core::array::from_fn(|b| key_window(&self.key, last - b)),
+        }
     }
 }
+
+/// The 32 key bits that start at bit `at` (MSB first): what a set input
+/// bit at `at` XORs into a Toeplitz hash.
+fn key_window(key: &[u8; KEY_LEN], at: usize) -> u32 {
+    let byte = |i: usize| u64::from(key.get(i).copied().unwrap_or(0));
+    let first = at / 8;
+    let wide = (byte(first) << 32)
+        | (byte(first + 1) << 24)
+        | (byte(first + 2) << 16)
+        | (byte(first + 3) << 8)
+        | byte(first + 4);
+    (wide >> (8 - at % 8)) as u32
+}
+
+/// The return queue of each local port towards one peer (see the module
+/// documentation): one hash of everything but the local port, and the
+/// window each of its 16 bits adds.
+#[derive(Debug, Clone, Copy)]
+pub struct ReturnQueues<'a> {
+    placement: &'a RssPlacement,
+    /// The hash with local port 0.
+    rest: u32,
+    /// What local port bit b adds to the hash.
+    port_bits: [u32; 16],
+}
+
+impl ReturnQueues<'_> {
+    /// The queue of the return traffic when the local port is `port`.
+    pub fn queue(&self, port: u16) -> u16 {
+        let mut hash = self.rest;
+        for (b, window) in self.port_bits.iter().enumerate() {
+            if port & (1 << b) != 0 {
+                hash ^= window;
+            }
+        }
+        self.placement.reta.queue(hash)
+    }
+
+    /// True if the return traffic of local port `port` reaches the
+    /// connecting lcore's queue.
+    pub fn fits(&self, port: u16) -> bool {
+        self.queue(port) == self.placement.queue
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,7 @@
 //! TCP tunables, shared by every connection of an interface.
 
 use super::congestion::Algorithm;
+use crate::rss::RssPlacement;
 use crate::time::Duration;
 
 /// TCP tunables. The defaults follow Linux where an RFC leaves room.
@@ -48,6 +49,12 @@ pub struct TcpConfig {
     pub pacing: bool,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
+    /// How the port's RSS spreads TCP and which queue this endpoint's lcore
+    /// polls, when known: connects then prefer local ports whose return
+    /// traffic lands on that queue (counted `TcpConnectRssPlaced`, or
+    /// `TcpConnectRssMissed` when none was free). `None` (the default):
+    /// any free port.
+    pub rss: Option<RssPlacement>,
     /// Keepalive (SO_KEEPALIVE): probe a connection after this long
     /// without hearing from the peer (`None`: off, the default, as Linux).
     pub keepalive: Option<Duration>,
@@ -103,6 +110,7 @@ impl Default for TcpConfig {
             hystart: true,
             pacing: false,
             ephemeral_ports: (32768, 60999),
+            rss: None,
             keepalive: None,
             keepalive_interval: Duration::from_secs(75),
             keepalive_probes: 9,

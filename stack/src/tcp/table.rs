@@ -33,6 +33,13 @@
 //! A candidate held by a TIME-WAIT entry the caller says may be reused is
 //! taken over. [`ConnectMode::LockFirst`] skips the lock-free check (the
 //! behaviour before the seed's patch), for the `connect-crowded` benchmark.
+//!
+//! [`ConnTable::connect_placed`] prefers ports a predicate accepts (those
+//! whose return traffic the device's RSS sends to the connecting lcore):
+//! a first pass tries, in the same order, only the ports it accepts; if
+//! none of them is free, a second pass tries the others, so a connect
+//! never fails for want of a fitting port. The result says which pass
+//! found the port.
 
 use arc_swap::ArcSwap;
 use core::net::SocketAddr;
@@ -70,6 +77,19 @@ pub enum ConnectMode {
     RcuFirst,
     /// The bucket lock for every candidate (for comparison only).
     LockFirst,
+}
+
+/// The port [`ConnTable::connect_placed`] took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed<V> {
+    /// The local port.
+    pub port: u16,
+    /// The value of the TIME-WAIT entry taken over, if any (its owner must
+    /// let it go).
+    pub replaced: Option<V>,
+    /// The port is one the predicate accepted: false only when none it
+    /// accepts was free.
+    pub fits: bool,
 }
 
 /// Why `connect` found no port.
@@ -321,6 +341,22 @@ impl<V: TableValue> ConnTable<V> {
         reusable: impl Fn(&V) -> bool,
         in_use: impl Fn(u16) -> bool,
     ) -> Result<(u16, Option<V>), ConnectError> {
+        let placed = self.connect_placed(search, value, reusable, in_use, |_| true)?;
+        Ok((placed.port, placed.replaced))
+    }
+
+    /// [`ConnTable::connect`], preferring the ports `fits` accepts: they are
+    /// tried first, in the search's order; the others only if none of them
+    /// is free. `fits` is asked before any bucket is touched, so it should
+    /// be cheap (a few operations: it may be asked of every port).
+    pub fn connect_placed(
+        &self,
+        search: PortSearch,
+        value: V,
+        reusable: impl Fn(&V) -> bool,
+        in_use: impl Fn(u16) -> bool,
+        fits: impl Fn(u16) -> bool,
+    ) -> Result<Placed<V>, ConnectError> {
         let PortSearch {
             local_ip,
             remote,
@@ -340,33 +376,41 @@ impl<V: TableValue> ConnTable<V> {
         let offset = destination as u32;
         let index = (destination >> 32) as usize % PERTURB;
         let perturbation = self.perturb[index].load(Ordering::Relaxed);
-        for i in 0..size {
-            let port = low + (offset.wrapping_add(perturbation).wrapping_add(i) % size) as u16;
-            if in_use(port) {
-                continue;
+        // The fitting ports first; the others only if none was free.
+        for fitting in [true, false] {
+            for i in 0..size {
+                let port = low + (offset.wrapping_add(perturbation).wrapping_add(i) % size) as u16;
+                if fits(port) != fitting || in_use(port) {
+                    continue;
+                }
+                let key = FourTuple {
+                    local: SocketAddr::new(local_ip, port),
+                    remote,
+                };
+                let (bucket, fingerprint) = self.locate(&key);
+                if mode == ConnectMode::RcuFirst && bucket.seen(fingerprint) == Seen::Present {
+                    continue; // looks taken, not by a TIME-WAIT entry
+                }
+                let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
+                let chain = bucket.chain.load_full();
+                let replaced = chain.iter().find(|(k, _, _)| *k == key).map(|e| e.1);
+                if replaced
+                    .as_ref()
+                    .is_some_and(|existing| !reusable(existing))
+                {
+                    continue;
+                }
+                bucket.put(&chain, (key, value, fingerprint));
+                // Move the next search for this destination on (RFC 6056
+                // 4: by the tries it took, plus one; so the next search
+                // starts after this port).
+                self.perturb[index].fetch_add(i + 1, Ordering::Relaxed);
+                return Ok(Placed {
+                    port,
+                    replaced,
+                    fits: fitting,
+                });
             }
-            let key = FourTuple {
-                local: SocketAddr::new(local_ip, port),
-                remote,
-            };
-            let (bucket, fingerprint) = self.locate(&key);
-            if mode == ConnectMode::RcuFirst && bucket.seen(fingerprint) == Seen::Present {
-                continue; // looks taken, not by a TIME-WAIT entry
-            }
-            let _locked = bucket.lock.lock().unwrap_or_else(|e| e.into_inner());
-            let chain = bucket.chain.load_full();
-            let replaced = chain.iter().find(|(k, _, _)| *k == key).map(|e| e.1);
-            if replaced
-                .as_ref()
-                .is_some_and(|existing| !reusable(existing))
-            {
-                continue;
-            }
-            bucket.put(&chain, (key, value, fingerprint));
-            // Move the next search for this destination on (RFC 6056 4:
-            // by the tries it took, plus one).
-            self.perturb[index].fetch_add(i + 1, Ordering::Relaxed);
-            return Ok((port, replaced));
         }
         Err(ConnectError::AddressNotAvailable)
     }

@@ -27,6 +27,7 @@ mod hystart;
 mod loss;
 mod pacing;
 mod plpmtud;
+mod rss_connect;
 mod sack;
 mod transfer;
 

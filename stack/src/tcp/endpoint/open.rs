@@ -1,5 +1,6 @@
 //! Opening connections: listeners (with SO_REUSEPORT groups) and active
-//! opens, which take a port from the connection table's search.
+//! opens, which take a port from the connection table's search (preferring,
+//! when the port's RSS is known, one whose replies reach this lcore).
 
 use super::*;
 
@@ -139,14 +140,28 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         };
         let table = Arc::clone(&self.table);
         let tcp = &*self;
-        let (port, replaced) = table
-            .connect(
+        // With a known RSS, ports whose replies reach this lcore first.
+        let returns = tcp.config.rss.as_ref().map(|r| r.towards(local_ip, remote));
+        let Placed {
+            port,
+            replaced,
+            fits,
+        } = table
+            .connect_placed(
                 search,
                 placeholder,
                 |v| v.in_time_wait() && tcp.may_reuse(v.id(), now),
                 |port| tcp.listens_on(port),
+                |port| returns.as_ref().is_none_or(|r| r.fits(port)),
             )
             .map_err(|_| TcpError::AddressNotAvailable)?;
+        if returns.is_some() {
+            ip.counters().count(if fits {
+                Stat::TcpConnectRssPlaced
+            } else {
+                Stat::TcpConnectRssMissed
+            });
+        }
         if let Some(old) = replaced {
             // A TIME-WAIT connection's 4-tuple was reused: it ends now.
             self.free_slot(old.id());

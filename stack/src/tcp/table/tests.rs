@@ -1,11 +1,14 @@
 //! The connection table: lookups, inserts and removes; connect's port
 //! search (range, perturbation, exhaustion, TIME-WAIT reuse); and many
 //! threads connecting at once into a narrow range while readers look up.
+//! [`rss`]: connects that prefer ports whose replies reach one queue.
 
 use super::*;
 use core::net::{IpAddr, Ipv4Addr};
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
+
+mod rss;
 
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 
