@@ -214,11 +214,27 @@ impl<B: Buf> Interface<B> {
         Interface::pipeline_of(Arc::clone(self.core.shared.tables()), false)
     }
 
+    /// Which pipeline of its stack this is: 0 for the one
+    /// [`Interface::new`] made, then in the order [`Interface::pipeline`]
+    /// made them.
+    pub fn index(&self) -> usize {
+        usize::from(self.core.lcore.index)
+    }
+
+    /// Where this pipeline's TCP connects should place their ports: the
+    /// RSS of the queue it polls, when the device's spreading is a known
+    /// Toeplitz (see [`crate::rss::RssPlacement`]); `None` to place freely.
+    pub fn set_tcp_rss(&mut self, placement: Option<crate::rss::RssPlacement>) {
+        self.core.tcp.config.rss = placement;
+    }
+
     fn pipeline_of(tables: Arc<Tables<Master<B>>>, home: bool) -> Interface<B> {
+        let index = tables.next_pipeline();
         let shared = SharedView::new(tables);
         let keys = (shared.config.keys.clone()).unwrap_or_else(|| unreachable!("set by new"));
         let core = Core {
             lcore: LcoreState {
+                index,
                 counters: Arc::new(Counters::default()),
                 ip: IpLcore::new(&shared.config.reassembly, keys.fragment_ident),
                 udp_routes: RouteMemo::new(),

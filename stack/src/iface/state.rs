@@ -328,6 +328,9 @@ impl<B: Buf> core::ops::DerefMut for Master<B> {
 /// shared.
 #[derive(Debug)]
 pub(crate) struct LcoreState<B> {
+    /// Which pipeline of the stack this is: 0 for the first (the home
+    /// pipeline), then in the order [`super::Interface::pipeline`] made them.
+    pub(crate) index: u16,
     /// Single writer: this lcore (readable from any thread).
     pub(crate) counters: Arc<Counters>,
     /// Both families' reassemblers, route caches and fragment

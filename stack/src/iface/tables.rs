@@ -31,7 +31,7 @@
 
 use arc_swap::ArcSwap;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A part of the shared state that snapshots share until it is written:
@@ -91,6 +91,8 @@ pub(crate) struct Tables<M: Authoritative> {
     master: Mutex<M>,
     published: ArcSwap<M::Snapshot>,
     generation: AtomicU64,
+    /// Pipelines made over these tables so far.
+    pipelines: AtomicU16,
 }
 
 impl<M: Authoritative> Tables<M> {
@@ -101,7 +103,13 @@ impl<M: Authoritative> Tables<M> {
             generation: AtomicU64::new(M::generation(&first)),
             published: ArcSwap::new(first),
             master: Mutex::new(master),
+            pipelines: AtomicU16::new(0),
         })
+    }
+
+    /// The index of a new pipeline over these tables (0 for the first).
+    pub(crate) fn next_pipeline(&self) -> u16 {
+        self.pipelines.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The authoritative copy, locked. A panic while it was held leaves it

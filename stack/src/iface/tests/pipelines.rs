@@ -73,6 +73,7 @@ fn udp_flows_spread_over_two_pipelines_on_threads_are_all_echoed_by_one_socket()
         .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
         .unwrap();
     let second = first.pipeline();
+    assert_eq!((first.index(), second.index()), (0, 1));
     let (sent, replies) = mpsc::channel();
     let mut inputs = Vec::new();
     let mut threads = Vec::new();
