@@ -187,6 +187,9 @@ reasons! {
     /// queue mode, a SYN or a handshake's final ACK while its accept queue
     /// is full (the half-open connection is kept for the peer's next ACK).
     TcpListenOverflow = "tcp_listen_overflow",
+    /// A TCP segment for a connection another lcore owns, while that
+    /// lcore's steering ring was full (it is not keeping up).
+    TcpSteerRingFull = "tcp_steer_ring_full",
     /// A SYN, or the ACK returning a SYN cookie, while the stack holds
     /// `TcpConfig::max_connections`.
     TcpConnLimit = "tcp_conn_limit",
@@ -225,6 +228,10 @@ reasons! {
     TcpTimeWaitRst = "tcp_time_wait_rst",
     /// An ICMP(v6) error quoting a TCP segment of no connection of ours.
     TcpIcmpNoConnection = "tcp_icmp_no_connection",
+    /// An ICMP error quoting a TCP connection another lcore owns: not
+    /// handed over (the owner's retransmission and path-MTU probing recover
+    /// what it would have told; a learned path MTU is shared anyway).
+    TcpIcmpOtherLcore = "tcp_icmp_other_lcore",
     /// An ICMP(v6) error quoting a TCP segment whose sequence number is
     /// not in flight (RFC 5927 5.1: outside `SND.UNA..SND.NXT`), or a
     /// "fragmentation needed" / packet too big whose MTU is not below the
@@ -373,6 +380,14 @@ protocol_counters! {
     /// fitting local port was free: another port was taken, and the
     /// return traffic arrives on another lcore's queue.
     TcpConnectRssMissed,
+    /// TCP segments this lcore received for a connection another lcore's
+    /// pipeline owns (or, on any lcore but the first, for no connection and
+    /// no listener here: the first lcore's listeners may take it), handed
+    /// to the owner through its steering ring.
+    TcpSteeredOut,
+    /// TCP segments another lcore handed to this one, the owner, through
+    /// its steering ring.
+    TcpSteeredIn,
     /// TCP resets sent.
     TcpOutRsts,
     /// TCP challenge ACKs sent (RFC 5961: to an in-window reset not at

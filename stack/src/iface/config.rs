@@ -207,6 +207,8 @@ pub enum ConfigError {
     Gateway6NotOnLink(Ipv6Addr),
     /// The operating system's random source gave no keys.
     NoRandomness(getrandom::Error),
+    /// More pipelines (polling lcores) than one stack takes.
+    TooManyPipelines(usize),
 }
 
 impl core::fmt::Display for ConfigError {
@@ -246,6 +248,10 @@ impl core::fmt::Display for ConfigError {
                 f,
                 "the system's random source failed ({e}): the stack draws its ISN and hash \
                  keys from it, check that getrandom(2) or /dev/urandom works here"
+            ),
+            ConfigError::TooManyPipelines(most) => write!(
+                f,
+                "one stack runs on at most {most} polling lcores: give fewer (--nb-cores)"
             ),
             ConfigError::Gateway6NotOnLink(ip) => write!(
                 f,

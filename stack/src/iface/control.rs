@@ -9,6 +9,7 @@ impl<B: Buf> Interface<B> {
     /// Adds (or replaces) a static route to `prefix` through `gateway`,
     /// which must be on a link's connected network (that link carries it).
     pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Ipv4Addr) -> Result<(), ConfigError> {
+        self.core.shared.refresh();
         let link = self
             .core
             .link_of(gateway)
@@ -28,6 +29,7 @@ impl<B: Buf> Interface<B> {
     /// Adds (or replaces) a route that sends `prefix` straight out of
     /// `link` (its hosts answer ARP there).
     pub fn add_link_route(&mut self, prefix: Ipv4Cidr, link: usize) -> Result<(), ConfigError> {
+        self.core.shared.refresh();
         let source = self
             .core
             .shared
@@ -63,6 +65,7 @@ impl<B: Buf> Interface<B> {
         gateway: Ipv6Addr,
         link: Option<usize>,
     ) -> Result<(), ConfigError> {
+        self.core.shared.refresh();
         let links = &self.core.shared.links;
         if let Some(l) = link {
             if links.get(l).is_none_or(|k| !k.ipv6) {
@@ -109,6 +112,7 @@ impl<B: Buf> Interface<B> {
     pub fn route_to6(&self, dst: Ipv6Addr) -> Option<(usize, Ipv6Addr, Ipv6Addr)> {
         self.core
             .shared
+            .latest()
             .ip
             .v6
             .routes
@@ -120,6 +124,7 @@ impl<B: Buf> Interface<B> {
     pub fn route_to(&self, dst: Ipv4Addr) -> Option<(usize, Ipv4Addr, Ipv4Addr)> {
         self.core
             .shared
+            .latest()
             .ip
             .v4
             .routes
@@ -149,6 +154,7 @@ impl<B: Buf> Interface<B> {
         backlog: usize,
         options: ListenOptions,
     ) -> Result<ListenerId, ListenError> {
+        self.core.shared.refresh();
         let at = tcp::listen(&mut self.core, local.into(), backlog, options)?;
         Ok(tcp::listener_id(&self.core, at))
     }
@@ -184,6 +190,7 @@ impl<B: Buf> Interface<B> {
         now: Instant,
         remote: impl Into<SocketAddr>,
     ) -> Result<ConnId, TcpError> {
+        self.core.shared.refresh();
         let links = ports.len().min(self.batches.len());
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
         let result = tcp::connect(&mut self.core, &mut out, now, remote.into());
@@ -204,7 +211,7 @@ impl<B: Buf> Interface<B> {
         local: impl Into<SocketAddr>,
         options: BindOptions,
     ) -> Result<SocketId, BindError> {
-        self.core.shared.edit(|shared| {
+        self.core.shared.edit_later(|shared| {
             let shared = &mut **shared;
             let (local4, links) = (&shared.local, &shared.links);
             shared
@@ -222,18 +229,21 @@ impl<B: Buf> Interface<B> {
 
     /// Closes a UDP socket.
     pub fn udp_close(&mut self, socket: SocketId) -> bool {
-        self.core.shared.edit(|shared| shared.udp.close(socket))
+        self.core
+            .shared
+            .edit_later(|shared| shared.udp.close(socket))
     }
 
     /// The local address of a UDP socket.
     pub fn udp_local_addr(&self, socket: SocketId) -> Option<SocketAddrV4> {
-        self.core.shared.udp.local_addr(socket)
+        self.core.shared.latest().udp.local_addr(socket)
     }
 
     /// The MAC of a neighbour on any link, if resolved.
     pub fn neighbor(&self, ip: Ipv4Addr) -> Option<MacAddr> {
         self.core
             .shared
+            .latest()
             .links
             .iter()
             .find_map(|l| l.neighbors.lookup(ip))
@@ -243,6 +253,7 @@ impl<B: Buf> Interface<B> {
     pub fn neighbors6(&self) -> Vec<(usize, Ipv6Addr, Option<MacAddr>, NeighborState)> {
         self.core
             .shared
+            .latest()
             .links
             .iter()
             .enumerate()
@@ -260,6 +271,7 @@ impl<B: Buf> Interface<B> {
     pub fn dad_pending(&self) -> bool {
         self.core
             .shared
+            .latest()
             .links
             .iter()
             .any(|l| !l.tentative6.is_empty())
@@ -270,6 +282,7 @@ impl<B: Buf> Interface<B> {
     pub fn duplicates6(&self) -> Vec<(usize, Ipv6Cidr)> {
         self.core
             .shared
+            .latest()
             .links
             .iter()
             .enumerate()
@@ -282,6 +295,7 @@ impl<B: Buf> Interface<B> {
     pub fn addresses6(&self, link: usize) -> Vec<Ipv6Cidr> {
         self.core
             .shared
+            .latest()
             .links
             .get(link)
             .map_or_else(Vec::new, |l| l.addresses6.clone())
@@ -291,6 +305,7 @@ impl<B: Buf> Interface<B> {
     pub fn neighbors(&self) -> Vec<(usize, Ipv4Addr, Option<MacAddr>, NeighborState)> {
         self.core
             .shared
+            .latest()
             .links
             .iter()
             .enumerate()

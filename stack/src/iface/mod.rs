@@ -38,6 +38,7 @@ mod nd;
 mod next_hop;
 mod poll;
 mod state;
+mod steering;
 mod tables;
 pub mod tcp;
 mod transmit;
@@ -185,13 +186,15 @@ impl<B: Buf> Interface<B> {
             ra_default: None,
             links,
             generation: 0,
+            tcp_table: tcp::shared_table(&config.tcp, &keys),
+            steering: Arc::new(steering::Steering::new()),
             config: CowArc::new(InterfaceConfig {
                 keys: Some(keys),
                 ..config
             }),
         };
         let tables = Tables::new(Master { state, neighbors });
-        let mut iface = Interface::pipeline_of(tables, true);
+        let mut iface = Interface::pipeline_of(tables)?;
         if let Some(gateway) = iface.core.shared.config.gateway {
             iface.add_route(Ipv4Cidr::DEFAULT, gateway)?;
         }
@@ -210,8 +213,9 @@ impl<B: Buf> Interface<B> {
     /// their queues) and has its own counters, reassembly, route caches,
     /// transmit batches and TCP endpoint. It polls its own queues of the
     /// same ports; the shared state's timers stay with the first pipeline.
-    pub fn pipeline(&self) -> Interface<B> {
-        Interface::pipeline_of(Arc::clone(self.core.shared.tables()), false)
+    /// At most 64 pipelines make one stack.
+    pub fn pipeline(&self) -> Result<Interface<B>, ConfigError> {
+        Interface::pipeline_of(Arc::clone(self.core.shared.tables()))
     }
 
     /// Which pipeline of its stack this is: 0 for the one
@@ -228,9 +232,14 @@ impl<B: Buf> Interface<B> {
         self.core.tcp.config.rss = placement;
     }
 
-    fn pipeline_of(tables: Arc<Tables<Master<B>>>, home: bool) -> Interface<B> {
+    fn pipeline_of(tables: Arc<Tables<Master<B>>>) -> Result<Interface<B>, ConfigError> {
         let index = tables.next_pipeline();
+        if usize::from(index) >= steering::MAX_PIPELINES {
+            return Err(ConfigError::TooManyPipelines(steering::MAX_PIPELINES));
+        }
+        let home = index == 0;
         let shared = SharedView::new(tables);
+        shared.steering.open(usize::from(index));
         let keys = (shared.config.keys.clone()).unwrap_or_else(|| unreachable!("set by new"));
         let core = Core {
             lcore: LcoreState {
@@ -244,13 +253,18 @@ impl<B: Buf> Interface<B> {
                 ),
                 socket_errors: ArrayVec::new(),
             },
-            tcp: tcp::TcpCore::new(shared.config.tcp.clone(), &keys),
+            tcp: tcp::TcpCore::new(
+                shared.config.tcp.clone(),
+                &keys,
+                Arc::clone(&shared.tcp_table),
+                index as u8,
+            ),
             shared,
         };
         let batches = (0..core.shared.links.len())
             .map(|_| TxBatch::new(core.shared.config.tx_retries))
             .collect();
-        Interface {
+        Ok(Interface {
             core,
             batches,
             shared: None,
@@ -258,7 +272,7 @@ impl<B: Buf> Interface<B> {
             probes: Vec::new(),
             next_timers: Instant::ZERO,
             announced: !home,
-        }
+        })
     }
 
     /// The counters (clone the `Arc` to read them from another thread).
@@ -303,6 +317,7 @@ impl<B: Buf> Interface<B> {
         dst: impl Into<SocketAddr>,
         payload: &[u8],
     ) -> Result<(), SendError> {
+        self.core.shared.refresh();
         let links = ports.len().min(self.batches.len());
         let mut out = Out::new(&mut ports[..links], &mut self.batches[..links]);
         let result = udp::send_any(&mut self.core, &mut out, now, socket, dst.into(), payload);
@@ -349,6 +364,8 @@ impl<B: Buf> Interface<B> {
             send_queued(core, shared, &mut out, now);
             run_commands(core, shared, &mut out, now);
             tcp::attend(core, &mut out, now, shared);
+            // Binds applied just now serve this poll's burst.
+            core.shared.refresh();
         }
         if !*announced {
             *announced = true;
@@ -357,6 +374,7 @@ impl<B: Buf> Interface<B> {
                 nd::start(core, &mut out, link, now);
             }
         }
+        tcp::take_steered(core, &mut out, now);
         let mut delivery = Delivery::new();
         let mut received = 0;
         let queues = CowArc::clone(&core.shared.queues);
@@ -419,7 +437,7 @@ pub(crate) fn udp_connect<B: Buf>(core: &mut Core<B>, id: SocketId, remote: Sock
             .next_hop(ip)
             .map(|hop| IpAddr::V6(hop.source)),
     };
-    core.shared.edit(|shared| match source {
+    core.shared.edit_later(|shared| match source {
         Some(source) => shared.udp.connect_from(id, remote, source),
         None => shared.udp.connect(id, remote),
     })
@@ -454,7 +472,7 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                 queue,
                 reply,
             } => {
-                let result = core.shared.edit(|shared| {
+                let result = core.shared.edit_later(|shared| {
                     let shared = &mut **shared;
                     let (local4, links) = (&shared.local, &shared.links);
                     let id = shared
@@ -499,7 +517,7 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
 }
 
 fn close_queued<B: Buf>(core: &mut Core<B>, socket: SocketId) {
-    core.shared.edit(|shared| {
+    core.shared.edit_later(|shared| {
         shared.udp.close(socket);
         if let Some(slot) = shared.queues.get_mut(socket.index() as usize) {
             *slot = None;

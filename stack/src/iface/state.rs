@@ -29,6 +29,7 @@
 use super::config::{InterfaceConfig, LinkConfig};
 use super::ip::family::{IpFamily, IpLcore, IpShared};
 use super::limit::TokenBucket;
+use super::steering::Steering;
 use super::tables::{Authoritative, CowArc, SharedView};
 use super::tcp;
 use crate::counters::Counters;
@@ -36,6 +37,8 @@ use crate::neighbor::{NeighborCache, NeighborView};
 use crate::port::{Buf, MacAddr};
 use crate::route::{Ipv4Cidr, Ipv6Cidr, V4, V6};
 use crate::socket::SocketQueue;
+use crate::tcp::ids::ConnRef;
+use crate::tcp::table::ConnTable;
 use crate::time::{Duration, Instant};
 use crate::udp::RouteMemo;
 use crate::udp::{PeerError, SocketId, UdpTable};
@@ -220,6 +223,11 @@ pub(crate) struct SharedState<B: Buf> {
     pub(crate) udp: CowArc<UdpTable>,
     /// The receive queues of queue-mode sockets, by socket index.
     pub(crate) queues: CowArc<Vec<Option<Arc<SocketQueue<B>>>>>,
+    /// The TCP connection table every pipeline's endpoint reads and
+    /// writes (it has its own RCU reads and per-bucket locks).
+    pub(crate) tcp_table: Arc<ConnTable<ConnRef>>,
+    /// The pipelines' steering rings.
+    pub(crate) steering: Arc<Steering<B>>,
     /// Every local address, of every link (computed once).
     pub(crate) local: Vec<Ipv4Addr>,
     /// Every address that is ours or a broadcast address, with its
@@ -246,6 +254,8 @@ impl<B: Buf> Clone for SharedState<B> {
             ip: self.ip.clone(),
             udp: self.udp.clone(),
             queues: self.queues.clone(),
+            tcp_table: Arc::clone(&self.tcp_table),
+            steering: Arc::clone(&self.steering),
             local: self.local.clone(),
             special: self.special.clone(),
             special_filter: self.special_filter,

@@ -17,9 +17,14 @@
 //! Writes come from control paths (routes, binds, addresses, from any
 //! thread that holds an interface) and from the few receive steps that
 //! learn something (a neighbour's MAC, a path MTU, a router's default
-//! route). Each takes the lock, and publishing copies only the parts it
-//! changed: the large parts of the state are [`CowArc`]s, cloned on their
-//! first write after a publish, and shared by snapshots otherwise.
+//! route). Each takes the lock, changes the master and publishes; writes
+//! that come in runs (UDP binds, closes and connects) leave the publishing
+//! to the next refresh of any pipeline (at the start of its poll), so a run
+//! publishes once. Publishing copies only the parts written since the last
+//! publish: the large parts of the state are [`CowArc`]s, cloned on their
+//! first write after a publish, and shared by snapshots otherwise. The
+//! control path's reads ([`SharedView::latest`]) publish first, so they see
+//! every write before them.
 //!
 //! The module knows the state only through [`Authoritative`] (the
 //! pipeline's state implements it in `state`), so that it sits below it.
@@ -31,7 +36,7 @@
 
 use arc_swap::ArcSwap;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A part of the shared state that snapshots share until it is written:
@@ -93,6 +98,8 @@ pub(crate) struct Tables<M: Authoritative> {
     generation: AtomicU64,
     /// Pipelines made over these tables so far.
     pipelines: AtomicU16,
+    /// The master holds writes not published yet.
+    pending: AtomicBool,
 }
 
 impl<M: Authoritative> Tables<M> {
@@ -104,6 +111,7 @@ impl<M: Authoritative> Tables<M> {
             published: ArcSwap::new(first),
             master: Mutex::new(master),
             pipelines: AtomicU16::new(0),
+            pending: AtomicBool::new(false),
         })
     }
 
@@ -117,6 +125,18 @@ impl<M: Authoritative> Tables<M> {
     /// every reader (each write publishes a whole snapshot).
     pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
         self.master.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes the writes not published yet, if any (one atomic load
+    /// when there are none).
+    #[inline]
+    fn publish_pending(&self) {
+        if self.pending.load(Ordering::Acquire) {
+            let mut master = self.lock();
+            if self.pending.swap(false, Ordering::AcqRel) {
+                self.publish(&mut master);
+            }
+        }
     }
 
     /// Publishes `master` as the next snapshot and returns it.
@@ -164,10 +184,12 @@ impl<M: Authoritative> SharedView<M> {
         &self.tables
     }
 
-    /// Takes the newest snapshot if one was published since this view's
-    /// (one atomic load when none was). Returns true if it did.
+    /// Publishes the writes not published yet (any pipeline's), then
+    /// takes the newest snapshot if it is newer than this view's: two
+    /// atomic loads when nothing changed. Returns true if it took one.
     #[inline]
     pub(crate) fn refresh(&mut self) -> bool {
+        self.tables.publish_pending();
         let newest = self.tables.generation.load(Ordering::Acquire);
         if newest == M::generation(&self.snapshot) {
             return false;
@@ -176,24 +198,44 @@ impl<M: Authoritative> SharedView<M> {
         true
     }
 
-    /// Changes the authoritative copy with `write`, publishes it, and
-    /// reads the result from now on.
+    /// The newest state, with the writes not published yet published
+    /// first: what the control path's reads see (this view's own snapshot
+    /// may be older until its next [`SharedView::refresh`]).
+    pub(crate) fn latest(&self) -> Arc<M::Snapshot> {
+        self.tables.publish_pending();
+        self.tables.snapshot()
+    }
+
+    /// Changes the authoritative copy with `write`, publishes it (with any
+    /// writes still pending), and reads the result from now on.
     pub(crate) fn edit<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
         let mut master = self.tables.lock();
         let result = write(&mut master);
+        self.tables.pending.store(false, Ordering::Release);
         self.snapshot = self.tables.publish(&mut master);
+        result
+    }
+
+    /// [`SharedView::edit`] for a write that comes in runs (ten thousand
+    /// binds at start): published at the next refresh of any view (every
+    /// pipeline refreshes at the start of its poll) or read of the control
+    /// path, so a run publishes once, not once per write.
+    pub(crate) fn edit_later<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
+        let result = write(&mut self.tables.lock());
+        self.tables.pending.store(true, Ordering::Release);
         result
     }
 
     /// [`SharedView::edit`] for a write that may leave every reader's
     /// view as it was (a neighbour confirmed again, a packet queued behind
-    /// a request already out): publishes only if a neighbour cache's
+    /// a request already out): published only if a neighbour cache's
     /// generation moved.
     pub(crate) fn edit_neighbors<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
         let mut master = self.tables.lock();
         let before = master.neighbor_generations();
         let result = write(&mut master);
         if master.neighbor_generations() != before {
+            self.tables.pending.store(false, Ordering::Release);
             self.snapshot = self.tables.publish(&mut master);
         }
         result

@@ -13,11 +13,15 @@
 //! reaches TCP again.
 
 use super::ip_out::{CachedHop, IpOut};
+use super::steering::STEERED_PER_POLL;
 use super::transmit::Out;
 use super::{is_ours, Core};
+use crate::counters::{DropReason, Stat};
 use crate::keys::Keys;
 use crate::port::{Buf, Port};
 use crate::socket::tcp::{AcceptQueue, StreamQueue};
+use crate::tcp::ids::ConnRef;
+use crate::tcp::table::ConnTable;
 use crate::tcp::{BufferPool, Connection, TcpConfig, TcpError};
 use crate::time::Instant;
 use crate::udp::PeerError;
@@ -25,7 +29,7 @@ use core::net::SocketAddr;
 use core::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-pub(crate) use crate::tcp::endpoint::{IcmpKind, IcmpQuote, TcpIn};
+pub(crate) use crate::tcp::endpoint::{IcmpKind, IcmpQuote, Steer, TcpIn};
 pub use crate::tcp::ids::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};
 
 /// The endpoint with the next hops the IP layer gives it.
@@ -39,10 +43,18 @@ const LENT: &str = "TCP's endpoint is lent out only during a call of iface::tcp"
 pub(crate) struct TcpCore<B: Buf>(Option<Box<Endpoint<B>>>);
 
 impl<B: Buf> TcpCore<B> {
-    pub(crate) fn new(config: TcpConfig, keys: &Keys) -> TcpCore<B> {
-        TcpCore(Some(Box::new(Endpoint::new(config, keys))))
+    /// Pipeline `owner`'s endpoint over the stack's connection `table`.
+    pub(crate) fn new(
+        config: TcpConfig,
+        keys: &Keys,
+        table: Arc<ConnTable<ConnRef>>,
+        owner: u8,
+    ) -> TcpCore<B> {
+        TcpCore(Some(Box::new(Endpoint::new(config, keys, table, owner))))
     }
 }
+
+pub(crate) use crate::tcp::endpoint::shared_table;
 
 impl<B: Buf> Deref for TcpCore<B> {
     type Target = Endpoint<B>;
@@ -98,7 +110,37 @@ pub(crate) fn input<P: Port>(
     buf: P::Buf,
     segment: TcpIn,
 ) {
-    lend(core, out, |tcp, ip| tcp.input(ip, now, buf, segment));
+    if let Some(steer) = lend(core, out, |tcp, ip| tcp.input(ip, now, buf, segment)) {
+        hand_over(core, steer);
+    }
+}
+
+/// Hands a segment to the pipeline that owns its connection (see
+/// `super::steering`).
+#[cold]
+fn hand_over<B: Buf>(core: &mut Core<B>, steer: Steer<B>) {
+    let Steer {
+        owner,
+        buf,
+        segment,
+    } = steer;
+    match core.shared.steering.push(owner, (buf, segment)) {
+        Ok(()) => core.lcore.counters.count(Stat::TcpSteeredOut),
+        Err(_) => core.lcore.counters.count_drop(DropReason::TcpSteerRingFull),
+    }
+}
+
+/// The segments other pipelines handed to this one (bounded per poll).
+#[inline]
+pub(crate) fn take_steered<P: Port>(core: &mut Core<P::Buf>, out: &mut Out<'_, P>, now: Instant) {
+    let index = usize::from(core.lcore.index);
+    for _ in 0..STEERED_PER_POLL {
+        let Some((buf, segment)) = core.shared.steering.pop(index) else {
+            return;
+        };
+        core.lcore.counters.count(Stat::TcpSteeredIn);
+        input(core, out, now, buf, segment);
+    }
 }
 
 impl From<PeerError> for IcmpKind {

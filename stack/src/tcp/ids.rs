@@ -74,16 +74,22 @@ impl core::fmt::Display for ListenError {
 
 impl std::error::Error for ListenError {}
 
-/// The table's value: the connection's slot and generation, and whether
-/// it is in TIME-WAIT (bit 63).
+/// Bits of a connection id's generation (the rest of a [`ConnRef`]'s upper
+/// half names the owning pipeline and TIME-WAIT).
+pub(crate) const GENERATION_MASK: u32 = (1 << 23) - 1;
+
+/// The table's value: the owning pipeline (bits 55-62), the connection's
+/// slot (bits 0-31) and generation (bits 32-54) there, and whether it is in
+/// TIME-WAIT (bit 63).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ConnRef(u64);
 
 impl ConnRef {
-    pub(crate) fn new(id: ConnId, time_wait: bool) -> ConnRef {
+    pub(crate) fn new(owner: u8, id: ConnId, time_wait: bool) -> ConnRef {
         ConnRef(
             u64::from(id.index)
-                | u64::from(id.generation) << 32 & !(1 << 63)
+                | u64::from(id.generation & GENERATION_MASK) << 32
+                | u64::from(owner) << 55
                 | u64::from(time_wait) << 63,
         )
     }
@@ -91,8 +97,14 @@ impl ConnRef {
     pub(crate) fn id(self) -> ConnId {
         ConnId {
             index: self.0 as u32,
-            generation: ((self.0 >> 32) & 0x7fff_ffff) as u32,
+            generation: (self.0 >> 32) as u32 & GENERATION_MASK,
         }
+    }
+
+    /// The pipeline that owns the connection.
+    #[inline]
+    pub(crate) fn owner(self) -> u8 {
+        (self.0 >> 55) as u8
     }
 }
 

@@ -106,7 +106,7 @@ impl<B: Buf> Interface<B> {
     /// Every address of every link, IPv4 first, with its state.
     pub fn ip_addresses(&self) -> Vec<AddressInfo> {
         let mut all = Vec::new();
-        for (link, l) in self.core.shared.links.iter().enumerate() {
+        for (link, l) in self.core.shared.latest().links.iter().enumerate() {
             let v4 = l
                 .addresses
                 .iter()
@@ -134,6 +134,7 @@ impl<B: Buf> Interface<B> {
     /// (IPv6, once duplicate address detection passed) route. IPv4
     /// addresses are announced with gratuitous ARP on the next poll.
     pub fn add_address(&mut self, link: usize, prefix: Prefix) -> Result<(), ConfigError> {
+        self.core.shared.refresh();
         let added_v4 = self
             .core
             .shared
@@ -148,6 +149,7 @@ impl<B: Buf> Interface<B> {
     /// connected route of its prefix unless another address still has that
     /// prefix. Returns the prefix removed, or `None` if no link had it.
     pub fn remove_address(&mut self, link: Option<usize>, ip: IpAddr) -> Option<Prefix> {
+        self.core.shared.refresh();
         self.core
             .shared
             .edit(|shared| remove_address(shared, link, ip))

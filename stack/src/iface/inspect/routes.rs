@@ -28,6 +28,7 @@ impl<B: Buf> Interface<B> {
     /// Adds (or replaces) an IPv6 route that sends `prefix` straight out of
     /// `link` (its hosts answer Neighbor Discovery there).
     pub fn add_link_route6(&mut self, prefix: Ipv6Cidr, link: usize) -> Result<(), ConfigError> {
+        self.core.shared.refresh();
         let l = self
             .core
             .shared

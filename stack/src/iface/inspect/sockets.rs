@@ -27,7 +27,7 @@ pub struct UdpSocketInfo {
 impl<B: Buf> Interface<B> {
     /// UDP socket `id`, while it is bound.
     pub fn udp_socket_info(&self, id: SocketId) -> Option<UdpSocketInfo> {
-        let udp = &self.core.shared.udp;
+        let udp = &self.core.shared.latest().udp;
         let local = udp.local_socket_addr(id)?;
         Some(self.udp_view(id, local, udp.remote_addr(id)))
     }
@@ -35,7 +35,7 @@ impl<B: Buf> Interface<B> {
     /// Every bound UDP socket (the console's, the applications', inline
     /// and queue-mode alike), in id order.
     pub fn udp_sockets(&self) -> Vec<UdpSocketInfo> {
-        (self.core.shared.udp.sockets())
+        (self.core.shared.latest().udp.sockets())
             .map(|(id, local, remote)| self.udp_view(id, local, remote))
             .collect()
     }
@@ -46,7 +46,8 @@ impl<B: Buf> Interface<B> {
         local: SocketAddr,
         remote: Option<SocketAddr>,
     ) -> UdpSocketInfo {
-        let queue = (self.core.shared.queues)
+        let shared = self.core.shared.latest();
+        let queue = (shared.queues)
             .get(id.index() as usize)
             .and_then(Option::as_ref);
         UdpSocketInfo {

@@ -208,6 +208,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     segment: start..end,
                     scope: 0,
                     offload: local.l4_checksum,
+                    steered: false,
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
@@ -416,6 +417,7 @@ impl<P: Port> Poll<'_, '_, P> {
                     scope,
                     // A reassembled datagram's buffer is fresh: `Unknown`.
                     offload: buf.rx_offload().l4_checksum,
+                    steered: false,
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }

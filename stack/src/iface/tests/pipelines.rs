@@ -72,7 +72,7 @@ fn udp_flows_spread_over_two_pipelines_on_threads_are_all_echoed_by_one_socket()
     first
         .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
         .unwrap();
-    let second = first.pipeline();
+    let second = first.pipeline().unwrap();
     assert_eq!((first.index(), second.index()), (0, 1));
     let (sent, replies) = mpsc::channel();
     let mut inputs = Vec::new();
@@ -124,7 +124,7 @@ fn udp_flows_spread_over_two_pipelines_on_threads_are_all_echoed_by_one_socket()
 #[test]
 fn a_neighbour_learned_on_one_pipeline_is_used_by_the_other_and_a_change_is_seen() {
     let (mut first, mut port0) = stack();
-    let mut second = first.pipeline();
+    let mut second = first.pipeline().unwrap();
     let mut port1 = our_port();
     let socket = first
         .udp_bind(SocketAddrV4::new(OUR_IP, 4000), BindOptions::default())
@@ -175,7 +175,7 @@ fn a_neighbour_learned_on_one_pipeline_is_used_by_the_other_and_a_change_is_seen
 #[test]
 fn a_route_and_a_socket_added_through_one_pipeline_serve_the_other() {
     let (mut first, _port0) = stack_knowing_peer();
-    let mut second = first.pipeline();
+    let mut second = first.pipeline().unwrap();
     let mut port1 = our_port();
     let far = Ipv4Addr::new(192, 0, 2, 9);
     assert_eq!(second.route_to(far), None);
@@ -217,7 +217,7 @@ fn a_route_and_a_socket_added_through_one_pipeline_serve_the_other() {
 fn a_queue_mode_socket_takes_datagrams_from_both_pipelines() {
     let (mut first, mut port0) = stack_knowing_peer();
     let handle = first.handle(port0.pool(), 64);
-    let mut second = first.pipeline();
+    let mut second = first.pipeline().unwrap();
     let mut port1 = our_port();
     let binder = thread::spawn(move || {
         let socket = handle.udp_bind(SocketAddrV4::new(OUR_IP, 4002)).unwrap();
@@ -249,4 +249,124 @@ fn a_queue_mode_socket_takes_datagrams_from_both_pipelines() {
     poll(&mut second, &mut port1, &mut DropDatagrams);
     let seen = binder.join().unwrap();
     assert_eq!(seen, vec![b"one".to_vec(), b"zero".to_vec()]);
+}
+
+#[test]
+fn a_connection_whose_segments_land_on_the_other_pipeline_is_carried_by_steering() {
+    use super::tcp::{host, Client, EchoTcp};
+    let (first, port0) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let second = first.pipeline().unwrap();
+    let mut ours = [(first, port0), (second, our_port())];
+    let mut peer = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    peer.0
+        .tcp_listen("0.0.0.0:7".parse::<SocketAddr>().unwrap(), 16)
+        .unwrap();
+    // The second pipeline connects; every answer lands on the first.
+    let mut client = Client {
+        data: (0..100_000).map(|i| (i * 7 % 251) as u8).collect(),
+        ..Client::default()
+    };
+    let (iface, port) = &mut ours[1];
+    iface
+        .tcp_connect(
+            core::slice::from_mut(port),
+            Instant::ZERO,
+            SocketAddr::from((PEER_IP, 7)),
+        )
+        .unwrap();
+    let mut now = Instant::ZERO;
+    for _ in 0..200_000 {
+        now = now + crate::time::Duration::from_millis(1);
+        ours[0].0.poll(&mut ours[0].1, now, &mut DropDatagrams);
+        ours[1].0.poll(&mut ours[1].1, now, &mut client);
+        for (_, port) in ours.iter_mut() {
+            port.deliver_to(&mut peer.1);
+        }
+        peer.0.poll(&mut peer.1, now, &mut EchoTcp);
+        peer.1.deliver_to(&mut ours[0].1);
+        if client.closed.is_some() {
+            break;
+        }
+    }
+    assert!(client.connected);
+    assert!(client.got == client.data, "the echo came back whole");
+    assert_eq!(client.closed, Some(None), "an orderly close");
+    let (first, second) = (ours[0].0.counters(), ours[1].0.counters());
+    let handed = first.get(Stat::TcpSteeredOut);
+    assert!(handed > 10, "the first pipeline handed the segments over");
+    assert_eq!(second.get(Stat::TcpSteeredIn), handed);
+    assert_eq!(
+        first.get(Stat::TcpOutRsts) + second.get(Stat::TcpOutRsts),
+        0
+    );
+    assert_eq!(first.dropped(DropReason::TcpSteerRingFull), 0);
+    assert_eq!(second.get(Stat::TcpActiveOpens), 1);
+    assert_eq!(
+        (first.get(Stat::TcpInSegs), second.get(Stat::TcpInSegs)),
+        (handed, 0),
+        "counted once, where received"
+    );
+}
+
+#[test]
+fn a_segment_for_no_connection_and_no_listener_here_goes_to_the_first_pipelines_listener() {
+    use super::tcp::{host, Client, EchoTcp};
+    let (mut first, port0) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    first
+        .tcp_listen("0.0.0.0:7".parse::<SocketAddr>().unwrap(), 16)
+        .unwrap();
+    let second = first.pipeline().unwrap();
+    let mut ours = [(first, port0), (second, our_port())];
+    let mut peer = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    let mut client = Client {
+        data: b"to the listener on the first pipeline".to_vec(),
+        ..Client::default()
+    };
+    peer.0
+        .tcp_connect(
+            core::slice::from_mut(&mut peer.1),
+            Instant::ZERO,
+            SocketAddr::from((OUR_IP, 7)),
+        )
+        .unwrap();
+    // ARP goes to the first pipeline (non-IP), TCP to the second.
+    let mut now = Instant::ZERO;
+    for _ in 0..20_000 {
+        now = now + crate::time::Duration::from_millis(1);
+        ours[0].0.poll(&mut ours[0].1, now, &mut EchoTcp);
+        ours[1].0.poll(&mut ours[1].1, now, &mut EchoTcp);
+        for (_, port) in ours.iter_mut() {
+            port.deliver_to(&mut peer.1);
+        }
+        peer.0.poll(&mut peer.1, now, &mut client);
+        while let Some(frame) = peer.1.pop_tx() {
+            let to = usize::from(is_tcp(frame.data()));
+            ours[to].1.push_rx(frame.data());
+        }
+        if client.closed.is_some() {
+            break;
+        }
+    }
+    assert!(client.connected);
+    assert_eq!(client.got, client.data);
+    let (first, second) = (ours[0].0.counters(), ours[1].0.counters());
+    assert_eq!(
+        first.get(Stat::TcpPassiveOpens),
+        1,
+        "the first pipeline accepted"
+    );
+    assert!(second.get(Stat::TcpSteeredOut) > 0);
+    assert_eq!(
+        first.get(Stat::TcpSteeredIn),
+        second.get(Stat::TcpSteeredOut)
+    );
+    assert_eq!(
+        first.get(Stat::TcpOutRsts) + second.get(Stat::TcpOutRsts),
+        0
+    );
+}
+
+/// True for an IPv4 TCP frame.
+fn is_tcp(frame: &[u8]) -> bool {
+    frame.len() > 23 && frame[12..14] == [0x08, 0x00] && frame[23] == 6
 }

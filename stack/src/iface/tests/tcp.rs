@@ -8,7 +8,7 @@ use crate::tcp::TcpError;
 
 /// Echoes whatever arrives, as far as the send buffer takes it; closes
 /// after the peer did.
-struct EchoTcp;
+pub(super) struct EchoTcp;
 
 impl InlineHandler<MemBuf> for EchoTcp {
     fn on_tcp<P: Port<Buf = MemBuf>>(
@@ -38,12 +38,12 @@ impl InlineHandler<MemBuf> for EchoTcp {
 
 /// Sends `data`, reads the echo, closes once everything went out.
 #[derive(Default)]
-struct Client {
-    data: Vec<u8>,
-    sent: usize,
-    got: Vec<u8>,
-    connected: bool,
-    closed: Option<Option<TcpError>>,
+pub(super) struct Client {
+    pub(super) data: Vec<u8>,
+    pub(super) sent: usize,
+    pub(super) got: Vec<u8>,
+    pub(super) connected: bool,
+    pub(super) closed: Option<Option<TcpError>>,
 }
 
 impl Client {
@@ -134,7 +134,7 @@ impl Wire {
     }
 }
 
-fn host(mac: MacAddr, ip: Ipv4Addr, ip6: &str) -> (Interface<MemBuf>, MemPort) {
+pub(super) fn host(mac: MacAddr, ip: Ipv4Addr, ip6: &str) -> (Interface<MemBuf>, MemPort) {
     host_with(mac, ip, ip6, Knobs::default())
 }
 

@@ -136,7 +136,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             self.events.push((id, TcpEvent::Readable));
         }
         if state == State::TimeWait && !self.slot(id).is_some_and(|s| s.marked_time_wait) {
-            self.table.update(&tuple, ConnRef::new(id, true));
+            self.table
+                .update(&tuple, ConnRef::new(self.owner, id, true));
             if let Some(slot) = self.slot(id) {
                 slot.marked_time_wait = true;
             }

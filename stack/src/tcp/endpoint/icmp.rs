@@ -76,9 +76,13 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         quote: IcmpQuote,
         kind: IcmpKind,
     ) {
-        let Some(id) = self.table.lookup(&quote.tuple).map(ConnRef::id) else {
+        let Some(found) = self.table.lookup(&quote.tuple) else {
             return ip.counters().count_drop(DropReason::TcpIcmpNoConnection);
         };
+        if found.owner() != self.owner {
+            return ip.counters().count_drop(DropReason::TcpIcmpOtherLcore);
+        }
+        let id = found.id();
         let Some(conn) = self.peek(id) else {
             return ip.counters().count_drop(DropReason::TcpIcmpNoConnection);
         };

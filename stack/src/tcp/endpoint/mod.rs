@@ -31,6 +31,7 @@ use crate::port::{Buf, ChecksumStatus};
 use crate::tcp::challenge::ChallengeAckLimit;
 use crate::tcp::conn::{ts_clock, window_shift_for, DEFAULT_MSS};
 use crate::tcp::cookie::{self, SynCookies};
+use crate::tcp::ids::GENERATION_MASK;
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, Placed, PortSearch, TableValue};
 use crate::tcp::wheel::TimerWheel;
 use crate::tcp::{
@@ -59,7 +60,7 @@ pub(crate) mod stream;
 pub(crate) use icmp::{IcmpKind, IcmpQuote};
 pub(crate) use ip::{PeerRoute, SegmentOut};
 use segment::mss_for;
-pub(crate) use segment::TcpIn;
+pub(crate) use segment::{Steer, TcpIn};
 
 use crate::tcp::ids::ConnRef;
 pub use crate::tcp::ids::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};
@@ -188,7 +189,10 @@ pub(crate) struct Endpoint<B: Buf, H> {
     slots: Vec<Option<Slot<B, H>>>,
     generations: Vec<u32>,
     free: Vec<u32>,
+    /// The stack's connection table, shared by every pipeline's endpoint.
     pub(crate) table: Arc<ConnTable<ConnRef>>,
+    /// This endpoint's pipeline: the owner its table entries name.
+    pub(crate) owner: u8,
     listeners: Vec<Listener<B>>,
     /// Connections' deadlines (an entry per arming; stale ones are
     /// skipped).
@@ -224,6 +228,12 @@ pub(crate) struct Endpoint<B: Buf, H> {
     held_tx: Option<(Option<usize>, B)>,
 }
 
+/// The connection table every pipeline's endpoint of a stack configured
+/// with `config` and `keys` shares.
+pub(crate) fn shared_table(config: &TcpConfig, keys: &Keys) -> Arc<ConnTable<ConnRef>> {
+    Arc::new(ConnTable::new(config.conn_buckets, keys.flow, keys.ports))
+}
+
 /// Most bytes of freed ring storage an lcore keeps for its next rings.
 const POOL_KEEP: usize = 32 << 20;
 
@@ -241,20 +251,26 @@ const HEADROOM: usize = 14 + 40 + 60;
 
 impl<B: Buf, H: Copy> Endpoint<B, H> {
     /// An endpoint with no connections or listeners, keyed by `keys`.
-    pub(crate) fn new(config: TcpConfig, keys: &Keys) -> Endpoint<B, H> {
+    /// Pipeline `owner`'s endpoint over the shared connection `table`.
+    pub(crate) fn new(
+        config: TcpConfig,
+        keys: &Keys,
+        table: Arc<ConnTable<ConnRef>>,
+        owner: u8,
+    ) -> Endpoint<B, H> {
         let pool = BufferPool::new(
             BufferBudget::new(config.buffer_memory),
             POOL_KEEP.min(config.buffer_memory / 8),
         );
         let ephemeral = config.ephemeral_ports;
         let challenge_limit = ChallengeAckLimit::new(config.challenge_ack_limit, keys.jitter);
-        let buckets = config.conn_buckets;
         Endpoint {
             config,
             slots: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
-            table: Arc::new(ConnTable::new(buckets, keys.flow, keys.ports)),
+            table,
+            owner,
             listeners: Vec::new(),
             timers: TimerWheel::new(),
             due: Vec::new(),
@@ -339,7 +355,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         if let Some(Some(slot)) = self.slots.get(index) {
             // A connect may have taken a TIME-WAIT entry over: remove it
             // only if it is still ours.
-            let ours = ConnRef::new(id, slot.marked_time_wait);
+            let ours = ConnRef::new(self.owner, id, slot.marked_time_wait);
             self.table.remove_if(&slot.tuple, ours);
         }
         self.free_slot(id);
@@ -353,7 +369,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         }
         if let Some(entry) = self.slots.get_mut(index).filter(|e| e.is_some()) {
             *entry = None;
-            self.generations[index] = self.generations[index].wrapping_add(1) & 0x7fff_ffff;
+            self.generations[index] = self.generations[index].wrapping_add(1) & GENERATION_MASK;
             self.free.push(index as u32);
         }
     }

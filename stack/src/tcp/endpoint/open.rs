@@ -126,6 +126,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         let route = ip.route(unspecified, remote.ip(), scope);
         let local_ip = route.ok_or(TcpError::NotConnected)?.source;
         let placeholder = ConnRef::new(
+            self.owner,
             ConnId {
                 index: u32::MAX,
                 generation: 0,
@@ -150,7 +151,9 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             .connect_placed(
                 search,
                 placeholder,
-                |v| v.in_time_wait() && tcp.may_reuse(v.id(), now),
+                // Another pipeline's TIME-WAIT entry holds its port: only the
+                // owner knows whether it may be reused.
+                |v| v.in_time_wait() && v.owner() == tcp.owner && tcp.may_reuse(v.id(), now),
                 |port| tcp.listens_on(port),
                 |port| returns.as_ref().is_none_or(|r| r.fits(port)),
             )
@@ -193,7 +196,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             deferred: false,
             paced: false,
         });
-        self.table.update(&tuple, ConnRef::new(id, false));
+        self.table
+            .update(&tuple, ConnRef::new(self.owner, id, false));
         if let Some(stream) = &stream {
             *stream.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
         }

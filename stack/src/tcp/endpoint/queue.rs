@@ -145,7 +145,9 @@ mod tests {
     #[test]
     fn a_closed_listener_makes_room_for_the_next() {
         let keys = Keys::for_testing(1);
-        let mut tcp = Endpoint::<MemBuf, ()>::new(TcpConfig::default(), &keys);
+        let config = TcpConfig::default();
+        let table = shared_table(&config, &keys);
+        let mut tcp = Endpoint::<MemBuf, ()>::new(config, &keys, table, 0);
         let ours = |_: IpAddr| true;
         let local: SocketAddr = "0.0.0.0:7".parse().unwrap();
         let open = (4, ListenOptions::default());

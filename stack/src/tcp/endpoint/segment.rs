@@ -12,6 +12,9 @@
 
 use super::*;
 
+/// The pipeline that gets segments no other pipeline takes.
+const HOME_PIPELINE: u8 = 0;
+
 /// A received segment as the IP layer hands it over: its IP source and
 /// destination, its range in the packet buffer, the arrival link for a
 /// link-local IPv6 peer, and the device's checksum verdict.
@@ -25,24 +28,58 @@ pub(crate) struct TcpIn {
     pub(crate) scope: u32,
     /// What the device said of the checksum.
     pub(crate) offload: ChecksumStatus,
+    /// Another pipeline received it and handed it over (it was counted
+    /// there as received).
+    pub(crate) steered: bool,
+}
+
+/// A segment for a connection another pipeline owns (or, on any pipeline
+/// but the first, for no connection and no listener here), to be handed to
+/// `owner` as it arrived.
+#[derive(Debug)]
+pub(crate) struct Steer<B> {
+    pub(crate) owner: u8,
+    pub(crate) buf: B,
+    pub(crate) segment: TcpIn,
 }
 
 impl<B: Buf, H: Copy> Endpoint<B, H> {
-    /// A TCP segment for us in `buf`, from the IPv4 or IPv6 layer.
+    /// A TCP segment for us in `buf`, from the IPv4 or IPv6 layer; handed
+    /// back for another pipeline if that one owns its connection (see
+    /// [`Steer`]).
+    #[inline]
     pub(crate) fn input<O: SegmentOut<Buf = B, Hop = H>>(
         &mut self,
         ip: &mut O,
         now: Instant,
         buf: B,
         arrived: TcpIn,
+    ) -> Option<Steer<B>> {
+        let mut steer = None;
+        self.receive(ip, now, buf, arrived, &mut steer);
+        steer
+    }
+
+    /// [`Endpoint::input`], with a segment for another pipeline put in
+    /// `steer`.
+    fn receive<O: SegmentOut<Buf = B, Hop = H>>(
+        &mut self,
+        ip: &mut O,
+        now: Instant,
+        buf: B,
+        arrived: TcpIn,
+        steer: &mut Option<Steer<B>>,
     ) {
         let TcpIn {
             ends: (src, dst),
             segment,
             scope,
             offload,
+            steered,
         } = arrived;
-        ip.counters().count(Stat::TcpInSegs);
+        if !steered {
+            ip.counters().count(Stat::TcpInSegs);
+        }
         let bytes = &buf.data()[segment.clone()];
         let pseudo = pseudo(src, dst, bytes.len());
         let Ok(packet) = TcpPacket::new_checked(bytes) else {
@@ -59,9 +96,25 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             local: SocketAddr::new(dst, repr.dst_port),
             remote: SocketAddr::new(src, repr.src_port),
         };
+        let found = self.table.lookup(&tuple);
+        let handed = |owner, buf| Steer {
+            owner,
+            buf,
+            segment: TcpIn {
+                ends: (src, dst),
+                segment: segment.clone(),
+                scope,
+                offload,
+                steered: true,
+            },
+        };
+        if let Some(theirs) = found.filter(|f| f.owner() != self.owner) {
+            *steer = Some(handed(theirs.owner(), buf));
+            return;
+        }
         // The lowest ISS a SYN that ends a TIME-WAIT may give its connection.
         let mut iss_floor = None;
-        if let Some(id) = self.table.lookup(&tuple).map(ConnRef::id) {
+        if let Some(id) = found.map(ConnRef::id) {
             let reopen = self.peek(id).map(|c| c.time_wait_reopen(&repr));
             if let Some(Some(floor)) = reopen {
                 if self.listener_with_room(&tuple).is_some() {
@@ -113,6 +166,11 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         }
         // No connection: a listener takes a SYN; anything else is refused.
         let listening = self.listener_for(&tuple);
+        if found.is_none() && listening.is_none() && self.owner != HOME_PIPELINE {
+            // The first pipeline's listeners (queue mode's) may take it.
+            *steer = Some(handed(HOME_PIPELINE, buf));
+            return;
+        }
         // A listener drops, unanswered, what carries neither ACK nor RST but is
         // no plain SYN (RFC 9293 3.10.7.2: in LISTEN only an ACK earns a
         // reset): no flags, FIN+PSH+URG, and SYN+FIN, which no real open
@@ -151,7 +209,11 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let start = (iss, mss, ts_offset);
             let conn = Connection::accept(&self.config, &repr, start, now);
             let id = self.add(Slot::passive(conn, tuple, l, scope, true));
-            if self.table.insert(tuple, ConnRef::new(id, false)).is_err() {
+            if self
+                .table
+                .insert(tuple, ConnRef::new(self.owner, id, false))
+                .is_err()
+            {
                 self.listeners[l].pending -= 1;
                 self.remove(id);
                 return ip.counters().count_drop(DropReason::TcpMalformed);
@@ -306,7 +368,11 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             return CookieAck::Invalid;
         }
         let id = self.add(Slot::passive(conn, *tuple, l, scope, false));
-        if self.table.insert(*tuple, ConnRef::new(id, false)).is_err() {
+        if self
+            .table
+            .insert(*tuple, ConnRef::new(self.owner, id, false))
+            .is_err()
+        {
             self.remove(id);
             return CookieAck::Invalid;
         }
