@@ -32,6 +32,8 @@ pub struct TcpConnInfo {
     pub buffer_bytes: usize,
     /// Retransmissions, congestion window, RTT, MSS.
     pub stats: ConnStats,
+    /// The pipeline (polling lcore, by `Interface::index`) that owns it.
+    pub lcore: usize,
 }
 
 /// The stack's TCP buffer memory.
@@ -97,5 +99,6 @@ fn conn_view<B: Buf>(
         recv_window: conn.recv_window(),
         buffer_bytes: conn.buffer_bytes(),
         stats: conn.stats(),
+        lcore: usize::from(tcp.owner),
     }
 }
