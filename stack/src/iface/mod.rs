@@ -79,7 +79,7 @@ use transmit::Out;
 
 use ip::family::{IpLcore, IpShared};
 use state::{special_addresses, special_bit, LcoreState, Master};
-pub(crate) use state::{Core, Link, LinkNeighbors, SharedState, Tentative};
+pub(crate) use state::{Core, Link, LinkNeighbors, QueueTable, SharedState, Tentative};
 use tables::{CowArc, SharedView, Tables};
 
 /// The IPv4/UDP stack of one lcore over one or more ports. See the module
@@ -94,6 +94,11 @@ pub struct Interface<B: Buf> {
     /// This pipeline runs the shared state's timers (neighbours, duplicate
     /// address detection, advertised routes, path MTUs): the first one.
     home: bool,
+    /// The queue-mode sockets' queues as of `queues_generation`: this
+    /// pipeline's own reference, so that a poll does not touch the shared
+    /// reference count.
+    queues: QueueTable<B>,
+    queues_generation: u64,
     probes: Vec<Probe<Ipv4Addr>>,
     next_timers: Instant,
     announced: bool,
@@ -265,6 +270,8 @@ impl<B: Buf> Interface<B> {
             .map(|_| TxBatch::new(core.shared.config.tx_retries))
             .collect();
         Ok(Interface {
+            queues: core.shared.queues.clone(),
+            queues_generation: core.shared.generation,
             core,
             batches,
             shared: None,
@@ -353,6 +360,8 @@ impl<B: Buf> Interface<B> {
             batches,
             shared,
             home,
+            queues,
+            queues_generation,
             probes,
             next_timers,
             announced,
@@ -377,13 +386,16 @@ impl<B: Buf> Interface<B> {
         tcp::take_steered(core, &mut out, now);
         let mut delivery = Delivery::new();
         let mut received = 0;
-        let queues = CowArc::clone(&core.shared.queues);
+        if *queues_generation != core.shared.generation {
+            *queues_generation = core.shared.generation;
+            *queues = core.shared.queues.clone();
+        }
         let mut poll = Poll::new(core, &mut out, now);
         for link in 0..links {
-            received += receive_burst(&mut poll, &queues, link, handler, &mut delivery);
+            received += receive_burst(&mut poll, queues, link, handler, &mut delivery);
         }
         tcp::run_deferred(core, &mut out, now);
-        delivery.wake_queues(&queues);
+        delivery.wake_queues(queues);
         if now >= *next_timers {
             *next_timers = now + TIMER_INTERVAL;
             run_timers(core, probes, &mut out, now, *home);

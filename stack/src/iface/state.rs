@@ -222,7 +222,7 @@ pub(crate) struct SharedState<B: Buf> {
     pub(crate) ip: CowArc<IpShared>,
     pub(crate) udp: CowArc<UdpTable>,
     /// The receive queues of queue-mode sockets, by socket index.
-    pub(crate) queues: CowArc<Vec<Option<Arc<SocketQueue<B>>>>>,
+    pub(crate) queues: QueueTable<B>,
     /// The TCP connection table every pipeline's endpoint reads and
     /// writes (it has its own RCU reads and per-bucket locks).
     pub(crate) tcp_table: Arc<ConnTable<ConnRef>>,
@@ -264,6 +264,9 @@ impl<B: Buf> Clone for SharedState<B> {
         }
     }
 }
+
+/// The receive queues of queue-mode sockets, by socket index.
+pub(crate) type QueueTable<B> = CowArc<Vec<Option<Arc<SocketQueue<B>>>>>;
 
 /// One link's neighbour caches, with the packets that wait for them.
 #[derive(Debug)]
