@@ -113,9 +113,10 @@ const LANE_STATS: &[Stat] = &[
 /// begins with one of these (TCP's hand-offs between lanes).
 const LANE_STAT_PREFIXES: &[&str] = &["TcpSteer"];
 
-/// A line per lane, `lane N: NAME VALUE NAME VALUE ... Dropped TOTAL`,
-/// with the counters of [`LANE_STATS`], the non-zero ones named by
-/// [`LANE_STAT_PREFIXES`], and the lane's drops.
+/// A line per lane, `lane N: NAME VALUE NAME VALUE ... Dropped TOTAL`:
+/// frames in and out, echo requests of both families, UDP datagrams in and
+/// out and TCP opens (zero or not), then the lane's TCP hand-offs to other
+/// lanes (counters named `TcpSteer...`) when not zero, then its drops.
 pub fn lanes_text(lanes: &[CounterSnapshot]) -> String {
     let mut out = String::new();
     for (n, lane) in lanes.iter().enumerate() {
