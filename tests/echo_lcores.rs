@@ -136,6 +136,20 @@ fn udp_flows_echoed_by_both_lanes(extra: &[&str], inline: bool) {
          print('answered', len(answered), 'wrong', wrong, 'rounds', rounds)\n"
     );
     let summary = python(&s.ns, 60, &script);
+    // SIGUSR1's block: the total, a line per lane, then its end.
+    s.app.signal(libc::SIGUSR1);
+    s.app.wait_for_output("end of counters");
+    let block = s.app.output_so_far();
+    let at = |needle: &str| {
+        (block
+            .find("counters:")
+            .and_then(|start| Some(start + block[start..].find(needle)?)))
+        .unwrap_or_else(|| panic!("no {needle:?} in the SIGUSR1 block:\n{block}"))
+    };
+    assert!(
+        at("lane 0: ") < at("lane 1: ") && at("lane 1: ") < at("end of counters"),
+        "{block}"
+    );
     let output = stop(s);
     assert!(
         summary.contains("answered 64 wrong 0 "),
