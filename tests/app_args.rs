@@ -179,6 +179,7 @@ fn every_stack_app_takes_the_shared_stack_options_with_its_own_defaults() {
         "--total-num-mbufs <N>",
         "--faults <SPEC>",
         "--stats-period <N>",
+        "--nb-cores <N>",
     ];
     for (name, binary, ip, mbufs) in STACK_APPS {
         let outcome = run(binary, &["--help"]);

@@ -15,11 +15,22 @@
 //! drives them all with one route table (`--route PREFIX,GATEWAY` adds
 //! static routes). Replies leave through the port their request came in on;
 //! new packets through the port their route names.
+//!
+//! Several lcores: `--nb-cores N` polls on N worker lcores (lanes), each
+//! with an rx/tx queue pair of its own on every port (RSS over addresses
+//! and TCP/UDP ports spreads flows where the device has it; a multi-queue
+//! `net_tap`'s kernel spreads them by its own flow hash). Every lane has
+//! its own `Echo` handler and counters; the UDP sockets are bound once
+//! and shared by all lanes, each lane listens on the TCP ports itself.
+//! Lane 0 reports duplicate address detection and serves `--queue-mode`'s
+//! application threads (UDP only with several lanes). The counters at exit
+//! and on SIGUSR1 are the lanes' total, then a line per lane.
 
 use clap::Parser;
 use dpstack::app::{self, App, AppSpec, CounterReport, StackArgs};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::PoolPair;
+use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{
     Batch, ConnId, InlineHandler, Interface, LcoreContext, LinkConfig, TcpEvent,
 };
@@ -35,17 +46,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-echo";
-const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack0"]).reassembly_buffers(63);
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack0"])
+    .reassembly_buffers(63)
+    .many_lanes();
 
 /// A UDP echo server on dpstack.
 #[derive(Debug, Parser)]
 #[command(
     name = PROGRAM,
     version,
-    override_usage = "dpstack-echo [EAL options] -- --ip ADDR/PREFIX [--gateway ADDR] --udp PORT",
+    override_usage = "dpstack-echo [EAL options] -- --ip ADDR/PREFIX [--gateway ADDR] --udp PORT \
+                      [--tcp PORT] [--nb-cores N]",
     after_help = "Without EAL options it runs on a net_tap port whose kernel side is `dpstack0`:\n  \
                   ip addr add 192.0.2.2/24 dev dpstack0; ping 192.0.2.1; \
-                  echo hi | socat - UDP:192.0.2.1:7",
+                  echo hi | socat - UDP:192.0.2.1:7\n\
+                  On N lcores: EAL options with N worker lcores (e.g. -l 0-2, or \
+                  --lcores=0@0,1@0,2@1 on two CPUs) and --nb-cores N.",
     mut_arg("ip", |a| a.default_value("192.0.2.1/24"))
 )]
 struct Cli {
@@ -67,7 +83,8 @@ struct Cli {
     #[arg(long)]
     sink: bool,
     /// Echo from application threads (one per address and port, at most 64) through
-    /// queue-mode sockets, instead of inline on the polling lcore.
+    /// queue-mode sockets, instead of inline on the polling lcore (served by
+    /// lane 0; UDP only with --nb-cores above 1).
     #[arg(long, conflicts_with = "sink")]
     queue_mode: bool,
 }
@@ -188,9 +205,17 @@ fn main() -> ExitCode {
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
+    if cli.queue_mode && !cli.tcp_ports.is_empty() && cli.stack.nb_cores > 1 {
+        return Err(
+            "--queue-mode --tcp listens on lane 0 only: connections reaching the other lanes \
+             would be refused; use --nb-cores 1, or inline mode"
+                .into(),
+        );
+    }
     let signals = app::Signals::install()?;
     let stack = app::set_up(&SPEC, eal_args, &cli.stack, |_| {})?;
     let (mut iface, pool) = (stack.iface, stack.pool);
+    let mut more_lanes = stack.more_lanes;
     let large = stack
         .reassembly_pool
         .ok_or("the echo runs with a reassembly pool")?;
@@ -251,23 +276,38 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     } else {
         IpAddr::V4(Ipv4Addr::UNSPECIFIED)
     };
+    // Listeners are per pipeline: every lane listens.
     if !cli.queue_mode {
-        for &port in &cli.tcp_ports {
-            iface
-                .tcp_listen(SocketAddr::new(any, port), 1024)
-                .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+        let pipelines =
+            std::iter::once(&mut iface).chain(more_lanes.iter_mut().map(|l| &mut l.iface));
+        for pipeline in pipelines {
+            for &port in &cli.tcp_ports {
+                pipeline
+                    .tcp_listen(SocketAddr::new(any, port), 1024)
+                    .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+            }
         }
     }
-    let counters = Arc::clone(iface.counters());
+    let mut lanes = vec![app::Lane {
+        iface,
+        queues: stack.queues,
+    }];
+    lanes.append(&mut more_lanes);
+    let counters: Vec<Arc<Counters>> = lanes
+        .iter()
+        .map(|l| Arc::clone(l.iface.counters()))
+        .collect();
+    // Lane 0 runs duplicate address detection (a shared timer) and reports it.
     let (dad_tx, dad_rx) = crossbeam_channel::bounded::<Vec<(usize, Ipv6Cidr)>>(1);
-    let handler = Echo {
+    let mut dad_tx = Some(dad_tx);
+    let make = |_lane: usize| Echo {
         sink: cli.sink,
         scratch: Box::new([0; 16384]),
-        dad: Some(dad_tx),
+        dad: dad_tx.take(),
         close_after: cli.tcp_close_after,
         echoed: HashMap::new(),
     };
-    let worker = app::run_on_worker(iface, stack.queues, handler, &cli.stack)?;
+    let workers = app::run_on_workers(lanes, make, &cli.stack)?;
     // Queue mode: the lcore runs now, so binds through the handle complete.
     let app_stop = Arc::new(AtomicBool::new(false));
     let mut app_threads = Vec::new();
@@ -333,6 +373,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             addresses.join(" ")
         );
     }
+    if counters.len() > 1 {
+        println!(
+            "{PROGRAM}: polling on {} lcores, each on its own queue pair of every port",
+            counters.len()
+        );
+    }
     if !cli.tcp_ports.is_empty() {
         let ports: Vec<String> = cli.tcp_ports.iter().map(ToString::to_string).collect();
         println!("{PROGRAM}: echoing TCP port(s) {}", ports.join(","));
@@ -349,7 +395,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // Buffers in use once the ports run (their receive rings filled), to
     // compare with the count at exit: a leak shows as the difference.
     let in_use_at_start = (pool.in_use(), large.in_use());
-    let mut report = CounterReport::new(Arc::clone(&counters));
+    let mut report = CounterReport::of_lanes(counters.clone());
     signals.wait(cli.stack.stats_period, || false, |tick| report.print(tick));
     app_stop.store(true, Ordering::SeqCst);
     for thread in app_threads {
@@ -358,12 +404,17 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // The neighbours and fault counts, then the interface goes: the
     // buffers it held (queued for a neighbour, reassembling) are back in
     // the pools before the pools are counted.
-    let tail = worker
+    let tail = workers
         .stop()
-        .map(|finished| neighbors(&finished.iface) + &finished.fault_lines())
+        .map(|lanes| {
+            let home = lanes
+                .first()
+                .map_or_else(String::new, |l| neighbors(&l.iface));
+            home + &fault_lines(&lanes)
+        })
         .unwrap_or_default();
     println!("\nSignal {} received, exiting.", signals.received());
-    app::print_counters(&counters);
+    app::print_lane_counters(&counters);
     println!(
         "packet pool: {} in use at start, {} at exit, of {}",
         in_use_at_start.0,
@@ -394,6 +445,22 @@ fn neighbors(iface: &Interface<Mbuf>) -> String {
         ));
     }
     report
+}
+
+/// `--faults`' counts of every lane: lane 0's lines as with one lane,
+/// the others' prefixed `lane N `.
+fn fault_lines(lanes: &[app::Finished<Echo>]) -> String {
+    let mut out = String::new();
+    for (n, finished) in lanes.iter().enumerate() {
+        for line in finished.fault_lines().lines() {
+            if n > 0 {
+                out.push_str(&format!("lane {n} "));
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Most ports `--queue-mode` serves (a thread each).

@@ -1,7 +1,7 @@
 //! The stack's command-line options, shared by every app as one clap
 //! [`StackArgs`] struct (`#[command(flatten)]`): one `--ip ADDR/PREFIX`
 //! syntax for both families and every port, routes, MTU, pool size, faults,
-//! statistics. (`--record-core-cycles` is not among them: an app that
+//! statistics, and the number of polling lcores. (`--record-core-cycles` is not among them: an app that
 //! offers it calls [`super::run_on_worker_counting_cycles`].) An app that
 //! wants another default or check for one of them changes it with
 //! `#[command(mut_arg("ip", |a| ...))]`; names and meanings stay the same in
@@ -56,6 +56,11 @@ pub struct StackArgs {
     /// Print the statistics every N seconds.
     #[arg(long, value_name = "N")]
     pub stats_period: Option<u64>,
+    /// Polling lcores: each polls an rx/tx queue pair of its own on every
+    /// port (RSS spreads flows where the device has it). At most EAL's
+    /// worker lcores (`-l 0-N`, or `--lcores=0@0,1@0,2@1` on two CPUs).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub nb_cores: u16,
 }
 
 impl StackArgs {
@@ -198,6 +203,13 @@ mod tests {
         assert_eq!((args.mtu, args.total_num_mbufs), (1500, 8191));
         assert!(!args.no_dad && !args.accept_ra && !args.pacing);
         assert!(args.faults.is_none() && args.stats_period.is_none());
+        assert_eq!(args.nb_cores, 1);
+    }
+
+    #[test]
+    fn no_polling_lcore_is_refused() {
+        assert!(Cli::try_parse_from(["app", "--nb-cores", "0"]).is_err());
+        assert_eq!(parse(&["--nb-cores", "2"]).nb_cores, 2);
     }
 
     #[test]

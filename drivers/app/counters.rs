@@ -1,8 +1,11 @@
 //! The counters printer every app and the console's `show counters` use:
 //! the non-zero protocol counters grouped by protocol, then the drops by
 //! reason, then their total. Each line is `NAME VALUE`, so a test or a
-//! script reads a counter by its name. Control path only: it reads the
-//! single-writer counters from another thread (relaxed loads) and allocates.
+//! script reads a counter by its name. With several lanes (pipelines on
+//! their lcores) the block is their sum ([`sum_snapshots`]), followed by a
+//! line per lane of the main counters ([`lanes_text`]). Control path only:
+//! it reads the single-writer counters from another thread (relaxed loads)
+//! and allocates.
 
 use crate::stack::counters::{Counters, DropReason, Stat};
 use crate::stack::iface::CounterSnapshot;
@@ -73,6 +76,69 @@ pub fn counters_text(snapshot: &CounterSnapshot) -> String {
     out
 }
 
+/// The counters of every lane added up (the snapshots hold every counter
+/// in declaration order, as [`snapshot`] takes them).
+pub fn sum_snapshots(lanes: &[CounterSnapshot]) -> CounterSnapshot {
+    let mut total = CounterSnapshot {
+        stats: Stat::ALL.iter().map(|&s| (s, 0)).collect(),
+        drops: DropReason::ALL.iter().map(|&r| (r, 0)).collect(),
+    };
+    for lane in lanes {
+        for (sum, (stat, v)) in total.stats.iter_mut().zip(&lane.stats) {
+            debug_assert_eq!(sum.0, *stat);
+            sum.1 += v;
+        }
+        for (sum, (reason, v)) in total.drops.iter_mut().zip(&lane.drops) {
+            debug_assert_eq!(sum.0, *reason);
+            sum.1 += v;
+        }
+    }
+    total
+}
+
+/// The counters each lane's line shows, zero or not: frames in and out,
+/// echo requests, UDP datagrams in and out, TCP opens.
+const LANE_STATS: &[Stat] = &[
+    Stat::EthInFrames,
+    Stat::EthOutFrames,
+    Stat::IcmpInEchos,
+    Stat::Icmp6InEchos,
+    Stat::UdpInDatagrams,
+    Stat::UdpOutDatagrams,
+    Stat::TcpPassiveOpens,
+    Stat::TcpActiveOpens,
+];
+
+/// Counters each lane's line also shows when not zero: those whose name
+/// begins with one of these (TCP's hand-offs between lanes).
+const LANE_STAT_PREFIXES: &[&str] = &["TcpSteer"];
+
+/// A line per lane, `lane N: NAME VALUE NAME VALUE ... Dropped TOTAL`:
+/// frames in and out, echo requests of both families, UDP datagrams in and
+/// out and TCP opens (zero or not), then the lane's TCP hand-offs to other
+/// lanes (counters named `TcpSteer...`) when not zero, then its drops.
+pub fn lanes_text(lanes: &[CounterSnapshot]) -> String {
+    let mut out = String::new();
+    for (n, lane) in lanes.iter().enumerate() {
+        let _ = write!(out, "lane {n}:");
+        let value = |stat: Stat| (lane.stats.iter()).find_map(|&(s, v)| (s == stat).then_some(v));
+        for &stat in LANE_STATS {
+            let _ = write!(out, " {} {}", stat.name(), value(stat).unwrap_or(0));
+        }
+        for &(stat, v) in &lane.stats {
+            let named = LANE_STAT_PREFIXES
+                .iter()
+                .any(|p| stat.name().starts_with(p));
+            if named && v > 0 && !LANE_STATS.contains(&stat) {
+                let _ = write!(out, " {} {v}", stat.name());
+            }
+        }
+        let dropped: u64 = lane.drops.iter().map(|(_, v)| v).sum();
+        let _ = writeln!(out, " Dropped {dropped}");
+    }
+    out
+}
+
 /// The apps' counters block: a `counters:` line, then [`counters_text`].
 pub fn counters_block(counters: &Counters) -> String {
     format!("counters:\n{}", counters_text(&snapshot(counters)))
@@ -132,6 +198,30 @@ Dropped: 4
                 .any(|(_, p, _)| p.iter().any(|p| name.starts_with(p)));
             assert!(listed, "counter {name} has no group");
         }
+    }
+
+    #[test]
+    fn lanes_add_up_and_each_has_a_line_of_its_main_counters() {
+        let (one, two) = (Counters::default(), Counters::default());
+        one.add(Stat::UdpInDatagrams, 3);
+        two.add(Stat::UdpInDatagrams, 4);
+        two.add(Stat::TcpPassiveOpens, 2);
+        two.count_drop(DropReason::UdpNoSocket);
+        let lanes = [snapshot(&one), snapshot(&two)];
+        let total = sum_snapshots(&lanes);
+        let get = |s: Stat| total.stats.iter().find(|(t, _)| *t == s).map(|(_, v)| *v);
+        assert_eq!(get(Stat::UdpInDatagrams), Some(7));
+        assert_eq!(get(Stat::TcpPassiveOpens), Some(2));
+        assert!(counters_text(&total).contains("Dropped: 1"));
+        let text = lanes_text(&lanes);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("lane 0: EthInFrames 0 "), "{text}");
+        assert!(lines[0].contains(" UdpInDatagrams 3 "), "{text}");
+        assert!(lines[0].ends_with(" Dropped 0"), "{text}");
+        assert!(lines[1].contains(" UdpInDatagrams 4 "), "{text}");
+        assert!(lines[1].contains(" TcpPassiveOpens 2 "), "{text}");
+        assert!(lines[1].ends_with(" Dropped 1"), "{text}");
     }
 
     #[test]

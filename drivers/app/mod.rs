@@ -5,15 +5,18 @@
 //!   app flattens into its own (`#[command(flatten)]`): one `--ip
 //!   ADDR/PREFIX` syntax for both families and every port, `--gateway`,
 //!   `--route`, `--mtu`, `--no-dad`, `--accept-ra`, `--pacing`,
-//!   `--total-num-mbufs`, `--faults`, `--stats-period`;
+//!   `--total-num-mbufs`, `--faults`, `--stats-period`, `--nb-cores`;
 //! - [`setup`]: [`run_app`], the body of `main` (arguments, the embedded
 //!   EAL default, exit codes 0/1/2), and [`set_up`]: EAL -> pool -> ports ->
-//!   [`Interface`](crate::stack::iface::Interface) with its config;
+//!   [`Interface`](crate::stack::iface::Interface) with its config, and
+//!   with `--nb-cores N` the other N - 1 [`Lane`]s (a pipeline of the same
+//!   stack and its own queue pair of every port each);
 //! - [`worker`]: the signals, the worker-lcore launch, and the canonical
-//!   poll loop ([`run_on_worker`]) that runs an [`App`] over the ports,
-//!   behind the fault injector if `--faults` asks;
+//!   poll loop that runs an [`App`] over the ports, behind the fault
+//!   injector if `--faults` asks: on one lcore ([`run_on_worker`]) or on
+//!   one per lane, each with its own handler ([`run_on_workers`]);
 //! - [`counters`]: the counters printer (also the console's `show
-//!   counters`).
+//!   counters`), with a total and a line per lane when there are several.
 //!
 //! A whole app (`examples/app_echo.rs` is this one, built with the rest):
 //!
@@ -76,9 +79,10 @@ pub mod setup;
 pub mod worker;
 
 pub use args::{parse_ip, parse_route, IpArg, RouteArg, StackArgs};
-pub use counters::{counters_block, counters_text, print_counters};
-pub use setup::{packet_pool, pool_need, run_app, set_up, AppSpec, Stack};
+pub use counters::{counters_block, counters_text, lanes_text, print_counters, sum_snapshots};
+pub use setup::{packet_pool, pool_need, run_app, set_up, AppSpec, Lane, Stack};
 pub use worker::{
-    launch_worker, run_on_worker, run_on_worker_counting_cycles, stop_signal, App, CounterReport,
-    Finished, Poller, Signals, Tick, Worker, NO_WORKER_LCORE,
+    launch_worker, print_lane_counters, run_on_worker, run_on_worker_counting_cycles,
+    run_on_workers, stop_signal, App, CounterReport, Finished, Poller, Signals, Tick, Worker,
+    Workers, NO_WORKER_LCORE,
 };

@@ -1,11 +1,15 @@
 //! Start-up: the body of `main` ([`run_app`]: arguments, the embedded EAL
 //! default, exit codes), the packet pool of `--total-num-mbufs`, and
 //! [`set_up`]: EAL -> pool -> ports -> [`Interface`] with its config and
-//! routes. Control path only.
+//! routes, and with `--nb-cores N` its N lanes: lane i is pipeline i of the
+//! stack over rx/tx queue pair i of every port, for worker lcore i. Control
+//! path only.
 
 use super::args::{RouteArg, StackArgs};
 use crate::eal::{split_args, Eal, EalArgs};
-use crate::ethdev::{available_ports, EthPort, EthQueue, PortConfig};
+use crate::ethdev::{
+    available_ports, EthPort, EthQueue, PortConfig, PortInfo, QueueSpreading, RssConfig,
+};
 use crate::lcore::Lcore;
 use crate::mbuf::Mbuf;
 use crate::mempool::{Mempool, PoolConfig, PoolNeed};
@@ -29,6 +33,10 @@ pub struct AppSpec {
     /// Buffers of the reassembly pool (large buffers that hold a whole
     /// reassembled datagram); 0 for none.
     pub reassembly_buffers: u32,
+    /// Whether the app runs a lane on each of `--nb-cores` lcores
+    /// ([`super::run_on_workers`]); an app that polls one lane refuses
+    /// `--nb-cores` above 1 (its other queues would be polled by no one).
+    pub many_lanes: bool,
 }
 
 impl AppSpec {
@@ -40,6 +48,15 @@ impl AppSpec {
             vdevs,
             memory_mb: 256,
             reassembly_buffers: 0,
+            many_lanes: false,
+        }
+    }
+
+    /// This spec for an app that runs a lane on each of `--nb-cores` lcores.
+    pub const fn many_lanes(self) -> AppSpec {
+        AppSpec {
+            many_lanes: true,
+            ..self
         }
     }
 
@@ -111,13 +128,14 @@ fn eal_args_or_default(eal: Vec<String>, spec: &AppSpec) -> Vec<String> {
 }
 
 /// What `ports` ports configured as `port` need of a pool whose per-lcore
-/// cache is `cache` ([`PoolNeed`]): their rings, and the caches of the two
-/// lcores an app uses (the main lcore, which sets up, and the first worker,
-/// which polls), or of one if EAL has only one. Call after EAL is
-/// initialised (the lcore count is EAL's).
+/// cache is `cache` ([`PoolNeed`]): their rings, and the caches of the
+/// lcores an app uses (the main lcore, which sets up, and a polling worker
+/// for each receive queue of a port), or of as many as EAL has if fewer.
+/// Call after EAL is initialised (the lcore count is EAL's).
 pub fn pool_need(port: &PortConfig, ports: usize, cache: u32) -> PoolNeed {
     let ports = u32::try_from(ports).unwrap_or(u32::MAX);
-    PoolNeed::for_ports(ports, port, cache, Lcore::count().min(2))
+    let lcores = 1 + u32::from(port.rx_queues.max(1));
+    PoolNeed::for_ports(ports, port, cache, Lcore::count().min(lcores))
 }
 
 /// Creates the packet pool of `--total-num-mbufs` (`config.count`) for
@@ -143,14 +161,31 @@ pub fn packet_pool(
     Mempool::create(name, config).map_err(|e| e.to_string())
 }
 
-/// A stack set up from [`StackArgs`]: the interface over one queue of each
-/// port that has addresses, and the pools behind them. Keep it (or at least
-/// its EAL) alive while the ports run.
-pub struct Stack {
-    /// The interface, ready for binds and listens, to move to the lcore.
+/// One polling lcore's share of the stack: its pipeline and its queue pair
+/// of every port.
+pub struct Lane {
+    /// The pipeline ([`Interface::pipeline`] of lane 0's interface).
     pub iface: Interface<Mbuf>,
-    /// Queue 0 of each port, in link order, to move to the lcore.
+    /// This lane's queue pair of each port, in link order.
     pub queues: Vec<EthQueue>,
+}
+
+/// A stack set up from [`StackArgs`]: the interface over one queue of each
+/// port that has addresses, and the pools behind them; with `--nb-cores N`,
+/// also the other N - 1 lanes. Keep it (or at least its EAL) alive while the
+/// ports run.
+pub struct Stack {
+    /// Lane 0's interface (the home pipeline, which runs the shared timers
+    /// and serves queue-mode sockets), ready for binds and listens, to move
+    /// to the lcore.
+    pub iface: Interface<Mbuf>,
+    /// Queue pair 0 of each port, in link order, to move to the lcore.
+    pub queues: Vec<EthQueue>,
+    /// Lanes 1 to N - 1 of `--nb-cores N` (empty with one): pipelines of
+    /// the same stack, sharing its routes, neighbours, addresses and UDP
+    /// sockets, each over its own queue pair. TCP listeners are per
+    /// pipeline: an app listens on every lane.
+    pub more_lanes: Vec<Lane>,
     /// The ports (control side), in link order.
     pub ports: Vec<EthPort>,
     /// The packet pool of `--total-num-mbufs`.
@@ -172,6 +207,7 @@ pub fn set_up(
     configure: impl FnOnce(&mut InterfaceConfig),
 ) -> Result<Stack, String> {
     let eal = Eal::init(eal_args).map_err(|e| e.to_string())?;
+    let lanes = lane_count(spec, args)?;
     let port_ids = available_ports();
     if port_ids.is_empty() {
         let example = spec.vdevs.first().copied().unwrap_or("net_tap0");
@@ -198,6 +234,8 @@ pub fn set_up(
     .for_mtu(args.mtu);
     let port_config = PortConfig {
         mtu: Some(args.mtu),
+        rx_queues: lanes,
+        tx_queues: lanes,
         ..PortConfig::default()
     };
     let pool = packet_pool("packet_pool", &pool_config, &port_config, per_port.len())?;
@@ -208,15 +246,19 @@ pub fn set_up(
         ),
     };
     let mut ports = Vec::new();
-    let mut queues = Vec::new();
+    // Each lane's queue pair of every port.
+    let mut queues: Vec<Vec<EthQueue>> = (0..lanes).map(|_| Vec::new()).collect();
     let mut links = Vec::new();
     for (&port_id, (v4, v6)) in port_ids.iter().zip(&per_port) {
-        let port = EthPort::open(port_id, &port_config, pool).map_err(|e| e.to_string())?;
-        let queue = port.queue(0, 0).map_err(|e| e.to_string())?;
-        queues.push(match reassembly_pool {
-            Some(large) => queue.with_large_pool(large),
-            None => queue,
-        });
+        let config = with_spreading(&port_config, port_id)?;
+        let port = EthPort::open(port_id, &config, pool).map_err(|e| e.to_string())?;
+        for (q, lane) in (0..lanes).zip(&mut queues) {
+            let queue = port.queue(q, q).map_err(|e| e.to_string())?;
+            lane.push(match reassembly_pool {
+                Some(large) => queue.with_large_pool(large),
+                None => queue,
+            });
+        }
         links.push(LinkConfig {
             addresses: v4.clone(),
             addresses6: v6.clone(),
@@ -244,12 +286,77 @@ pub fn set_up(
                 .map_err(|e| format!("--route {prefix},{gateway}: {e}"))?,
         }
     }
+    let mut queues = queues.into_iter();
+    let first_queues = queues.next().unwrap_or_default();
+    let mut more_lanes: Vec<Lane> = queues
+        .map(|queues| Lane {
+            iface: iface.pipeline(),
+            queues,
+        })
+        .collect();
+    if lanes > 1 {
+        place_tcp_connects(&mut iface, &ports, 0);
+        for (q, lane) in (1..lanes).zip(&mut more_lanes) {
+            place_tcp_connects(&mut lane.iface, &ports, q);
+        }
+    }
     Ok(Stack {
         iface,
-        queues,
+        queues: first_queues,
+        more_lanes,
         ports,
         pool,
         reassembly_pool,
         eal,
     })
+}
+
+/// `--nb-cores`, checked against the app (one that polls a single lane
+/// refuses more) and EAL's worker lcores.
+fn lane_count(spec: &AppSpec, args: &StackArgs) -> Result<u16, String> {
+    let lanes = args.nb_cores.max(1);
+    if lanes == 1 {
+        return Ok(1);
+    }
+    if !spec.many_lanes {
+        return Err(format!(
+            "--nb-cores {lanes}: {} polls on one lcore (--nb-cores 1)",
+            spec.program
+        ));
+    }
+    let workers = Lcore::workers().len();
+    if usize::from(lanes) > workers {
+        return Err(format!(
+            "--nb-cores {lanes}: EAL has {workers} worker lcore(s); give it {lanes}, e.g. \
+             -l 0-{lanes}, or on fewer CPUs --lcores=0@0,1@0,2@1 (lcores 1 and 2 on CPUs 0 and 1)"
+        ));
+    }
+    Ok(lanes)
+}
+
+/// `config` for port `id`: with several receive queues on a device that
+/// spreads flows by RSS, RSS over addresses and TCP and UDP ports, so a
+/// flow's packets meet one lane. A device without RSS is left as it is: a
+/// multi-queue `net_tap`'s kernel spreads by its own flow hash, a `net_memif`
+/// peer picks the queue.
+fn with_spreading(config: &PortConfig, id: u16) -> Result<PortConfig, String> {
+    let mut config = config.clone();
+    if config.rx_queues > 1 {
+        let info = PortInfo::query(id).map_err(|e| e.to_string())?;
+        if QueueSpreading::of(&info).is_predictable() {
+            config.rss = Some(RssConfig::ip_tcp_udp());
+        }
+    }
+    Ok(config)
+}
+
+/// Tells lane `queue`'s pipeline where its TCP connects place their ports
+/// (the RSS of its queue), when the first port's spreading is a known
+/// Toeplitz; otherwise (also when the device will not say its key or
+/// table) they place freely and steering carries the replies.
+fn place_tcp_connects(iface: &mut Interface<Mbuf>, ports: &[EthPort], queue: u16) {
+    let placement = ports
+        .first()
+        .and_then(|p| p.rss_placement(queue).ok().flatten());
+    iface.set_tcp_rss(placement);
 }

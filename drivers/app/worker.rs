@@ -1,17 +1,21 @@
-//! The polling lcore and the main thread around it: the signal flags
+//! The polling lcores and the main thread around them: the signal flags
 //! ([`Signals`]), the worker-lcore launch with its one error message
 //! ([`launch_worker`]), the canonical poll loop that runs an [`App`] over
 //! the ports (wrapped in [`FaultPort`] by `--faults`, and in
-//! [`CycleCountingPort`] for an app that counts its cycles), and the main
-//! thread's wait that prints statistics on SIGUSR1 and every
-//! `--stats-period`.
+//! [`CycleCountingPort`] for an app that counts its cycles) on one lcore
+//! ([`run_on_worker`]) or one per lane ([`run_on_workers`]: lane i on EAL's
+//! worker lcore i, each with its own handler), and the main thread's wait
+//! that prints statistics on SIGUSR1 and every `--stats-period`.
 //!
 //! The loop is the hot path: one TSC read and one poll per iteration, plus
 //! the app's [`App::done`] check (inlined; no allocation, no lock, no
-//! logging). Everything else here runs on the main thread.
+//! logging), the same on every lane: lanes share nothing in it but the stop
+//! flag, read once per iteration. Everything else here runs on the main
+//! thread.
 
 use super::args::StackArgs;
-use super::counters::print_counters;
+use super::counters::{counters_text, lanes_text, print_counters, snapshot, sum_snapshots};
+use super::setup::Lane;
 use crate::clock::TscClock;
 use crate::cycles::CycleCountingPort;
 use crate::ethdev::EthQueue;
@@ -19,6 +23,7 @@ use crate::fault::{FaultCounts, FaultPort, FaultSpec};
 use crate::lcore::{launch, LaunchHandle, Lcore};
 use crate::mbuf::Mbuf;
 use crate::stack::counters::{Counters, Stat};
+use crate::stack::iface::CounterSnapshot;
 use crate::stack::iface::{InlineHandler, Interface};
 use crate::stack::port::Port;
 use crate::stack::time::Instant;
@@ -89,34 +94,37 @@ pub enum Tick {
 
 /// The counters report of the apps: on request, the counters and a line
 /// `end of counters`; each period, the counters and the frame rates since
-/// the last period (`rx-pps: N tx-pps: M`).
+/// the last period (`rx-pps: N tx-pps: M`). With several lanes the counters
+/// are their total, followed by a line per lane ([`lanes_text`]).
 pub struct CounterReport {
-    counters: Arc<Counters>,
+    lanes: Vec<Arc<Counters>>,
     last: (std::time::Instant, u64, u64),
 }
 
 impl CounterReport {
-    /// A report of `counters`, its rates counted from now.
+    /// A report of one lane's `counters`, its rates counted from now.
     pub fn new(counters: Arc<Counters>) -> CounterReport {
-        let last = (
-            std::time::Instant::now(),
-            counters.get(Stat::EthInFrames),
-            counters.get(Stat::EthOutFrames),
-        );
-        CounterReport { counters, last }
+        CounterReport::of_lanes(vec![counters])
+    }
+
+    /// A report of every lane's counters (in lane order), its rates
+    /// counted from now.
+    pub fn of_lanes(lanes: Vec<Arc<Counters>>) -> CounterReport {
+        let total = frames(&lanes);
+        CounterReport {
+            lanes,
+            last: (std::time::Instant::now(), total.0, total.1),
+        }
     }
 
     /// Prints what `tick` asks for.
     pub fn print(&mut self, tick: Tick) {
-        print_counters(&self.counters);
+        print_lane_counters(&self.lanes);
         match tick {
             Tick::Request => println!("end of counters"),
             Tick::Period => {
                 let now = std::time::Instant::now();
-                let (rx, tx) = (
-                    self.counters.get(Stat::EthInFrames),
-                    self.counters.get(Stat::EthOutFrames),
-                );
+                let (rx, tx) = frames(&self.lanes);
                 let secs = now.duration_since(self.last.0).as_secs_f64();
                 println!(
                     "rx-pps: {:.0} tx-pps: {:.0}",
@@ -125,6 +133,32 @@ impl CounterReport {
                 );
                 self.last = (now, rx, tx);
             }
+        }
+    }
+}
+
+/// Frames received and sent by all `lanes`.
+fn frames(lanes: &[Arc<Counters>]) -> (u64, u64) {
+    (lanes.iter()).fold((0, 0), |(rx, tx), c| {
+        (
+            rx + c.get(Stat::EthInFrames),
+            tx + c.get(Stat::EthOutFrames),
+        )
+    })
+}
+
+/// Prints the counters block of one lane as [`print_counters`] does; of
+/// several, their total, then a line per lane ([`lanes_text`]).
+pub fn print_lane_counters(lanes: &[Arc<Counters>]) {
+    match lanes {
+        [one] => print_counters(one),
+        _ => {
+            let snapshots: Vec<CounterSnapshot> = lanes.iter().map(|c| snapshot(c)).collect();
+            print!(
+                "counters:\n{}{}",
+                counters_text(&sum_snapshots(&snapshots)),
+                lanes_text(&snapshots)
+            );
         }
     }
 }
@@ -146,7 +180,26 @@ pub const NO_WORKER_LCORE: &str =
 
 /// Runs `job` on the first worker lcore, or fails with [`NO_WORKER_LCORE`].
 pub fn launch_worker(job: impl FnOnce() -> i32 + Send + 'static) -> Result<LaunchHandle, String> {
-    let lcore = *Lcore::workers().first().ok_or(NO_WORKER_LCORE)?;
+    launch_on_worker(0, job)
+}
+
+/// Runs `job` on EAL's worker lcore `n` (counted from 0), or fails saying
+/// how to give EAL more.
+fn launch_on_worker(
+    n: usize,
+    job: impl FnOnce() -> i32 + Send + 'static,
+) -> Result<LaunchHandle, String> {
+    let workers = Lcore::workers();
+    let lcore = match workers.get(n) {
+        Some(&lcore) => lcore,
+        None if workers.is_empty() => return Err(NO_WORKER_LCORE.into()),
+        None => {
+            return Err(format!(
+                "lane {n} has no worker lcore: EAL has {} (give it more with -l or --lcores)",
+                workers.len()
+            ))
+        }
+    };
     launch(lcore, job).map_err(|e| e.to_string())
 }
 
@@ -275,7 +328,7 @@ pub fn run_on_worker<H: App>(
     app: H,
     args: &StackArgs,
 ) -> Result<Worker<H>, String> {
-    spawn::<H, false>(iface, queues, app, args.faults, false)
+    spawn::<H, false>(0, iface, queues, app, args.faults, false, Arc::default())
 }
 
 /// [`run_on_worker`] for an app that offers `--record-core-cycles`: with
@@ -291,18 +344,70 @@ pub fn run_on_worker_counting_cycles<H: App>(
     args: &StackArgs,
     record: bool,
 ) -> Result<Worker<H>, String> {
-    spawn::<H, true>(iface, queues, app, args.faults, record)
+    spawn::<H, true>(0, iface, queues, app, args.faults, record, Arc::default())
 }
 
-/// Launches the loop; `CYCLES` says whether the counting copy exists.
+/// The running poll loops of every lane: stop them with [`Workers::stop`].
+pub struct Workers<H> {
+    lanes: Vec<Worker<H>>,
+}
+
+impl<H> Workers<H> {
+    /// Whether some lane's loop ended by itself ([`App::done`]).
+    pub fn ended(&self) -> bool {
+        self.lanes.iter().any(Worker::ended)
+    }
+
+    /// Stops every loop, waits for the lcores, and takes back what each
+    /// had, in lane order (`None` if some lane's job panicked).
+    pub fn stop(self) -> Option<Vec<Finished<H>>> {
+        // One flag for all: set, then every lcore is waited for.
+        if let Some(first) = self.lanes.first() {
+            first.stop.store(true, Ordering::SeqCst);
+        }
+        let finished: Vec<Option<Finished<H>>> = self.lanes.into_iter().map(Worker::stop).collect();
+        finished.into_iter().collect()
+    }
+}
+
+/// Runs one canonical loop per lane ([`run_on_worker`]'s), lane i on EAL's
+/// worker lcore i with the handler `make(i)` returns: `lanes[0]` is the
+/// home pipeline's ([`super::Stack::iface`] and its queues), the rest
+/// [`super::Stack::more_lanes`]. `args.faults` puts a [`FaultPort`] in
+/// front of every queue of every lane. If a lane cannot start, the lanes
+/// already running are stopped and the error is returned.
+pub fn run_on_workers<H: App>(
+    lanes: Vec<Lane>,
+    mut make: impl FnMut(usize) -> H,
+    args: &StackArgs,
+) -> Result<Workers<H>, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut running = Workers { lanes: Vec::new() };
+    for (n, lane) in lanes.into_iter().enumerate() {
+        let app = make(n);
+        let stop = Arc::clone(&stop);
+        match spawn::<H, false>(n, lane.iface, lane.queues, app, args.faults, false, stop) {
+            Ok(worker) => running.lanes.push(worker),
+            Err(e) => {
+                let _ = running.stop();
+                return Err(e);
+            }
+        }
+    }
+    Ok(running)
+}
+
+/// Launches the loop on worker lcore `lcore` (counted from 0), stopped by
+/// `stop`; `CYCLES` says whether the counting copy exists.
 fn spawn<H: App, const CYCLES: bool>(
+    lcore: usize,
     iface: Interface<Mbuf>,
     queues: Vec<EthQueue>,
     app: H,
     faults: Option<FaultSpec>,
     record: bool,
+    stop: Arc<AtomicBool>,
 ) -> Result<Worker<H>, String> {
-    let stop = Arc::new(AtomicBool::new(false));
     let ended = Arc::new(AtomicBool::new(false));
     let (done_tx, result) = crossbeam_channel::bounded(1);
     let job = {
@@ -314,7 +419,7 @@ fn spawn<H: App, const CYCLES: bool>(
             0
         }
     };
-    let handle = launch_worker(job)?;
+    let handle = launch_on_worker(lcore, job)?;
     Ok(Worker {
         handle,
         stop,
