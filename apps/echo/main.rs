@@ -23,7 +23,8 @@
 //! its own `Echo` handler and counters; the UDP sockets are bound once
 //! and shared by all lanes, each lane listens on the TCP ports itself.
 //! Lane 0 reports duplicate address detection and serves `--queue-mode`'s
-//! application threads (UDP only with several lanes). The counters at exit
+//! application threads; its listeners take the connections that land on
+//! other lanes (handed over by TCP steering). The counters at exit
 //! and on SIGUSR1 are the lanes' total, then a line per lane.
 
 use clap::Parser;
@@ -205,13 +206,6 @@ fn main() -> ExitCode {
 }
 
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
-    if cli.queue_mode && !cli.tcp_ports.is_empty() && cli.stack.nb_cores > 1 {
-        return Err(
-            "--queue-mode --tcp listens on lane 0 only: connections reaching the other lanes \
-             would be refused; use --nb-cores 1, or inline mode"
-                .into(),
-        );
-    }
     let signals = app::Signals::install()?;
     let stack = app::set_up(&SPEC, eal_args, &cli.stack, |_| {})?;
     let (mut iface, pool) = (stack.iface, stack.pool);

@@ -289,11 +289,13 @@ pub fn set_up(
     let mut queues = queues.into_iter();
     let first_queues = queues.next().unwrap_or_default();
     let mut more_lanes: Vec<Lane> = queues
-        .map(|queues| Lane {
-            iface: iface.pipeline(),
-            queues,
+        .map(|queues| {
+            Ok(Lane {
+                iface: iface.pipeline().map_err(|e| e.to_string())?,
+                queues,
+            })
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     if lanes > 1 {
         place_tcp_connects(&mut iface, &ports, 0);
         for (q, lane) in (1..lanes).zip(&mut more_lanes) {
