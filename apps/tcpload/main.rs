@@ -6,13 +6,19 @@
 //! checks the echo byte for byte, and prints what it verified and the rate.
 //! `--crr SECONDS` instead runs connect/request/response/close transactions
 //! (`--request` bytes each way) for that long on C connections at once and
-//! prints transactions per second. Everything runs inline on one polling
-//! lcore. Exits 0 only if every transfer verified (bulk) or no transaction
-//! failed (crr).
+//! prints transactions per second. Everything runs inline on the polling
+//! lcores: with `--nb-cores N`, N lanes (pipelines on their worker lcores,
+//! each with its own queue of the port) share the connections out, each
+//! opening its share; where the port's spreading is a known RSS, each lane
+//! picks local ports whose replies land on its queue, and elsewhere TCP
+//! steering hands replies to the lane that owns the connection. The report
+//! is the lanes' total, with a counter line per lane. Exits 0 only if every
+//! transfer verified (bulk) or no transaction failed (crr).
 
 use clap::Parser;
 use dpstack::app::{self, App, AppSpec, CounterReport, Poller, StackArgs};
 use dpstack::mbuf::Mbuf;
+use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{ConnId, InlineHandler, Interface, LcoreContext, TcpEvent};
 use dpstack::stack::port::Port;
 use dpstack::stack::time::Instant;
@@ -23,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-tcpload";
-const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack1"]);
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack1"]).many_lanes();
 
 /// A TCP load client on dpstack.
 #[derive(Debug, Parser)]
@@ -291,7 +297,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let load = Load {
+    let lanes_count = usize::from(cli.stack.nb_cores.max(1));
+    let connections = cli.connections.max(1);
+    if connections < lanes_count {
+        return Err(format!(
+            "--connections {connections} on --nb-cores {lanes_count}: give every lane at least one"
+        ));
+    }
+    let make = |lane: usize| Load {
         remote: cli.connect,
         bytes: cli.bytes,
         crr_until: None,
@@ -304,26 +317,37 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         transactions: 0,
         started: None,
         finished: None,
-        connections: cli.connections.max(1),
+        // The lanes' shares: as even as can be, the first ones one more.
+        connections: connections / lanes_count + usize::from(lane < connections % lanes_count),
         crr: cli.crr,
         began: None,
         ended: None,
         connect_error: None,
     };
-    let counters = Arc::clone(stack.iface.counters());
-    let worker = app::run_on_worker(stack.iface, stack.queues, load, &cli.stack)?;
+    let mut lanes = vec![app::Lane {
+        iface: stack.iface,
+        queues: stack.queues,
+    }];
+    lanes.extend(stack.more_lanes);
+    let counters: Vec<Arc<Counters>> = lanes
+        .iter()
+        .map(|l| Arc::clone(l.iface.counters()))
+        .collect();
+    let worker = app::run_on_workers(lanes, make, &cli.stack)?;
     println!("{PROGRAM}: connecting to {}", cli.connect);
     let deadline = std::time::Instant::now() + Duration::from_secs(cli.timeout);
-    let mut stats = CounterReport::new(counters);
+    let mut stats = CounterReport::of_lanes(counters.clone());
     signals.wait(
         cli.stack.stats_period,
-        || worker.ended() || std::time::Instant::now() >= deadline,
+        || worker.all_ended() || std::time::Instant::now() >= deadline,
         |tick| stats.print(tick),
     );
     let finished = worker.stop();
-    let done = finished.as_ref().is_some_and(|f| f.handler.complete());
+    let done = finished
+        .as_ref()
+        .is_some_and(|lanes| lanes.iter().all(|f| f.handler.complete()));
     let report = finished
-        .map(|f| report(&f.handler, &f.iface))
+        .map(|lanes| report(&lanes, &counters))
         .unwrap_or_default();
     print!("{report}");
     if cli.hold {
@@ -340,36 +364,41 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
-/// What the load did, and the counters.
-fn report(load: &Load, iface: &Interface<Mbuf>) -> String {
-    if let Some(e) = &load.connect_error {
+/// What the lanes' loads did together, and the counters (the total, then
+/// a line per lane with more than one).
+fn report(lanes: &[app::Finished<Load>], counters: &[Arc<Counters>]) -> String {
+    let loads: Vec<&Load> = lanes.iter().map(|f| &f.handler).collect();
+    if let Some(e) = loads.iter().find_map(|l| l.connect_error.as_ref()) {
         return format!("{PROGRAM}: FAILED to connect: {e}\n");
     }
-    let mut report = String::new();
-    let secs = match (load.started.or(load.began), load.finished.or(load.ended)) {
+    let sum = |f: fn(&Load) -> usize| loads.iter().map(|l| f(l)).sum::<usize>();
+    let (connections, verified, failed) = (
+        sum(|l| l.connections),
+        sum(|l| l.verified),
+        sum(|l| l.failed),
+    );
+    let transactions: u64 = loads.iter().map(|l| l.transactions).sum();
+    let began = loads.iter().filter_map(|l| l.started.or(l.began)).min();
+    let ended = loads.iter().filter_map(|l| l.finished.or(l.ended)).max();
+    let secs = match (began, ended) {
         (Some(began), Some(ended)) => (ended - began).as_secs_f64(),
         _ => 0.0,
     }
     .max(1e-9);
-    match load.crr {
+    let bytes = loads.first().map_or(0, |l| l.bytes);
+    let mut report = String::new();
+    match loads.first().and_then(|l| l.crr) {
         Some(_) => report.push_str(&format!(
-            "{PROGRAM}: {} transactions in {secs:.2} s: {:.0} transactions/s ({} at once), {} failed{}\n",
-            load.transactions,
-            load.transactions as f64 / secs,
-            load.connections,
-            load.failed,
-            if load.failed > 0 { " FAILED" } else { "" }
+            "{PROGRAM}: {transactions} transactions in {secs:.2} s: {:.0} transactions/s ({connections} at once), {failed} failed{}\n",
+            transactions as f64 / secs,
+            if failed > 0 { " FAILED" } else { "" }
         )),
         None => report.push_str(&format!(
-            "{PROGRAM}: {} connection(s), {} bytes each way: verified {}, failed {}; {:.1} Mbit/s{}\n",
-            load.connections,
-            load.bytes,
-            load.verified,
-            load.failed,
-            (load.verified * load.bytes * 8) as f64 / secs / 1e6,
-            if load.failed > 0 || load.verified < load.connections { " FAILED" } else { "" }
+            "{PROGRAM}: {connections} connection(s), {bytes} bytes each way: verified {verified}, failed {failed}; {:.1} Mbit/s{}\n",
+            (verified * bytes * 8) as f64 / secs / 1e6,
+            if failed > 0 || verified < connections { " FAILED" } else { "" }
         )),
     }
-    report.push_str(&app::counters_block(iface.counters()));
+    report.push_str(&app::lane_counters_block(counters));
     report
 }

@@ -14,7 +14,7 @@
 //! thread.
 
 use super::args::StackArgs;
-use super::counters::{counters_text, lanes_text, print_counters, snapshot, sum_snapshots};
+use super::counters::{counters_block, counters_text, lanes_text, snapshot, sum_snapshots};
 use super::setup::Lane;
 use crate::clock::TscClock;
 use crate::cycles::CycleCountingPort;
@@ -150,15 +150,20 @@ fn frames(lanes: &[Arc<Counters>]) -> (u64, u64) {
 /// Prints the counters block of one lane as [`print_counters`] does; of
 /// several, their total, then a line per lane ([`lanes_text`]).
 pub fn print_lane_counters(lanes: &[Arc<Counters>]) {
+    print!("{}", lane_counters_block(lanes));
+}
+
+/// What [`print_lane_counters`] prints.
+pub fn lane_counters_block(lanes: &[Arc<Counters>]) -> String {
     match lanes {
-        [one] => print_counters(one),
+        [one] => counters_block(one),
         _ => {
             let snapshots: Vec<CounterSnapshot> = lanes.iter().map(|c| snapshot(c)).collect();
-            print!(
+            format!(
                 "counters:\n{}{}",
                 counters_text(&sum_snapshots(&snapshots)),
                 lanes_text(&snapshots)
-            );
+            )
         }
     }
 }
@@ -356,6 +361,11 @@ impl<H> Workers<H> {
     /// Whether some lane's loop ended by itself ([`App::done`]).
     pub fn ended(&self) -> bool {
         self.lanes.iter().any(Worker::ended)
+    }
+
+    /// Whether every lane's loop ended by itself ([`App::done`]).
+    pub fn all_ended(&self) -> bool {
+        self.lanes.iter().all(Worker::ended)
     }
 
     /// Stops every loop, waits for the lcores, and takes back what each
