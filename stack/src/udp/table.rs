@@ -554,7 +554,7 @@ impl UdpTable {
         hot.connected = true;
         let port = hot.local_port;
         if let (Some(g), false) = (socket.group, was_connected) {
-            self.groups[g].member_connected(id, socket.options.incoming_lcore);
+            self.groups[g].member_connected(id);
         }
         self.refresh(port);
         true
@@ -606,7 +606,7 @@ impl UdpTable {
         };
         if let Some(g) = socket.group.take() {
             // Connected just before, by `connect_from`.
-            self.groups[g].leave(id, socket.options.incoming_lcore, true);
+            self.groups[g].leave(id, true);
         }
         // To the head of its chain, where Linux's rehash puts it: a
         // reuseport group met earlier would answer at once (it has no
@@ -642,7 +642,7 @@ impl UdpTable {
         self.bound -= 1;
         if let Some(g) = socket.group {
             let connected = socket.remote.is_some();
-            self.groups[g].leave(id, socket.options.incoming_lcore, connected);
+            self.groups[g].leave(id, connected);
         }
         self.free.push(id.0);
         true

@@ -12,10 +12,14 @@
 //! the first valid socket). Connected members are never picked by hash:
 //! they win their own flows by score (see `UdpTable::pick_in_group`).
 //!
-//! Invariants: `pinned[k]` lists the unconnected members pinned to pipeline
-//! k, in bind order; `pinned` has no empty list at its end, so it is empty
-//! while no unconnected member is pinned and a group without pins pays one
+//! Invariants: `pinned` holds the unconnected pinned members ordered by
+//! pipeline (bind order within one), and `by_lcore[k]` is the range of
+//! `pinned` that pipeline k's members take; the ranges follow each other in
+//! pipeline order and the last is not empty, so `by_lcore` is empty while
+//! no unconnected member is pinned and a group without pins pays one
 //! length compare per datagram. `connected` counts the connected members.
+//! Pins take two flat lists of plain values (no nested or per-pipeline
+//! vectors), so a group's drop and clone code stays a few deallocations.
 
 use super::SocketId;
 
@@ -24,8 +28,17 @@ use super::SocketId;
 pub(super) struct ReuseportGroup {
     members: Vec<SocketId>,
     connected: usize,
-    /// By pipeline index: its pinned unconnected members.
-    pinned: Vec<Vec<SocketId>>,
+    /// The unconnected pinned members, by pipeline.
+    pinned: Vec<SocketId>,
+    /// By pipeline index: where its members lie in `pinned`.
+    by_lcore: Vec<Span>,
+}
+
+/// A range of [`ReuseportGroup::pinned`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    start: u32,
+    len: u32,
 }
 
 /// Maps a 32-bit hash onto `0..len` by multiply-shift (no division).
@@ -38,38 +51,59 @@ impl ReuseportGroup {
     /// Adds an unconnected member, pinned to pipeline `pin` if given.
     pub(super) fn join(&mut self, id: SocketId, pin: Option<u16>) {
         self.members.push(id);
-        if let Some(lcore) = pin.map(usize::from) {
-            if self.pinned.len() <= lcore {
-                self.pinned.resize_with(lcore + 1, Vec::new);
-            }
-            self.pinned[lcore].push(id);
+        let Some(lcore) = pin.map(usize::from) else {
+            return;
+        };
+        if self.by_lcore.len() <= lcore {
+            let end = Span {
+                start: self.pinned.len() as u32,
+                len: 0,
+            };
+            self.by_lcore.resize(lcore + 1, end);
+        }
+        let span = &mut self.by_lcore[lcore];
+        self.pinned.insert((span.start + span.len) as usize, id);
+        span.len += 1;
+        for later in &mut self.by_lcore[lcore + 1..] {
+            later.start += 1;
         }
     }
 
-    /// Member `id` (pinned to `pin`) connected: from now on it wins its
-    /// flow by score and is no longer picked by hash.
-    pub(super) fn member_connected(&mut self, id: SocketId, pin: Option<u16>) {
+    /// Member `id` connected: from now on it wins its flow by score and
+    /// is no longer picked by hash.
+    pub(super) fn member_connected(&mut self, id: SocketId) {
         self.connected += 1;
-        self.unpin(id, pin);
+        self.unpin(id);
     }
 
-    /// Removes member `id` (pinned to `pin`; `connected` if it was).
-    pub(super) fn leave(&mut self, id: SocketId, pin: Option<u16>, connected: bool) {
+    /// Removes member `id` (`connected` if it was).
+    pub(super) fn leave(&mut self, id: SocketId, connected: bool) {
         self.members.retain(|&m| m != id);
         if connected {
             self.connected -= 1;
         } else {
-            self.unpin(id, pin);
+            self.unpin(id);
         }
     }
 
-    fn unpin(&mut self, id: SocketId, pin: Option<u16>) {
-        let Some(list) = pin.and_then(|lcore| self.pinned.get_mut(usize::from(lcore))) else {
+    /// Takes `id` out of `pinned`, if it is there.
+    fn unpin(&mut self, id: SocketId) {
+        let Some(at) = self.pinned.iter().position(|&m| m == id) else {
             return;
         };
-        list.retain(|&m| m != id);
-        while self.pinned.last().is_some_and(Vec::is_empty) {
-            self.pinned.pop();
+        self.pinned.remove(at);
+        let at = at as u32;
+        let Some(lcore) =
+            (self.by_lcore.iter()).position(|s| s.start <= at && at < s.start + s.len)
+        else {
+            return;
+        };
+        self.by_lcore[lcore].len -= 1;
+        for later in &mut self.by_lcore[lcore + 1..] {
+            later.start -= 1;
+        }
+        while self.by_lcore.last().is_some_and(|s| s.len == 0) {
+            self.by_lcore.pop();
         }
     }
 
@@ -82,18 +116,22 @@ impl ReuseportGroup {
     /// The unconnected members pinned to pipeline `lcore`, if any.
     #[inline]
     fn pinned_on(&self, lcore: u16) -> Option<&[SocketId]> {
-        match self.pinned.get(usize::from(lcore)) {
-            Some(own) if !own.is_empty() => Some(own),
-            _ => None,
-        }
+        let span = self
+            .by_lcore
+            .get(usize::from(lcore))
+            .filter(|s| s.len != 0)?;
+        let start = span.start as usize;
+        self.pinned.get(start..start + span.len as usize)
     }
 
     /// The member for a datagram with flow hash `hash` that arrived on
     /// pipeline `lcore`, in a group without connected members.
     #[inline]
     pub(super) fn select(&self, hash: u32, lcore: u16) -> SocketId {
-        let candidates = self.pinned_on(lcore).unwrap_or(&self.members);
-        candidates[scale(hash, candidates.len())]
+        if let Some(own) = self.pinned_on(lcore) {
+            return own[scale(hash, own.len())];
+        }
+        self.members[scale(hash, self.members.len())]
     }
 
     /// An unconnected member for a datagram with flow hash `hash` that

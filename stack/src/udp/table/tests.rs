@@ -839,3 +839,37 @@ fn ipv6_members_pinned_to_lcores_receive_their_lcore_s_flows() {
         }
     }
 }
+
+/// True if the flows arriving on `lcore` go to `members` only, and each
+/// of them gets some.
+fn only(t: &UdpTable, lcore: u16, members: &[SocketId]) -> bool {
+    let got = receivers(t, addr(HOST, 4300), lcore);
+    got.iter().all(|r| r.is_some_and(|r| members.contains(&r)))
+        && members.iter().all(|&m| got.contains(&Some(m)))
+}
+
+#[test]
+fn pins_on_scattered_lcores_survive_members_coming_and_going() {
+    let mut t = UdpTable::new(11);
+    let dst = addr(HOST, 4300);
+    let on_3 = t.bind(dst, pinned(3), local).unwrap();
+    let on_1 = t.bind(dst, pinned(1), local).unwrap();
+    let also_on_3 = t.bind(dst, pinned(3), local).unwrap();
+    let on_0 = t.bind(dst, pinned(0), local).unwrap();
+    assert!(only(&t, 0, &[on_0]));
+    assert!(only(&t, 1, &[on_1]));
+    assert!(only(&t, 3, &[on_3, also_on_3]));
+    assert!(only(&t, 2, &[on_0, on_1, on_3, also_on_3]), "nobody on 2");
+    assert!(t.close(on_1));
+    assert!(t.close(on_3));
+    assert!(only(&t, 0, &[on_0]));
+    assert!(
+        only(&t, 1, &[on_0, also_on_3]),
+        "by hash once 1's member left"
+    );
+    assert!(only(&t, 3, &[also_on_3]));
+    assert!(t.close(also_on_3));
+    let back = t.bind(dst, pinned(2), local).unwrap();
+    assert!(only(&t, 2, &[back]));
+    assert!(only(&t, 3, &[on_0, back]));
+}
