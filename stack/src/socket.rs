@@ -230,7 +230,7 @@ impl<P: BufPool> StackHandle<P> {
         self.udp_bind_with(local, BindOptions::default())
     }
 
-    /// Binds with options (SO_REUSEPORT, device).
+    /// Binds with options (SO_REUSEPORT, device, the pipeline it serves).
     pub fn udp_bind_with(
         &self,
         local: impl Into<SocketAddr>,

@@ -149,11 +149,13 @@ impl Case {
                         src: SocketAddrV4::new(src, *src_port),
                         dst: SocketAddrV4::new(dst, *dst_port),
                         device: 0,
+                        lcore: 0,
                     }),
                     (IpAddr::V6(src), IpAddr::V6(dst)) => table.lookup6(&FlowKey6 {
                         src: SocketAddrV6::new(src, *src_port, 0, 0),
                         dst: SocketAddrV6::new(dst, *dst_port, 0, 0),
                         device: 0,
+                        lcore: 0,
                     }),
                     _ => unreachable!("a datagram stays in its family"),
                 }?;

@@ -161,6 +161,7 @@ impl IcmpFamily for Ipv4Addr {
             src: peer,
             dst: SocketAddrV4::new(ours, our_port),
             device: link as u16,
+            lcore: core.lcore.index,
         };
         let socket = core.shared.udp.lookup(&key)?;
         // IPv4-mapped peers of IPv6 sockets included.

@@ -182,6 +182,7 @@ impl IcmpFamily for Ipv6Addr {
             src: SocketAddrV6::new(peer, peer_port, 0, 0),
             dst: SocketAddrV6::new(ours, our_port, 0, 0),
             device: link as u16,
+            lcore: core.lcore.index,
         };
         let socket = core.shared.udp.lookup6(&key)?;
         let connected_to_peer = matches!(

@@ -901,6 +901,7 @@ mod hostile;
 
 mod conn_limit;
 mod pipelines;
+mod reuseport_lcores;
 mod soak;
 mod syn_cookies;
 mod tcp_memory;

@@ -15,9 +15,10 @@
 //! ([`UdpTable::lookup`]) so it stays inlined (in Linux a second call site
 //! of the UDP scoring function made the compiler stop inlining it, a cost
 //! felt on every datagram). When the best candidate belongs to an SO_REUSEPORT group, a
-//! keyed hash of the 4-tuple picks the member, unless the group holds
-//! connected sockets: then scoring goes on, so the connected socket wins (the
-//! case Linux's reuseport lookup keeps as well).
+//! keyed hash of the 4-tuple picks the member, or a member pinned to the
+//! pipeline the datagram arrived on (SO_INCOMING_CPU; the `group` submodule),
+//! unless the group holds connected sockets: then scoring goes on, so the
+//! connected socket wins (the case Linux's reuseport lookup keeps as well).
 //!
 //! Connecting a socket bound to ANY binds it to the route's source address
 //! ([`UdpTable::connect_from`]), as Linux's connect does.
@@ -26,7 +27,8 @@
 //! TOS byte and the route kept to its last destination, one 32-byte slot
 //! per socket), is in the `send` submodule.
 //!
-//! Owned by one lcore; binds and closes are control-path calls.
+//! Shared by every pipeline of a stack, which read it per packet; binds,
+//! connects and closes are control-path writes.
 
 use crate::bind_views::{is_mapped, key_of, overlap, views, Views};
 use core::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
@@ -60,6 +62,13 @@ pub struct BindOptions {
     /// and forwards included. 0 (the default) leaves it clear; 0xb8 is
     /// DSCP EF (46), what media traffic usually asks for.
     pub tos: u8,
+    /// SO_INCOMING_CPU: the pipeline (lcore, by `Interface::index`) this
+    /// socket serves. In a reuseport group, a datagram that arrives on
+    /// that pipeline goes to a member pinned there (by hash among several)
+    /// rather than to the group's hash pick; a connected member still
+    /// takes its own flow. Outside a group it changes nothing (the socket
+    /// hears every pipeline).
+    pub incoming_lcore: Option<u16>,
 }
 
 /// Why a bind failed.
@@ -97,6 +106,8 @@ pub struct FlowKey6 {
     pub dst: SocketAddrV6,
     /// The port (device) it arrived on.
     pub device: u16,
+    /// The pipeline (lcore) it arrived on (for [`BindOptions::incoming_lcore`]).
+    pub lcore: u16,
 }
 
 /// The parts of a received IPv4 datagram that lookup looks at.
@@ -108,6 +119,8 @@ pub struct FlowKey {
     pub dst: SocketAddrV4,
     /// The port (device) it arrived on.
     pub device: u16,
+    /// The pipeline (lcore) it arrived on (for [`BindOptions::incoming_lcore`]).
+    pub lcore: u16,
 }
 
 /// No socket (end of a chain, empty port slot).
@@ -211,6 +224,7 @@ impl Probe {
             src_port: key.src.port(),
             dst_port: key.dst.port(),
             device: u32::from(key.device),
+            lcore: key.lcore,
         }
     }
 }
@@ -225,22 +239,8 @@ struct Probe {
     src_port: u16,
     dst_port: u16,
     device: u32,
-}
-
-#[derive(Debug, Clone, Default)]
-struct ReuseportGroup {
-    members: Vec<SocketId>,
-    connected: usize,
-}
-
-impl ReuseportGroup {
-    /// Picks a member by flow hash.
-    #[inline]
-    fn select(&self, hash: u32) -> SocketId {
-        // Multiply-shift maps the hash onto 0..len without a division.
-        let index = (u64::from(hash) * self.members.len() as u64) >> 32;
-        self.members[index as usize]
-    }
+    /// The pipeline it arrived on.
+    lcore: u16,
 }
 
 /// Ephemeral ports, as Linux's default range.
@@ -358,7 +358,7 @@ impl UdpTable {
         self.refresh(local.port());
         self.bound += 1;
         if let Some(g) = group {
-            self.groups[g].members.push(id);
+            self.groups[g].join(id, options.incoming_lcore);
         }
         Ok(id)
     }
@@ -554,7 +554,7 @@ impl UdpTable {
         hot.connected = true;
         let port = hot.local_port;
         if let (Some(g), false) = (socket.group, was_connected) {
-            self.groups[g].connected += 1;
+            self.groups[g].member_connected(id);
         }
         self.refresh(port);
         true
@@ -605,9 +605,8 @@ impl UdpTable {
             (SocketAddr::V4(_), IpAddr::V6(_)) => return, // not a source it can use
         };
         if let Some(g) = socket.group.take() {
-            let group = &mut self.groups[g];
-            group.members.retain(|&m| m != id);
-            group.connected -= 1;
+            // Connected just before, by `connect_from`.
+            self.groups[g].leave(id, true);
         }
         // To the head of its chain, where Linux's rehash puts it: a
         // reuseport group met earlier would answer at once (it has no
@@ -642,11 +641,8 @@ impl UdpTable {
         self.send[id.0 as usize] = SendSlot::EMPTY;
         self.bound -= 1;
         if let Some(g) = socket.group {
-            let group = &mut self.groups[g];
-            group.members.retain(|&s| s != id);
-            if socket.remote.is_some() {
-                group.connected -= 1;
-            }
+            let connected = socket.remote.is_some();
+            self.groups[g].leave(id, connected);
         }
         self.free.push(id.0);
         true
@@ -655,6 +651,11 @@ impl UdpTable {
     /// The address a socket is bound to, of its own family.
     pub fn local_socket_addr(&self, id: SocketId) -> Option<SocketAddr> {
         self.socket(id).map(|s| s.local)
+    }
+
+    /// The options a socket was bound with.
+    pub fn options(&self, id: SocketId) -> Option<BindOptions> {
+        self.socket(id).map(|s| s.options)
     }
 
     /// The peer a socket is connected to, if it is.
@@ -723,6 +724,7 @@ impl UdpTable {
             src_port: key.src.port(),
             dst_port: key.dst.port(),
             device: u32::from(key.device),
+            lcore: key.lcore,
         };
         self.lookup_chain(&probe, head_of(slot))
     }
@@ -801,27 +803,18 @@ impl UdpTable {
     #[inline(never)]
     fn pick_in_group(&self, group: &ReuseportGroup, probe: &Probe, connected: bool) -> GroupPick {
         let hash = self.flow_hash(probe);
-        if group.connected == 0 {
-            return GroupPick::Final(group.select(hash));
+        if !group.has_connected() {
+            return GroupPick::Final(group.select(hash, probe.lcore));
         }
         // Connected members present: an unconnected member chosen by hash
-        // stands in, and scoring goes on so a connected socket that matches
-        // better still wins.
+        // (or pinned to the arriving pipeline) stands in, and scoring goes
+        // on so a connected socket that matches better still wins.
         if connected {
             return GroupPick::Keep;
         }
-        self.select_unconnected(group, hash)
+        let is_connected = |m| self.socket(m).is_none_or(|s| s.remote.is_some());
+        (group.select_unconnected(hash, probe.lcore, is_connected))
             .map_or(GroupPick::Keep, GroupPick::StandIn)
-    }
-
-    /// A member of `group` that is not connected, chosen by `hash`.
-    fn select_unconnected(&self, group: &ReuseportGroup, hash: u32) -> Option<SocketId> {
-        let members = &group.members;
-        let start = group.select(hash);
-        let first = members.iter().position(|&m| m == start)?;
-        (0..members.len())
-            .map(|i| members[(first + i) % members.len()])
-            .find(|&m| self.socket(m).is_some_and(|s| s.remote.is_none()))
     }
 
     /// A keyed hash of the 4-tuple (for reuseport selection).
@@ -891,6 +884,9 @@ fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
     }
     Some(points)
 }
+
+mod group;
+use group::ReuseportGroup;
 
 mod send;
 pub use send::{CachedRoute, CachedSend, RouteMemo};

@@ -1,5 +1,6 @@
-//! UDP sockets: every bound socket with its peer and, for queue-mode
-//! sockets, the datagrams waiting in its queue.
+//! UDP sockets: every bound socket with its peer, the pipeline it is pinned
+//! to if it is and, for queue-mode sockets, the datagrams waiting in its
+//! queue.
 
 use crate::iface::Interface;
 use crate::port::Buf;
@@ -22,6 +23,9 @@ pub struct UdpSocketInfo {
     /// socket group's members share one queue: each shows the group's).
     /// Always 0 for inline sockets.
     pub queued: usize,
+    /// The pipeline (lcore) it is pinned to
+    /// ([`crate::udp::BindOptions::incoming_lcore`]), if it is.
+    pub incoming_lcore: Option<u16>,
 }
 
 impl<B: Buf> Interface<B> {
@@ -56,6 +60,7 @@ impl<B: Buf> Interface<B> {
             remote,
             queue_mode: queue.is_some(),
             queued: queue.map_or(0, |q| q.len()),
+            incoming_lcore: (self.core.shared.udp.options(id)).and_then(|o| o.incoming_lcore),
         }
     }
 }

@@ -111,6 +111,7 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         src,
         dst,
         device: link as u16,
+        lcore: core.lcore.index,
     };
     let Some(socket) = core.shared.udp.lookup(&key) else {
         return Fast::General(buf);

@@ -88,6 +88,7 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
         src: SocketAddrV6::new(src, word(h, at::SRC_PORT), 0, 0),
         dst: SocketAddrV6::new(dst, word(h, at::DST_PORT), 0, 0),
         device: link as u16,
+        lcore: core.lcore.index,
     };
     let Some(socket) = core.shared.udp.lookup6(&key) else {
         return Fast::General(buf);

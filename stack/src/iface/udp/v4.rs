@@ -81,6 +81,7 @@ impl UdpFamily for Ipv4Addr {
             src: SocketAddrV4::new(src.0, src.1),
             dst: SocketAddrV4::new(dst.0, dst.1),
             device: link as u16,
+            lcore: core.lcore.index,
         })
     }
 

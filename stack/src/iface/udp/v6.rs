@@ -81,6 +81,7 @@ impl UdpFamily for Ipv6Addr {
             src: SocketAddrV6::new(src.0, src.1, 0, 0),
             dst: SocketAddrV6::new(dst.0, dst.1, 0, 0),
             device: link as u16,
+            lcore: core.lcore.index,
         })
     }
 

@@ -25,6 +25,7 @@ fn key(src: SocketAddrV4, dst: SocketAddrV4) -> FlowKey {
         src,
         dst,
         device: 0,
+        lcore: 0,
     }
 }
 
@@ -33,6 +34,7 @@ const REUSE: BindOptions = BindOptions {
     device: None,
     v6_only: false,
     tos: 0,
+    incoming_lcore: None,
 };
 
 #[test]
@@ -179,6 +181,7 @@ fn bound_device_must_match() {
         device: Some(1),
         v6_only: false,
         tos: 0,
+        incoming_lcore: None,
     };
     let s = t.bind(addr(HOST, 700), on_port_1, local).unwrap();
     let mut k = key(addr(PEER, 1), addr(HOST, 700));
@@ -250,6 +253,7 @@ fn reuseport_groups_are_per_device() {
         device: Some(device),
         v6_only: false,
         tos: 0,
+        incoming_lcore: None,
     };
     let a = t
         .bind(addr(Ipv4Addr::UNSPECIFIED, 53), on(0), local)
@@ -302,6 +306,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                     device: (rng.next(4) == 0).then_some(rng.next(2) as u16),
                     v6_only: rng.next(2) == 0,
                     tos: 0,
+                    incoming_lcore: None,
                 };
                 let port = 5000 + rng.next(3) as u16;
                 // A third of the sockets are IPv6: dual-stack or v6-only
@@ -342,6 +347,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                             src: addr(src, 9),
                             dst: addr(dst, port),
                             device,
+                            lcore: 0,
                         };
                         let walked = t.lookup_chain(&Probe::of_v4(&k), head_of(slot));
                         assert_eq!(t.lookup(&k), walked, "{k:?}");
@@ -355,6 +361,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                         src: SocketAddrV6::new(PEER6, 9, 0, 0),
                         dst: SocketAddrV6::new(dst, port, 0, 0),
                         device,
+                        lcore: 0,
                     };
                     let probe = Probe {
                         v4: false,
@@ -363,6 +370,7 @@ fn the_sole_socket_shortcut_answers_as_the_full_walk_would() {
                         src_port: 9,
                         dst_port: port,
                         device: u32::from(device),
+                        lcore: 0,
                     };
                     let walked = t.lookup_chain(&probe, head_of(slot));
                     assert_eq!(t.lookup6(&k), walked, "{k:?}");
@@ -408,6 +416,7 @@ fn key6(src: Ipv6Addr, dst: Ipv6Addr, port: u16) -> FlowKey6 {
         src: SocketAddrV6::new(src, 9, 0, 0),
         dst: SocketAddrV6::new(dst, port, 0, 0),
         device: 0,
+        lcore: 0,
     }
 }
 
@@ -422,6 +431,7 @@ const V6_ONLY: BindOptions = BindOptions {
     device: None,
     v6_only: true,
     tos: 0,
+    incoming_lcore: None,
 };
 
 #[test]
@@ -682,4 +692,184 @@ fn a_connected_socket_takes_its_4_tuple_before_another_family_s_group() {
         t.lookup(&key(addr(PEER, 7001), addr(HOST, 4000))),
         Some(group)
     );
+}
+
+/// [`key`] for a datagram that arrived on pipeline `lcore`.
+fn key_on(src: SocketAddrV4, dst: SocketAddrV4, lcore: u16) -> FlowKey {
+    FlowKey {
+        lcore,
+        ..key(src, dst)
+    }
+}
+
+/// [`REUSE`] pinned to pipeline `lcore`.
+fn pinned(lcore: u16) -> BindOptions {
+    BindOptions {
+        incoming_lcore: Some(lcore),
+        ..REUSE
+    }
+}
+
+/// Who receives 600 flows from `PEER` to `dst` arriving on `lcore`.
+fn receivers(t: &UdpTable, dst: SocketAddrV4, lcore: u16) -> Vec<Option<SocketId>> {
+    (1000..1600)
+        .map(|src_port| t.lookup(&key_on(addr(PEER, src_port), dst, lcore)))
+        .collect()
+}
+
+#[test]
+fn reuseport_members_pinned_to_lcores_receive_their_lcore_s_flows() {
+    let mut t = UdpTable::new(0x1234_5678);
+    let dst = addr(HOST, 9000);
+    let on_0 = t.bind(dst, pinned(0), local).unwrap();
+    let on_1 = t.bind(dst, pinned(1), local).unwrap();
+    assert_eq!(t.options(on_1).unwrap().incoming_lcore, Some(1));
+    assert!(receivers(&t, dst, 0).iter().all(|&r| r == Some(on_0)));
+    assert!(receivers(&t, dst, 1).iter().all(|&r| r == Some(on_1)));
+    // An unpinned member: the pinned ones keep their lcores' flows, and on
+    // an lcore nobody is pinned to the group's hash spreads over all three.
+    let free = t.bind(dst, REUSE, local).unwrap();
+    assert!(receivers(&t, dst, 0).iter().all(|&r| r == Some(on_0)));
+    assert!(receivers(&t, dst, 1).iter().all(|&r| r == Some(on_1)));
+    let elsewhere = receivers(&t, dst, 2);
+    for member in [on_0, on_1, free] {
+        let n = elsewhere.iter().filter(|&&r| r == Some(member)).count();
+        assert!((100..300).contains(&n), "{member:?} got {n} of 600");
+    }
+    assert_eq!(
+        receivers(&t, dst, 2),
+        elsewhere,
+        "a flow stays on its member"
+    );
+}
+
+#[test]
+fn members_pinned_to_one_lcore_share_its_flows_by_hash() {
+    let mut t = UdpTable::new(99);
+    let dst = addr(HOST, 9001);
+    let a = t.bind(dst, pinned(1), local).unwrap();
+    let b = t.bind(dst, pinned(1), local).unwrap();
+    let c = t.bind(dst, pinned(0), local).unwrap();
+    let got = receivers(&t, dst, 1);
+    for member in [a, b] {
+        let n = got.iter().filter(|&&r| r == Some(member)).count();
+        assert!((200..400).contains(&n), "{member:?} got {n} of 600");
+    }
+    assert!(receivers(&t, dst, 0).iter().all(|&r| r == Some(c)));
+}
+
+#[test]
+fn a_connected_member_takes_its_flow_on_every_lcore() {
+    let mut t = UdpTable::new(7);
+    let dst = addr(HOST, 4000);
+    let on_0 = t.bind(dst, pinned(0), local).unwrap();
+    let on_1 = t.bind(dst, pinned(1), local).unwrap();
+    let connected = t.bind(dst, pinned(1), local).unwrap();
+    assert!(t.connect(connected, addr(OTHER_PEER, 6000)));
+    for lcore in 0..3 {
+        assert_eq!(
+            t.lookup(&key_on(addr(OTHER_PEER, 6000), dst, lcore)),
+            Some(connected),
+            "lcore {lcore}"
+        );
+    }
+    // Connected, it is no longer picked for its lcore's other flows.
+    assert!(receivers(&t, dst, 0).iter().all(|&r| r == Some(on_0)));
+    assert!(receivers(&t, dst, 1).iter().all(|&r| r == Some(on_1)));
+    assert!(receivers(&t, dst, 2)
+        .iter()
+        .all(|&r| r == Some(on_0) || r == Some(on_1)));
+}
+
+#[test]
+fn a_closed_or_narrowed_pinned_member_leaves_its_lcore_to_the_hash() {
+    let mut t = UdpTable::new(3);
+    let dst = addr(HOST, 4100);
+    let on_0 = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 4100), pinned(0), local)
+        .unwrap();
+    let on_1 = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 4100), pinned(1), local)
+        .unwrap();
+    let free = t
+        .bind(addr(Ipv4Addr::UNSPECIFIED, 4100), REUSE, local)
+        .unwrap();
+    assert!(t.close(on_1));
+    let got = receivers(&t, dst, 1);
+    assert!(
+        got.contains(&Some(on_0)) && got.contains(&Some(free)),
+        "by hash"
+    );
+    assert!(got.iter().all(|&r| r == Some(on_0) || r == Some(free)));
+    // Connected from HOST, the lcore-0 member is narrowed out of the group:
+    // it keeps its peer, and lcore 0's other flows go to who is left.
+    assert!(t.connect_from(on_0, addr(OTHER_PEER, 53), IpAddr::V4(HOST)));
+    assert_eq!(t.lookup(&key_on(addr(OTHER_PEER, 53), dst, 1)), Some(on_0));
+    assert!(receivers(&t, dst, 0).iter().all(|&r| r == Some(free)));
+}
+
+#[test]
+fn a_pinned_socket_outside_a_group_hears_every_lcore() {
+    let mut t = UdpTable::new(1);
+    let options = BindOptions {
+        incoming_lcore: Some(1),
+        ..BindOptions::default()
+    };
+    let s = t.bind(addr(HOST, 4200), options, local).unwrap();
+    for lcore in 0..3 {
+        let k = key_on(addr(PEER, 1000), addr(HOST, 4200), lcore);
+        assert_eq!(t.lookup(&k), Some(s));
+    }
+}
+
+#[test]
+fn ipv6_members_pinned_to_lcores_receive_their_lcore_s_flows() {
+    let mut t = UdpTable::new(5);
+    let on_0 = t.bind(v6(HOST6, 9000), pinned(0), local).unwrap();
+    let on_1 = t.bind(v6(HOST6, 9000), pinned(1), local).unwrap();
+    for lcore in [0, 1] {
+        let want = [on_0, on_1][usize::from(lcore)];
+        for src_port in 1000..1100 {
+            let k = FlowKey6 {
+                src: SocketAddrV6::new(PEER6, src_port, 0, 0),
+                lcore,
+                ..key6(PEER6, HOST6, 9000)
+            };
+            assert_eq!(t.lookup6(&k), Some(want));
+        }
+    }
+}
+
+/// True if the flows arriving on `lcore` go to `members` only, and each
+/// of them gets some.
+fn only(t: &UdpTable, lcore: u16, members: &[SocketId]) -> bool {
+    let got = receivers(t, addr(HOST, 4300), lcore);
+    got.iter().all(|r| r.is_some_and(|r| members.contains(&r)))
+        && members.iter().all(|&m| got.contains(&Some(m)))
+}
+
+#[test]
+fn pins_on_scattered_lcores_survive_members_coming_and_going() {
+    let mut t = UdpTable::new(11);
+    let dst = addr(HOST, 4300);
+    let on_3 = t.bind(dst, pinned(3), local).unwrap();
+    let on_1 = t.bind(dst, pinned(1), local).unwrap();
+    let also_on_3 = t.bind(dst, pinned(3), local).unwrap();
+    let on_0 = t.bind(dst, pinned(0), local).unwrap();
+    assert!(only(&t, 0, &[on_0]));
+    assert!(only(&t, 1, &[on_1]));
+    assert!(only(&t, 3, &[on_3, also_on_3]));
+    assert!(only(&t, 2, &[on_0, on_1, on_3, also_on_3]), "nobody on 2");
+    assert!(t.close(on_1));
+    assert!(t.close(on_3));
+    assert!(only(&t, 0, &[on_0]));
+    assert!(
+        only(&t, 1, &[on_0, also_on_3]),
+        "by hash once 1's member left"
+    );
+    assert!(only(&t, 3, &[also_on_3]));
+    assert!(t.close(also_on_3));
+    let back = t.bind(dst, pinned(2), local).unwrap();
+    assert!(only(&t, 2, &[back]));
+    assert!(only(&t, 3, &[on_0, back]));
 }
