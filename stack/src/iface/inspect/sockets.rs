@@ -60,7 +60,7 @@ impl<B: Buf> Interface<B> {
             remote,
             queue_mode: queue.is_some(),
             queued: queue.map_or(0, |q| q.len()),
-            incoming_lcore: (self.core.shared.udp.options(id)).and_then(|o| o.incoming_lcore),
+            incoming_lcore: (shared.udp.options(id)).and_then(|o| o.incoming_lcore),
         }
     }
 }

@@ -57,8 +57,8 @@ fn all_to(got: &[(u16, SocketId)], socket: SocketId) -> bool {
 #[test]
 fn members_pinned_per_pipeline_receive_their_pipeline_s_flows() {
     let (mut first, mut port0) = stack_knowing_peer();
-    let (mut second, mut port1) = (first.pipeline(), our_port());
-    let (mut third, mut port2) = (first.pipeline(), our_port());
+    let (mut second, mut port1) = (first.pipeline().unwrap(), our_port());
+    let (mut third, mut port2) = (first.pipeline().unwrap(), our_port());
     assert_eq!(third.index(), 2);
     let group = SocketAddrV4::new(OUR_IP, GROUP_PORT);
     let on_0 = first.udp_bind(group, pinned(0)).unwrap();
@@ -107,7 +107,7 @@ fn members_pinned_per_pipeline_receive_their_pipeline_s_flows() {
 #[test]
 fn a_connected_member_keeps_its_flow_on_every_pipeline() {
     let (mut first, mut port0) = stack_knowing_peer();
-    let (mut second, mut port1) = (first.pipeline(), our_port());
+    let (mut second, mut port1) = (first.pipeline().unwrap(), our_port());
     let group = SocketAddrV4::new(OUR_IP, GROUP_PORT);
     let on_0 = first.udp_bind(group, pinned(0)).unwrap();
     let on_1 = first.udp_bind(group, pinned(1)).unwrap();
@@ -132,7 +132,7 @@ fn a_connected_member_keeps_its_flow_on_every_pipeline() {
 fn queue_mode_members_pinned_per_pipeline_fill_their_own_queues() {
     let (mut first, mut port0) = stack_knowing_peer();
     let handle = first.handle(port0.pool(), 64);
-    let (mut second, mut port1) = (first.pipeline(), our_port());
+    let (mut second, mut port1) = (first.pipeline().unwrap(), our_port());
     let binder = thread::spawn(move || {
         let group = SocketAddrV4::new(OUR_IP, GROUP_PORT);
         let on_0 = handle.udp_bind_with(group, pinned(0)).unwrap();
