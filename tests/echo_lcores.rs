@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{app_counter, kernel_side, unique_name, AppProcess, Netns};
+use common::{app_counter, kernel_side, lane_counter, unique_name, AppProcess, Netns};
 use dpstack::eal::EalArgs;
 
 const STACK_IP: &str = "10.203.0.1";
@@ -51,23 +51,6 @@ fn stop(setup: TwoLanes) -> String {
     drop(ns);
     assert_eq!(done.code, Some(0), "{}{}", done.stdout, done.stderr);
     done.stdout
-}
-
-/// Counter `name` of lane `lane` from the app's last per-lane line
-/// (`lane N: NAME VALUE ...`).
-fn lane_counter(output: &str, lane: usize, name: &str) -> u64 {
-    let prefix = format!("lane {lane}:");
-    let line = output
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no line for lane {lane} in:\n{output}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    words
-        .chunks(2)
-        .find(|pair| pair[0] == name)
-        .and_then(|pair| pair.get(1)?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} on lane {lane}: {line}"))
 }
 
 /// Runs a Python script in the namespace (at most `seconds`) and returns

@@ -306,6 +306,27 @@ pub fn app_counter(output: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Counter `name` of lane `lane` from the app's last per-lane line
+/// (`lane N: NAME VALUE ...`; 0 if the line does not show it).
+pub fn lane_counter(output: &str, lane: usize, name: &str) -> u64 {
+    let prefix = format!("lane {lane}:");
+    let line = output
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no line for lane {lane} in:\n{output}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    // Counters a lane line shows only when not zero (the TCP hand-offs)
+    // read as 0 when absent.
+    words
+        .chunks(2)
+        .find(|pair| pair[0] == name)
+        .map_or(0, |pair| {
+            (pair.get(1).and_then(|v| v.parse().ok()))
+                .unwrap_or_else(|| panic!("{name} on lane {lane} is no number: {line}"))
+        })
+}
+
 /// Runs `socat - ADDRESS` inside namespace `netns`, feeding it `input` from
 /// a thread of its own (so a large echo cannot deadlock on full pipes); it
 /// gives up after 2 s of silence. Returns what it printed.

@@ -370,3 +370,127 @@ fn a_segment_for_no_connection_and_no_listener_here_goes_to_the_first_pipelines_
 fn is_tcp(frame: &[u8]) -> bool {
     frame.len() > 23 && frame[12..14] == [0x08, 0x00] && frame[23] == 6
 }
+
+#[test]
+fn many_connections_from_both_pipelines_survive_replies_landing_by_the_peers_hash() {
+    use super::tcp::{host, EchoTcp};
+    let (first, port0) = host(OUR_MAC, OUR_IP, "2001:db8::1");
+    let second = first.pipeline().unwrap();
+    let mut ours = [(first, port0), (second, our_port())];
+    let mut peer = host(PEER_MAC, PEER_IP, "2001:db8::2");
+    peer.0
+        .tcp_listen("0.0.0.0:7".parse::<SocketAddr>().unwrap(), 64)
+        .unwrap();
+    let data: Vec<u8> = (0..50_000).map(|i| (i * 13 % 251) as u8).collect();
+    let mut clients: Vec<Many> = (0..2).map(|_| Many::new(&data)).collect();
+    for (lane, (iface, port)) in ours.iter_mut().enumerate() {
+        for _ in 0..8 {
+            let conn = iface
+                .tcp_connect(
+                    core::slice::from_mut(port),
+                    Instant::ZERO,
+                    SocketAddr::from((PEER_IP, 7)),
+                )
+                .unwrap();
+            clients[lane].open(conn);
+        }
+    }
+    let mut now = Instant::ZERO;
+    for _ in 0..200_000 {
+        now = now + crate::time::Duration::from_millis(1);
+        for (lane, (iface, port)) in ours.iter_mut().enumerate() {
+            iface.poll(port, now, &mut clients[lane]);
+            port.deliver_to(&mut peer.1);
+        }
+        peer.0.poll(&mut peer.1, now, &mut EchoTcp);
+        while let Some(frame) = peer.1.pop_tx() {
+            // ARP on the first queue, TCP by a hash of its ports.
+            let lane = if is_tcp(frame.data()) {
+                let ports = &frame.data()[34..38];
+                usize::from((ports[0] ^ ports[1] ^ ports[2] ^ ports[3]) & 1)
+            } else {
+                0
+            };
+            ours[lane].1.push_rx(frame.data());
+        }
+        if clients.iter().all(Many::finished) {
+            break;
+        }
+    }
+    for (lane, client) in clients.iter().enumerate() {
+        assert_eq!(client.intact, 8, "lane {lane}: {:?}", client.failures);
+    }
+    let counters = [ours[0].0.counters(), ours[1].0.counters()];
+    let handed: u64 = counters.iter().map(|c| c.get(Stat::TcpSteeredOut)).sum();
+    assert!(handed > 0);
+    for c in counters {
+        assert_eq!(c.get(Stat::TcpOutRsts), 0);
+        assert_eq!(c.dropped(DropReason::TcpNoSocket), 0);
+    }
+}
+
+/// Clients on one pipeline: each connection sends `data`, reads the echo,
+/// closes.
+struct Many {
+    data: Vec<u8>,
+    conns: Vec<(ConnId, usize, Vec<u8>, bool)>,
+    intact: usize,
+    failures: Vec<String>,
+}
+
+impl Many {
+    fn new(data: &[u8]) -> Many {
+        Many {
+            data: data.to_vec(),
+            conns: Vec::new(),
+            intact: 0,
+            failures: Vec::new(),
+        }
+    }
+
+    fn open(&mut self, conn: ConnId) {
+        self.conns.push((conn, 0, Vec::new(), false));
+    }
+
+    fn finished(&self) -> bool {
+        self.conns.iter().all(|c| c.3)
+    }
+}
+
+impl InlineHandler<MemBuf> for Many {
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        let Some(at) = self.conns.iter().position(|c| c.0 == conn) else {
+            return;
+        };
+        let (_, sent, got, done) = &mut self.conns[at];
+        if let TcpEvent::Closed(error) = event {
+            if !*done {
+                *done = true;
+                if *got == self.data {
+                    self.intact += 1;
+                } else {
+                    self.failures
+                        .push(format!("closed {error:?} after {} bytes", got.len()));
+                }
+            }
+            return;
+        }
+        let mut buf = [0u8; 8192];
+        while let Ok(n @ 1..) = ctx.tcp_recv(conn, &mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        if *sent < self.data.len() {
+            if let Ok(n) = ctx.tcp_send(conn, &self.data[*sent..]) {
+                *sent += n;
+                if *sent == self.data.len() {
+                    ctx.tcp_close(conn);
+                }
+            }
+        }
+    }
+}
