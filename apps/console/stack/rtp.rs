@@ -212,6 +212,11 @@ impl<B: Buf> StackState<B> {
         if self.services.rtp.is_some() {
             return Err("an RTP relay runs already (rtp-relay stop first)".into());
         }
+        // The relay's state is the home pipeline's handler's: the other
+        // pipelines drop what lands on them for its sockets.
+        if self.lcore_ids.len() > 1 {
+            return Err("the RTP relay runs on one lcore: set nbcore 1".into());
+        }
         if sessions == 0 {
             return Err("--sessions: at least 1".into());
         }
