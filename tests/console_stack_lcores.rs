@@ -160,6 +160,11 @@ fn stack_mode_on_two_lcores_answers_the_kernel_from_both() {
         "3 packets transmitted, 3 received",
     );
 
+    // The console's ping runs on the home lcore; its replies are taken on
+    // whichever queue they land.
+    let ping = console.say(&format!("ping {KERNEL_IP} count 3"));
+    assert_has(&ping, "3 packets transmitted, 3 received, 0% packet loss");
+
     assert_eq!(
         console.say("udp-echo start 7"),
         "UDP echo started on [::]:7\n"
@@ -238,4 +243,24 @@ fn stack_mode_on_two_lcores_answers_the_kernel_from_both() {
     let out = console.app.wait();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     drop(ns);
+}
+
+#[test]
+fn stack_mode_needs_an_rx_queue_per_lcore() {
+    let mut console = Console::start(
+        "net_null0",
+        &["--forward-mode=stack", "--nb-cores=2", "--txq=2"],
+    );
+    assert_has(
+        &console.say("start"),
+        "stack mode runs a pipeline per lcore on its queue of each port: 2 lcore(s) need 2 rx \
+         queue(s) and at least 2 tx queue(s)",
+    );
+    assert_eq!(
+        console.say("show tcp"),
+        "Stack not running: set fwd stack, then start\n"
+    );
+    writeln!(console.stdin, "quit").expect("write quit");
+    let out = console.app.wait();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
 }

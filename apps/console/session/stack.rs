@@ -76,6 +76,7 @@ impl Session {
         let lcores: Vec<Lcore> = self.lcores[..pipelines].to_vec();
         state.lcore_ids = lcores.iter().map(|l| l.0).collect();
         let lanes: Vec<Lane<Mbuf>> = state.lanes.drain(..pipelines - 1).collect();
+        let capture = Arc::clone(state.capture());
         let mut counters = vec![Arc::clone(state.counters())];
         counters.extend(lanes.iter().map(|l| Arc::clone(l.counters())));
         let (requests, requested) = crossbeam_channel::unbounded::<Envelope>();
@@ -96,9 +97,11 @@ impl Session {
         let home_queues = queues.next().unwrap_or_default();
         let home_requested = lane_requested.remove(0);
         let (home_stats, home_stop) = (Arc::clone(&stats), Arc::clone(&stop));
+        let home_capture = Arc::clone(&capture);
         let home = launch(lcores[0], move || {
-            let mut ports: Vec<StackPort<EthQueue>> =
-                home_queues.into_iter().map(StackPort::new).collect();
+            let mut ports: Vec<StackPort<EthQueue>> = (home_queues.into_iter())
+                .map(|q| StackPort::new(q, &home_capture))
+                .collect();
             let clock = TscClock::new();
             stack::run(
                 &mut state,
@@ -119,9 +122,11 @@ impl Session {
             let index = i + 1;
             let (lane_stats, lane_stop) = (Arc::clone(&stats), Arc::clone(&stop));
             let give_back = give_lane_back.clone();
+            let capture = Arc::clone(&capture);
             let launched = launch(lcores[index], move || {
-                let mut ports: Vec<StackPort<EthQueue>> =
-                    queues.into_iter().map(StackPort::new).collect();
+                let mut ports: Vec<StackPort<EthQueue>> = (queues.into_iter())
+                    .map(|q| StackPort::new(q, &capture))
+                    .collect();
                 let clock = TscClock::new();
                 let first_stream = index * ports.len();
                 lanes::run(

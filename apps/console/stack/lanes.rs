@@ -17,7 +17,7 @@ use super::{Proto, Publisher};
 use crate::forward::ForwardStats;
 use crossbeam_channel::{Receiver, Sender};
 use dpstack::stack::iface::{
-    Interface, TcpBufferMemory, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
+    EchoReply, Interface, TcpBufferMemory, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
 };
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::time::Instant;
@@ -29,12 +29,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Lane<B: Buf> {
     pub(super) iface: Interface<B>,
     pub(super) services: Services,
+    /// Where the echo replies its ports take go (the home pipeline's ping).
+    replies: Sender<EchoReply>,
 }
 
 impl<B: Buf> Lane<B> {
     /// A new pipeline of `home`'s stack running the services `home_services`
-    /// runs: the same UDP echo sockets, a listener of its own per TCP echo.
-    pub(super) fn new(home: &Interface<B>, home_services: &Services) -> Result<Lane<B>, String> {
+    /// runs (the same UDP echo sockets, a listener of its own per TCP
+    /// echo), handing the ping replies its ports take to `replies`.
+    pub(super) fn new(
+        home: &Interface<B>,
+        home_services: &Services,
+        replies: Sender<EchoReply>,
+    ) -> Result<Lane<B>, String> {
         let mut iface = home.pipeline().map_err(|e| format!("stack: {e}"))?;
         let mut services = Services::new();
         for service in &home_services.started {
@@ -47,7 +54,22 @@ impl<B: Buf> Lane<B> {
             };
             services.started.push(service);
         }
-        Ok(Lane { iface, services })
+        Ok(Lane {
+            iface,
+            services,
+            replies,
+        })
+    }
+
+    /// Polls the lane's ports once and hands the ping replies they took
+    /// to the home pipeline.
+    pub(super) fn poll<P: Port<Buf = B>>(&mut self, ports: &mut [StackPort<P>], now: Instant) {
+        self.iface.poll_ports(ports, now, &mut self.services);
+        for port in ports.iter_mut() {
+            for reply in port.take_replies() {
+                let _ = self.replies.send(reply);
+            }
+        }
     }
 
     /// The pipeline's counters.
@@ -209,7 +231,7 @@ pub fn run<B: Buf, P: Port<Buf = B>>(
     let mut publisher = Publisher::new(ports.len(), first_stream);
     while !stop.load(Ordering::Relaxed) {
         let now = clock();
-        lane.iface.poll_ports(ports, now, &mut lane.services);
+        lane.poll(ports, now);
         publisher.publish(ports, stats);
         if let Ok(envelope) = requests.try_recv() {
             let answer = answer(&mut lane.iface, &mut lane.services, envelope.request);

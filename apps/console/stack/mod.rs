@@ -30,12 +30,12 @@ mod services;
 pub mod text;
 
 pub use lanes::{Lane, LaneAnswer, LaneEnvelope, LaneRequest};
-pub use port::StackPort;
+pub use port::{Capture, StackPort};
 pub use text::LinkLine;
 
 use crate::forward::{ForwardStats, StreamCounters};
 use crossbeam_channel::{Receiver, Sender};
-use dpstack::stack::iface::{Interface, InterfaceConfig, LinkConfig, Prefix, SendError};
+use dpstack::stack::iface::{EchoReply, Interface, InterfaceConfig, LinkConfig, Prefix, SendError};
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::time::Instant;
@@ -44,6 +44,7 @@ use ping::PingRun;
 use services::Services;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// What a stack command says while stack mode does not run.
 pub const NOT_RUNNING: &str = "Stack not running: set fwd stack, then start";
@@ -154,6 +155,10 @@ pub struct StackState<B: Buf> {
     /// The DPDK lcore of each pipeline of the current run (index 0: this
     /// one), for `show tcp`.
     pub lcore_ids: Vec<u32>,
+    /// Which ping's replies every pipeline's ports take.
+    capture: Arc<Capture>,
+    /// The replies the lanes' ports took, to the running ping.
+    lane_replies: (Sender<EchoReply>, Receiver<EchoReply>),
 }
 
 impl<B: Buf> StackState<B> {
@@ -210,14 +215,22 @@ impl<B: Buf> StackState<B> {
             next_ident: ping_ident,
             lanes: Vec::new(),
             lcore_ids: Vec::new(),
+            capture: Arc::default(),
+            lane_replies: crossbeam_channel::unbounded(),
         })
+    }
+
+    /// What every port of the stack shares to take a ping's replies.
+    pub fn capture(&self) -> &Arc<Capture> {
+        &self.capture
     }
 
     /// Makes pipelines until the stack has `total` (this one and its
     /// lanes), each running the services this one runs.
     pub fn add_lanes(&mut self, total: usize) -> Result<(), String> {
         while self.lanes.len() + 1 < total {
-            let lane = Lane::new(&self.iface, &self.services)?;
+            let replies = self.lane_replies.0.clone();
+            let lane = Lane::new(&self.iface, &self.services, replies)?;
             self.lanes.push(lane);
         }
         Ok(())
@@ -271,6 +284,8 @@ impl<B: Buf> StackState<B> {
         if self.ping.is_some() {
             return Err("ping: another ping runs\n".into());
         }
+        // Replies a lane took after the last ping ended are stale.
+        while self.lane_replies.1.try_recv().is_ok() {}
         self.next_ident = self.next_ident.wrapping_add(1);
         let mut run = PingRun::new(dst, self.next_ident, count);
         match self
@@ -295,6 +310,9 @@ impl<B: Buf> StackState<B> {
             for reply in port.take_replies() {
                 run.on_reply(&reply, now);
             }
+        }
+        for reply in self.lane_replies.1.try_iter() {
+            run.on_reply(&reply, now);
         }
         if let Some(seq) = run.due(now) {
             // A failure (no buffer, neighbour unresolved) is a lost request.
@@ -383,5 +401,7 @@ impl Publisher {
     }
 }
 
+#[cfg(test)]
+mod lane_tests;
 #[cfg(test)]
 mod tests;

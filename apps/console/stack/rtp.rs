@@ -347,9 +347,10 @@ mod tests {
             let setup = [(0, "10.8.0.1/24".parse().expect("prefix"))];
             let mut config = InterfaceConfig::new(PEER, "10.8.0.2/24".parse().expect("cidr"));
             config.dad_transmits = 0;
+            let state = StackState::new(links, &setup, 1).expect("a stack");
             World {
-                state: StackState::new(links, &setup, 1).expect("a stack"),
-                ports: vec![StackPort::new(mem(OURS))],
+                ports: vec![StackPort::new(mem(OURS), state.capture())],
+                state,
                 peer: Interface::new(config).expect("a peer"),
                 peer_port: mem(PEER),
                 got: Collect::default(),

@@ -500,4 +500,46 @@ udp   UNCONN          0      0 [::]:7                     *:*
 "
         );
     }
+
+    #[test]
+    fn counters_of_several_lcores_have_the_total_then_a_column_each() {
+        let snapshot = |eth: u64, udp: u64, dropped: u64| {
+            let mut c = total(&[]);
+            for (stat, v) in c.stats.iter_mut() {
+                match stat {
+                    Stat::EthInFrames => *v = eth,
+                    Stat::UdpInDatagrams => *v = udp,
+                    _ => {}
+                }
+            }
+            c.drops[0].1 = dropped;
+            c
+        };
+        let one = snapshot(5, 2, 0);
+        assert_eq!(
+            counters(std::slice::from_ref(&one), &[1]),
+            dpstack::app::counters_text(&one),
+            "one lcore: the apps' counters, unchanged"
+        );
+        let drop_name = format!("drop_{}", DropReason::ALL[0].name());
+        let text = counters(&[one, snapshot(7, 0, 3)], &[1, 2]);
+        let want = format!(
+            "{:<36}total       lcore 1     lcore 2\n\
+             Ethernet:\n    EthInFrames                     12          5           7\n",
+            ""
+        );
+        assert!(text.starts_with(&want), "{text}");
+        assert!(
+            text.contains("\n    UdpInDatagrams                  2           2           0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("\n    {drop_name:<32}3           0           3\n")),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("Dropped: 3 (lcore 1: 0, lcore 2: 3)\n"),
+            "{text}"
+        );
+    }
 }
