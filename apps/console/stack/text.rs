@@ -1,8 +1,11 @@
 //! Text of the stack's `show` commands, in the layouts of the Linux tools
 //! people already read: `ip addr`, `ip route`, `ip neigh`, `ss`. (`show
-//! counters` is the apps' counters printer, `dpstack::app::counters_text`.) Ports are named by their DPDK port id
-//! (`port 0` where Linux says `dev eth0`); MACs are lower-case, as
-//! iproute2 prints them.
+//! counters` is the apps' counters printer, `dpstack::app::counters_text`,
+//! with a column per lcore when the stack runs on several.) Ports are
+//! named by their DPDK port id (`port 0` where Linux says `dev eth0`);
+//! MACs are lower-case, as iproute2 prints them. Per-pipeline parts
+//! (sockets, counters) are merged here; TCP connections name their owner
+//! by DPDK lcore.
 
 use super::lanes::SocketsPart;
 use dpstack::stack::counters::{DropReason, Stat};
