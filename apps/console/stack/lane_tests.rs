@@ -225,7 +225,7 @@ fn echo_services_answer_on_the_pipeline_the_peer_lands_on() {
 }
 
 #[test]
-fn a_lane_echoes_only_the_echo_sockets_and_a_new_lane_runs_the_started_ones() {
+fn a_lane_echoes_only_the_echo_sockets_and_runs_the_services_home_runs() {
     let mut w = world();
     // A socket of the home pipeline's own (as the RTP relay's are): a
     // datagram for it that lands on the lane is not echoed.
@@ -249,6 +249,26 @@ fn a_lane_echoes_only_the_echo_sockets_and_a_new_lane_runs_the_started_ones() {
     assert!(matches!(
         new.services.started[..],
         [services::Service::Tcp(..)]
+    ));
+    // A lane a run did not use catches up with what changed meanwhile.
+    let stopped = w.ask(Request::Echo {
+        proto: Proto::Tcp,
+        port: 7,
+        start: false,
+    });
+    assert_eq!(stopped, "TCP echo stopped on port 7\n");
+    let started = w.ask(Request::Echo {
+        proto: Proto::Udp,
+        port: 7,
+        start: true,
+    });
+    assert_eq!(started, "UDP echo started on [::]:7\n");
+    w.state.add_lanes(3).expect("the lanes follow");
+    let parked = w.state.lanes.last().expect("a lane");
+    assert!(parked.iface.tcp_listeners().is_empty());
+    assert!(matches!(
+        parked.services.started[..],
+        [services::Service::Udp(..)]
     ));
 }
 

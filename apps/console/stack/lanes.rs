@@ -10,6 +10,11 @@
 //! its own, at most one per poll iteration (`try_recv`), so the console
 //! asks each and merges the answers; counters need no request (each
 //! pipeline's `Arc<Counters>` is read from the console thread).
+//!
+//! Lanes outlive a run: after `set nbcore` lowers the lcore count, the
+//! lanes a run does not use stay parked (not polled, their connections
+//! idle: a pipeline cannot be taken out of its stack); a later run on more
+//! lcores brings their services up to the home pipeline's first.
 
 use super::port::StackPort;
 use super::services::{Service, Services};
@@ -35,30 +40,52 @@ pub struct Lane<B: Buf> {
 
 impl<B: Buf> Lane<B> {
     /// A new pipeline of `home`'s stack running the services `home_services`
-    /// runs (the same UDP echo sockets, a listener of its own per TCP
-    /// echo), handing the ping replies its ports take to `replies`.
+    /// runs, handing the ping replies its ports take to `replies`.
     pub(super) fn new(
         home: &Interface<B>,
         home_services: &Services,
         replies: Sender<EchoReply>,
     ) -> Result<Lane<B>, String> {
-        let mut iface = home.pipeline().map_err(|e| format!("stack: {e}"))?;
-        let mut services = Services::new();
+        let iface = home.pipeline().map_err(|e| format!("stack: {e}"))?;
+        let mut lane = Lane {
+            iface,
+            services: Services::new(),
+            replies,
+        };
+        lane.follow(home_services)?;
+        Ok(lane)
+    }
+
+    /// Makes the lane run exactly the services `home_services` runs: the
+    /// same UDP echo sockets, a listener of its own per TCP echo. (A lane
+    /// a run did not use missed the changes made meanwhile.)
+    pub(super) fn follow(&mut self, home_services: &Services) -> Result<(), String> {
+        let same = |a: &Service, b: &Service| match (a, b) {
+            (Service::Udp(a, _), Service::Udp(b, _)) => a == b,
+            (Service::Tcp(_, a), Service::Tcp(_, b)) => a == b,
+            _ => false,
+        };
+        let iface = &mut self.iface;
+        self.services.started.retain(|mine| {
+            let kept = home_services.started.iter().any(|s| same(s, mine));
+            if let (false, Service::Tcp(id, _)) = (kept, mine) {
+                iface.tcp_unlisten(*id);
+            }
+            kept
+        });
         for service in &home_services.started {
+            if self.services.started.iter().any(|s| same(s, service)) {
+                continue;
+            }
             let service = match *service {
                 Service::Udp(..) => *service,
-                Service::Tcp(_, local) => iface
-                    .tcp_listen(local, BACKLOG)
+                Service::Tcp(_, local) => (iface.tcp_listen(local, BACKLOG))
                     .map(|id| Service::Tcp(id, local))
                     .map_err(|e| format!("TCP echo on {local}: {e}"))?,
             };
-            services.started.push(service);
+            self.services.started.push(service);
         }
-        Ok(Lane {
-            iface,
-            services,
-            replies,
-        })
+        Ok(())
     }
 
     /// Polls the lane's ports once and hands the ping replies they took

@@ -225,9 +225,13 @@ impl<B: Buf> StackState<B> {
         &self.capture
     }
 
-    /// Makes pipelines until the stack has `total` (this one and its
-    /// lanes), each running the services this one runs.
+    /// Readies the first `total - 1` lanes for a run on `total` pipelines
+    /// (this one and its lanes), making the missing ones: each runs the
+    /// services this one runs.
     pub fn add_lanes(&mut self, total: usize) -> Result<(), String> {
+        for lane in self.lanes.iter_mut().take(total.saturating_sub(1)) {
+            lane.follow(&self.services)?;
+        }
         while self.lanes.len() + 1 < total {
             let replies = self.lane_replies.0.clone();
             let lane = Lane::new(&self.iface, &self.services, replies)?;

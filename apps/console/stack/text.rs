@@ -216,7 +216,8 @@ pub fn rfc_state(state: State) -> &'static str {
 
 /// `show tcp`: the count per state, the buffer memory, the TCP counters,
 /// then each connection with its queues and figures.
-/// Every pipeline's `parts` are merged (connections sorted by address);
+/// Every pipeline's `parts` are merged (connections sorted by address,
+/// listeners and buffer memory summed: each pipeline has its own);
 /// `counters` are the total of every pipeline's; each connection's owner
 /// is shown by its DPDK lcore (`lcores[pipeline]`).
 pub fn tcp(parts: &[SocketsPart], counters: &CounterSnapshot, lcores: &[u32]) -> String {
