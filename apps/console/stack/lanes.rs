@@ -21,6 +21,7 @@ use super::services::{Service, Services};
 use super::{Proto, Publisher};
 use crate::forward::ForwardStats;
 use crossbeam_channel::{Receiver, Sender};
+use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{
     EchoReply, Interface, TcpBufferMemory, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
 };
@@ -29,6 +30,7 @@ use dpstack::stack::time::Instant;
 use dpstack::stack::udp::BindOptions;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A pipeline other than the home one, with its handler.
 pub struct Lane<B: Buf> {
@@ -100,7 +102,7 @@ impl<B: Buf> Lane<B> {
     }
 
     /// The pipeline's counters.
-    pub fn counters(&self) -> &std::sync::Arc<dpstack::stack::counters::Counters> {
+    pub fn counters(&self) -> &Arc<Counters> {
         self.iface.counters()
     }
 }

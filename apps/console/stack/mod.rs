@@ -35,6 +35,7 @@ pub use text::LinkLine;
 
 use crate::forward::{ForwardStats, StreamCounters};
 use crossbeam_channel::{Receiver, Sender};
+use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{EchoReply, Interface, InterfaceConfig, LinkConfig, Prefix, SendError};
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
@@ -241,7 +242,7 @@ impl<B: Buf> StackState<B> {
     }
 
     /// The home pipeline's counters.
-    pub fn counters(&self) -> &std::sync::Arc<dpstack::stack::counters::Counters> {
+    pub fn counters(&self) -> &Arc<Counters> {
         self.iface.counters()
     }
 
