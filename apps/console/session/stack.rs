@@ -217,18 +217,15 @@ impl Session {
                 let request = LaneRequest::Echo { proto, port, start };
                 // The home pipeline first: it binds the UDP socket the
                 // others then echo.
-                let home = run.ask(0, request)?;
-                let LaneAnswer::Text(mut out) = home else {
-                    return Err("The stack lcore answered out of turn".into());
+                let mut out = match run.ask(0, request)? {
+                    LaneAnswer::Echo(Ok(text)) => text,
+                    LaneAnswer::Echo(Err(unchanged)) => return Ok(unchanged),
+                    LaneAnswer::Sockets(_) => return Err(OUT_OF_TURN.into()),
                 };
-                if !out.contains(" echo started on ") && !out.contains(" echo stopped on ") {
-                    return Ok(out);
-                }
+                // Each other pipeline does the same (a refusal is said).
                 for (i, lcore) in run.lcores.iter().enumerate().skip(1) {
-                    if let LaneAnswer::Text(text) = run.ask(i, request)? {
-                        if text.starts_with("Error") {
-                            out.push_str(&format!("lcore {lcore}: {text}"));
-                        }
+                    if let LaneAnswer::Echo(Err(refused)) = run.ask(i, request)? {
+                        out.push_str(&format!("lcore {lcore}: {refused}"));
                     }
                 }
                 Ok(out)
@@ -279,11 +276,14 @@ impl StackRun {
         (0..self.lane_requests.len())
             .map(|i| match self.ask(i, LaneRequest::Sockets)? {
                 LaneAnswer::Sockets(part) => Ok(part),
-                LaneAnswer::Text(text) => Err(text),
+                LaneAnswer::Echo(_) => Err(OUT_OF_TURN.into()),
             })
             .collect()
     }
 }
+
+/// What a pipeline's answer of the wrong kind says (a bug).
+const OUT_OF_TURN: &str = "A stack lcore answered another request";
 
 /// How long the console waits for a pipeline's answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);

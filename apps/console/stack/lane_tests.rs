@@ -131,7 +131,7 @@ impl World {
         (self.ask_both(LaneRequest::Sockets).into_iter())
             .map(|answer| match answer {
                 LaneAnswer::Sockets(part) => part,
-                LaneAnswer::Text(text) => panic!("{text}"),
+                LaneAnswer::Echo(text) => panic!("{text:?}"),
             })
             .collect()
     }
@@ -165,8 +165,8 @@ fn echo_services_answer_on_the_pipeline_the_peer_lands_on() {
     let mut w = world();
     for proto in [Proto::Udp, Proto::Tcp] {
         for answer in w.ask_both(echo(proto, true)) {
-            let LaneAnswer::Text(text) = answer else {
-                panic!("an echo answers with text");
+            let LaneAnswer::Echo(Ok(text)) = answer else {
+                panic!("started on both: {answer:?}");
             };
             assert!(text.contains(" echo started on [::]:7\n"), "{text}");
         }
@@ -215,10 +215,10 @@ fn echo_services_answer_on_the_pipeline_the_peer_lands_on() {
 
     // Stopped on both, the lane echoes no more.
     for answer in w.ask_both(echo(Proto::Udp, false)) {
-        let LaneAnswer::Text(text) = answer else {
+        let LaneAnswer::Echo(text) = answer else {
             panic!("an echo answers with text");
         };
-        assert_eq!(text, "UDP echo stopped on port 7\n");
+        assert_eq!(text, Ok("UDP echo stopped on port 7\n".into()));
     }
     w.send("10.9.0.2:5002", "10.9.0.1:7", b"nobody");
     assert_eq!(w.received.0.len(), 2);

@@ -131,8 +131,9 @@ pub enum LaneRequest {
 pub enum LaneAnswer {
     /// Its sockets.
     Sockets(SocketsPart),
-    /// The text of an echo command.
-    Text(String),
+    /// An echo command's text: `Ok` if it changed the services, `Err` if
+    /// not (already running, not running, refused).
+    Echo(Result<String, String>),
 }
 
 /// A [`LaneRequest`] and where its answer goes.
@@ -180,7 +181,7 @@ pub(super) fn answer<B: Buf>(
     match request {
         LaneRequest::Sockets => LaneAnswer::Sockets(sockets_part(iface)),
         LaneRequest::Echo { proto, port, start } => {
-            LaneAnswer::Text(echo(iface, services, proto, port, start))
+            LaneAnswer::Echo(echo(iface, services, proto, port, start))
         }
     }
 }
@@ -188,13 +189,14 @@ pub(super) fn answer<B: Buf>(
 /// `udp-echo|tcp-echo start|stop PORT` on one pipeline: the home pipeline
 /// binds or closes a UDP echo socket, the others start or stop echoing
 /// the socket it bound; every pipeline listens or stops listening for TCP.
+/// `Err` (with the command's text) if nothing changed.
 pub(super) fn echo<B: Buf>(
     iface: &mut Interface<B>,
     services: &mut Services,
     proto: Proto,
     port: u16,
     start: bool,
-) -> String {
+) -> Result<String, String> {
     let name = match proto {
         Proto::Udp => "UDP",
         Proto::Tcp => "TCP",
@@ -209,7 +211,7 @@ pub(super) fn echo<B: Buf>(
     let home = iface.index() == 0;
     let local = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port);
     match (start, found) {
-        (true, Some(_)) => format!("{name} echo already runs on port {port}\n"),
+        (true, Some(_)) => Err(format!("{name} echo already runs on port {port}\n")),
         (true, None) => {
             let started = match proto {
                 Proto::Udp if home => (iface.udp_bind(local, BindOptions::default()))
@@ -226,9 +228,9 @@ pub(super) fn echo<B: Buf>(
             match started {
                 Ok(service) => {
                     services.started.push(service);
-                    format!("{name} echo started on {local}\n")
+                    Ok(format!("{name} echo started on {local}\n"))
                 }
-                Err(e) => format!("Error: cannot start {name} echo on {local}: {e}\n"),
+                Err(e) => Err(format!("Error: cannot start {name} echo on {local}: {e}\n")),
             }
         }
         (false, Some(at)) => {
@@ -241,9 +243,9 @@ pub(super) fn echo<B: Buf>(
                     iface.tcp_unlisten(id);
                 }
             };
-            format!("{name} echo stopped on port {port}\n")
+            Ok(format!("{name} echo stopped on port {port}\n"))
         }
-        (false, None) => format!("No {name} echo runs on port {port}\n"),
+        (false, None) => Err(format!("No {name} echo runs on port {port}\n")),
     }
 }
 

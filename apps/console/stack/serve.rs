@@ -56,6 +56,7 @@ impl<B: Buf> StackState<B> {
             Request::ShowCounters => dpstack::app::counters_text(&self.iface.counter_snapshot()),
             Request::Echo { proto, port, start } => {
                 lanes::echo(iface, &mut self.services, proto, port, start)
+                    .unwrap_or_else(|unchanged| unchanged)
             }
             Request::Rtp(request) => self.rtp(request),
             Request::Ping { .. } => String::new(),
