@@ -235,10 +235,18 @@ fn stack_mode_on_two_lcores_answers_the_kernel_from_both() {
         console.say("tcp-echo stop 7"),
         "TCP echo stopped on port 7\n"
     );
-    assert_has(
-        &console.say("stop"),
-        "Accumulated forward statistics for all ports",
+    // The RTP relay's state is one handler's: it runs on one lcore only.
+    assert_eq!(
+        console.say("rtp-relay start --sessions 2 --port-base 30000 --echo"),
+        "Error: the RTP relay runs on one lcore: set nbcore 1\n"
     );
+    let stopped = console.say("stop");
+    assert_has(&stopped, "Accumulated forward statistics for all ports");
+    // Each pipeline's port figures are a stream of its own (port 0, queue
+    // 0 and queue 1), shown as testpmd shows streams when there are more
+    // than ports, and only if they moved packets: both did.
+    assert_has(&stopped, "Forward Stats for RX Port= 0/Queue= 0");
+    assert_has(&stopped, "Forward Stats for RX Port= 0/Queue= 1");
     writeln!(console.stdin, "quit").expect("write quit");
     let out = console.app.wait();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
