@@ -174,12 +174,8 @@ impl Session {
         if self.ports.iter().any(|p| !p.is_started()) {
             return Err("Not all ports were started".into());
         }
-        if self.config.mode == ForwardMode::Stack && self.port_config.rx_queues > 1 {
-            return Err(format!(
-                "stack mode runs on one lcore and polls queue 0 of each port: configure one rx \
-                 queue (port stop all, port config all rxq 1, port start all); {} are configured",
-                self.port_config.rx_queues
-            ));
+        if self.config.mode == ForwardMode::Stack {
+            self.stack_queues_fit()?;
         }
         let streams = self.streams();
         let blocks = self.lcore_blocks(streams.len());
@@ -193,15 +189,19 @@ impl Session {
         let mut stack = None;
         let mut handles = Vec::new();
         if config.mode == ForwardMode::Stack {
-            let queues = self
-                .ports
-                .iter()
-                .map(|p| p.queue(0, 0))
-                .collect::<dpstack::Result<Vec<EthQueue>>>()
-                .map_err(|e| e.to_string())?;
-            let (handle, run) = self.launch_stack(queues, Arc::clone(&stats), Arc::clone(&stop))?;
+            // Pipeline `q` polls queue `q` of every port.
+            let mut queues = Vec::new();
+            for q in 0..blocks.len() as u16 {
+                let lane = (self.ports.iter())
+                    .map(|p| p.queue(q, q))
+                    .collect::<dpstack::Result<Vec<EthQueue>>>()
+                    .map_err(|e| e.to_string())?;
+                queues.push(lane);
+            }
+            let (launched, run) =
+                self.launch_stack(queues, Arc::clone(&stats), Arc::clone(&stop))?;
             stack = Some(run);
-            handles.push(handle);
+            handles = launched;
         } else {
             // Take every lcore's queues before launching any, so a refusal
             // leaves nothing running.
@@ -274,18 +274,31 @@ impl Session {
     }
 
     /// The forwarding lcores of a run of `streams` streams and the block
-    /// of streams each runs (stack mode: the first lcore, every stream).
+    /// of streams each runs (stack mode: lcore `q` runs the streams of
+    /// queue `q`, a pipeline polling that queue of every port).
     fn lcore_blocks(&self, streams: usize) -> Vec<(Lcore, std::ops::Range<usize>)> {
-        let cores = if self.config.mode == ForwardMode::Stack {
-            1
-        } else {
-            self.nb_cores
-        };
         self.lcores
             .iter()
             .copied()
-            .zip(forward::lcore_blocks(streams, cores))
+            .zip(forward::lcore_blocks(streams, self.nb_cores))
             .collect()
+    }
+
+    /// Stack mode runs one pipeline per lcore on its own queue of every
+    /// port, so every rx queue needs its lcore and every lcore its tx
+    /// queue.
+    fn stack_queues_fit(&self) -> Result<(), String> {
+        let (rxq, txq) = self.queues();
+        let cores = self.nb_cores;
+        if usize::from(rxq) == cores && usize::from(txq) >= cores {
+            return Ok(());
+        }
+        Err(format!(
+            "stack mode runs a pipeline per lcore on its queue of each port: {cores} lcore(s) \
+             need {cores} rx queue(s) and at least {cores} tx queue(s) (set nbcore N; port stop \
+             all, port config all rxq N, port config all txq N, port start all); {rxq} rx and \
+             {txq} tx queues are configured"
+        ))
     }
 
     /// `set nbcore N`: at most the worker lcores EAL was given.

@@ -100,7 +100,9 @@ impl Section {
             ),
             Section::Stack => Some(
                 "These act on the stack while it runs: set fwd stack, then start. Addresses, \
-                 routes and services stay across stop and start.",
+                 routes and services stay across stop and start. The stack runs a pipeline per \
+                 forwarding lcore (set nbcore N), each on its queue of every port (N rx \
+                 queues, at least N tx queues).",
             ),
             _ => None,
         }

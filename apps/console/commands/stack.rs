@@ -1,6 +1,7 @@
 //! Stack commands (stack mode: `set fwd stack`, then `start`): addresses,
 //! routes, neighbours, sockets, TCP, counters, ping and the echo services.
-//! Each turns into a `crate::stack::Request` the stack lcore answers; the
+//! Each turns into a `crate::stack::Request` the stack's home lcore (or,
+//! for what each pipeline has of its own, every stack lcore) answers; the
 //! text formats are in `crate::stack`.
 
 use super::{Command, ParseError, PortSel, Reply, Section, Token, Value};
@@ -129,13 +130,13 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         tokens: &[Token::Word("show"), Token::Word("tcp")],
-        help: "Display TCP connections by state, with their counters and figures.",
+        help: "Display TCP connections by state, with counters, figures and owning lcore.",
         section: Section::Stack,
         run: show_tcp,
     },
     Command {
         tokens: &[Token::Word("show"), Token::Word("counters")],
-        help: "Display the stack's counters per protocol and its drops per reason.",
+        help: "Display the counters per protocol and drops per reason: total, then per lcore.",
         section: Section::Stack,
         run: show_counters,
     },

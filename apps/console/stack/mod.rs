@@ -1,34 +1,42 @@
 //! Stack mode (`set fwd stack`, `--forward-mode=stack`): instead of a
-//! forwarding engine, the forwarding lcore runs dpstack's TCP/IP stack on
-//! every port (an [`Interface`] with one link per port), and the console's
-//! stack commands (`show ip addr`, `ip addr add`, `route add`, `ping`,
-//! `udp-echo start`, ...) act on it.
+//! forwarding engine, the forwarding lcores run dpstack's TCP/IP stack on
+//! every port (an [`Interface`] with one link per port), one pipeline per
+//! lcore, each polling its own queue of every port (see [`lanes`]), and
+//! the console's stack commands (`show ip addr`, `ip addr add`, `route
+//! add`, `ping`, `udp-echo start`, ...) act on it.
 //!
-//! The console thread talks to the lcore through a channel: each command
-//! is a [`Request`] in an [`Envelope`] with a reply channel; the lcore
-//! takes at most one request per poll iteration (`try_recv`: no lock and no
-//! wait in its loop, nothing in its per-packet path) and answers with the
-//! command's text. A `ping` answers when it is over; the lcore keeps
-//! polling meanwhile.
+//! The console thread talks to the first lcore (the home pipeline)
+//! through a channel: each command is a [`Request`] in an [`Envelope`]
+//! with a reply channel; the lcore takes at most one request per poll
+//! iteration (`try_recv`: no lock and no wait in its loop, nothing in its
+//! per-packet path) and answers with the command's text. Addresses,
+//! routes and UDP sockets are the stack's shared tables, so a change the
+//! home pipeline makes is seen by every pipeline at its next poll. A
+//! `ping` answers when it is over; the lcore keeps polling meanwhile.
 //!
 //! Invariants: exactly one thread owns the [`StackState`] at a time (the
-//! lcore while stack mode runs, the session while stopped, so addresses,
-//! routes, neighbours and services survive a stop and start); links are
-//! the session's ports in order, so link `i` is port `links[i].port`.
+//! first lcore while stack mode runs, the session while stopped, so
+//! addresses, routes, neighbours and services survive a stop and start),
+//! and each [`Lane`] likewise (its lcore, or the state while stopped);
+//! links are the session's ports in order, so link `i` is port
+//! `links[i].port`.
 
+pub mod lanes;
 mod ping;
 pub mod port;
 pub mod rtp;
 mod serve;
 mod services;
-mod text;
+pub mod text;
 
-pub use port::StackPort;
+pub use lanes::{Lane, LaneAnswer, LaneEnvelope, LaneRequest};
+pub use port::{Capture, StackPort};
 pub use text::LinkLine;
 
 use crate::forward::{ForwardStats, StreamCounters};
 use crossbeam_channel::{Receiver, Sender};
-use dpstack::stack::iface::{Interface, InterfaceConfig, LinkConfig, Prefix, SendError};
+use dpstack::stack::counters::Counters;
+use dpstack::stack::iface::{EchoReply, Interface, InterfaceConfig, LinkConfig, Prefix, SendError};
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
 use dpstack::stack::time::Instant;
@@ -37,6 +45,7 @@ use ping::PingRun;
 use services::Services;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// What a stack command says while stack mode does not run.
 pub const NOT_RUNNING: &str = "Stack not running: set fwd stack, then start";
@@ -141,6 +150,16 @@ pub struct StackState<B: Buf> {
     links: Vec<LinkLine>,
     ping: Option<(PingRun, Sender<String>)>,
     next_ident: u16,
+    /// The other pipelines while stack mode does not run; a run takes the
+    /// first `nb-cores - 1` to their lcores and gives them back.
+    pub lanes: Vec<Lane<B>>,
+    /// The DPDK lcore of each pipeline of the current run (index 0: this
+    /// one), for `show tcp`.
+    pub lcore_ids: Vec<u32>,
+    /// Which ping's replies every pipeline's ports take.
+    capture: Arc<Capture>,
+    /// The replies the lanes' ports took, to the running ping.
+    lane_replies: (Sender<EchoReply>, Receiver<EchoReply>),
 }
 
 impl<B: Buf> StackState<B> {
@@ -195,7 +214,36 @@ impl<B: Buf> StackState<B> {
             links,
             ping: None,
             next_ident: ping_ident,
+            lanes: Vec::new(),
+            lcore_ids: Vec::new(),
+            capture: Arc::default(),
+            lane_replies: crossbeam_channel::unbounded(),
         })
+    }
+
+    /// What every port of the stack shares to take a ping's replies.
+    pub fn capture(&self) -> &Arc<Capture> {
+        &self.capture
+    }
+
+    /// Readies the first `total - 1` lanes for a run on `total` pipelines
+    /// (this one and its lanes), making the missing ones: each runs the
+    /// services this one runs.
+    pub fn add_lanes(&mut self, total: usize) -> Result<(), String> {
+        for lane in self.lanes.iter_mut().take(total.saturating_sub(1)) {
+            lane.follow(&self.services)?;
+        }
+        while self.lanes.len() + 1 < total {
+            let replies = self.lane_replies.0.clone();
+            let lane = Lane::new(&self.iface, &self.services, replies)?;
+            self.lanes.push(lane);
+        }
+        Ok(())
+    }
+
+    /// The home pipeline's counters.
+    pub fn counters(&self) -> &Arc<Counters> {
+        self.iface.counters()
     }
 
     /// The DPDK port id of each link.
@@ -241,6 +289,8 @@ impl<B: Buf> StackState<B> {
         if self.ping.is_some() {
             return Err("ping: another ping runs\n".into());
         }
+        // Replies a lane took after the last ping ended are stale.
+        while self.lane_replies.1.try_recv().is_ok() {}
         self.next_ident = self.next_ident.wrapping_add(1);
         let mut run = PingRun::new(dst, self.next_ident, count);
         match self
@@ -265,6 +315,9 @@ impl<B: Buf> StackState<B> {
             for reply in port.take_replies() {
                 run.on_reply(&reply, now);
             }
+        }
+        for reply in self.lane_replies.1.try_iter() {
+            run.on_reply(&reply, now);
         }
         if let Some(seq) = run.due(now) {
             // A failure (no buffer, neighbour unresolved) is a lost request.
@@ -293,40 +346,67 @@ impl<B: Buf> StackState<B> {
     }
 }
 
-/// The stack lcore's loop: poll, then the ping's progress, then at most one
-/// request, until `stop`. Each port's figures go to `stats` (stream `i` is
-/// port `i` looped onto itself) when they change.
+/// The home lcore's loop: poll, then the ping's progress, then at most
+/// one command and one [`LaneRequest`], until `stop`. Each port's figures
+/// go to `stats` (stream `i` is port `i` looped onto itself) when they
+/// change.
 pub fn run<B: Buf, P: Port<Buf = B>>(
     state: &mut StackState<B>,
     ports: &mut [StackPort<P>],
-    requests: &Receiver<Envelope>,
+    (requests, lane_requests): (&Receiver<Envelope>, &Receiver<LaneEnvelope>),
     stop: &AtomicBool,
     clock: impl Fn() -> Instant,
     stats: &ForwardStats,
 ) {
-    let mut published = vec![(0u64, 0u64); ports.len()];
+    let mut publisher = Publisher::new(ports.len(), 0);
     while !stop.load(Ordering::Relaxed) {
         let now = clock();
         state.iface.poll_ports(ports, now, &mut state.services);
         state.step(ports, now);
-        for (i, port) in ports.iter().enumerate() {
-            let figures = (port.rx_packets, port.tx_packets);
-            if figures != published[i] {
-                published[i] = figures;
-                let counters = StreamCounters {
-                    rx_packets: figures.0,
-                    tx_packets: figures.1,
-                    ..StreamCounters::default()
-                };
-                stats.publish(i, &counters);
-            }
-        }
+        publisher.publish(ports, stats);
         if let Ok(envelope) = requests.try_recv() {
             state.serve(ports, clock(), envelope);
+        }
+        if let Ok(envelope) = lane_requests.try_recv() {
+            let answer = lanes::answer(&mut state.iface, &mut state.services, envelope.request);
+            let _ = envelope.reply.send(answer);
         }
     }
     state.finish_ping(ports, clock());
 }
 
+/// Publishes a pipeline's per-port figures to the forwarding stats when
+/// they change: port `i`'s as stream `first + i`.
+struct Publisher {
+    published: Vec<(u64, u64)>,
+    first: usize,
+}
+
+impl Publisher {
+    fn new(ports: usize, first: usize) -> Publisher {
+        Publisher {
+            published: vec![(0, 0); ports],
+            first,
+        }
+    }
+
+    fn publish<P>(&mut self, ports: &[StackPort<P>], stats: &ForwardStats) {
+        for (i, port) in ports.iter().enumerate() {
+            let figures = (port.rx_packets, port.tx_packets);
+            if figures != self.published[i] {
+                self.published[i] = figures;
+                let counters = StreamCounters {
+                    rx_packets: figures.0,
+                    tx_packets: figures.1,
+                    ..StreamCounters::default()
+                };
+                stats.publish(self.first + i, &counters);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod lane_tests;
 #[cfg(test)]
 mod tests;

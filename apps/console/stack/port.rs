@@ -1,19 +1,47 @@
-//! The port the stack lcore polls: a queue wrapped to count what it moves
+//! The port a stack lcore polls: a queue wrapped to count what it moves
 //! (the per-port figures of `stop` and `show fwd stats all`) and, while a
 //! `ping` runs, to take that ping's echo replies out of the received burst
-//! before the stack sees them (the stack itself drops echo replies).
+//! before the stack sees them (the stack itself drops echo replies). The
+//! ping runs on the home pipeline, but its replies land on whichever
+//! queue the device picks, so every port of every pipeline shares one
+//! [`Capture`] saying which ping's replies to take.
 //!
-//! Per packet: nothing while no ping runs (one branch per burst); during a
-//! ping, a parse of the first header bytes of each received frame. No
-//! allocation, no lock.
+//! Per packet: nothing while no ping runs (one relaxed load of the
+//! capture and one branch per burst); during a ping, a parse of the first
+//! header bytes of each received frame. No allocation, no lock.
 
 use arrayvec::ArrayVec;
 use dpstack::stack::iface::{parse_echo_reply, EchoReply};
 use dpstack::stack::port::{Buf, MacAddr, Port};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// Echo replies one port keeps between two polls of the lcore (more in one
 /// poll are counted as received frames and dropped by the stack).
 pub const CAPTURED: usize = 32;
+
+/// The identifier of the ping whose echo replies every port takes, if one
+/// runs; written by the home pipeline, read by every port once per burst.
+#[derive(Debug, Default)]
+pub struct Capture(AtomicU32);
+
+/// The bit that says a ping runs (its identifier is the low 16 bits).
+const CAPTURING: u32 = 1 << 16;
+
+impl Capture {
+    /// Starts (`Some(ident)`) or stops taking echo replies.
+    pub fn set(&self, ident: Option<u16>) {
+        let value = ident.map_or(0, |ident| CAPTURING | u32::from(ident));
+        self.0.store(value, Ordering::Relaxed);
+    }
+
+    /// The identifier whose replies are taken, if a ping runs.
+    #[inline]
+    fn get(&self) -> Option<u16> {
+        let value = self.0.load(Ordering::Relaxed);
+        (value & CAPTURING != 0).then_some(value as u16)
+    }
+}
 
 /// A port with counters and an echo-reply trap. See the module
 /// documentation.
@@ -24,26 +52,28 @@ pub struct StackPort<P> {
     pub rx_packets: u64,
     /// Frames the device accepted for transmission.
     pub tx_packets: u64,
-    /// The identifier of the ping whose replies are taken, if one runs.
-    capture: Option<u16>,
+    /// Which ping's replies are taken (shared by every port).
+    capture: Arc<Capture>,
     replies: ArrayVec<EchoReply, CAPTURED>,
 }
 
 impl<P> StackPort<P> {
-    /// Wraps `inner`.
-    pub fn new(inner: P) -> StackPort<P> {
+    /// Wraps `inner`; it takes the replies `capture` names.
+    pub fn new(inner: P, capture: &Arc<Capture>) -> StackPort<P> {
         StackPort {
             inner,
             rx_packets: 0,
             tx_packets: 0,
-            capture: None,
+            capture: Arc::clone(capture),
             replies: ArrayVec::new(),
         }
     }
 
-    /// Starts (`Some(ident)`) or stops taking echo replies.
+    /// Starts (`Some(ident)`) or stops taking echo replies, on every port
+    /// that shares this one's [`Capture`]; forgets the replies this one
+    /// took.
     pub fn capture(&mut self, ident: Option<u16>) {
-        self.capture = ident;
+        self.capture.set(ident);
         self.replies.clear();
     }
 
@@ -67,7 +97,7 @@ impl<P: Port> Port for StackPort<P> {
         let start = bufs.len();
         let got = self.inner.rx_burst(bufs, max);
         self.rx_packets += got as u64;
-        let Some(ident) = self.capture else {
+        let Some(ident) = self.capture.get() else {
             return got;
         };
         let mut i = start;

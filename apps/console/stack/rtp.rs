@@ -212,6 +212,11 @@ impl<B: Buf> StackState<B> {
         if self.services.rtp.is_some() {
             return Err("an RTP relay runs already (rtp-relay stop first)".into());
         }
+        // The relay's state is the home pipeline's handler's: the other
+        // pipelines drop what lands on them for its sockets.
+        if self.lcore_ids.len() > 1 {
+            return Err("the RTP relay runs on one lcore: set nbcore 1".into());
+        }
         if sessions == 0 {
             return Err("--sessions: at least 1".into());
         }
@@ -342,9 +347,10 @@ mod tests {
             let setup = [(0, "10.8.0.1/24".parse().expect("prefix"))];
             let mut config = InterfaceConfig::new(PEER, "10.8.0.2/24".parse().expect("cidr"));
             config.dad_transmits = 0;
+            let state = StackState::new(links, &setup, 1).expect("a stack");
             World {
-                state: StackState::new(links, &setup, 1).expect("a stack"),
-                ports: vec![StackPort::new(mem(OURS))],
+                ports: vec![StackPort::new(mem(OURS), state.capture())],
+                state,
                 peer: Interface::new(config).expect("a peer"),
                 peer_port: mem(PEER),
                 got: Collect::default(),

@@ -1,16 +1,16 @@
 //! The answers of the stack commands that answer at once (everything but
 //! `ping`): snapshots of the interface turned into text, and the changes
-//! `ip addr`, `route` and the echo services make. Runs on the stack lcore,
-//! between two polls.
+//! `ip addr`, `route` and the echo services make. Runs on the home
+//! pipeline's lcore, between two polls; `show sockets`, `show tcp` and
+//! `show counters` here show the home pipeline's part only (the console
+//! asks every pipeline for them, see `session/stack.rs`).
 
-use super::services::Service;
-use super::text::{self, SocketLine};
-use super::{Proto, Request, StackState};
+use super::text;
+use super::{lanes, Request, StackState};
 use dpstack::stack::iface::{Interface, Prefix};
 use dpstack::stack::port::Buf;
 use dpstack::stack::route::Ipv6Cidr;
-use dpstack::stack::udp::BindOptions;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::IpAddr;
 
 impl<B: Buf> StackState<B> {
     /// The text of a request that answers at once.
@@ -45,110 +45,22 @@ impl<B: Buf> StackState<B> {
                 )
             }
             Request::ShowNeigh => text::neighbors(&iface.neighbor_list(), &ids),
-            Request::ShowSockets => text::sockets(&self.socket_lines()),
-            Request::ShowTcp => self.tcp_text(),
+            Request::ShowSockets => {
+                text::sockets(&text::socket_lines(&[lanes::sockets_part(iface)]))
+            }
+            Request::ShowTcp => text::tcp(
+                &[lanes::sockets_part(iface)],
+                &iface.counter_snapshot(),
+                &self.lcore_ids,
+            ),
             Request::ShowCounters => dpstack::app::counters_text(&self.iface.counter_snapshot()),
-            Request::Echo { proto, port, start } => self.echo(proto, port, start),
+            Request::Echo { proto, port, start } => {
+                lanes::echo(iface, &mut self.services, proto, port, start)
+                    .unwrap_or_else(|unchanged| unchanged)
+            }
             Request::Rtp(request) => self.rtp(request),
             Request::Ping { .. } => String::new(),
         }
-    }
-
-    /// `udp-echo|tcp-echo start|stop PORT`.
-    fn echo(&mut self, proto: Proto, port: u16, start: bool) -> String {
-        let name = match proto {
-            Proto::Udp => "UDP",
-            Proto::Tcp => "TCP",
-        };
-        let found = self.services.started.iter().position(|s| {
-            s.port() == port
-                && matches!(
-                    (s, proto),
-                    (Service::Udp(..), Proto::Udp) | (Service::Tcp(..), Proto::Tcp)
-                )
-        });
-        let local = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port);
-        match (start, found) {
-            (true, Some(_)) => format!("{name} echo already runs on port {port}\n"),
-            (true, None) => {
-                let started = match proto {
-                    Proto::Udp => (self.iface.udp_bind(local, BindOptions::default()))
-                        .map(|id| Service::Udp(id, local))
-                        .map_err(|e| e.to_string()),
-                    Proto::Tcp => (self.iface.tcp_listen(local, 128))
-                        .map(|id| Service::Tcp(id, local))
-                        .map_err(|e| e.to_string()),
-                };
-                match started {
-                    Ok(service) => {
-                        self.services.started.push(service);
-                        format!("{name} echo started on {local}\n")
-                    }
-                    Err(e) => format!("Error: cannot start {name} echo on {local}: {e}\n"),
-                }
-            }
-            (false, Some(at)) => {
-                match self.services.started.remove(at) {
-                    Service::Udp(id, _) => self.iface.udp_close(id),
-                    Service::Tcp(id, _) => self.iface.tcp_unlisten(id),
-                };
-                format!("{name} echo stopped on port {port}\n")
-            }
-            (false, None) => format!("No {name} echo runs on port {port}\n"),
-        }
-    }
-
-    /// The lines of `show sockets`: every UDP socket of the stack (Recv-Q:
-    /// datagrams waiting in a queue-mode socket's queue), every TCP
-    /// listener (Recv-Q: handshakes in progress and accepted connections
-    /// not yet taken; Send-Q: the backlog, as `ss` shows listeners), then
-    /// every TCP connection (Recv-Q and Send-Q: bytes in its buffers).
-    fn socket_lines(&self) -> Vec<SocketLine> {
-        let udp = self.iface.udp_sockets().into_iter().map(|s| SocketLine {
-            netid: "udp",
-            state: if s.remote.is_some() {
-                "ESTAB"
-            } else {
-                "UNCONN"
-            },
-            recv_q: s.queued,
-            send_q: 0,
-            local: s.local,
-            peer: s.remote,
-        });
-        let listeners = self.iface.tcp_listeners().into_iter().map(|l| SocketLine {
-            netid: "tcp",
-            state: "LISTEN",
-            recv_q: l.handshakes + l.accept_queued,
-            send_q: l.backlog,
-            local: l.local,
-            peer: None,
-        });
-        let connections = self
-            .iface
-            .tcp_connections()
-            .into_iter()
-            .map(|c| SocketLine {
-                netid: "tcp",
-                state: text::ss_state(c.state),
-                recv_q: c.recv_queued,
-                send_q: c.send_queued,
-                local: c.local,
-                peer: Some(c.remote),
-            });
-        udp.chain(listeners).chain(connections).collect()
-    }
-
-    fn tcp_text(&self) -> String {
-        let listeners = self.iface.tcp_listeners().len();
-        let connections = self.iface.tcp_connections();
-        let memory = self.iface.tcp_buffer_memory();
-        text::tcp(
-            listeners,
-            &connections,
-            memory,
-            &self.iface.counter_snapshot(),
-        )
     }
 }
 

@@ -1,10 +1,16 @@
-//! The console's services on the stack lcore (`udp-echo start PORT`,
-//! `tcp-echo start PORT`): the handler the lcore polls with. Every UDP
-//! socket the console binds is an echo socket, so each datagram goes back
-//! from its own buffer; every listener is an echo listener, so each
-//! connection's bytes go back until the peer closes, then we close.
-//! (`show sockets` and `show tcp` read the stack's own tables, so the
-//! handler keeps no list of connections.)
+//! The console's services on a stack lcore (`udp-echo start PORT`,
+//! `tcp-echo start PORT`): the handler each pipeline polls with, one per
+//! pipeline. A datagram for a UDP echo socket goes back from its own
+//! buffer; every listener is an echo listener, so each connection's bytes
+//! go back until the peer closes, then we close. (`show sockets` and `show
+//! tcp` read the stack's own tables, so the handler keeps no list of
+//! connections.)
+//!
+//! Invariant: `started` lists the same services on every pipeline: a UDP
+//! echo socket (bound once, shared) by the same id on each, a TCP echo
+//! listener by each pipeline's own listener (listeners are per pipeline).
+//! A datagram for a socket no service of this pipeline names (the RTP
+//! relay's, which runs on the home pipeline only) is dropped.
 
 use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, ListenerId, TcpEvent};
 use dpstack::stack::port::{Buf, Port};
@@ -47,6 +53,12 @@ impl Services {
             scratch: Box::new([0; 16384]),
         }
     }
+
+    /// True if `socket` is a UDP echo socket (one look per burst).
+    #[inline]
+    fn echoes(&self, socket: SocketId) -> bool {
+        (self.started.iter()).any(|s| matches!(s, Service::Udp(id, _) if *id == socket))
+    }
 }
 
 impl<B: Buf> InlineHandler<B> for Services {
@@ -59,6 +71,10 @@ impl<B: Buf> InlineHandler<B> for Services {
     ) {
         if let Some(rtp) = self.rtp.as_mut().filter(|r| r.relay.owns(socket)) {
             return rtp.relay.on_datagrams(socket, batch, ctx);
+        }
+        if !self.echoes(socket) {
+            batch.clear();
+            return;
         }
         for datagram in batch.drain(..) {
             ctx.reply(datagram);

@@ -56,8 +56,8 @@ fn world() -> World {
     let mut config = InterfaceConfig::new(PEER, cidr);
     config.dad_transmits = 0;
     World {
+        ports: vec![StackPort::new(port(OURS), state.capture())],
         state,
-        ports: vec![StackPort::new(port(OURS))],
         peer: Interface::new(config).expect("a peer"),
         peer_port: port(PEER),
         received: Collect::default(),

@@ -1,13 +1,17 @@
 //! Text of the stack's `show` commands, in the layouts of the Linux tools
 //! people already read: `ip addr`, `ip route`, `ip neigh`, `ss`. (`show
-//! counters` is the apps' counters printer, `dpstack::app::counters_text`.) Ports are named by their DPDK port id
-//! (`port 0` where Linux says `dev eth0`); MACs are lower-case, as
-//! iproute2 prints them.
+//! counters` is the apps' counters printer, `dpstack::app::counters_text`,
+//! with a column per lcore when the stack runs on several.) Ports are
+//! named by their DPDK port id (`port 0` where Linux says `dev eth0`);
+//! MACs are lower-case, as iproute2 prints them. Per-pipeline parts
+//! (sockets, counters) are merged here; TCP connections name their owner
+//! by DPDK lcore.
 
-use dpstack::stack::counters::Stat;
+use super::lanes::SocketsPart;
+use dpstack::stack::counters::{DropReason, Stat};
 use dpstack::stack::iface::{
     AddressInfo, AddressState, CounterSnapshot, NeighborInfo, Prefix, RouteInfo, TcpBufferMemory,
-    TcpConnInfo,
+    TcpConnInfo, TcpListenerInfo,
 };
 use dpstack::stack::neighbor::NeighborState;
 use dpstack::stack::port::MacAddr;
@@ -118,6 +122,51 @@ pub struct SocketLine {
     pub peer: Option<SocketAddr>,
 }
 
+/// The lines of `show sockets` from every pipeline's `parts`: every UDP
+/// socket of the stack (Recv-Q: datagrams waiting in a queue-mode socket's
+/// queue), every TCP listener (Recv-Q: handshakes in progress and
+/// accepted connections not yet taken; Send-Q: the backlog, as `ss` shows
+/// listeners), then every TCP connection (Recv-Q and Send-Q: bytes in its
+/// buffers). A TCP echo listens on every pipeline, so it has a line per
+/// pipeline, as a reuseport group has in `ss`.
+pub fn socket_lines(parts: &[SocketsPart]) -> Vec<SocketLine> {
+    let udp = parts.iter().flat_map(|p| &p.udp).map(|s| SocketLine {
+        netid: "udp",
+        state: if s.remote.is_some() {
+            "ESTAB"
+        } else {
+            "UNCONN"
+        },
+        recv_q: s.queued,
+        send_q: 0,
+        local: s.local,
+        peer: s.remote,
+    });
+    let mut listeners: Vec<&TcpListenerInfo> =
+        parts.iter().flat_map(|p| p.listeners.iter()).collect();
+    listeners.sort_by_key(|l| l.local);
+    let listeners = listeners.into_iter().map(|l| SocketLine {
+        netid: "tcp",
+        state: "LISTEN",
+        recv_q: l.handshakes + l.accept_queued,
+        send_q: l.backlog,
+        local: l.local,
+        peer: None,
+    });
+    let mut connections: Vec<&TcpConnInfo> =
+        parts.iter().flat_map(|p| p.connections.iter()).collect();
+    connections.sort_by_key(|c| (c.local, c.remote));
+    let connections = connections.into_iter().map(|c| SocketLine {
+        netid: "tcp",
+        state: ss_state(c.state),
+        recv_q: c.recv_queued,
+        send_q: c.send_queued,
+        local: c.local,
+        peer: Some(c.remote),
+    });
+    udp.chain(listeners).chain(connections).collect()
+}
+
 /// `show sockets` (`ss -uatn`'s layout).
 pub fn sockets(lines: &[SocketLine]) -> String {
     let mut out = format!(
@@ -167,12 +216,19 @@ pub fn rfc_state(state: State) -> &'static str {
 
 /// `show tcp`: the count per state, the buffer memory, the TCP counters,
 /// then each connection with its queues and figures.
-pub fn tcp(
-    listeners: usize,
-    connections: &[TcpConnInfo],
-    memory: TcpBufferMemory,
-    counters: &CounterSnapshot,
-) -> String {
+/// Every pipeline's `parts` are merged (connections sorted by address,
+/// listeners and buffer memory summed: each pipeline has its own);
+/// `counters` are the total of every pipeline's; each connection's owner
+/// is shown by its DPDK lcore (`lcores[pipeline]`).
+pub fn tcp(parts: &[SocketsPart], counters: &CounterSnapshot, lcores: &[u32]) -> String {
+    let listeners: usize = parts.iter().map(|p| p.listeners.len()).sum();
+    let mut connections: Vec<&TcpConnInfo> =
+        parts.iter().flat_map(|p| p.connections.iter()).collect();
+    connections.sort_by_key(|c| (c.local, c.remote));
+    let memory = TcpBufferMemory {
+        used: parts.iter().map(|p| p.memory.used).sum(),
+        limit: parts.iter().map(|p| p.memory.limit).sum(),
+    };
     let states: Vec<State> = connections.iter().map(|c| c.state).collect();
     let mut order: Vec<State> = Vec::new();
     for s in &states {
@@ -218,16 +274,24 @@ pub fn tcp(
     }
     let _ = writeln!(
         out,
-        "{:<13}{:<27}{:<27}{:>7}{:>7}{:>8}{:>8}  RTT",
-        "State", "Local Address:Port", "Peer Address:Port", "Send-Q", "Recv-Q", "Retrans", "Cwnd"
+        "{:<13}{:<27}{:<27}{:>7}{:>7}{:>8}{:>8}{:>6}  RTT",
+        "State",
+        "Local Address:Port",
+        "Peer Address:Port",
+        "Send-Q",
+        "Recv-Q",
+        "Retrans",
+        "Cwnd",
+        "Lcore"
     );
     for c in connections {
+        let lcore = lcores.get(c.lcore).map_or(c.lcore as u32, |&id| id);
         let rtt = c.stats.srtt.map_or("-".to_owned(), |d| {
             format!("{:.3} ms", d.as_nanos() as f64 / 1e6)
         });
         let _ = writeln!(
             out,
-            "{:<13}{:<27}{:<27}{:>7}{:>7}{:>8}{:>8}  {rtt}",
+            "{:<13}{:<27}{:<27}{:>7}{:>7}{:>8}{:>8}{lcore:>6}  {rtt}",
             rfc_state(c.state),
             c.local.to_string(),
             c.remote.to_string(),
@@ -236,6 +300,76 @@ pub fn tcp(
             c.stats.retransmits,
             c.stats.cwnd
         );
+    }
+    out
+}
+
+/// The sum of every pipeline's counters.
+pub fn total(pipelines: &[CounterSnapshot]) -> CounterSnapshot {
+    let mut total = CounterSnapshot {
+        stats: Stat::ALL.iter().map(|&s| (s, 0)).collect(),
+        drops: DropReason::ALL.iter().map(|&r| (r, 0)).collect(),
+    };
+    for p in pipelines {
+        for (sum, (_, v)) in total.stats.iter_mut().zip(&p.stats) {
+            sum.1 += v;
+        }
+        for (sum, (_, v)) in total.drops.iter_mut().zip(&p.drops) {
+            sum.1 += v;
+        }
+    }
+    total
+}
+
+/// `show counters`: with one pipeline, the apps' counters text of its
+/// counters; with several, the same lines with the total first, then a
+/// column per pipeline, headed by its DPDK lcore (`lcores[pipeline]`), so
+/// `NAME VALUE` still reads the total.
+pub fn counters(pipelines: &[CounterSnapshot], lcores: &[u32]) -> String {
+    if let [only] = pipelines {
+        return dpstack::app::counters_text(only);
+    }
+    let total = total(pipelines);
+    let named = |p: &CounterSnapshot, name: &str| -> u64 {
+        let stat = || p.stats.iter().find(|(s, _)| s.name() == name).map(|s| s.1);
+        let drop = |reason| {
+            p.drops
+                .iter()
+                .find(|(r, _)| r.name() == reason)
+                .map(|r| r.1)
+        };
+        name.strip_prefix("drop_")
+            .map_or_else(stat, drop)
+            .unwrap_or(0)
+    };
+    let mut out = format!("{:<36}{:<12}", "", "total");
+    for (i, _) in pipelines.iter().enumerate() {
+        let lcore = lcores.get(i).map_or(i as u32, |&id| id);
+        let _ = write!(out, "{:<12}", format!("lcore {lcore}"));
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    for line in dpstack::app::counters_text(&total).lines() {
+        if let Some(rest) = line.strip_prefix("    ") {
+            let name = rest.split_whitespace().next().unwrap_or("");
+            let _ = write!(out, "    {name:<32}{:<12}", named(&total, name));
+            for p in pipelines {
+                let _ = write!(out, "{:<12}", named(p, name));
+            }
+            out.truncate(out.trim_end().len());
+        } else if line.starts_with("Dropped:") {
+            let each: Vec<String> = (pipelines.iter().enumerate())
+                .map(|(i, p)| {
+                    let lcore = lcores.get(i).map_or(i as u32, |&id| id);
+                    let dropped: u64 = p.drops.iter().map(|(_, v)| v).sum();
+                    format!("lcore {lcore}: {dropped}")
+                })
+                .collect();
+            let _ = write!(out, "{line} ({})", each.join(", "));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
     }
     out
 }
@@ -368,6 +502,48 @@ mod tests {
             "Netid State      Recv-Q Send-Q Local Address:Port         Peer Address:Port
 udp   UNCONN          0      0 [::]:7                     *:*
 "
+        );
+    }
+
+    #[test]
+    fn counters_of_several_lcores_have_the_total_then_a_column_each() {
+        let snapshot = |eth: u64, udp: u64, dropped: u64| {
+            let mut c = total(&[]);
+            for (stat, v) in c.stats.iter_mut() {
+                match stat {
+                    Stat::EthInFrames => *v = eth,
+                    Stat::UdpInDatagrams => *v = udp,
+                    _ => {}
+                }
+            }
+            c.drops[0].1 = dropped;
+            c
+        };
+        let one = snapshot(5, 2, 0);
+        assert_eq!(
+            counters(std::slice::from_ref(&one), &[1]),
+            dpstack::app::counters_text(&one),
+            "one lcore: the apps' counters, unchanged"
+        );
+        let drop_name = format!("drop_{}", DropReason::ALL[0].name());
+        let text = counters(&[one, snapshot(7, 0, 3)], &[1, 2]);
+        let want = format!(
+            "{:<36}total       lcore 1     lcore 2\n\
+             Ethernet:\n    EthInFrames                     12          5           7\n",
+            ""
+        );
+        assert!(text.starts_with(&want), "{text}");
+        assert!(
+            text.contains("\n    UdpInDatagrams                  2           2           0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("\n    {drop_name:<32}3           0           3\n")),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("Dropped: 3 (lcore 1: 0, lcore 2: 3)\n"),
+            "{text}"
         );
     }
 }
