@@ -494,3 +494,135 @@ impl InlineHandler<MemBuf> for Many {
         }
     }
 }
+
+/// What a sending pipeline's thread saw: per packet, the poll it was sent
+/// in and the MAC it left for.
+type Sent = Vec<(u64, MacAddr)>;
+
+/// A pipeline on its own thread sending a datagram to `dst` from `socket`
+/// after every poll, until `stop`; `polls` counts its polls as they end.
+fn keep_sending(
+    mut iface: Interface<MemBuf>,
+    socket: SocketId,
+    dst: SocketAddrV4,
+    polls: Arc<std::sync::atomic::AtomicU64>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> thread::JoinHandle<Sent> {
+    use std::sync::atomic::Ordering;
+    thread::spawn(move || {
+        let mut port = our_port();
+        let mut sent = Sent::new();
+        for poll in 0..200_000u64 {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = Instant::from_nanos((poll + 1) * 1000);
+            iface.poll(&mut port, now, &mut DropDatagrams);
+            let _ = iface.send_to(&mut port, now, socket, dst, &poll.to_be_bytes());
+            for frame in port.take_tx() {
+                let eth = EthernetFrame::new_checked(&frame[..]).unwrap();
+                if eth.ethertype() == EtherType::Ipv4 {
+                    sent.push((poll, eth.dst()));
+                }
+            }
+            polls.store(poll + 1, Ordering::Release);
+        }
+        sent
+    })
+}
+
+#[test]
+fn a_route_and_a_neighbour_changed_under_traffic_on_both_pipelines_are_followed_at_once() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let (mut first, _port0) = stack_knowing_peer();
+    // A second gateway, known from its own ARP request.
+    let (gateway2, mac2) = (Ipv4Addr::new(10, 0, 0, 3), MacAddr([2, 0, 0, 0, 0, 3]));
+    let mut control = first.pipeline().unwrap();
+    let mut control_port = our_port();
+    let arp_from = |mac| {
+        arp(
+            ArpOperation::Request,
+            (mac, gateway2),
+            (MacAddr::default(), OUR_IP),
+        )
+    };
+    control_port.push_rx(&arp_from(mac2));
+    poll(&mut control, &mut control_port, &mut DropDatagrams);
+    let far = Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24).unwrap();
+    control.add_route(far, PEER_IP).unwrap();
+    let socket = control
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    let dst = SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 9), 9);
+    let stop = Arc::new(AtomicBool::new(false));
+    let second = first.pipeline().unwrap();
+    let lanes: Vec<(Arc<AtomicU64>, thread::JoinHandle<Sent>)> = [first, second]
+        .into_iter()
+        .map(|iface| {
+            let polls = Arc::new(AtomicU64::new(0));
+            let thread = keep_sending(iface, socket, dst, Arc::clone(&polls), Arc::clone(&stop));
+            (polls, thread)
+        })
+        .collect();
+    // Waits (bounded) until every sender polled `more` times past `from`.
+    let wait_past = |from: &[u64], more: u64| {
+        for _ in 0..10_000 {
+            let all =
+                (lanes.iter().zip(from)).all(|((p, _), &f)| p.load(Ordering::Acquire) >= f + more);
+            if all {
+                return;
+            }
+            thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("the senders stalled");
+    };
+    let polls_now = || -> Vec<u64> {
+        lanes
+            .iter()
+            .map(|(p, _)| p.load(Ordering::Acquire))
+            .collect()
+    };
+    wait_past(&[0, 0], 200);
+    // The route moves to the second gateway; then that gateway moves to
+    // another MAC (its announcement arrives on the control pipeline).
+    let before_route = polls_now();
+    control.add_route(far, gateway2).unwrap();
+    let route_changed = polls_now();
+    wait_past(&route_changed, 200);
+    let mac3 = MacAddr([2, 0, 0, 0, 0, 4]);
+    control_port.push_rx(&arp_from(mac3));
+    let before_neighbour = polls_now();
+    poll(&mut control, &mut control_port, &mut DropDatagrams);
+    let neighbour_changed = polls_now();
+    wait_past(&neighbour_changed, 200);
+    stop.store(true, Ordering::Relaxed);
+    for (lane, (_, thread)) in lanes.into_iter().enumerate() {
+        let sent = thread.join().unwrap();
+        // The counters read before and after each change bound it: a poll
+        // that ended before the change began sends the old way, one that
+        // began after it was published (past the poll under way when the
+        // counter was read) the new way; the few between may do either.
+        let expected = |poll: u64| {
+            if poll > neighbour_changed[lane] {
+                Some(mac3)
+            } else if poll > route_changed[lane] && poll < before_neighbour[lane] {
+                Some(mac2)
+            } else if poll < before_route[lane] {
+                Some(PEER_MAC)
+            } else {
+                None
+            }
+        };
+        for &(poll, mac) in &sent {
+            if let Some(want) = expected(poll) {
+                assert_eq!(mac, want, "pipeline {lane}, poll {poll}");
+            }
+        }
+        for want in [PEER_MAC, mac2, mac3] {
+            assert!(
+                sent.iter().any(|&(_, m)| m == want),
+                "pipeline {lane} sent to {want}"
+            );
+        }
+    }
+}
