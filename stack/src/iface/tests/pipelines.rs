@@ -534,7 +534,7 @@ fn keep_sending(
 #[test]
 fn a_route_and_a_neighbour_changed_under_traffic_on_both_pipelines_are_followed_at_once() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    let (mut first, _port0) = stack_knowing_peer();
+    let (first, _port0) = stack_knowing_peer();
     // A second gateway, known from its own ARP request.
     let (gateway2, mac2) = (Ipv4Addr::new(10, 0, 0, 3), MacAddr([2, 0, 0, 0, 0, 3]));
     let mut control = first.pipeline().unwrap();
