@@ -9,43 +9,13 @@ impl<B: Buf> Interface<B> {
     /// Adds (or replaces) a static route to `prefix` through `gateway`,
     /// which must be on a link's connected network (that link carries it).
     pub fn add_route(&mut self, prefix: Ipv4Cidr, gateway: Ipv4Addr) -> Result<(), ConfigError> {
-        self.core.shared.refresh();
-        let link = self
-            .core
-            .link_of(gateway)
-            .ok_or(ConfigError::GatewayNotOnLink(gateway))?;
-        let source = self.core.shared.links[link].source_for(gateway);
-        self.core.shared.edit(|shared| {
-            shared.ip.v4.routes.add(Route {
-                prefix,
-                gateway: Some(gateway),
-                port: link as u16,
-                source,
-            })
-        });
-        Ok(())
+        (self.core.shared).edit(|shared| routes::add_route(shared, prefix, gateway))
     }
 
     /// Adds (or replaces) a route that sends `prefix` straight out of
     /// `link` (its hosts answer ARP there).
     pub fn add_link_route(&mut self, prefix: Ipv4Cidr, link: usize) -> Result<(), ConfigError> {
-        self.core.shared.refresh();
-        let source = self
-            .core
-            .shared
-            .links
-            .get(link)
-            .ok_or(ConfigError::NoSuchLink(link))?
-            .source_for(prefix.addr);
-        self.core.shared.edit(|shared| {
-            shared.ip.v4.routes.add(Route {
-                prefix,
-                gateway: None,
-                port: link as u16,
-                source,
-            })
-        });
-        Ok(())
+        (self.core.shared).edit(|shared| routes::add_link_route(shared, prefix, link))
     }
 
     /// Removes the route to `prefix`; true if there was one.
@@ -65,40 +35,7 @@ impl<B: Buf> Interface<B> {
         gateway: Ipv6Addr,
         link: Option<usize>,
     ) -> Result<(), ConfigError> {
-        self.core.shared.refresh();
-        let links = &self.core.shared.links;
-        if let Some(l) = link {
-            if links.get(l).is_none_or(|k| !k.ipv6) {
-                return Err(ConfigError::NoSuchLink(l));
-            }
-        }
-        let link = if gateway.is_unicast_link_local() {
-            let mut ipv6 = (0..links.len()).filter(|&l| links[l].ipv6);
-            match (link, ipv6.next(), ipv6.next()) {
-                (Some(l), _, _) => l,
-                (None, Some(only), None) => only,
-                _ => return Err(ConfigError::Gateway6NotOnLink(gateway)),
-            }
-        } else {
-            let on = (0..links.len())
-                .find(|&l| links[l].on_link6(gateway) && link.is_none_or(|given| given == l));
-            on.ok_or(ConfigError::Gateway6NotOnLink(gateway))?
-        };
-        let source = links[link]
-            .route_source6()
-            .ok_or(ConfigError::Gateway6NotOnLink(gateway))?;
-        self.core.shared.edit(|shared| {
-            if prefix.len == 0 {
-                shared.ra_default = None; // a static default beats advertised ones
-            }
-            shared.ip.v6.routes.add(Route6 {
-                prefix,
-                gateway: Some(gateway),
-                port: link as u16,
-                source,
-            })
-        });
-        Ok(())
+        (self.core.shared).edit(|shared| routes::add_route6(shared, prefix, gateway, link))
     }
 
     /// Removes the IPv6 route to `prefix`; true if there was one.
@@ -106,6 +43,12 @@ impl<B: Buf> Interface<B> {
         self.core
             .shared
             .edit(|shared| shared.ip.v6.routes.remove(prefix))
+    }
+
+    /// A handle that changes this stack's routes from any thread (see
+    /// [`StackControl`]).
+    pub fn control(&self) -> StackControl<B> {
+        StackControl::new(Arc::clone(self.core.shared.tables()))
     }
 
     /// The IPv6 route `dst` takes: (link, next hop, source address).

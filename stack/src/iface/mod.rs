@@ -37,6 +37,7 @@ mod limit;
 mod nd;
 mod next_hop;
 mod poll;
+mod routes;
 mod state;
 mod steering;
 mod tables;
@@ -51,6 +52,7 @@ pub use inspect::{
     RouteInfo, TcpBufferMemory, TcpConnInfo, TcpListenerInfo, UdpSocketInfo,
 };
 pub use limit::TokenBucket;
+pub use routes::StackControl;
 pub use tcp::{ConnId, ListenError, ListenOptions, ListenerId, TcpEvent};
 pub use transmit::{SendError, TxBatch};
 
@@ -59,7 +61,6 @@ pub use crate::keys::Keys;
 use crate::counters::{Counters, DropReason};
 use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port};
-use crate::route::Route6;
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteTable};
 use crate::socket::{BufPool, Command, Shared, StackHandle};
 use crate::tcp::TcpError;

@@ -461,11 +461,6 @@ impl<B: Buf> Core<B> {
         self.shared.generation
     }
 
-    /// The link whose connected networks hold `ip`.
-    pub(crate) fn link_of(&self, ip: Ipv4Addr) -> Option<usize> {
-        self.shared.links.iter().position(|l| l.on_link(ip))
-    }
-
     /// True if `ip` is one of our IPv6 addresses (on any link: the weak
     /// host model, except that link-local addresses are per link).
     pub(crate) fn is_local6(&self, link: usize, ip: Ipv6Addr) -> bool {

@@ -139,6 +139,23 @@ impl<M: Authoritative> Tables<M> {
         }
     }
 
+    /// Changes the authoritative copy with `write` and publishes it (with
+    /// any writes still pending); returns what `write` did and the new
+    /// snapshot.
+    pub(crate) fn edit<R>(&self, write: impl FnOnce(&mut M) -> R) -> (R, Arc<M::Snapshot>) {
+        let mut master = self.lock();
+        let result = write(&mut master);
+        self.pending.store(false, Ordering::Release);
+        (result, self.publish(&mut master))
+    }
+
+    /// The newest state, with the writes not published yet published
+    /// first.
+    pub(crate) fn latest(&self) -> Arc<M::Snapshot> {
+        self.publish_pending();
+        self.snapshot()
+    }
+
     /// Publishes `master` as the next snapshot and returns it.
     fn publish(&self, master: &mut M) -> Arc<M::Snapshot> {
         let snapshot = Arc::new(master.next_snapshot());
@@ -202,17 +219,14 @@ impl<M: Authoritative> SharedView<M> {
     /// first: what the control path's reads see (this view's own snapshot
     /// may be older until its next [`SharedView::refresh`]).
     pub(crate) fn latest(&self) -> Arc<M::Snapshot> {
-        self.tables.publish_pending();
-        self.tables.snapshot()
+        self.tables.latest()
     }
 
     /// Changes the authoritative copy with `write`, publishes it (with any
     /// writes still pending), and reads the result from now on.
     pub(crate) fn edit<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
-        let mut master = self.tables.lock();
-        let result = write(&mut master);
-        self.tables.pending.store(false, Ordering::Release);
-        self.snapshot = self.tables.publish(&mut master);
+        let (result, snapshot) = self.tables.edit(write);
+        self.snapshot = snapshot;
         result
     }
 

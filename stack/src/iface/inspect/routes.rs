@@ -2,9 +2,8 @@
 //! on-link IPv6 routes added at run time.
 
 use super::Prefix;
-use crate::iface::{ConfigError, Core, Interface};
+use crate::iface::{routes, ConfigError, Core, Interface};
 use crate::port::Buf;
-use crate::route::Route6;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
 use core::net::IpAddr;
 
@@ -28,26 +27,7 @@ impl<B: Buf> Interface<B> {
     /// Adds (or replaces) an IPv6 route that sends `prefix` straight out of
     /// `link` (its hosts answer Neighbor Discovery there).
     pub fn add_link_route6(&mut self, prefix: Ipv6Cidr, link: usize) -> Result<(), ConfigError> {
-        self.core.shared.refresh();
-        let l = self
-            .core
-            .shared
-            .links
-            .get(link)
-            .filter(|l| l.ipv6)
-            .ok_or(ConfigError::NoSuchLink(link))?;
-        let source = l
-            .route_source6()
-            .ok_or(ConfigError::BadAddress6(prefix.addr))?;
-        self.core.shared.edit(|shared| {
-            shared.ip.v6.routes.add(Route6 {
-                prefix,
-                gateway: None,
-                port: link as u16,
-                source,
-            })
-        });
-        Ok(())
+        (self.core.shared).edit(|shared| routes::add_link_route6(shared, prefix, link))
     }
 
     /// Every route of the IPv4 and IPv6 tables: IPv4 first, each family's

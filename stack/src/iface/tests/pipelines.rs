@@ -532,7 +532,8 @@ fn keep_sending(
 }
 
 #[test]
-fn a_route_and_a_neighbour_changed_under_traffic_on_both_pipelines_are_followed_at_once() {
+fn a_route_changed_from_another_thread_and_a_neighbour_changed_under_traffic_are_followed_at_once()
+{
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let (first, _port0) = stack_knowing_peer();
     // A second gateway, known from its own ARP request.
@@ -585,9 +586,16 @@ fn a_route_and_a_neighbour_changed_under_traffic_on_both_pipelines_are_followed_
     wait_past(&[0, 0], 200);
     // The route moves to the second gateway; then that gateway moves to
     // another MAC (its announcement arrives on the control pipeline).
+    // The route changes from this thread, as an application's would,
+    // through the stack's control handle.
+    let routes = control.control();
     let before_route = polls_now();
-    control.add_route(far, gateway2).unwrap();
+    routes.add_route(far, gateway2).unwrap();
     let route_changed = polls_now();
+    assert_eq!(
+        routes.route_to(Ipv4Addr::new(192, 0, 2, 9)),
+        Some((0, gateway2, OUR_IP))
+    );
     wait_past(&route_changed, 200);
     let mac3 = MacAddr([2, 0, 0, 0, 0, 4]);
     control_port.push_rx(&arp_from(mac3));
