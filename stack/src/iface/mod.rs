@@ -458,6 +458,7 @@ pub(crate) fn udp_connect<B: Buf>(core: &mut Core<B>, id: SocketId, remote: Sock
 
 /// True if `ip` is one of our addresses (IPv4 from `local4`, IPv6 on any
 /// link).
+#[inline]
 pub(crate) fn is_ours(local4: &[Ipv4Addr], links: &[Link], ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => local4.contains(&v4),

@@ -72,6 +72,7 @@ pub(crate) struct Link {
 impl Link {
     /// Our address to speak from towards `peer` on this link: the one whose
     /// network holds it, else the link's first.
+    #[inline]
     pub(crate) fn source_for(&self, peer: Ipv4Addr) -> Ipv4Addr {
         self.addresses
             .iter()
@@ -83,6 +84,7 @@ impl Link {
     /// Our IPv6 address on this link to answer `peer` from: the
     /// link-local one for a link-local peer, else the first other one in
     /// use (the link-local one if there is none).
+    #[inline]
     pub(crate) fn source_for6(&self, peer: Ipv6Addr) -> Option<Ipv6Addr> {
         if peer.is_unicast_link_local() {
             return self.link_local6();
@@ -95,33 +97,39 @@ impl Link {
     }
 
     /// True if `ip` is on one of this link's connected networks.
+    #[inline]
     pub(crate) fn on_link(&self, ip: Ipv4Addr) -> bool {
         self.addresses.iter().any(|a| a.contains(ip))
     }
 
     /// True if `ip` is one of this link's IPv6 addresses in use.
+    #[inline]
     pub(crate) fn has_address6(&self, ip: Ipv6Addr) -> bool {
         self.addresses6.iter().any(|a| a.addr == ip)
     }
 
     /// True if `ip` is one of this link's tentative IPv6 addresses.
+    #[inline]
     pub(crate) fn is_tentative6(&self, ip: Ipv6Addr) -> bool {
         self.tentative6.iter().any(|t| t.cidr.addr == ip)
     }
 
     /// True if the link joined multicast group `ip`.
+    #[inline]
     pub(crate) fn joined(&self, ip: Ipv6Addr) -> bool {
         self.groups6.contains(&ip)
     }
 
     /// True if the link listens to Ethernet multicast address `mac` (the
     /// mapping of a group it joined).
+    #[inline]
     pub(crate) fn listens(&self, mac: MacAddr) -> bool {
         self.groups6.iter().any(|&g| multicast_mac(g) == mac)
     }
 
     /// The address that routes through this link speak from: the first
     /// global one (in use or tentative), else the link-local one.
+    #[inline]
     pub(crate) fn route_source6(&self) -> Option<Ipv6Addr> {
         let all = || {
             self.addresses6
@@ -136,6 +144,7 @@ impl Link {
 
     /// True if `ip` is on one of the link's IPv6 prefixes (in use or
     /// tentative).
+    #[inline]
     pub(crate) fn on_link6(&self, ip: Ipv6Addr) -> bool {
         self.addresses6
             .iter()
@@ -144,6 +153,7 @@ impl Link {
     }
 
     /// The link-local address, once it is in use.
+    #[inline]
     pub(crate) fn link_local6(&self) -> Option<Ipv6Addr> {
         self.addresses6
             .iter()
