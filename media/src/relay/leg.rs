@@ -779,6 +779,45 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_lane_copy_takes_the_newest_news_only_and_records_nothing_of_the_original() {
+        let signalled: SocketAddr = "10.0.0.2:5004".parse().unwrap();
+        let (nat, later): (SocketAddr, SocketAddr) = (
+            "192.0.2.9:40000".parse().unwrap(),
+            "192.0.2.9:40002".parse().unwrap(),
+        );
+        let mut here = leg(Some(signalled), false);
+        here.record(g711(7, 1), Instant::ZERO, 8000);
+        here.take_dst_change();
+        let mut there = here.lane_copy();
+        assert!(!there.has_streams() && there.counters() == LegCounters::default());
+        assert_eq!(there.dst(), Some(signalled));
+        // This lane latches; its news reaches the copy.
+        assert_eq!(here.observe_rtp(nat, 1, Instant::ZERO), Verdict::Latched);
+        let first = here.news(1);
+        assert_eq!(first.rtp, Some(nat));
+        assert!(there.adopt(&first, Instant::ZERO));
+        assert!(there.take_dst_change());
+        assert_eq!(there.dst(), Some(nat));
+        assert_eq!(
+            there.observe_rtp(signalled, 9, Instant::ZERO),
+            Verdict::Foreign
+        );
+        assert_eq!(there.observe_rtp(nat, 2, Instant::ZERO), Verdict::Peer);
+        // Newer news wins; older news arriving late is ignored.
+        let newer = PeerNews {
+            ticket: 3,
+            rtp: Some(later),
+            ..first
+        };
+        let older = PeerNews { ticket: 2, ..first };
+        assert!(there.adopt(&newer, Instant::ZERO));
+        assert!(!there.adopt(&older, Instant::ZERO));
+        assert!(!there.adopt(&newer, Instant::ZERO), "taken once");
+        assert_eq!(there.dst(), Some(later));
+        assert_eq!(there.rtp_latch().relatches(), 0, "adopting is no relatch");
+    }
+
+    #[test]
     fn the_hot_fields_share_few_cache_lines() {
         use std::mem::{align_of, offset_of, size_of};
         assert_eq!(align_of::<LegState>(), 64);

@@ -1,7 +1,8 @@
 //! The relay on two lanes: two pipelines of one stack, each with its own
 //! in-memory port (its own queue pair of one device) and its own relay
-//! from [`Relay::into_lanes`], polled in turn. Each test says which lane a
-//! peer's frames land on, as RSS would.
+//! from [`Relay::into_lanes`], polled in turn (and in one test each on its
+//! own thread, polling without pause as lcores do). Each test says which
+//! lane a peer's frames land on, as RSS would.
 
 use super::*;
 
@@ -257,6 +258,98 @@ fn many_sessions_spread_over_two_lanes_are_all_relayed() {
         }
     }
     let snapshot = net.snapshot();
+    for session in &snapshot.sessions {
+        for leg in &session.legs {
+            assert!(leg.latched);
+            assert_eq!(leg.streams[0].counters.packets, 2);
+        }
+    }
+}
+
+#[test]
+fn two_lanes_polling_on_their_own_threads_relay_every_session_both_ways() {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::mpsc;
+    use std::thread;
+    use std::time::Duration as Wall;
+    const SESSIONS: u16 = 16;
+    let specs = config::generate(u32::from(SESSIONS), 30000, false, [None, None]).unwrap();
+    let net = Lanes::new(&specs, options());
+    let stop = Arc::new(AtomicBool::new(false));
+    let taken: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let (sent_tx, sent) = mpsc::channel::<Sent>();
+    let mut inputs = Vec::new();
+    let mut threads = Vec::new();
+    for (n, mut lane) in net.lanes.into_iter().enumerate() {
+        let (input, frames) = mpsc::channel::<Vec<u8>>();
+        inputs.push(input);
+        let (stop, taken, sent_tx) = (Arc::clone(&stop), Arc::clone(&taken), sent_tx.clone());
+        threads.push(thread::spawn(move || {
+            let mut tick = 1u64;
+            while !stop.load(Ordering::Acquire) {
+                while let Ok(frame) = frames.try_recv() {
+                    assert!(lane.port.push_rx(&frame));
+                }
+                tick += 1;
+                let now = Instant::from_nanos(tick * 1000);
+                lane.iface.poll(&mut lane.port, now, &mut lane.relay);
+                for frame in lane.port.take_tx() {
+                    if let Some(s) = parse(&frame) {
+                        let _ = sent_tx.send(s);
+                    }
+                }
+                let news = lane.relay.news_counters();
+                taken[n].store(news.taken, Ordering::Release);
+                thread::yield_now();
+            }
+            lane.relay
+        }));
+    }
+    let round = |seq: u16| {
+        for i in 0..SESSIONS {
+            let lane = usize::from(i % 2);
+            let (a, b) = (at(A_IP, 5000 + 2 * i), at(B_IP, 6000 + 2 * i));
+            let frame = udp_frame(A_MAC, a, 30000 + 4 * i, &rtp(u32::from(i), seq));
+            inputs[lane].send(frame).unwrap();
+            let frame = udp_frame(B_MAC, b, 30002 + 4 * i, &rtp(0x100 + u32::from(i), seq));
+            inputs[1 - lane].send(frame).unwrap();
+        }
+    };
+    round(1);
+    // Every leg latched on its lane, and the other lane took the news.
+    let deadline = std::time::Instant::now() + Wall::from_secs(10);
+    while taken.iter().map(|t| t.load(Ordering::Acquire)).sum::<u64>() < 2 * u64::from(SESSIONS) {
+        assert!(std::time::Instant::now() < deadline, "news did not cross");
+        thread::sleep(Wall::from_millis(1));
+    }
+    round(2);
+    // The payload's bytes are the sequence number's low byte.
+    let (mut first, mut second) = (0u64, Vec::new());
+    while second.len() < 2 * usize::from(SESSIONS) {
+        match sent.recv_timeout(Wall::from_secs(10)) {
+            Ok(s) if s.payload[20] == 2 => second.push(s),
+            Ok(s) => {
+                assert_eq!(s.payload[20], 1, "{s:?}");
+                first += 1;
+            }
+            Err(e) => panic!("{} of the second round: {e}", second.len()),
+        }
+    }
+    stop.store(true, Ordering::Release);
+    let relays: Vec<Relay> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    drop(sent_tx);
+    first += sent.try_iter().filter(|s| s.payload[20] == 1).count() as u64;
+    for s in &second {
+        let to_a = s.dst.ip() == &A_IP;
+        let i = (s.dst.port() - if to_a { 5000 } else { 6000 }) / 2;
+        let from = if to_a { 30000 } else { 30002 } + 4 * i;
+        assert_eq!(s.src, at(RELAY_IP, from), "{s:?}");
+    }
+    let mut snapshot = relays[0].snapshot();
+    snapshot.merge(&relays[1].snapshot());
+    let no_peer = drops(&snapshot, RelayDrop::NoPeer);
+    // A first packet went through if the other leg had latched before it.
+    assert_eq!(first + no_peer, 2 * u64::from(SESSIONS));
     for session in &snapshot.sessions {
         for leg in &session.legs {
             assert!(leg.latched);
