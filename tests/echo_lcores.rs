@@ -313,17 +313,3 @@ fn the_pool_holds_every_lanes_rings_and_every_polling_lcores_cache() {
         "{stderr}"
     );
 }
-
-#[test]
-fn an_app_that_polls_one_lane_refuses_more() {
-    let eal = EalArgs::for_test(3).vdev("net_null0").to_vec().split_off(1);
-    let relay = env!("CARGO_BIN_EXE_dpstack-rtp-relay");
-    let done = AppProcess::spawn(relay, &eal, &["--sessions", "1", "--nb-cores", "2"]).wait();
-    assert_eq!(done.code, Some(1), "{}{}", done.stdout, done.stderr);
-    assert!(
-        done.stderr
-            .contains("--nb-cores 2: dpstack-rtp-relay polls on one lcore (--nb-cores 1)"),
-        "{}",
-        done.stderr
-    );
-}

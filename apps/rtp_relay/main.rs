@@ -1,5 +1,5 @@
 //! `dpstack-rtp-relay`: an RTP/RTCP relay (or echo) for many sessions on
-//! one lcore of dpstack.
+//! one lcore of dpstack, or on several (`--nb-cores N`).
 //!
 //! `dpstack-rtp-relay [EAL options] -- --ip ADDR/PREFIX (--sessions N
 //! [--port-base P] | --config FILE) [--echo] [options]`. Each session has
@@ -12,6 +12,14 @@
 //! session's statistics; SIGINT/SIGTERM print them and exit 0. Without EAL
 //! options it runs on a `net_tap` port whose kernel side is `dpstack3`.
 //! The file format and the figures are in `docs/RTP.md`.
+//!
+//! Several lcores: `--nb-cores N` polls on N worker lcores (lanes), each
+//! with its own relay over a copy of every session (see the media crate's
+//! `relay::lanes`): a leg is recorded by the lane its flow lands on, and
+//! latches learned on one lane reach the others at their next poll. The
+//! statistics (on SIGUSR1, each period, at exit) are every lane's snapshot
+//! merged; the counters are the lanes' total, then a line per lane, and
+//! `--record-core-cycles` prints each lane's cycle line.
 
 use clap::{ArgGroup, Parser};
 use dpstack::app::{self, App, AppSpec, IpArg, Poller, StackArgs, Tick};
@@ -22,6 +30,7 @@ use dpstack::media::relay::{
     SpecError, StartError, StatsLink,
 };
 use dpstack::media::LatchConfig;
+use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, TcpEvent};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
@@ -34,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-rtp-relay";
-const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack3"]);
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack3"]).many_lanes();
 
 /// An RTP relay on dpstack.
 #[derive(Debug, Parser)]
@@ -214,7 +223,22 @@ fn main() -> ExitCode {
     app::run_app::<Cli>(&SPEC, run)
 }
 
-/// The main thread's end of the statistics link.
+/// The main thread's end of the statistics links, one per lane.
+struct StatsClients(Vec<StatsClient>);
+
+impl StatsClients {
+    /// Every lane's snapshot, merged (`None` if a lane did not answer).
+    fn snapshot(&self) -> Option<Snapshot> {
+        let mut lanes = self.0.iter();
+        let mut merged = lanes.next()?.snapshot()?;
+        for lane in lanes {
+            merged.merge(&lane.snapshot()?);
+        }
+        Some(merged)
+    }
+}
+
+/// The main thread's end of one lane's statistics link.
 struct StatsClient {
     requested: Arc<AtomicBool>,
     requests: crossbeam_channel::Sender<Snapshot>,
@@ -269,6 +293,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         }
     })?;
     let mut iface = stack.iface;
+    let more_lanes = stack.more_lanes;
     let options = RelayOptions {
         echo: cli.echo,
         latch: LatchConfig {
@@ -301,16 +326,27 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             }
             e => e.to_string(),
         })?;
-    let (link, client) = stats_link(relay.sessions());
-    relay.set_stats_link(link);
-    let counters = Arc::clone(iface.counters());
-    let worker = app::run_on_worker_counting_cycles(
+    let sessions = relay.sessions();
+    // The sockets are bound once, in the stack's shared table: every lane
+    // hears them. Each lane gets its own relay over the same sessions.
+    let mut relays = relay.into_lanes(1 + more_lanes.len());
+    let mut clients = Vec::new();
+    for relay in &mut relays {
+        let (link, client) = stats_link(sessions);
+        relay.set_stats_link(link);
+        clients.push(client);
+    }
+    let clients = StatsClients(clients);
+    let mut lanes = vec![app::Lane {
         iface,
-        stack.queues,
-        RelayApp(relay),
-        &cli.stack,
-        cli.record_core_cycles,
-    )?;
+        queues: stack.queues,
+    }];
+    lanes.extend(more_lanes);
+    let counters: Vec<Arc<Counters>> = lanes
+        .iter()
+        .map(|l| Arc::clone(l.iface.counters()))
+        .collect();
+    let worker = Running::start(lanes, relays, cli)?;
     let port = stack.ports.first().ok_or("no port")?;
     let info = port.info().map_err(|e| e.to_string())?;
     let addresses: Vec<String> = (ip4.map(|c| c.to_string()).into_iter())
@@ -324,6 +360,9 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         addresses.join(" and ")
     );
     print_sessions(&specs, &ports);
+    if counters.len() > 1 {
+        println!("{PROGRAM}: polling on {} lcores", counters.len());
+    }
     println!(
         "{PROGRAM}: {} {} session(s); pid {} (SIGUSR1 prints the statistics)",
         if cli.echo { "echoing" } else { "relaying" },
@@ -335,7 +374,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     signals.wait(
         cli.stack.stats_period,
         || false,
-        |_: Tick| match client.snapshot() {
+        |_: Tick| match clients.snapshot() {
             Some(snapshot) => print!("{}", report::render(&snapshot, &names)),
             None => println!("{PROGRAM}: the lcore did not answer the statistics request"),
         },
@@ -344,16 +383,75 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     println!("\nSignal {} received, exiting.", signals.received());
     match finished {
         Some(finished) => {
-            print!("{}", report::render(&finished.handler.0.snapshot(), &names));
-            app::print_counters(&counters);
-            if let Some(line) = &finished.cycles {
-                println!("{PROGRAM}: {line}");
+            let mut relays = finished.iter().map(|f| &f.handler.0);
+            let mut snapshot = relays.next().map(Relay::snapshot).unwrap_or_default();
+            for relay in relays {
+                snapshot.merge(&relay.snapshot());
             }
-            print!("{}", finished.fault_lines());
+            print!("{}", report::render(&snapshot, &names));
+            app::print_lane_counters(&counters);
+            if finished.len() > 1 {
+                for (n, f) in finished.iter().enumerate() {
+                    let news = f.handler.0.news_counters();
+                    println!(
+                        "{PROGRAM}: lane {n} latch news sent {} taken {} stale {} deferred {}",
+                        news.sent, news.taken, news.stale, news.deferred
+                    );
+                }
+            }
+            for (n, f) in finished.iter().enumerate() {
+                if let Some(line) = &f.cycles {
+                    match finished.len() {
+                        1 => println!("{PROGRAM}: {line}"),
+                        _ => println!("{PROGRAM}: lane {n} {line}"),
+                    }
+                }
+                print!("{}", f.fault_lines());
+            }
         }
-        None => app::print_counters(&counters),
+        None => app::print_lane_counters(&counters),
     }
     Ok(())
+}
+
+/// The relay's poll loops: one lane as before (its own entry), or several.
+enum Running {
+    One(app::Worker<RelayApp>),
+    Many(app::Workers<RelayApp>),
+}
+
+impl Running {
+    /// Starts lane i with `relays[i]`, counting cycles if asked.
+    fn start(lanes: Vec<app::Lane>, relays: Vec<Relay>, cli: &Cli) -> Result<Running, String> {
+        let record = cli.record_core_cycles;
+        if lanes.len() == 1 {
+            let (Some(lane), Some(relay)) = (lanes.into_iter().next(), relays.into_iter().next())
+            else {
+                return Err("no lane".into());
+            };
+            let app = RelayApp(relay);
+            return app::run_on_worker_counting_cycles(
+                lane.iface,
+                lane.queues,
+                app,
+                &cli.stack,
+                record,
+            )
+            .map(Running::One);
+        }
+        let options = *relays.first().ok_or("no lane")?.options();
+        let mut relays = relays.into_iter();
+        let make = |_lane: usize| RelayApp(relays.next().unwrap_or_else(|| Relay::new(options)));
+        app::run_on_workers_counting_cycles(lanes, make, &cli.stack, record).map(Running::Many)
+    }
+
+    /// Stops the loops; what each lane had, in lane order.
+    fn stop(self) -> Option<Vec<app::Finished<RelayApp>>> {
+        match self {
+            Running::One(worker) => worker.stop().map(|f| vec![f]),
+            Running::Many(workers) => workers.stop(),
+        }
+    }
 }
 
 /// The relay as the lcore's app: its handler, and RTCP BYE (RFC 3550 6.6)

@@ -362,3 +362,31 @@ fn place_tcp_connects(iface: &mut Interface<Mbuf>, ports: &[EthPort], queue: u16
         .and_then(|p| p.rss_placement(queue).ok().flatten());
     iface.set_tcp_rss(placement);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        stack: StackArgs,
+    }
+
+    fn args(nb_cores: &str) -> StackArgs {
+        Cli::try_parse_from(["app", "--nb-cores", nb_cores])
+            .expect("parses")
+            .stack
+    }
+
+    #[test]
+    fn an_app_that_polls_one_lane_refuses_more() {
+        let one = AppSpec::new("dpstack-one", &[]);
+        assert_eq!(
+            lane_count(&one, &args("2")),
+            Err("--nb-cores 2: dpstack-one polls on one lcore (--nb-cores 1)".into())
+        );
+        assert_eq!(lane_count(&one, &args("1")), Ok(1));
+    }
+}

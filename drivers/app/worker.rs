@@ -388,15 +388,36 @@ impl<H> Workers<H> {
 /// already running are stopped and the error is returned.
 pub fn run_on_workers<H: App>(
     lanes: Vec<Lane>,
+    make: impl FnMut(usize) -> H,
+    args: &StackArgs,
+) -> Result<Workers<H>, String> {
+    on_workers::<H, false>(lanes, make, args, false)
+}
+
+/// [`run_on_workers`] for an app that offers `--record-core-cycles`: with
+/// `record`, each lane counts the cycles of its bursts
+/// ([`Finished::cycles`], per lane), as [`run_on_worker_counting_cycles`].
+pub fn run_on_workers_counting_cycles<H: App>(
+    lanes: Vec<Lane>,
+    make: impl FnMut(usize) -> H,
+    args: &StackArgs,
+    record: bool,
+) -> Result<Workers<H>, String> {
+    on_workers::<H, true>(lanes, make, args, record)
+}
+
+fn on_workers<H: App, const CYCLES: bool>(
+    lanes: Vec<Lane>,
     mut make: impl FnMut(usize) -> H,
     args: &StackArgs,
+    record: bool,
 ) -> Result<Workers<H>, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut running = Workers { lanes: Vec::new() };
     for (n, lane) in lanes.into_iter().enumerate() {
         let app = make(n);
         let stop = Arc::clone(&stop);
-        match spawn::<H, false>(n, lane.iface, lane.queues, app, args.faults, false, stop) {
+        match spawn::<H, CYCLES>(n, lane.iface, lane.queues, app, args.faults, record, stop) {
             Ok(worker) => running.lanes.push(worker),
             Err(e) => {
                 let _ = running.stop();

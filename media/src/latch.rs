@@ -139,6 +139,29 @@ impl Latch {
         self.candidate = None;
     }
 
+    /// Holds `peer` as latched, heard at `now`, because another lane's
+    /// latch of the same leg latched it (the relay on several lanes): a
+    /// fixed latch, or one already holding `peer`, is left as it is. Not
+    /// counted as a re-latch (the lane that learned it counts that).
+    pub fn adopt(&mut self, peer: SocketAddr, now: Instant) {
+        match self.state {
+            State::Fixed(_) => {}
+            State::Latched { peer: held, .. } if held == peer => {}
+            _ => {
+                self.state = State::Latched { peer, heard: now };
+                self.candidate = None;
+            }
+        }
+    }
+
+    /// The latched peer, if there is one (not the expected one).
+    pub fn latched_peer(&self) -> Option<SocketAddr> {
+        match self.state {
+            State::Latched { peer, .. } | State::Fixed(peer) => Some(peer),
+            State::Learning => None,
+        }
+    }
+
     /// Where to send to: the latched or fixed peer, else the expected one.
     pub fn peer(&self) -> Option<SocketAddr> {
         match self.state {
@@ -380,6 +403,22 @@ mod tests {
         fixed.reset();
         assert_eq!(fixed.peer(), Some(a));
         assert!(fixed.is_latched());
+    }
+
+    #[test]
+    fn an_adopted_peer_is_latched_without_a_relatch() {
+        let (a, b) = (addr(2, 5004), addr(3, 7000));
+        let mut latch = Latch::new(LatchConfig::default());
+        latch.expect(a);
+        assert_eq!(latch.latched_peer(), None);
+        latch.adopt(b, ms(0));
+        assert_eq!((latch.peer(), latch.latched_peer()), (Some(b), Some(b)));
+        assert_eq!(latch.observe(a, Some(1), ms(1)), Verdict::Foreign);
+        assert_eq!(latch.observe(b, Some(1), ms(1)), Verdict::Peer);
+        assert_eq!(latch.relatches(), 0);
+        let mut fixed = Latch::fixed(a);
+        fixed.adopt(b, ms(0));
+        assert_eq!(fixed.peer(), Some(a), "a fixed peer stays");
     }
 
     #[test]

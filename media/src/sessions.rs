@@ -192,7 +192,7 @@ pub struct Entry<'a, T> {
 }
 
 /// Sessions and the socket map. See the module documentation.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SessionTable<T> {
     map: Vec<u32>,
     slots: Vec<Slot>,

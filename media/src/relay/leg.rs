@@ -37,6 +37,11 @@
 //! SSRC needs its slot, but is no longer one of the leg's session members
 //! ([`LegState::members_mut`]): reports leave it out (after a BYE for
 //! good, after a timeout until it is heard again).
+//!
+//! On several lanes ([`super::lanes`]) each lane has its own copy of a
+//! leg: the copy of the lane that receives the leg's flow records; the
+//! others only take in its peers ([`LegState::adopt`], from the news
+//! [`LegState::news`] makes), ordered by ticket.
 
 use super::addr::{Compact, Family, Stored};
 use super::membership::{Membership, SSRCS_PER_LEG};
@@ -144,6 +149,24 @@ pub struct LegState {
     membership: Membership,
     /// Our receiver reports to this leg's peer.
     pub(crate) reports: ReportState,
+    /// The relay on several lanes: the ticket of the newest [`PeerNews`]
+    /// this copy of the leg took in or sent (older news is stale).
+    news_ticket: u64,
+}
+
+/// What one lane learned of a leg's peers, for the other lanes' copies of
+/// that leg ([`LegState::news`], [`LegState::adopt`]): the latched RTP and
+/// RTCP peers and whether the peer sends RTCP to the RTP port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerNews {
+    /// Orders news of one leg (from any lane): newer wins.
+    pub ticket: u64,
+    /// The RTP latch's peer, once latched.
+    pub rtp: Option<SocketAddr>,
+    /// The RTCP latch's peer, once latched.
+    pub rtcp: Option<SocketAddr>,
+    /// RTCP arrives on the RTP port (implicit rtcp-mux).
+    pub rtcp_on_rtp: bool,
 }
 
 impl LegState {
@@ -175,6 +198,7 @@ impl LegState {
             counters: LegCounters::default(),
             membership: Membership::default(),
             reports: ReportState::new(ssrc),
+            news_ticket: 0,
         };
         leg.sync();
         leg
@@ -279,13 +303,75 @@ impl LegState {
         }
     }
 
+    /// This leg's peers as news for the other lanes, under `ticket`
+    /// (which this copy then holds: older news from elsewhere is stale).
+    pub fn news(&mut self, ticket: u64) -> PeerNews {
+        self.news_ticket = ticket;
+        PeerNews {
+            ticket,
+            rtp: self.rtp.latched_peer(),
+            rtcp: self.rtcp.latched_peer(),
+            rtcp_on_rtp: self.rtcp_on_rtp,
+        }
+    }
+
+    /// Takes in what another lane learned of this leg's peers, unless this
+    /// copy holds newer news: latched peers are adopted (the RTP one
+    /// becomes `dst`, with [`LegState::take_dst_change`] then true). True
+    /// if the news was taken. Control path of a lane (its poll).
+    pub fn adopt(&mut self, news: &PeerNews, now: Instant) -> bool {
+        if news.ticket <= self.news_ticket {
+            return false;
+        }
+        self.news_ticket = news.ticket;
+        if let Some(peer) = news.rtp {
+            self.rtp.adopt(peer, now);
+        }
+        if let Some(peer) = news.rtcp {
+            self.rtcp.adopt(peer, now);
+        }
+        self.rtcp_on_rtp = news.rtcp_on_rtp;
+        self.sync();
+        true
+    }
+
+    /// A copy of this leg for another lane: the same latches, sockets'
+    /// report SSRC and settings, no statistics, counters or report state
+    /// of its own yet (only the lane that receives a leg's flow fills
+    /// those). Control path.
+    pub fn lane_copy(&self) -> LegState {
+        let mut leg = LegState {
+            forwarded: 0,
+            own: self.own,
+            fwd: self.fwd,
+            own_family: self.own_family,
+            fwd_family: self.fwd_family,
+            settled: self.settled,
+            streams_used: LAST | (self.streams_used & DST_CHANGED),
+            streams: [ReceiveStats::new(0, 0), ReceiveStats::new(0, 0)],
+            dst: self.dst,
+            rtp: self.rtp,
+            rtcp: self.rtcp,
+            rtcp_on_rtp: self.rtcp_on_rtp,
+            counters: LegCounters::default(),
+            membership: Membership::default(),
+            reports: ReportState::new(self.reports.ssrc()),
+            news_ticket: self.news_ticket,
+        };
+        leg.sync();
+        leg
+    }
+
     /// Notes which of the leg's ports the peer's accepted RTCP came to:
     /// `on_rtp_port` on a leg with an RTCP port of its own means the peer
     /// muxes anyway (RFC 5761 4 lets a receiver tell RTCP by its type), so
     /// it hears RTCP where it sends it: on its RTP port, from ours (a
     /// symmetric NAT in front of it only lets that pair through).
-    pub fn note_rtcp_port(&mut self, on_rtp_port: bool) {
+    /// True if that changed.
+    pub fn note_rtcp_port(&mut self, on_rtp_port: bool) -> bool {
+        let changed = self.rtcp_on_rtp != on_rtp_port;
         self.rtcp_on_rtp = on_rtp_port;
+        changed
     }
 
     /// The socket of `sockets` (this leg's) that RTCP to the peer leaves
@@ -690,6 +776,45 @@ pub(super) mod tests {
         assert_eq!(muxed.rtcp_destination(true), Some(signalled));
         let top: SocketAddr = "10.0.0.2:65535".parse().unwrap();
         assert_eq!(rtcp_of(top, false), None);
+    }
+
+    #[test]
+    fn a_lane_copy_takes_the_newest_news_only_and_records_nothing_of_the_original() {
+        let signalled: SocketAddr = "10.0.0.2:5004".parse().unwrap();
+        let (nat, later): (SocketAddr, SocketAddr) = (
+            "192.0.2.9:40000".parse().unwrap(),
+            "192.0.2.9:40002".parse().unwrap(),
+        );
+        let mut here = leg(Some(signalled), false);
+        here.record(g711(7, 1), Instant::ZERO, 8000);
+        here.take_dst_change();
+        let mut there = here.lane_copy();
+        assert!(!there.has_streams() && there.counters() == LegCounters::default());
+        assert_eq!(there.dst(), Some(signalled));
+        // This lane latches; its news reaches the copy.
+        assert_eq!(here.observe_rtp(nat, 1, Instant::ZERO), Verdict::Latched);
+        let first = here.news(1);
+        assert_eq!(first.rtp, Some(nat));
+        assert!(there.adopt(&first, Instant::ZERO));
+        assert!(there.take_dst_change());
+        assert_eq!(there.dst(), Some(nat));
+        assert_eq!(
+            there.observe_rtp(signalled, 9, Instant::ZERO),
+            Verdict::Foreign
+        );
+        assert_eq!(there.observe_rtp(nat, 2, Instant::ZERO), Verdict::Peer);
+        // Newer news wins; older news arriving late is ignored.
+        let newer = PeerNews {
+            ticket: 3,
+            rtp: Some(later),
+            ..first
+        };
+        let older = PeerNews { ticket: 2, ..first };
+        assert!(there.adopt(&newer, Instant::ZERO));
+        assert!(!there.adopt(&older, Instant::ZERO));
+        assert!(!there.adopt(&newer, Instant::ZERO), "taken once");
+        assert_eq!(there.dst(), Some(later));
+        assert_eq!(there.rtp_latch().relatches(), 0, "adopting is no relatch");
     }
 
     #[test]

@@ -24,7 +24,10 @@
 //!   [`Relay::on_poll`]; [`timer`]: one leg's report timer (6.3, with
 //!   timer reconsideration and reverse reconsideration on BYE);
 //! - [`spec`]: sessions as configured (flags, file) and their ports;
-//! - [`report`]: statistics snapshots and their text.
+//! - [`report`]: statistics snapshots and their text;
+//! - [`lanes`]: the relay on several lanes (one relay per pipeline, a
+//!   copy of every session on each; a leg's latch news passed between
+//!   lanes at their polls, never on the per-packet path).
 //!
 //! Use by composition: an app's own handler asks [`Relay::owns`] for the
 //! socket of a batch and hands it to [`Relay::on_datagrams`], and calls
@@ -72,6 +75,7 @@
 
 pub mod addr;
 pub mod error;
+pub mod lanes;
 pub mod leg;
 pub mod membership;
 pub mod receive;
@@ -84,7 +88,8 @@ pub mod timer;
 mod tests;
 
 pub use error::{PeerProblem, SpecError, StartError};
-pub use leg::{clock_rate, rtcp_of, LegCounters, LegState, StreamReport};
+pub use lanes::{LaneLink, LegNews, NewsCounters};
+pub use leg::{clock_rate, rtcp_of, LegCounters, LegState, PeerNews, StreamReport};
 pub use membership::SSRCS_PER_LEG;
 pub use report::{
     drops_line, is_active, leg_lines, render, LegReport, SessionReport, Snapshot, StatsLink,
@@ -263,6 +268,8 @@ pub struct Relay {
     pub(crate) rng: u64,
     /// The sessions started, in order (for stopping them).
     started: Vec<SessionId>,
+    /// On several lanes: the link to the other lanes ([`lanes`]).
+    pub(crate) lanes: Option<LaneLink>,
 }
 
 impl Relay {
@@ -276,6 +283,7 @@ impl Relay {
             cursor: 0,
             rng: options.reports.seed | 1,
             started: Vec::new(),
+            lanes: None,
         }
     }
 
@@ -453,11 +461,15 @@ impl Relay {
         snapshot
     }
 
-    /// The poll's work: receiver reports that are due (a bounded number
-    /// of sessions examined per call), and a snapshot if one was asked for
+    /// The poll's work: on several lanes, news of latches from and to the
+    /// other lanes ([`lanes`]); receiver reports that are due (a bounded
+    /// number of sessions examined per call), and a snapshot if one was asked for
     /// through the [`StatsLink`] (one atomic load otherwise).
     #[inline]
     pub fn on_poll<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
+        if self.lanes.is_some() {
+            self.exchange_news(ctx.now());
+        }
         if self.options.sends_reports() {
             self.run_reports(ctx);
         }

@@ -15,9 +15,9 @@
 //! once, by [`RelayDrop`] reason and on its leg.
 
 use super::addr::Stored;
-use super::{Drops, LegState, Relay, RelayDrop, RelayOptions, Session};
+use super::{Drops, LaneLink, LegState, Relay, RelayDrop, RelayOptions, Session};
 use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpSummary};
-use crate::{Channel, Endpoint, Entry, Leg, LegSockets, Verdict};
+use crate::{Channel, Endpoint, Entry, LegSockets, Verdict};
 use dpstack_stack::iface::{Batch, LcoreContext};
 use dpstack_stack::port::{Buf, Port};
 use dpstack_stack::time::Instant;
@@ -74,6 +74,7 @@ impl Relay {
             table,
             options,
             drops,
+            lanes,
             ..
         } = self;
         let Some(Entry {
@@ -85,7 +86,7 @@ impl Relay {
             count(drops, RelayDrop::UnknownSocket);
             return;
         };
-        if let Err(reason) = value.receive(endpoint, legs, datagram, options, ctx) {
+        if let Err(reason) = value.receive(endpoint, legs, datagram, options, lanes, ctx) {
             count(drops, reason);
             let leg = value.legs[endpoint.leg.index()].counters_mut();
             leg.dropped = leg.dropped.saturating_add(1);
@@ -144,6 +145,7 @@ impl Session {
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
         options: &RelayOptions,
+        lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let payload = datagram.payload();
@@ -154,30 +156,36 @@ impl Session {
         match kind {
             Kind::Rtp => {
                 let header = RtpSummary::parse(payload).map_err(|_| RelayDrop::BadRtp)?;
-                self.rtp(at.leg, legs, datagram, header, options, ctx)
+                self.rtp(at, legs, datagram, header, options, lanes, ctx)
             }
-            Kind::Rtcp => self.rtcp(at, legs, datagram, options, ctx),
+            Kind::Rtcp => self.rtcp(at, legs, datagram, options, lanes, ctx),
             Kind::Other => Err(RelayDrop::NotRtp),
         }
     }
 
     /// A checked RTP packet (`header`, its fields): latch, record, send on.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn rtp<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        leg: Leg,
+        at: Endpoint,
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
         header: RtpSummary,
         options: &RelayOptions,
+        lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
+        let leg = at.leg;
         let seq = header.seq;
         let now = datagram.received_at();
         let (this, other) = leg.split(&mut self.legs);
         let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
         if this.take_dst_change() {
             other.set_forward(this.dst());
+            if let Some(lanes) = lanes {
+                lanes.note(at.session, leg);
+            }
         }
         admit(verdict, this)?;
         latched(
@@ -221,6 +229,7 @@ impl Session {
         legs: &[LegSockets; 2],
         datagram: Datagram<B>,
         options: &RelayOptions,
+        lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let now: Instant = datagram.received_at();
@@ -236,17 +245,25 @@ impl Session {
                 _ => this.observe_rtcp(source, now),
             };
             admit(verdict, this)?;
-            match (at.channel, own.rtcp) {
+            let moved = match (at.channel, own.rtcp) {
                 (Channel::Rtcp, Some(socket)) => {
-                    this.note_rtcp_port(false);
+                    let moved = this.note_rtcp_port(false);
                     latched(verdict, options, socket, || source, ctx);
+                    moved
                 }
                 // Implicit rtcp-mux. The RTCP socket is not connected to
                 // this source: it is the peer's RTP port, which the RTP
                 // latch connects the RTP socket to.
                 (Channel::Rtp, Some(_)) => this.note_rtcp_port(true),
                 // rtcp-mux: RTCP is on the RTP socket anyway.
-                (_, None) => {}
+                (_, None) => false,
+            };
+            // The other lanes forward this leg's RTCP by its peers.
+            if let Some(lanes) = lanes
+                .as_mut()
+                .filter(|_| moved || verdict == Verdict::Latched)
+            {
+                lanes.note(at.session, leg);
             }
             for packet in compound.packets() {
                 match packet {

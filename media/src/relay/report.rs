@@ -19,6 +19,7 @@
 use super::leg::{LegCounters, StreamReport};
 use super::membership::SSRCS_PER_LEG;
 use super::{Drops, RelayDrop};
+use crate::rtp::Counters;
 use arrayvec::ArrayVec;
 use crossbeam_channel::{Receiver, Sender};
 use std::fmt::Write;
@@ -57,6 +58,94 @@ pub struct Snapshot {
     pub sessions: Vec<SessionReport>,
     /// Drops by reason.
     pub drops: Drops,
+}
+
+impl Snapshot {
+    /// Adds another lane's snapshot of the same sessions to this one (the
+    /// relay on several lanes, [`super::lanes`]): drops and counters add
+    /// up; a stream both lanes saw (its flow moved lanes) adds its counts,
+    /// keeping the larger jitter and highest sequence number; a leg's peer
+    /// is the one of a lane that latched it. Sessions are matched by index;
+    /// one only in `other` is added.
+    pub fn merge(&mut self, other: &Snapshot) {
+        for (sum, add) in self.drops.iter_mut().zip(other.drops) {
+            *sum = sum.saturating_add(add);
+        }
+        for session in &other.sessions {
+            match self.sessions.iter_mut().find(|s| s.index == session.index) {
+                Some(mine) => {
+                    for (leg, add) in mine.legs.iter_mut().zip(&session.legs) {
+                        leg.merge(add);
+                    }
+                }
+                None => self.sessions.push(session.clone()),
+            }
+        }
+    }
+}
+
+impl LegReport {
+    /// Adds another lane's figures of this leg ([`Snapshot::merge`]).
+    pub fn merge(&mut self, other: &LegReport) {
+        if other.latched && !self.latched {
+            self.peer = other.peer;
+            self.latched = true;
+        }
+        self.relatches = self.relatches.saturating_add(other.relatches);
+        for stream in &other.streams {
+            match self.streams.iter_mut().find(|s| s.ssrc == stream.ssrc) {
+                Some(mine) => {
+                    add_counters(&mut mine.counters, &stream.counters);
+                    mine.jitter_ns = mine.jitter_ns.max(stream.jitter_ns);
+                }
+                None => {
+                    // Beyond the slots a leg has: its packets are counted
+                    // as untracked, as one lane counts them.
+                    if self.streams.try_push(*stream).is_err() {
+                        let untracked = &mut self.counters.untracked;
+                        *untracked = untracked.saturating_add(stream.counters.packets);
+                    }
+                }
+            }
+        }
+        let (c, o) = (&mut self.counters, &other.counters);
+        for (sum, add) in [
+            (&mut c.forwarded, o.forwarded),
+            (&mut c.rtcp, o.rtcp),
+            (&mut c.rtcp_bytes, o.rtcp_bytes),
+            (&mut c.rtcp_forwarded, o.rtcp_forwarded),
+            (&mut c.foreign, o.foreign),
+            (&mut c.untracked, o.untracked),
+            (&mut c.retired, o.retired),
+            (&mut c.retired_packets, o.retired_packets),
+            (&mut c.retired_bytes, o.retired_bytes),
+            (&mut c.dropped, o.dropped),
+            (&mut c.reports_sent, o.reports_sent),
+            (&mut c.reports_failed, o.reports_failed),
+        ] {
+            *sum = sum.saturating_add(add);
+        }
+        c.retired_lost = c.retired_lost.saturating_add(o.retired_lost);
+    }
+}
+
+/// Adds `add`'s counts to `sum` (one source seen on two lanes).
+fn add_counters(sum: &mut Counters, add: &Counters) {
+    for (s, a) in [
+        (&mut sum.packets, add.packets),
+        (&mut sum.bytes, add.bytes),
+        (&mut sum.received, add.received),
+        (&mut sum.expected, add.expected),
+        (&mut sum.duplicates, add.duplicates),
+        (&mut sum.out_of_order, add.out_of_order),
+        (&mut sum.discarded, add.discarded),
+        (&mut sum.resyncs, add.resyncs),
+    ] {
+        *s = s.saturating_add(a);
+    }
+    sum.lost = sum.lost.saturating_add(add.lost);
+    sum.jitter = sum.jitter.max(add.jitter);
+    sum.extended_highest_seq = sum.extended_highest_seq.max(add.extended_highest_seq);
 }
 
 /// How the main thread gets snapshots from the lcore: it sends an empty

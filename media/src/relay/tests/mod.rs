@@ -294,6 +294,7 @@ fn drops(snapshot: &Snapshot, reason: RelayDrop) -> u64 {
 }
 
 mod ipv6;
+mod lanes;
 mod relaying;
 mod reports;
 mod scale;
