@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{child_eal_args, unique_name, AppProcess, Netns};
+use common::{child_eal_args, unique_name, AppProcess, Netns, RemoveOnDrop};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -341,15 +341,6 @@ fn our_client_runs_reverse_parallel_bidirectional_and_udp_tests() {
         num(received, &["lost_packets"]) <= packets * 0.02,
         "{received}"
     );
-}
-
-/// Removes a file when dropped, also when the test fails.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Runs dpstack-iperf against itself over `net_memif`: a 2 s UDP test at

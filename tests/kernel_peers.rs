@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{child_eal_args, unique_name, wait_until, AppProcess, Netns};
+use common::{child_eal_args, unique_name, wait_until, AppProcess, Netns, RemoveOnDrop};
 use std::io::Write;
 use std::time::Duration;
 
@@ -122,13 +122,4 @@ fn two_dpstack_processes_talk_over_memif() {
     let (received, _, _) = server_out.accumulated();
     assert!(sent > 10_000, "client sent {sent}");
     assert_eq!(received, sent, "every packet the link accepted arrived");
-}
-
-/// Removes a file when dropped, also when the test fails.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

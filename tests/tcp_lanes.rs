@@ -13,7 +13,9 @@
 
 mod common;
 
-use common::{app_counter, kernel_side, lane_counter, unique_name, AppProcess};
+use common::{
+    app_counter, kernel_side, lane_counter, stop_memif_pair, unique_name, AppProcess, RemoveOnDrop,
+};
 use dpstack::eal::EalArgs;
 
 const CLIENT_IP: &str = "10.206.0.1";
@@ -93,15 +95,6 @@ fn connections_from_both_lanes_to_the_kernel_come_back_intact() {
     assert_eq!(app_counter(out, "TcpOutRsts"), 0, "{out}");
 }
 
-/// Removes a file when dropped.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 #[test]
 fn two_processes_on_two_lanes_each_run_transactions_over_two_memif_queues() {
     let socket = format!("/tmp/{}.sock", unique_name("dpstack-tcplanes-"));
@@ -141,11 +134,8 @@ fn two_processes_on_two_lanes_each_run_transactions_over_two_memif_queues() {
             "--hold",
         ],
     );
-    // The client stops polling before it holds; the server goes first, so
-    // neither polls while its memif peer disconnects (a DPDK 22.11 crash).
     client.wait_for_output("holding the port open");
-    let server = server.stop_with(libc::SIGINT);
-    let client = client.stop_with(libc::SIGINT);
+    let (client, server) = stop_memif_pair(server, client);
     let (out, served) = (&client.stdout, &server.stdout);
     assert!(
         out.contains("transactions/s (8 at once), 0 failed"),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{app_counter, child_eal_args, unique_name, AppProcess};
+use common::{app_counter, child_eal_args, stop_memif_pair, unique_name, AppProcess, RemoveOnDrop};
 
 /// Runs one transfer of `bytes` each way at `mtu` and returns the client's
 /// and the server's final output.
@@ -49,12 +49,8 @@ fn transfer(mtu: u16, bytes: usize) -> (common::ConsoleOutput, common::ConsoleOu
             "--hold",
         ],
     );
-    // The client stops polling before it holds; the server goes first, so
-    // neither polls while its memif peer disconnects (a DPDK 22.11 crash).
     client.wait_for_output("holding the port open");
-    let server = server.stop_with(libc::SIGINT);
-    let client = client.stop_with(libc::SIGINT);
-    (client, server)
+    stop_memif_pair(server, client)
 }
 
 /// Runs [`transfer`], checks that both sides ended cleanly and the client
@@ -89,13 +85,4 @@ fn the_default_mtu_keeps_standard_segments() {
         segments >= (4 << 20) / 1460,
         "{segments} segments for 4 MiB at MTU 1500"
     );
-}
-
-/// Removes a file when dropped, also when the test fails.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -539,3 +539,23 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
     }
     condition()
 }
+
+/// Removes a file (a memif socket, a pid file) when dropped, also when the
+/// test fails.
+pub struct RemoveOnDrop(pub String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Stops a memif pair: the server first, then the client (which must have
+/// stopped polling, e.g. holding with `--hold`), so neither polls while its
+/// memif peer disconnects (DPDK 22.11's memif PMD can crash a process that
+/// does). Returns (client, server) outputs.
+pub fn stop_memif_pair(server: AppProcess, client: AppProcess) -> (ConsoleOutput, ConsoleOutput) {
+    let server = server.stop_with(libc::SIGINT);
+    let client = client.stop_with(libc::SIGINT);
+    (client, server)
+}

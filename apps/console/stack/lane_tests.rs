@@ -4,32 +4,17 @@
 //! spreading would, and checks that the pipeline it lands on answers.
 
 use super::lanes::{self, LaneAnswer, LaneRequest};
+use super::tests::Collect;
 use super::*;
 use dpstack::stack::counters::Stat;
-use dpstack::stack::iface::{Batch, InlineHandler, LcoreContext};
 use dpstack::stack::port::memory::{MemBuf, MemPort, MemPortConfig};
 use dpstack::stack::port::MacAddr;
 use dpstack::stack::time::Duration;
-use dpstack::stack::udp::{BindOptions, SocketId};
+use dpstack::stack::udp::BindOptions;
 use std::net::SocketAddr;
 
 const OURS: MacAddr = MacAddr([2, 0, 0, 0, 8, 1]);
 const PEER: MacAddr = MacAddr([2, 0, 0, 0, 8, 2]);
-
-/// Keeps every datagram's payload.
-#[derive(Default)]
-struct Collect(Vec<Vec<u8>>);
-
-impl InlineHandler<MemBuf> for Collect {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        batch: &mut Batch<MemBuf>,
-        _: &mut LcoreContext<'_, P>,
-    ) {
-        self.0.extend(batch.drain(..).map(|d| d.payload().to_vec()));
-    }
-}
 
 /// The home pipeline with its port (queue 0), one lane with its port
 /// (queue 1), and the peer.

@@ -15,7 +15,7 @@ const PEER: MacAddr = MacAddr([2, 0, 0, 0, 7, 2]);
 
 /// Keeps every datagram's payload.
 #[derive(Default)]
-struct Collect(Vec<Vec<u8>>);
+pub(super) struct Collect(pub(super) Vec<Vec<u8>>);
 
 impl InlineHandler<MemBuf> for Collect {
     fn on_datagrams<P: Port<Buf = MemBuf>>(
