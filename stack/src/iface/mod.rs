@@ -295,7 +295,10 @@ impl<B: Buf> Interface<B> {
 
     /// A handle that application threads use to open queue-mode sockets on
     /// this interface; `pool` gives them buffers for sending, and each socket
-    /// queues up to `queue_len` received datagrams.
+    /// queues up to `queue_len` received datagrams. Take it from the home
+    /// pipeline (the first): its sockets' datagrams reach their queues from
+    /// every pipeline, and the TCP segments other pipelines cannot place are
+    /// handed to the home pipeline, where queue-mode listeners must be.
     pub fn handle<Q: BufPool<Buf = B>>(&mut self, pool: Q, queue_len: usize) -> StackHandle<Q> {
         let shared = self
             .shared
