@@ -185,6 +185,7 @@ impl Test {
                         stream.blocks += 1;
                     }
                 },
+                Transport::Elsewhere => {}
                 Transport::Udp { socket, peer } => {
                     for _ in 0..UDP_PER_POLL {
                         if stream.now.bytes >= allowance {
@@ -211,6 +212,14 @@ impl Test {
                     stream.now.retransmits = info.retransmits;
                 }
             }
+        }
+    }
+
+    /// Takes in what the other lanes counted on their streams (once per
+    /// poll, before the limits, the reports and the results look).
+    pub fn sync(&mut self) {
+        for s in self.streams.iter_mut().filter(|s| s.link.is_some()) {
+            s.sync();
         }
     }
 
@@ -263,7 +272,10 @@ impl Test {
             .iter_mut()
             .map(|s| {
                 let d = s.take_interval();
-                let cwnd = s.conn().and_then(|c| ctx.tcp_info(c)).map(|i| i.cwnd);
+                let cwnd = match &s.link {
+                    Some(link) => Some(link.cwnd.load(std::sync::atomic::Ordering::Relaxed)),
+                    None => s.conn().and_then(|c| ctx.tcp_info(c)).map(|i| i.cwnd),
+                };
                 (s.clone(), d, cwnd)
             })
             .collect();
