@@ -93,8 +93,9 @@ fn stock_clients_test_our_server_on_two_lanes() {
         KERNEL_MAC,
         &[&format!("{KERNEL}/24")],
     );
-    // Our server receives, then sends (-R): ten connections in all, so the
-    // kernel's hash puts some on each lane (all on one: odds of 2^-9).
+    // Our server receives, then sends (-R), then refuses a UDP test and
+    // receives again: sixteen connections in all, so the kernel's hash
+    // puts some on each lane (all on one: odds of 2^-15).
     let doc = stock_client(&ns, &["-t", "3", "-P", "4"]);
     assert_sums_plausible(&doc, "-P 4");
     let doc = stock_client(&ns, &["-t", "2", "-P", "4", "-R"]);
@@ -120,28 +121,48 @@ fn stock_clients_test_our_server_on_two_lanes() {
 }
 
 #[test]
-fn our_client_on_two_lanes_tests_a_stock_server() {
-    let iface = unique_name("dpcn");
-    let vdev = format!("net_tap0,iface={iface}");
-    let ip = format!("{OURS}/24");
-    let app = AppProcess::spawn(
-        iperf_binary(),
-        &three_lcores(&vdev),
-        &[
+fn our_client_refuses_udp_on_two_lanes() {
+    // Refused before EAL starts: no port, no lcores needed.
+    let out = std::process::Command::new(iperf_binary())
+        .args([
+            "--",
             "--ip",
-            &ip,
-            "--no-dad",
+            "10.211.0.1/24",
             "--nb-cores",
             "2",
             "-c",
             KERNEL,
-            "-P",
-            "4",
-            "-t",
-            "3",
-            "-J",
-        ],
+            "-u",
+        ])
+        .output()
+        .expect("dpstack-iperf");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("UDP tests run on one lane (--nb-cores 1)"),
+        "{stderr}"
     );
+}
+
+/// Our client on two lanes (`-J`, `args`) against a stock `iperf3 -s -1
+/// -J` in a namespace: both JSON documents, and our counters (on stderr:
+/// -J keeps stdout to the document).
+fn our_client(args: &[&str]) -> (Value, Value, String) {
+    let iface = unique_name("dpcn");
+    let vdev = format!("net_tap0,iface={iface}");
+    let ip = format!("{OURS}/24");
+    let mut all = vec![
+        "--ip",
+        &ip,
+        "--no-dad",
+        "--nb-cores",
+        "2",
+        "-c",
+        KERNEL,
+        "-J",
+    ];
+    all.extend_from_slice(args);
+    let app = AppProcess::spawn(iperf_binary(), &three_lcores(&vdev), &all);
     // The tap exists once the app made it; the SYN it sent meanwhile is
     // sent again.
     common::require("ip");
@@ -172,6 +193,12 @@ fn our_client_on_two_lanes_tests_a_stock_server() {
     let ours: Value = serde_json::from_str(&done.stdout[done.stdout.find('{').unwrap_or(0)..])
         .unwrap_or_else(|e| panic!("{e}: {}", done.stdout));
     let theirs: Value = serde_json::from_slice(&server.stdout).expect("iperf3 -s -J");
+    (ours, theirs, done.stderr)
+}
+
+#[test]
+fn our_client_on_two_lanes_tests_a_stock_server() {
+    let (ours, theirs, counters) = our_client(&["-P", "4", "-t", "3"]);
     assert_sums_plausible(&ours, "ours");
     assert_eq!(theirs["end"]["streams"].as_array().map(Vec::len), Some(4));
     // Our receiver figure is the server's own count.
@@ -179,10 +206,44 @@ fn our_client_on_two_lanes_tests_a_stock_server() {
         num(&ours, &["end", "sum_received", "bytes"]),
         num(&theirs, &["end", "sum_received", "bytes"])
     );
-    // -J keeps stdout to the document: the counters went to stderr. Lane 0
-    // opened the control connection and streams 0 and 2 (ids 1 and 4),
-    // lane 1 streams 1 and 3.
-    let counters = &done.stderr;
-    assert_eq!(lane_counter(counters, 0, "TcpActiveOpens"), 3, "{counters}");
-    assert_eq!(lane_counter(counters, 1, "TcpActiveOpens"), 2, "{counters}");
+    // Lane 0 opened the control connection and streams 0 and 2 (ids 1 and
+    // 4), lane 1 streams 1 and 3.
+    assert_eq!(
+        lane_counter(&counters, 0, "TcpActiveOpens"),
+        3,
+        "{counters}"
+    );
+    assert_eq!(
+        lane_counter(&counters, 1, "TcpActiveOpens"),
+        2,
+        "{counters}"
+    );
+}
+
+#[test]
+fn our_client_on_two_lanes_receives_and_runs_both_ways() {
+    // -R: the lanes receive; what we count is at most what the server sent.
+    let (ours, _, counters) = our_client(&["-P", "4", "-t", "2", "-R"]);
+    assert_sums_plausible(&ours, "-R");
+    assert_eq!(
+        lane_counter(&counters, 1, "TcpActiveOpens"),
+        2,
+        "{counters}"
+    );
+    // --bidir -P 2: streams 0 and 1 send, 2 and 3 receive, each pair
+    // spread over both lanes.
+    let (ours, _, _) = our_client(&["-P", "2", "-t", "2", "--bidir"]);
+    let streams = ours["end"]["streams"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(streams.len(), 4, "{}", ours["end"]);
+    for stream in &streams {
+        let sent = num(stream, &["sender", "bytes"]);
+        let received = num(stream, &["receiver", "bytes"]);
+        assert!(
+            sent > 1e5 && received <= sent && received >= sent * 0.5,
+            "bidir: {stream}"
+        );
+    }
 }

@@ -342,7 +342,6 @@ fn drive<H: App>(
 
 /// A lane of the client: lane 0 drives the test, the others move the
 /// bytes of the streams they are told to open.
-#[allow(clippy::large_enum_variant)]
 enum ClientLane {
     Driver(Box<client::Client>),
     Helper(Helper),

@@ -590,7 +590,10 @@ impl<B: Buf> InlineHandler<B> for Server {
         }
         if let Some(test) = &mut self.test {
             if self.phase == Phase::Running {
-                test.sync();
+                // Streams on other lanes are heard from here.
+                if test.sync() {
+                    self.heard = Some(now);
+                }
                 test.pump(ctx);
                 test.tick(ctx);
             }

@@ -216,11 +216,16 @@ impl Test {
     }
 
     /// Takes in what the other lanes counted on their streams (once per
-    /// poll, before the limits, the reports and the results look).
-    pub fn sync(&mut self) {
+    /// poll, before the limits, the reports and the results look); true if
+    /// a stream of another lane moved bytes since the last time.
+    pub fn sync(&mut self) -> bool {
+        let mut moved = false;
         for s in self.streams.iter_mut().filter(|s| s.link.is_some()) {
+            let before = s.now.bytes;
             s.sync();
+            moved |= s.now.bytes != before;
         }
+        moved
     }
 
     /// True once the senders moved the `-n` bytes or `-k` blocks.
