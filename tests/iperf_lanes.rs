@@ -187,6 +187,13 @@ fn our_client(args: &[&str]) -> (Value, Value, String) {
         .spawn()
         .expect("iperf3 -s");
     let done = app.wait_up_to(Duration::from_secs(40));
+    if done.code != Some(0) {
+        // Not waiting for a server that may never have been reached:
+        // `timeout` passes the SIGTERM on to iperf3.
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &server.id().to_string()])
+            .status();
+    }
     let server = server.wait_with_output().expect("iperf3 -s ran");
     drop(ns);
     assert_eq!(done.code, Some(0), "ours: {}\n{}", done.stdout, done.stderr);

@@ -13,16 +13,26 @@
 //!   driver stores and every lane loads once per poll;
 //! - orders to a lane (the client's "open stream i") and notes to the
 //!   driver (connected, joined, failed) on channels, read once per poll;
-//! - the server's registration board (the cookie, how many streams are
-//!   expected and which are the receivers), behind a lock taken only when
-//!   a data connection is accepted or sends its cookie.
+//! - the server's registration board (which lane drives, the cookie, how
+//!   many streams are expected and which are the receivers), behind a lock
+//!   taken only when a data connection sends its cookie or a test is set
+//!   up or ends.
 //!
-//! Invariants: results are taken only once every lane followed the last
-//! command (its counters stored after it), so no stream of another lane
-//! moves bytes the results miss; a stream is numbered when its cookie is checked, under the
-//! board's lock, so stream numbers follow the order cookies arrive in, on
-//! whatever lane; the driver adds streams to the test in that order. With
-//! one lane nothing here is used by the packet path.
+//! Invariants:
+//! - results are taken only once every other lane followed the last
+//!   command (its counters stored before it says so), so no stream of
+//!   another lane moves bytes the results miss;
+//! - a server stream is numbered when its cookie is checked, under the
+//!   board's lock, so numbers follow the order cookies arrive in, on
+//!   whatever lane; the driver adds streams to the test in number order,
+//!   and ignores notes about an earlier test's streams;
+//! - at most one lane drives a server test at a time ([`Hub::claim`]).
+//!
+//! With one lane the hub is there but idle: the helper owns nothing, and
+//! the per-packet work is two checks of empty lists per TCP event.
+//! `-n`/`-k` limits are checked by the driver once per poll, so another
+//! lane's sender may overshoot them by what it sends before it sees the
+//! Stop (at most its send buffer).
 
 use crate::proto::COOKIE_LEN;
 use crossbeam_channel::{Receiver, Sender};
@@ -94,6 +104,8 @@ pub enum Note {
     /// Stream `index` is connected (client) or joined the test (server),
     /// between `local` and `remote`.
     Stream {
+        /// The board's test it joined (server; 0 for the client's).
+        test: u64,
         /// The stream's position in the test.
         index: usize,
         /// Our address.
@@ -110,6 +122,9 @@ pub enum Note {
 /// The server's registration of data streams for the current test.
 #[derive(Debug, Default)]
 pub struct Board {
+    /// The test's number (each test the driver sets up takes the next),
+    /// so a note about a stream of an earlier test is told apart.
+    pub test: u64,
     /// The test's cookie while streams are expected.
     pub cookie: Option<Vec<u8>>,
     /// Streams the test has.
@@ -125,9 +140,9 @@ pub struct Board {
 }
 
 impl Board {
-    /// Numbers a stream whose cookie is `cookie`: its index and whether
-    /// the server sends on it, or `None` if no test expects it.
-    pub fn join(&mut self, cookie: &[u8]) -> Option<(usize, bool)> {
+    /// Numbers a stream whose cookie is `cookie`, or `None` if no test
+    /// expects it.
+    pub fn join(&mut self, cookie: &[u8]) -> Option<Joined> {
         if self.cookie.as_deref() != Some(cookie) || self.joined >= self.expected {
             return None;
         }
@@ -136,8 +151,29 @@ impl Board {
         if self.joined == self.expected {
             self.cookie = None;
         }
-        Some((index, index >= self.receivers))
+        Some(Joined {
+            test: self.test,
+            index,
+            sender: index >= self.receivers,
+            len: self.len,
+            bandwidth: self.bandwidth,
+        })
     }
+}
+
+/// A server stream numbered on the [`Board`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Joined {
+    /// The board's test.
+    pub test: u64,
+    /// The stream's position in the test.
+    pub index: usize,
+    /// The server sends on it.
+    pub sender: bool,
+    /// Block size.
+    pub len: usize,
+    /// Bits per second, 0 unlimited.
+    pub bandwidth: u64,
 }
 
 /// What the lanes of one process share.
@@ -312,23 +348,21 @@ impl Helper {
         self.lane
     }
 
-    /// Takes over server stream `index`, accepted here on `conn`.
-    pub fn adopt<P: Port>(
-        &mut self,
-        ctx: &mut LcoreContext<'_, P>,
-        conn: ConnId,
-        index: usize,
-        sender: bool,
-        board: (usize, u64),
-    ) {
+    /// Takes over the server stream `joined`, accepted here on `conn`.
+    pub fn adopt<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, conn: ConnId, joined: Joined) {
         let Some((local, remote)) = ctx.tcp_addresses(conn) else {
             return;
         };
         let link = Arc::new(LaneStream::default());
-        self.streams
-            .push(Owned::new(conn, Arc::clone(&link), sender, board));
+        let sizes = (joined.len, joined.bandwidth);
+        if self.block.len() < joined.len {
+            self.block.resize(joined.len, 0x5a);
+        }
+        let stream = Owned::new(conn, Arc::clone(&link), joined.sender, sizes);
+        self.streams.push(stream);
         self.hub.note(Note::Stream {
-            index,
+            test: joined.test,
+            index: joined.index,
             local,
             remote,
             link,
@@ -352,6 +386,7 @@ impl Helper {
                         SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0),
                     ));
                     self.hub.note(Note::Stream {
+                        test: 0,
                         index: opening.index,
                         local,
                         remote,
@@ -541,15 +576,17 @@ mod tests {
     #[test]
     fn streams_are_numbered_in_cookie_order_and_only_for_the_test() {
         let mut board = Board {
+            test: 7,
             cookie: Some(b"abc".to_vec()),
             expected: 3,
             receivers: 2,
             ..Board::default()
         };
+        let joined = |b: &mut Board| b.join(b"abc").map(|j| (j.test, j.index, j.sender));
         assert_eq!(board.join(b"xyz"), None);
-        assert_eq!(board.join(b"abc"), Some((0, false)));
-        assert_eq!(board.join(b"abc"), Some((1, false)));
-        assert_eq!(board.join(b"abc"), Some((2, true)));
+        assert_eq!(joined(&mut board), Some((7, 0, false)));
+        assert_eq!(joined(&mut board), Some((7, 1, false)));
+        assert_eq!(joined(&mut board), Some((7, 2, true)));
         // All joined: a fourth is refused, and the board expects no more.
         assert_eq!(board.join(b"abc"), None);
         assert_eq!(board.cookie, None);

@@ -14,7 +14,7 @@
 //! ([`crate::lanes`]). UDP tests need one lane: their datagrams would land
 //! on lanes that do not drive the test.
 
-use crate::lanes::{Command, Helper, Note};
+use crate::lanes::{Board, Command, Helper, Note};
 use crate::proto::{self, state, Params, Results, COOKIE_LEN};
 use crate::report::{Reporter, Side};
 use crate::stream::{Stream, Transport};
@@ -25,6 +25,7 @@ use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a client may take over each step of setting up a test, by
@@ -79,6 +80,8 @@ pub struct Server {
     /// A client's control connection that arrived here while another
     /// lane's test was ending, and since when.
     waiting: Option<(ConnId, Instant)>,
+    /// The board's number of the test this lane drives.
+    board_test: u64,
 }
 
 impl Server {
@@ -112,6 +115,7 @@ impl Server {
             helper,
             arrived: Vec::new(),
             waiting: None,
+            board_test: 0,
         };
         if server.helper.lane() == 0 {
             server.banner();
@@ -192,14 +196,16 @@ impl Server {
                     Ok(Some(json)) => match Params::parse(&json) {
                         Err(e) => return self.reset(ctx, Some(format!("parameters refused: {e}"))),
                         Ok(params) if params.udp && self.helper.hub().lanes() > 1 => {
-                            let _ = params;
                             return self.reset(
                                 ctx,
                                 Some("UDP tests need a server on one lane (--nb-cores 1)".into()),
                             );
                         }
                         Ok(params) => {
-                            *self.helper.hub().board() = crate::lanes::Board {
+                            let mut board = self.helper.hub().board();
+                            self.board_test = board.test + 1;
+                            *board = Board {
+                                test: self.board_test,
                                 cookie: params.tcp.then(|| self.cookie.clone()),
                                 expected: params.streams(),
                                 receivers: receivers(&params),
@@ -207,6 +213,7 @@ impl Server {
                                 len: params.block_len(),
                                 bandwidth: params.bandwidth,
                             };
+                            drop(board);
                             self.seed = self.seed.rotate_left(7) ^ 0x9e37_79b9;
                             self.test = Some(Test::new(
                                 params,
@@ -336,7 +343,7 @@ impl Server {
         }
         let (conn, cookie) = self.pending.remove(at);
         let joined = self.helper.hub().board().join(&cookie);
-        let Some((index, sender)) = joined else {
+        let Some(joined) = joined else {
             let _ = ctx.tcp_send(conn, &[state::ACCESS_DENIED]);
             ctx.tcp_close(conn);
             self.errors.push("a data stream had a wrong cookie".into());
@@ -348,15 +355,11 @@ impl Server {
             // Drain the other lanes' notes first, so earlier numbers are in.
             self.take_notes(ctx);
             if let Some((local, remote)) = ctx.tcp_addresses(conn) {
-                let stream = Stream::new(index, sender, Transport::Tcp(conn));
+                let stream = Stream::new(joined.index, joined.sender, Transport::Tcp(conn));
                 self.add_stream(ctx, stream, local, remote);
             }
         } else {
-            let board = {
-                let board = self.helper.hub().board();
-                (board.len, board.bandwidth)
-            };
-            self.helper.adopt(ctx, conn, index, sender, board);
+            self.helper.adopt(ctx, conn, joined);
         }
     }
 
@@ -409,7 +412,7 @@ impl Server {
         let Some((conn, since)) = self.waiting else {
             return;
         };
-        let hub = std::sync::Arc::clone(self.helper.hub());
+        let hub = Arc::clone(self.helper.hub());
         if hub.claim(self.helper.lane()) {
             self.waiting = None;
             self.take_control(conn, ctx);
@@ -427,6 +430,7 @@ impl Server {
     fn take_notes<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         while let Some(note) = self.helper.hub().next_note() {
             let Note::Stream {
+                test: board_test,
                 index,
                 local,
                 remote,
@@ -435,6 +439,10 @@ impl Server {
             else {
                 continue;
             };
+            // A stream of an earlier test, numbered as that one ended.
+            if board_test != self.board_test {
+                continue;
+            }
             let Some(test) = &self.test else {
                 continue;
             };
