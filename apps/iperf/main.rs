@@ -279,9 +279,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 .with_buffers(buffers.0, buffers.1)
                 .on_lanes(Arc::clone(&hub)),
         );
-        let make = |lane: usize| match client.take() {
-            Some(client) if lane == 0 => ClientLane::Driver(Box::new(client)),
-            _ => ClientLane::Helper(helper(lane)),
+        // Lane 0 drives the test; the others help.
+        let make = |lane: usize| match client.take_if(|_| lane == 0) {
+            Some(client) => ClientLane::Driver(Box::new(client)),
+            None => ClientLane::Helper(helper(lane)),
         };
         let finished = drive(lanes, make, cli, &signals)?;
         finished
