@@ -18,6 +18,8 @@
 mod client;
 mod json;
 mod lanes;
+#[cfg(test)]
+mod lanes_tests;
 mod proto;
 mod report;
 mod server;
