@@ -1,5 +1,6 @@
 //! Our client and our server, each on two lanes of its own in-memory
-//! stack, run a TCP test in one thread, deterministically: every poll of
+//! stack, run TCP tests (one way, `-R`, `--bidir`) in one thread,
+//! deterministically: every poll of
 //! every lane in turn on one simulated clock, the frames a lane sends
 //! delivered to the same-numbered lane of the other stack (as a memif's
 //! queue pairs do), so the streams of one test land on both lanes of both
@@ -22,8 +23,11 @@ use std::sync::Arc;
 const CLIENT_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0xc1]);
 const SERVER_MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x5e]);
 
+/// A stack's lanes, each an interface with its own port.
+type Lanes = Vec<(Interface<MemBuf>, MemPort)>;
+
 /// A stack at `ip` with `mac` on two lanes, each with its own port.
-fn two_lanes(mac: MacAddr, ip: [u8; 4]) -> Vec<(Interface<MemBuf>, MemPort)> {
+fn two_lanes(mac: MacAddr, ip: [u8; 4]) -> Lanes {
     let cidr = Ipv4Cidr::new(ip.into(), 24).unwrap();
     let mut config = InterfaceConfig::with_links(vec![LinkConfig::new(mac, cidr)]);
     config.tcp.send_buffer = 256 * 1024;
@@ -73,8 +77,9 @@ fn poll<H: InlineHandler<MemBuf>>(
     }
 }
 
-#[test]
-fn a_test_spread_over_two_lanes_on_each_side_adds_up() {
+/// Runs a test of `params` between our client and our server, each on two
+/// lanes; the client (lane 0's) and both stacks' lanes when it is over.
+fn run_test(params: Params) -> (Box<Client>, Lanes, Lanes) {
     let mut client_lanes = two_lanes(CLIENT_MAC, [10, 9, 0, 1]);
     let mut server_lanes = two_lanes(SERVER_MAC, [10, 9, 0, 2]);
     let server_at = SocketAddr::new(Ipv4Addr::new(10, 9, 0, 2).into(), 5201);
@@ -85,7 +90,7 @@ fn a_test_spread_over_two_lanes_on_each_side_adds_up() {
     let (client_hub, server_hub) = (Hub::new(2), Hub::new(2));
     let mut clients = [
         ClientLane::Driver(Box::new(
-            Client::new(server_at, params(), Vec::new(), true, 1).on_lanes(Arc::clone(&client_hub)),
+            Client::new(server_at, params, Vec::new(), true, 1).on_lanes(Arc::clone(&client_hub)),
         )),
         ClientLane::Helper(Helper::new(Arc::clone(&client_hub), 1, 2)),
     ];
@@ -107,11 +112,17 @@ fn a_test_spread_over_two_lanes_on_each_side_adds_up() {
             poll(&mut server_lanes[lane], &mut servers[lane], now, peer);
         }
     }
-    let ClientLane::Driver(client) = &clients[0] else {
+    assert!(servers.iter().any(|s| s.finished) && servers.iter().all(|s| s.errors.is_empty()));
+    let [ClientLane::Driver(client), _] = clients else {
         unreachable!("lane 0 drives");
     };
+    (client, client_lanes, server_lanes)
+}
+
+#[test]
+fn a_test_spread_over_two_lanes_on_each_side_adds_up() {
+    let (client, client_lanes, server_lanes) = run_test(params());
     assert_eq!(client.outcome, Some(Ok(())), "the test completed");
-    assert!(servers.iter().any(|s| s.finished) && servers.iter().all(|s| s.errors.is_empty()));
     let theirs = client
         .server_results
         .as_ref()
@@ -139,7 +150,7 @@ fn a_test_spread_over_two_lanes_on_each_side_adds_up() {
     // and 3 from lane 1, each accepted by the server's lane of the same
     // number: both sides ran the test on both lanes, and no segment needed
     // handing over.
-    let opens = |lanes: &[(Interface<MemBuf>, MemPort)], stat| {
+    let opens = |lanes: &Lanes, stat| {
         lanes
             .iter()
             .map(|(iface, _)| iface.counters().get(stat))
@@ -148,4 +159,42 @@ fn a_test_spread_over_two_lanes_on_each_side_adds_up() {
     assert_eq!(opens(&client_lanes, Stat::TcpActiveOpens), [3, 2]);
     assert_eq!(opens(&server_lanes, Stat::TcpPassiveOpens), [3, 2]);
     assert_eq!(opens(&client_lanes, Stat::TcpSteeredOut), [0, 0]);
+}
+
+#[test]
+fn reverse_and_bidirectional_tests_run_on_two_lanes_each_side() {
+    // -R: the server's lanes send, ours receive.
+    let reverse = Params {
+        reverse: true,
+        ..params()
+    };
+    let (client, _, server_lanes) = run_test(reverse);
+    assert_eq!(client.outcome, Some(Ok(())));
+    let theirs = client
+        .server_results
+        .as_ref()
+        .expect("the server's results");
+    for (ours, theirs) in client.test.streams.iter().zip(&theirs.streams) {
+        assert!(!ours.sender);
+        assert!(
+            ours.now.bytes > 500_000 && ours.now.bytes <= theirs.bytes,
+            "stream {}: the server sent {}, we received {}",
+            ours.id,
+            theirs.bytes,
+            ours.now.bytes
+        );
+    }
+    let sent = |lane: &(Interface<MemBuf>, MemPort)| lane.0.counters().get(Stat::TcpOutSegs);
+    assert!(server_lanes.iter().all(|lane| sent(lane) > 100));
+    // --bidir -P 2: streams 0 and 1 we send on, 2 and 3 the server sends on.
+    let bidir = Params {
+        bidirectional: true,
+        parallel: 2,
+        ..params()
+    };
+    let (client, _, _) = run_test(bidir);
+    assert_eq!(client.outcome, Some(Ok(())));
+    let senders: Vec<bool> = client.test.streams.iter().map(|s| s.sender).collect();
+    assert_eq!(senders, [true, true, false, false]);
+    assert!(client.test.streams.iter().all(|s| s.now.bytes > 500_000));
 }
