@@ -64,9 +64,9 @@ pub struct LaneStream {
 /// The test's phase as the driver announces it to the lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
-    /// Data may flow: senders send, receivers count.
+    /// Data may flow: senders send (receivers count whatever arrives).
     Run = 1,
-    /// Senders stop (TEST_END); receivers still count.
+    /// Senders stop (TEST_END).
     Stop = 2,
     /// The test is over: close the streams.
     Close = 3,

@@ -12,8 +12,10 @@
 //! i on lane i % N and drives the test from lane 0; every lane of the
 //! server listens, the lane that accepts a control connection drives that
 //! test, and data connections are served where they land. TCP tests only
-//! (UDP's datagrams would land on lanes that do not drive the test). The
-//! counters at exit are the lanes' total, then a line per lane.
+//! (UDP's datagrams would land on lanes that do not drive the test). With
+//! more than one lane the counters are printed at exit, the lanes' total
+//! then a line per lane (to stderr with -J, which keeps stdout to the JSON
+//! document).
 
 mod client;
 mod json;
