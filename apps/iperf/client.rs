@@ -4,8 +4,13 @@
 //! alike), runs the test, ends it on time, bytes or blocks, exchanges
 //! results and prints the summary (or the `-J` document). Every way a test
 //! can fail ends in [`Client::outcome`] with iperf3's message.
+//!
+//! On several lanes the client drives the test from lane 0 (the control
+//! connection and the reports stay there) and stream i is opened by lane
+//! i % N, which moves its bytes ([`crate::lanes`]).
 
 use crate::json;
+use crate::lanes::{Command, Hub, LaneStream, Note, Order};
 use crate::proto::{self, state, Params, Results, COOKIE_LEN};
 use crate::report::{Reporter, Side};
 use crate::stream::{Stream, Transport};
@@ -15,6 +20,8 @@ use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the server may take to answer each step of the set-up.
@@ -58,6 +65,8 @@ pub struct Client {
     control_mss: u16,
     /// Each connection's send and receive buffer sizes (for `-J`).
     buffers: (usize, usize),
+    /// The lanes' meeting point.
+    hub: Arc<Hub>,
 }
 
 impl Client {
@@ -92,7 +101,21 @@ impl Client {
             connected: Vec::new(),
             control_mss: 0,
             buffers: (0, 0),
+            hub: Hub::new(1),
         }
+    }
+
+    /// Spreads the streams over the lanes of `hub` (stream i on lane i % N).
+    pub fn on_lanes(mut self, hub: Arc<Hub>) -> Client {
+        self.hub = hub;
+        self
+    }
+
+    /// The test is over, one way or the other: every lane may stop.
+    fn over(&mut self, outcome: Result<(), String>) {
+        self.phase = Phase::Done;
+        self.outcome = Some(outcome);
+        self.hub.over.store(true, Ordering::Release);
     }
 
     fn fail<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, message: String) {
@@ -100,11 +123,11 @@ impl Client {
             return;
         }
         self.test.abort_streams(ctx);
+        self.hub.announce(Command::Abort);
         if let Some(control) = self.control.take() {
             ctx.tcp_abort(control);
         }
-        self.phase = Phase::Done;
-        self.outcome = Some(Err(message));
+        self.over(Err(message));
     }
 
     fn send<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, bytes: &[u8]) {
@@ -129,7 +152,23 @@ impl Client {
             return;
         }
         let now = ctx.now();
-        if self.test.params.udp {
+        let lane = index % self.hub.lanes();
+        if lane != 0 && self.test.params.tcp {
+            let p = &self.test.params;
+            self.hub.order(
+                lane,
+                Order::Connect {
+                    index,
+                    server: self.server,
+                    cookie: self.cookie,
+                    sender: self.sends(index),
+                    len: p.block_len(),
+                    bandwidth: p.bandwidth,
+                    link: Arc::new(LaneStream::default()),
+                },
+            );
+            self.creating = Some((Transport::Elsewhere, now, 1));
+        } else if self.test.params.udp {
             let Some(&socket) = self.udp_sockets.get(index) else {
                 return self.fail(ctx, "no UDP socket for a stream".into());
             };
@@ -150,13 +189,22 @@ impl Client {
         }
     }
 
-    fn stream_ready<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>, transport: Transport) {
+    fn stream_ready<P: Port>(
+        &mut self,
+        ctx: &mut LcoreContext<'_, P>,
+        transport: Transport,
+        elsewhere: Option<(SocketAddr, Arc<LaneStream>)>,
+    ) {
         self.creating = None;
         let index = self.test.streams.len();
-        let stream = Stream::new(index, self.sends(index), transport);
-        let local = match transport {
-            Transport::Tcp(conn) => ctx.tcp_addresses(conn).map(|(l, _)| l),
-            Transport::Udp { .. } => None,
+        let sender = self.sends(index);
+        let (stream, local) = match (transport, elsewhere) {
+            (_, Some((local, link))) => (Stream::elsewhere(index, sender, link), Some(local)),
+            (Transport::Tcp(conn), None) => (
+                Stream::new(index, sender, transport),
+                ctx.tcp_addresses(conn).map(|(l, _)| l),
+            ),
+            (_, None) => (Stream::new(index, sender, transport), None),
         };
         let local = local.unwrap_or_else(|| SocketAddr::new(self.server.ip(), 0));
         self.connected.push(serde_json::json!({
@@ -202,10 +250,15 @@ impl Client {
                 state::CREATE_STREAMS => self.create_next(ctx),
                 state::TEST_START => {
                     self.test.start(ctx.now());
+                    self.hub.announce(Command::Run);
                     self.phase = Phase::Running;
                 }
                 state::TEST_RUNNING => {}
+                // Not before the other lanes stopped sending: comes back
+                // from on_poll.
+                state::EXCHANGE_RESULTS if !self.hub.all_followed(0) => return,
                 state::EXCHANGE_RESULTS => {
+                    self.test.sync();
                     let ours = self.test.results(ctx.now(), cpu_percent(&self.cpu_start));
                     let json = serde_json::to_vec(&ours).unwrap_or_default();
                     let mut frame = Vec::new();
@@ -254,6 +307,8 @@ impl Client {
         if let Some(control) = self.control.take() {
             ctx.tcp_close(control);
         }
+        self.hub.announce(Command::Close);
+        self.test.sync();
         let ours = self.local_results.clone().unwrap_or_default();
         let theirs = self.server_results.clone().unwrap_or_default();
         let params = self.test.params.clone();
@@ -267,8 +322,7 @@ impl Client {
         } else {
             println!("\niperf Done.");
         }
-        self.phase = Phase::Done;
-        self.outcome = Some(Ok(()));
+        self.over(Ok(()));
     }
 
     /// Records each connection's send and receive buffer sizes (for `-J`).
@@ -329,7 +383,7 @@ impl<B: Buf> InlineHandler<B> for Client {
                 if s == socket && payload.len() == 4 {
                     let transport = Transport::Udp { socket, peer };
                     self.heard = Some(now);
-                    self.stream_ready(ctx, transport);
+                    self.stream_ready(ctx, transport, None);
                     continue;
                 }
             }
@@ -356,7 +410,7 @@ impl<B: Buf> InlineHandler<B> for Client {
                 if let Some((Transport::Tcp(c), _, _)) = self.creating {
                     if c == conn {
                         let _ = ctx.tcp_send(conn, &self.cookie);
-                        self.stream_ready(ctx, Transport::Tcp(conn));
+                        self.stream_ready(ctx, Transport::Tcp(conn), None);
                     }
                 }
             }
@@ -416,10 +470,12 @@ impl<B: Buf> InlineHandler<B> for Client {
                 return;
             }
             Phase::Running => {
+                self.test.sync();
                 self.test.pump(ctx);
                 self.test.tick(ctx);
                 if self.test.time_is_up(now) || self.test.limit_reached() || self.receive_done() {
                     self.test.sending = false;
+                    self.hub.announce(Command::Stop);
                     self.send(ctx, &[state::TEST_END]);
                     self.phase = Phase::Ending;
                     self.heard = Some(now);
@@ -427,7 +483,20 @@ impl<B: Buf> InlineHandler<B> for Client {
                 return;
             }
             Phase::Done => return,
+            Phase::Ending if !self.buf.is_empty() => self.control_bytes(ctx),
             _ => {}
+        }
+        // Streams other lanes opened.
+        while let Some(note) = self.hub.next_note() {
+            match note {
+                Note::Stream { local, link, .. } => {
+                    if matches!(self.creating, Some((Transport::Elsewhere, _, _))) {
+                        self.heard = Some(now);
+                        self.stream_ready(ctx, Transport::Elsewhere, Some((local, link)));
+                    }
+                }
+                Note::Failed(why) => return self.fail(ctx, why),
+            }
         }
         // Set-up steps: resend a UDP connect datagram each second (it may be
         // lost), give up on a silent server.

@@ -7,9 +7,21 @@
 //! is in `proto.rs`). The test runs inline on the polling lcore: no
 //! application threads, no socket queues. Without EAL options it runs on
 //! a `net_tap` port whose kernel side is `dpstack2`.
+//!
+//! `--nb-cores N` runs it on N lanes (`lanes.rs`): the client opens stream
+//! i on lane i % N and drives the test from lane 0; every lane of the
+//! server listens, the lane that accepts a control connection drives that
+//! test, and data connections are served where they land. TCP tests only
+//! (UDP's datagrams would land on lanes that do not drive the test). With
+//! more than one lane the counters are printed at exit, the lanes' total
+//! then a line per lane (to stderr with -J, which keeps stdout to the JSON
+//! document).
 
 mod client;
 mod json;
+mod lanes;
+#[cfg(test)]
+mod lanes_tests;
 mod proto;
 mod report;
 mod server;
@@ -20,18 +32,24 @@ mod units;
 use clap::Parser;
 use dpstack::app::{self, App, AppSpec, CounterReport, Finished, Poller, StackArgs};
 use dpstack::clock::TscClock;
-use dpstack::ethdev::EthQueue;
 use dpstack::mbuf::Mbuf;
-use dpstack::stack::iface::{DropDatagrams, Interface};
-use dpstack::stack::port::Port;
-use dpstack::stack::udp::BindOptions;
+use dpstack::stack::counters::Counters;
+use dpstack::stack::iface::{
+    Batch, ConnId, DropDatagrams, InlineHandler, Interface, LcoreContext, TcpEvent,
+};
+use dpstack::stack::port::{Buf, Port};
+use dpstack::stack::udp::{BindOptions, SocketId};
+use lanes::{Helper, Hub};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 const PROGRAM: &str = "dpstack-iperf";
-const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack2"]).memory_mb(512);
+const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack2"])
+    .memory_mb(512)
+    .many_lanes();
 
 /// iperf3 on dpstack.
 #[derive(Debug, Parser)]
@@ -168,42 +186,70 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             ));
         }
     }
+    let lane_count = usize::from(cli.stack.nb_cores.max(1));
+    if cli.udp && lane_count > 1 {
+        return Err(format!(
+            "-u on --nb-cores {lane_count}: UDP tests run on one lane (--nb-cores 1)"
+        ));
+    }
     let signals = app::Signals::install()?;
     let stack = app::set_up(&SPEC, eal_args, &cli.stack, |config| {
         // Room for iperf3's default 128 KiB blocks in flight.
         config.tcp.send_buffer = config.tcp.send_buffer.max(512 * 1024);
         config.tcp.recv_buffer = config.tcp.recv_buffer.max(512 * 1024);
     })?;
-    let mut iface = stack.iface;
+    let mut lanes = vec![app::Lane {
+        iface: stack.iface,
+        queues: stack.queues,
+    }];
+    lanes.extend(stack.more_lanes);
     let buffers = (
-        iface.config().tcp.send_buffer,
-        iface.config().tcp.recv_buffer,
+        lanes[0].iface.config().tcp.send_buffer,
+        lanes[0].iface.config().tcp.recv_buffer,
     );
     let seed = TscClock::cycles();
+    let hub = Hub::new(lanes.len());
+    let helper = |lane: usize| Helper::new(Arc::clone(&hub), lane, seed ^ lane as u64);
     if cli.server {
         let any4 = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), cli.port);
         let any6 = SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), cli.port);
-        iface
-            .tcp_listen(any6, 128)
-            .map_err(|e| format!("cannot listen on TCP port {}: {e}", cli.port))?;
+        // Listeners are per lane: every lane accepts what lands on it.
+        for lane in &mut lanes {
+            lane.iface
+                .tcp_listen(any6, 128)
+                .map_err(|e| format!("cannot listen on TCP port {}: {e}", cli.port))?;
+        }
         let v6_only = BindOptions {
             v6_only: true,
             ..BindOptions::default()
         };
-        let udp4 = iface
+        let home = &mut lanes[0].iface;
+        let udp4 = home
             .udp_bind(any4, BindOptions::default())
             .map_err(|e| format!("cannot bind UDP port {}: {e:?}", cli.port))?;
-        let udp6 = iface
+        let udp6 = home
             .udp_bind(any6, v6_only)
             .map_err(|e| format!("cannot bind UDP port {}: {e:?}", cli.port))?;
-        let mut handler = server::Server::new(cli.port, vec![udp4, udp6], cli.one_off, seed);
-        handler.setup_timeout = Duration::from_secs(cli.setup_timeout.max(1));
-        let Some(finished) = drive(iface, stack.queues, handler, cli, &signals)? else {
+        let setup_timeout = Duration::from_secs(cli.setup_timeout.max(1));
+        let make = |lane: usize| {
+            let udp = vec![udp4, udp6];
+            let mut server = server::Server::new(
+                cli.port,
+                udp,
+                cli.one_off,
+                seed.rotate_left(lane as u32),
+                helper(lane),
+            );
+            server.setup_timeout = setup_timeout;
+            server
+        };
+        let Some(finished) = drive(lanes, make, cli, &signals)? else {
             return Ok(());
         };
-        let server = finished.handler;
-        match server.errors.last() {
-            Some(e) if server.finished => Err(format!("the test failed: {e}")),
+        let over = finished.iter().any(|f| f.handler.finished);
+        let errors = finished.iter().flat_map(|f| &f.handler.errors);
+        match errors.last() {
+            Some(e) if over => Err(format!("the test failed: {e}")),
             _ => Ok(()),
         }
     } else {
@@ -219,7 +265,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         if cli.udp {
             for _ in 0..params.streams() {
                 sockets.push(
-                    iface
+                    lanes[0]
+                        .iface
                         .udp_bind(SocketAddr::new(unspecified, 0), BindOptions::default())
                         .map_err(|e| format!("cannot bind a UDP socket: {e:?}"))?,
                 );
@@ -231,37 +278,61 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 println!("Reverse mode, remote host {host} is sending");
             }
         }
-        let handler = client::Client::new(server, params, sockets, cli.json, seed)
-            .with_buffers(buffers.0, buffers.1);
-        let finished = drive(iface, stack.queues, handler, cli, &signals)?;
+        let mut client = Some(
+            client::Client::new(server, params, sockets, cli.json, seed)
+                .with_buffers(buffers.0, buffers.1)
+                .on_lanes(Arc::clone(&hub)),
+        );
+        // Lane 0 drives the test; the others help.
+        let make = |lane: usize| match client.take_if(|_| lane == 0) {
+            Some(client) => ClientLane::Driver(Box::new(client)),
+            None => ClientLane::Helper(helper(lane)),
+        };
+        let finished = drive(lanes, make, cli, &signals)?;
         finished
-            .and_then(|mut f| f.handler.outcome.take())
+            .and_then(
+                |mut lanes| match lanes.first_mut().map(|f| &mut f.handler) {
+                    Some(ClientLane::Driver(client)) => client.outcome.take(),
+                    _ => None,
+                },
+            )
             .unwrap_or_else(|| Err("interrupted".into()))
     }
 }
 
-/// Runs `handler` on the worker lcore until its test is over or a signal,
-/// then (with --hold) keeps the port open until SIGINT; gives back what
-/// the lcore had. `--faults`' counts go to stderr (-J keeps stdout to the
-/// JSON document).
+/// Runs `make(lane)`'s handler on each lane's worker lcore until the test
+/// is over or a signal, then (with --hold) keeps the port open until
+/// SIGINT; gives back what the lcores had. `--faults`' counts and, on
+/// several lanes, the counters go to stderr with -J (which keeps stdout to
+/// the JSON document), else to stdout.
 fn drive<H: App>(
-    iface: Interface<Mbuf>,
-    queues: Vec<EthQueue>,
-    handler: H,
+    lanes: Vec<app::Lane>,
+    make: impl FnMut(usize) -> H,
     cli: &Cli,
     signals: &app::Signals,
-) -> Result<Option<Finished<H>>, String> {
-    let counters = Arc::clone(iface.counters());
-    let worker = app::run_on_worker(iface, queues, handler, &cli.stack)?;
-    let mut report = CounterReport::new(counters);
+) -> Result<Option<Vec<Finished<H>>>, String> {
+    let counters: Vec<Arc<Counters>> = lanes
+        .iter()
+        .map(|l| Arc::clone(l.iface.counters()))
+        .collect();
+    let workers = app::run_on_workers(lanes, make, &cli.stack)?;
+    let mut report = CounterReport::of_lanes(counters.clone());
     signals.wait(
         cli.stack.stats_period,
-        || worker.ended(),
+        || workers.ended(),
         |tick| report.print(tick),
     );
-    let finished = worker.stop();
-    for counts in finished.iter().flat_map(|f| &f.faults) {
+    let finished = workers.stop();
+    for counts in finished.iter().flatten().flat_map(|f| &f.faults) {
         eprintln!("faults: {}", counts.summary());
+    }
+    if counters.len() > 1 {
+        let block = app::lane_counters_block(&counters);
+        if cli.json {
+            eprint!("{block}");
+        } else {
+            print!("{block}");
+        }
     }
     if cli.hold {
         use std::io::Write;
@@ -274,11 +345,77 @@ fn drive<H: App>(
     Ok(finished)
 }
 
+/// A lane of the client: lane 0 drives the test, the others move the
+/// bytes of the streams they are told to open.
+enum ClientLane {
+    Driver(Box<client::Client>),
+    Helper(Helper),
+}
+
+impl<B: Buf> InlineHandler<B> for ClientLane {
+    fn on_datagrams<P: Port<Buf = B>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<B>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        if let ClientLane::Driver(client) = self {
+            client.on_datagrams(socket, batch, ctx);
+        }
+    }
+
+    fn on_tcp<P: Port<Buf = B>>(
+        &mut self,
+        conn: ConnId,
+        event: TcpEvent,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        match self {
+            ClientLane::Driver(client) => client.on_tcp(conn, event, ctx),
+            ClientLane::Helper(helper) => {
+                if !helper.on_tcp(conn, event, ctx) && matches!(event, TcpEvent::Accepted(_)) {
+                    ctx.tcp_abort(conn);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
+        match self {
+            ClientLane::Driver(client) => client.on_poll(ctx),
+            ClientLane::Helper(helper) => helper.on_poll(ctx),
+        }
+    }
+}
+
+/// The driver waits for duplicate address detection (a helper's lane
+/// waits for its orders), polls until the test is over, then lingers.
+impl App for ClientLane {
+    fn start<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        if let ClientLane::Driver(_) = self {
+            poller.poll_while(&mut DropDatagrams, |iface, _| iface.dad_pending());
+        }
+    }
+
+    #[inline]
+    fn done(&mut self, _iface: &Interface<Mbuf>) -> bool {
+        match self {
+            ClientLane::Driver(client) => client.outcome.is_some(),
+            ClientLane::Helper(helper) => helper.hub().over.load(Ordering::Relaxed),
+        }
+    }
+
+    fn finish<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {
+        poller.linger(self, LINGER);
+    }
+}
+
 /// The server polls until `-1`'s test is over, then lingers.
 impl App for server::Server {
     #[inline]
     fn done(&mut self, _iface: &Interface<Mbuf>) -> bool {
-        self.finished
+        self.over()
     }
 
     fn finish<P: Port<Buf = Mbuf>>(&mut self, poller: &mut Poller<'_, P>) {

@@ -5,7 +5,16 @@
 //! A second client gets ACCESS_DENIED; a stream with a wrong cookie too. A
 //! client that vanishes, sends a malformed or oversized parameter JSON, or
 //! never starts ends its test with a message, and the server serves the next.
+//!
+//! On several lanes every lane runs a server and listens: the lane that
+//! accepts the control connection claims the test and drives it; a data
+//! connection is accepted wherever it lands, numbered when its cookie is
+//! checked (on the hub's board), and moved by that lane: the driver's own
+//! streams by its [`Test`], the others' by their [`Helper`]s
+//! ([`crate::lanes`]). UDP tests need one lane: their datagrams would land
+//! on lanes that do not drive the test.
 
+use crate::lanes::{Board, Command, Helper, Note};
 use crate::proto::{self, state, Params, Results, COOKIE_LEN};
 use crate::report::{Reporter, Side};
 use crate::stream::{Stream, Transport};
@@ -14,6 +23,9 @@ use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, TcpEvent
 use dpstack::stack::port::{Buf, Port};
 use dpstack::stack::time::Instant;
 use dpstack::stack::udp::SocketId;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a client may take over each step of setting up a test, by
@@ -22,6 +34,9 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a running test may go without hearing from the client
 /// (iperf3's default).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a new client's connection waits for another lane's ending
+/// test to let go before it is told the server is busy.
+const ENDING_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -57,12 +72,29 @@ pub struct Server {
     pub finished: bool,
     /// Messages about tests that ended badly (kept for tests).
     pub errors: Vec<String>,
+    /// This lane's streams of tests other lanes drive.
+    helper: Helper,
+    /// Streams numbered ahead of the next one the test takes, with their
+    /// addresses (they join in number order).
+    arrived: Vec<(Stream, SocketAddr, SocketAddr)>,
+    /// A client's control connection that arrived here while another
+    /// lane's test was ending, and since when.
+    waiting: Option<(ConnId, Instant)>,
+    /// The board's number of the test this lane drives.
+    board_test: u64,
 }
 
 impl Server {
     /// A server on TCP `port` whose UDP streams arrive on `udp_sockets`
-    /// (bound to the same port).
-    pub fn new(port: u16, udp_sockets: Vec<SocketId>, one_off: bool, seed: u64) -> Server {
+    /// (bound to the same port), on the lane of `helper` (lane 0 says it
+    /// listens).
+    pub fn new(
+        port: u16,
+        udp_sockets: Vec<SocketId>,
+        one_off: bool,
+        seed: u64,
+        helper: Helper,
+    ) -> Server {
         let server = Server {
             port,
             one_off,
@@ -80,9 +112,21 @@ impl Server {
             setup_timeout: SETUP_TIMEOUT,
             finished: false,
             errors: Vec::new(),
+            helper,
+            arrived: Vec::new(),
+            waiting: None,
+            board_test: 0,
         };
-        server.banner();
+        if server.helper.lane() == 0 {
+            server.banner();
+        }
         server
+    }
+
+    /// Whether this server's process is done (`-1` and the test is over,
+    /// on whatever lane it ran).
+    pub fn over(&self) -> bool {
+        self.finished || self.helper.hub().over.load(Ordering::Acquire)
     }
 
     fn banner(&self) {
@@ -108,11 +152,15 @@ impl Server {
             if let Some(test) = &mut self.test {
                 test.abort_streams(ctx);
             }
+            self.helper.hub().announce(Command::Abort);
             if let Some(control) = self.control {
                 ctx.tcp_abort(control);
             }
-        } else if let Some(control) = self.control {
-            ctx.tcp_close(control);
+        } else {
+            self.helper.hub().announce(Command::Close);
+            if let Some(control) = self.control {
+                ctx.tcp_close(control);
+            }
         }
         for (conn, _) in self.pending.drain(..) {
             ctx.tcp_abort(conn);
@@ -120,10 +168,15 @@ impl Server {
         self.phase = Phase::Idle;
         self.control = None;
         self.test = None;
+        self.arrived.clear();
         self.buf.clear();
         self.tests += 1;
+        let hub = self.helper.hub();
+        hub.forget_notes();
+        hub.release();
         if self.one_off {
             self.finished = true;
+            hub.over.store(true, Ordering::Release);
         } else {
             self.banner();
         }
@@ -142,7 +195,25 @@ impl Server {
                     Err(e) => return self.reset(ctx, Some(format!("parameters refused: {e}"))),
                     Ok(Some(json)) => match Params::parse(&json) {
                         Err(e) => return self.reset(ctx, Some(format!("parameters refused: {e}"))),
+                        Ok(params) if params.udp && self.helper.hub().lanes() > 1 => {
+                            return self.reset(
+                                ctx,
+                                Some("UDP tests need a server on one lane (--nb-cores 1)".into()),
+                            );
+                        }
                         Ok(params) => {
+                            let mut board = self.helper.hub().board();
+                            self.board_test = board.test + 1;
+                            *board = Board {
+                                test: self.board_test,
+                                cookie: params.tcp.then(|| self.cookie.clone()),
+                                expected: params.streams(),
+                                receivers: receivers(&params),
+                                joined: 0,
+                                len: params.block_len(),
+                                bandwidth: params.bandwidth,
+                            };
+                            drop(board);
                             self.seed = self.seed.rotate_left(7) ^ 0x9e37_79b9;
                             self.test = Some(Test::new(
                                 params,
@@ -166,6 +237,9 @@ impl Server {
                         _ => {}
                     }
                 }
+                // Not before the other lanes stopped sending: comes back
+                // from on_poll.
+                Phase::Exchange if !self.helper.hub().all_followed(self.helper.lane()) => return,
                 Phase::Exchange => match proto::take_json(&mut self.buf, proto::MAX_RESULTS_JSON) {
                     Ok(None) => return,
                     Err(e) => return self.reset(ctx, Some(format!("client results refused: {e}"))),
@@ -191,6 +265,7 @@ impl Server {
         if let Some(test) = &mut self.test {
             test.close_streams(ctx);
         }
+        self.helper.hub().announce(Command::Close);
         self.send_state(ctx, state::EXCHANGE_RESULTS);
         self.phase = Phase::Exchange;
     }
@@ -199,6 +274,7 @@ impl Server {
         let Some(test) = &mut self.test else {
             return;
         };
+        test.sync();
         let ours = test.results(ctx.now(), cpu_percent(&self.cpu_start));
         let json = serde_json::to_vec(&ours).unwrap_or_default();
         let mut frame = Vec::new();
@@ -213,46 +289,39 @@ impl Server {
         test.reporter
             .summary(&params, &streams, &ours.streams, &theirs.streams);
         self.phase = Phase::Done;
+        self.helper.hub().ending.store(true, Ordering::Release);
     }
 
-    /// Adds the next stream, in creation order; starts the test once all
-    /// are there.
+    /// Adds `stream` (numbered, between `local` and `remote`) once the
+    /// streams numbered before it are in; starts the test once all are.
     fn add_stream<P: Port>(
         &mut self,
         ctx: &mut LcoreContext<'_, P>,
-        transport: Transport,
-        udp_local: Option<std::net::SocketAddr>,
+        stream: Stream,
+        local: SocketAddr,
+        remote: SocketAddr,
     ) {
+        self.arrived.push((stream, local, remote));
         let Some(test) = &mut self.test else {
             return;
         };
-        let index = test.streams.len();
-        // The first streams the client creates are ours to receive.
-        let receivers = if test.params.bidirectional || !test.params.reverse {
-            test.params.parallel as usize
-        } else {
-            0
-        };
-        let stream = Stream::new(index, index >= receivers, transport);
-        let (local, remote) = match (transport, udp_local) {
-            (Transport::Tcp(conn), _) => match ctx.tcp_addresses(conn) {
-                Some(pair) => pair,
-                None => return,
-            },
-            (Transport::Udp { peer, .. }, Some(local)) => (local, peer),
-            (Transport::Udp { .. }, None) => return,
-        };
-        test.reporter.say(format!(
-            "[{:3}] local {} port {} connected to {} port {}",
-            stream.id,
-            local.ip(),
-            local.port(),
-            remote.ip(),
-            remote.port()
-        ));
-        test.streams.push(stream);
+        while let Some(at) = (self.arrived.iter())
+            .position(|(s, _, _)| s.id == crate::stream::stream_id(test.streams.len()))
+        {
+            let (stream, local, remote) = self.arrived.swap_remove(at);
+            test.reporter.say(format!(
+                "[{:3}] local {} port {} connected to {} port {}",
+                stream.id,
+                local.ip(),
+                local.port(),
+                remote.ip(),
+                remote.port()
+            ));
+            test.streams.push(stream);
+        }
         if test.streams.len() == test.params.streams() {
             test.start(ctx.now());
+            self.helper.hub().announce(Command::Run);
             self.send_state(ctx, state::TEST_START);
             self.send_state(ctx, state::TEST_RUNNING);
             self.phase = Phase::Running;
@@ -273,14 +342,125 @@ impl Server {
             return;
         }
         let (conn, cookie) = self.pending.remove(at);
-        if cookie != self.cookie {
+        let joined = self.helper.hub().board().join(&cookie);
+        let Some(joined) = joined else {
             let _ = ctx.tcp_send(conn, &[state::ACCESS_DENIED]);
             ctx.tcp_close(conn);
             self.errors.push("a data stream had a wrong cookie".into());
             println!("iperf3: a data connection with a wrong cookie was refused");
             return;
+        };
+        if self.control.is_some() {
+            // This lane drives the test: the stream is the test's.
+            // Drain the other lanes' notes first, so earlier numbers are in.
+            self.take_notes(ctx);
+            if let Some((local, remote)) = ctx.tcp_addresses(conn) {
+                let stream = Stream::new(joined.index, joined.sender, Transport::Tcp(conn));
+                self.add_stream(ctx, stream, local, remote);
+            }
+        } else {
+            self.helper.adopt(ctx, conn, joined);
         }
-        self.add_stream(ctx, Transport::Tcp(conn), None);
+    }
+
+    /// `conn` is the control connection of the test this lane now drives.
+    fn take_control<P: Port>(&mut self, conn: ConnId, ctx: &mut LcoreContext<'_, P>) {
+        self.helper.hub().forget_notes();
+        self.control = Some(conn);
+        self.phase = Phase::Cookie;
+        self.heard = Some(ctx.now());
+        if let Some((_, remote)) = ctx.tcp_addresses(conn) {
+            println!(
+                "Accepted connection from {}, port {}",
+                remote.ip(),
+                remote.port()
+            );
+        }
+    }
+
+    /// Reads what the client sent on the control connection `conn`.
+    fn read_control<P: Port>(&mut self, conn: ConnId, ctx: &mut LcoreContext<'_, P>) {
+        self.heard = Some(ctx.now());
+        let mut chunk = [0u8; 4096];
+        loop {
+            match ctx.tcp_recv(conn, &mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if self.buf.len() + n > proto::MAX_RESULTS_JSON + 8 {
+                        return self.reset(
+                            ctx,
+                            Some("the client sent too much on the control connection".into()),
+                        );
+                    }
+                    self.buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+        }
+        self.control_bytes(ctx);
+        if ctx.tcp_at_eof(conn) && self.control == Some(conn) {
+            let expected = matches!(self.phase, Phase::Done);
+            let error =
+                (!expected).then(|| "the client has unexpectedly closed the connection".to_owned());
+            self.reset(ctx, error);
+        }
+    }
+
+    /// A connection that waited for another lane's test to end becomes
+    /// this lane's control connection once that lane let go, or is told
+    /// the server is busy if another test started or the wait is too long.
+    fn retry_waiting<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
+        let Some((conn, since)) = self.waiting else {
+            return;
+        };
+        let hub = Arc::clone(self.helper.hub());
+        if hub.claim(self.helper.lane()) {
+            self.waiting = None;
+            self.take_control(conn, ctx);
+            return self.read_control(conn, ctx);
+        }
+        let waited = ctx.now().saturating_duration_since(since);
+        if !hub.ending.load(Ordering::Acquire) || waited > ENDING_WAIT {
+            self.waiting = None;
+            let _ = ctx.tcp_send(conn, &[state::ACCESS_DENIED]);
+            ctx.tcp_close(conn);
+        }
+    }
+
+    /// The driver takes the streams other lanes numbered.
+    fn take_notes<P: Port>(&mut self, ctx: &mut LcoreContext<'_, P>) {
+        while let Some(note) = self.helper.hub().next_note() {
+            let Note::Stream {
+                test: board_test,
+                index,
+                local,
+                remote,
+                link,
+            } = note
+            else {
+                continue;
+            };
+            // A stream of an earlier test, numbered as that one ended.
+            if board_test != self.board_test {
+                continue;
+            }
+            let Some(test) = &self.test else {
+                continue;
+            };
+            if self.phase == Phase::Streams {
+                let sender = index >= receivers(&test.params);
+                let stream = Stream::elsewhere(index, sender, link);
+                self.add_stream(ctx, stream, local, remote);
+            }
+        }
+    }
+}
+
+/// How many of a test's first streams the server receives on.
+fn receivers(params: &Params) -> usize {
+    if params.bidirectional || !params.reverse {
+        params.parallel as usize
+    } else {
+        0
     }
 }
 
@@ -308,7 +488,10 @@ impl<B: Buf> InlineHandler<B> for Server {
             if self.phase == Phase::Streams && test.params.udp && payload.len() == 4 {
                 let _ = ctx.send_to(socket, src, &proto::UDP_CONNECT_REPLY);
                 self.heard = Some(now);
-                self.add_stream(ctx, Transport::Udp { socket, peer: src }, Some(dst));
+                let index = test.streams.len();
+                let sender = index >= receivers(&test.params);
+                let stream = Stream::new(index, sender, Transport::Udp { socket, peer: src });
+                self.add_stream(ctx, stream, dst, src);
             }
         }
     }
@@ -320,19 +503,14 @@ impl<B: Buf> InlineHandler<B> for Server {
         ctx: &mut LcoreContext<'_, P>,
     ) {
         let now = ctx.now();
-
+        if self.helper.on_tcp(conn, event, ctx) {
+            return;
+        }
         match event {
-            TcpEvent::Accepted(_) if self.phase == Phase::Idle => {
-                self.control = Some(conn);
-                self.phase = Phase::Cookie;
-                self.heard = Some(now);
-                if let Some((_, remote)) = ctx.tcp_addresses(conn) {
-                    println!(
-                        "Accepted connection from {}, port {}",
-                        remote.ip(),
-                        remote.port()
-                    );
-                }
+            TcpEvent::Accepted(_)
+                if self.phase == Phase::Idle && self.helper.hub().claim(self.helper.lane()) =>
+            {
+                self.take_control(conn, ctx);
             }
             TcpEvent::Accepted(_)
                 if self.phase == Phase::Streams
@@ -340,38 +518,30 @@ impl<B: Buf> InlineHandler<B> for Server {
             {
                 self.pending.push((conn, Vec::new()));
             }
+            // Another lane drives a test that expects its streams.
+            TcpEvent::Accepted(_)
+                if self.phase == Phase::Idle && self.helper.hub().board().cookie.is_some() =>
+            {
+                self.pending.push((conn, Vec::new()));
+            }
+            // The test being driven is ending (the results went): its
+            // lane may not have seen the client's goodbye yet when the next
+            // client's connection lands (on any lane). Wait for it.
+            TcpEvent::Accepted(_)
+                if matches!(self.phase, Phase::Idle | Phase::Done)
+                    && self.waiting.is_none()
+                    && self.helper.hub().ending.load(Ordering::Acquire) =>
+            {
+                self.waiting = Some((conn, now));
+            }
             TcpEvent::Accepted(_) => {
                 // Busy with a test: iperf3 answers ACCESS_DENIED and closes.
                 let _ = ctx.tcp_send(conn, &[state::ACCESS_DENIED]);
                 ctx.tcp_close(conn);
             }
-            TcpEvent::Readable if Some(conn) == self.control => {
-                self.heard = Some(now);
-                let mut chunk = [0u8; 4096];
-                loop {
-                    match ctx.tcp_recv(conn, &mut chunk) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            if self.buf.len() + n > proto::MAX_RESULTS_JSON + 8 {
-                                return self.reset(
-                                    ctx,
-                                    Some(
-                                        "the client sent too much on the control connection".into(),
-                                    ),
-                                );
-                            }
-                            self.buf.extend_from_slice(&chunk[..n]);
-                        }
-                    }
-                }
-                self.control_bytes(ctx);
-                if ctx.tcp_at_eof(conn) && self.control == Some(conn) {
-                    let expected = matches!(self.phase, Phase::Done);
-                    let error = (!expected)
-                        .then(|| "the client has unexpectedly closed the connection".to_owned());
-                    self.reset(ctx, error);
-                }
-            }
+            TcpEvent::Readable if Some(conn) == self.control => self.read_control(conn, ctx),
+            // Read once it is ours.
+            TcpEvent::Readable if self.waiting.is_some_and(|(c, _)| c == conn) => {}
             TcpEvent::Readable if self.pending.iter().any(|(c, _)| *c == conn) => {
                 self.data_cookie(conn, ctx);
             }
@@ -403,6 +573,9 @@ impl<B: Buf> InlineHandler<B> for Server {
             }
             TcpEvent::Closed(_) => {
                 self.pending.retain(|(c, _)| *c != conn);
+                if self.waiting.is_some_and(|(c, _)| c == conn) {
+                    self.waiting = None;
+                }
                 if let Some(stream) = self.test.as_mut().and_then(|t| t.stream_of_conn(conn)) {
                     stream.finished = true;
                 }
@@ -413,8 +586,22 @@ impl<B: Buf> InlineHandler<B> for Server {
 
     fn on_poll<P: Port<Buf = B>>(&mut self, ctx: &mut LcoreContext<'_, P>) {
         let now = ctx.now();
+        self.helper.on_poll(ctx);
+        if matches!(self.phase, Phase::Idle | Phase::Done) {
+            self.retry_waiting(ctx);
+        }
+        if self.phase == Phase::Streams {
+            self.take_notes(ctx);
+        }
+        if self.phase == Phase::Exchange && !self.buf.is_empty() {
+            self.control_bytes(ctx);
+        }
         if let Some(test) = &mut self.test {
             if self.phase == Phase::Running {
+                // Streams on other lanes are heard from here.
+                if test.sync() {
+                    self.heard = Some(now);
+                }
                 test.pump(ctx);
                 test.tick(ctx);
             }

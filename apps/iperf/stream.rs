@@ -4,10 +4,13 @@
 //! packet takes one back), out-of-order packets and RFC 3550-style jitter
 //! in seconds. Totals exclude the omitted start (`-O`), as iperf3 reports.
 
+use crate::lanes::LaneStream;
 use crate::proto::{StreamResults, UdpHeader};
 use dpstack::stack::iface::ConnId;
 use dpstack::stack::udp::SocketId;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// How a stream's bytes travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +24,9 @@ pub enum Transport {
         /// The peer's address and port.
         peer: SocketAddr,
     },
+    /// A TCP connection owned by another lane, which moves its bytes and
+    /// stores its counters in the stream's [`Stream::link`].
+    Elsewhere,
 }
 
 /// Counters at some moment, to report the difference.
@@ -63,6 +69,8 @@ pub struct Stream {
     pub block_offset: usize,
     /// The peer closed it.
     pub finished: bool,
+    /// The counters of a stream on another lane ([`Transport::Elsewhere`]).
+    pub link: Option<Arc<LaneStream>>,
 }
 
 /// The id of the `index`-th stream (iperf3 skips 2).
@@ -89,6 +97,25 @@ impl Stream {
             blocks: 0,
             block_offset: 0,
             finished: false,
+            link: None,
+        }
+    }
+
+    /// A stream whose bytes another lane moves, counting into `link`.
+    pub fn elsewhere(index: usize, sender: bool, link: Arc<LaneStream>) -> Stream {
+        Stream {
+            link: Some(link),
+            ..Stream::new(index, sender, Transport::Elsewhere)
+        }
+    }
+
+    /// Takes in what the lane that owns the stream counted.
+    pub fn sync(&mut self) {
+        if let Some(link) = &self.link {
+            self.now.bytes = link.bytes.load(Ordering::Relaxed);
+            self.blocks = link.blocks.load(Ordering::Relaxed);
+            self.now.retransmits = link.retransmits.load(Ordering::Relaxed);
+            self.finished |= link.finished.load(Ordering::Relaxed);
         }
     }
 
@@ -96,7 +123,7 @@ impl Stream {
     pub fn conn(&self) -> Option<ConnId> {
         match self.transport {
             Transport::Tcp(conn) => Some(conn),
-            Transport::Udp { .. } => None,
+            Transport::Udp { .. } | Transport::Elsewhere => None,
         }
     }
 

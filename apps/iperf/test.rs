@@ -185,6 +185,7 @@ impl Test {
                         stream.blocks += 1;
                     }
                 },
+                Transport::Elsewhere => {}
                 Transport::Udp { socket, peer } => {
                     for _ in 0..UDP_PER_POLL {
                         if stream.now.bytes >= allowance {
@@ -212,6 +213,19 @@ impl Test {
                 }
             }
         }
+    }
+
+    /// Takes in what the other lanes counted on their streams (once per
+    /// poll, before the limits, the reports and the results look); true if
+    /// a stream of another lane moved bytes since the last time.
+    pub fn sync(&mut self) -> bool {
+        let mut moved = false;
+        for s in self.streams.iter_mut().filter(|s| s.link.is_some()) {
+            let before = s.now.bytes;
+            s.sync();
+            moved |= s.now.bytes != before;
+        }
+        moved
     }
 
     /// True once the senders moved the `-n` bytes or `-k` blocks.
@@ -263,7 +277,10 @@ impl Test {
             .iter_mut()
             .map(|s| {
                 let d = s.take_interval();
-                let cwnd = s.conn().and_then(|c| ctx.tcp_info(c)).map(|i| i.cwnd);
+                let cwnd = match &s.link {
+                    Some(link) => Some(link.cwnd.load(std::sync::atomic::Ordering::Relaxed)),
+                    None => s.conn().and_then(|c| ctx.tcp_info(c)).map(|i| i.cwnd),
+                };
                 (s.clone(), d, cwnd)
             })
             .collect();
