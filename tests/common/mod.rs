@@ -505,6 +505,21 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        // Whatever still runs in the namespace was started in it by this
+        // test (a server's forked children, say): end it with the namespace,
+        // or it would outlive the test.
+        if let Ok(pids) = Command::new("ip")
+            .args(["netns", "pids", &self.name])
+            .output()
+        {
+            let pids: Vec<String> = String::from_utf8_lossy(&pids.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            if !pids.is_empty() {
+                let _ = Command::new("kill").arg("-KILL").args(&pids).output();
+            }
+        }
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .output();
