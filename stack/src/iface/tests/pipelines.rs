@@ -252,10 +252,16 @@ fn a_queue_mode_socket_takes_datagrams_from_both_pipelines() {
 }
 
 #[test]
-fn a_connection_whose_segments_land_on_the_other_pipeline_is_carried_by_steering() {
+fn a_connection_placed_by_rss_whose_segments_land_on_the_other_pipeline_is_carried_by_steering() {
     use super::tcp::{host, Client, EchoTcp};
+    use crate::rss::RssPlacement;
     let (first, port0) = host(OUR_MAC, OUR_IP, "2001:db8::1");
-    let second = first.pipeline().unwrap();
+    let mut second = first.pipeline().unwrap();
+    // RSS-aware connect defeated on purpose: the second pipeline places its
+    // port for queue 1 of a Toeplitz device, but every answer lands on the
+    // first pipeline (a device that spreads otherwise).
+    let reta = RedirectionTable::round_robin(128, 2);
+    second.set_tcp_rss(Some(RssPlacement::new(&MICROSOFT_KEY, reta, 1)));
     let mut ours = [(first, port0), (second, our_port())];
     let mut peer = host(PEER_MAC, PEER_IP, "2001:db8::2");
     peer.0
@@ -301,6 +307,11 @@ fn a_connection_whose_segments_land_on_the_other_pipeline_is_carried_by_steering
     );
     assert_eq!(first.dropped(DropReason::TcpSteerRingFull), 0);
     assert_eq!(second.get(Stat::TcpActiveOpens), 1);
+    assert_eq!(
+        second.get(Stat::TcpConnectRssPlaced),
+        1,
+        "the port was placed"
+    );
     assert_eq!(
         (first.get(Stat::TcpInSegs), second.get(Stat::TcpInSegs)),
         (handed, 0),
