@@ -239,10 +239,9 @@ impl<B: Buf> Interface<B> {
     }
 
     fn pipeline_of(tables: Arc<Tables<Master<B>>>) -> Result<Interface<B>, ConfigError> {
-        let index = tables.next_pipeline();
-        if usize::from(index) >= steering::MAX_PIPELINES {
-            return Err(ConfigError::TooManyPipelines(steering::MAX_PIPELINES));
-        }
+        let most = steering::MAX_PIPELINES;
+        let index =
+            (tables.next_pipeline(most as u16)).ok_or(ConfigError::TooManyPipelines(most))?;
         let home = index == 0;
         let shared = SharedView::new(tables);
         shared.steering.open(usize::from(index));

@@ -115,14 +115,20 @@ impl<M: Authoritative> Tables<M> {
         })
     }
 
-    /// The index of a new pipeline over these tables (0 for the first).
-    pub(crate) fn next_pipeline(&self) -> u16 {
-        self.pipelines.fetch_add(1, Ordering::Relaxed)
+    /// The index of a new pipeline over these tables (0 for the first), or
+    /// `None` once `most` exist.
+    pub(crate) fn next_pipeline(&self, most: u16) -> Option<u16> {
+        (self.pipelines)
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < most).then_some(n + 1)
+            })
+            .ok()
     }
 
-    /// The authoritative copy, locked. A panic while it was held leaves it
-    /// as the panicking writer left it, which is still consistent for
-    /// every reader (each write publishes a whole snapshot).
+    /// The authoritative copy, locked. Readers see only published
+    /// snapshots; a writer that panicked while it held the lock (the
+    /// writers here do not: they check before they index) would leave the
+    /// copy as it stopped, and the next publish would show it.
     pub(crate) fn lock(&self) -> MutexGuard<'_, M> {
         self.master.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -645,3 +645,16 @@ fn a_route_changed_from_another_thread_and_a_neighbour_changed_under_traffic_are
         }
     }
 }
+
+#[test]
+fn a_stack_takes_sixty_four_pipelines_and_refuses_more_for_good() {
+    let (first, _port) = stack();
+    let more: Vec<Interface<MemBuf>> = (1..64).map(|_| first.pipeline().unwrap()).collect();
+    assert_eq!(more.last().map(Interface::index), Some(63));
+    for _ in 0..3 {
+        assert!(matches!(
+            first.pipeline(),
+            Err(ConfigError::TooManyPipelines(64))
+        ));
+    }
+}
