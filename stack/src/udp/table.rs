@@ -548,7 +548,6 @@ impl UdpTable {
             return false;
         }
         let was_connected = socket.remote.replace(remote).is_some();
-        self.send[id.0 as usize].flags &= !(ROUTED | ROUTED6);
         hot.remote = key_of(peer.ip());
         hot.remote_port = remote.port();
         hot.connected = true;
@@ -890,7 +889,7 @@ use group::ReuseportGroup;
 
 mod send;
 pub use send::{CachedRoute, CachedSend, RouteMemo};
-use send::{SendSlot, LIVE, ROUTED, ROUTED6, SPEAKS_V4};
+use send::{SendSlot, LIVE, SPEAKS_V4};
 
 #[cfg(test)]
 mod tests;

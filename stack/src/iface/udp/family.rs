@@ -87,10 +87,6 @@ pub(crate) trait UdpFamily: NextHopAddr {
     /// The address and port `socket` speaks from to this family's peers.
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Self, u16), SendError>;
 
-    /// The stamp of kept routes: changes whenever a route or a neighbour
-    /// of this family changes.
-    fn generation<B: Buf>(core: &Core<B>) -> u64;
-
     /// The route `socket` keeps to `dst`, if still valid under
     /// `generation`.
     fn kept_route<B: Buf>(

@@ -64,7 +64,7 @@ pub(super) fn path_to<A: UdpFamily, B: Buf>(
     socket: SocketId,
     dst: &A::SocketAddr,
 ) -> Result<Path<A>, SendError> {
-    let generation = A::generation(core);
+    let generation = core.generation();
     if let Some(route) = A::kept_route(core, socket, dst, generation) {
         return Ok(Path {
             link: usize::from(route.link),

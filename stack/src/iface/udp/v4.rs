@@ -117,11 +117,6 @@ impl UdpFamily for Ipv4Addr {
     }
 
     #[inline]
-    fn generation<B: Buf>(core: &Core<B>) -> u64 {
-        core.generation()
-    }
-
-    #[inline]
     fn kept_route<B: Buf>(
         core: &Core<B>,
         socket: SocketId,

@@ -120,11 +120,6 @@ impl UdpFamily for Ipv6Addr {
         }
     }
 
-    #[inline]
-    fn generation<B: Buf>(core: &Core<B>) -> u64 {
-        core.generation()
-    }
-
     /// A link-local destination is never kept: its link is the
     /// destination's scope, which the route does not record.
     #[inline]
