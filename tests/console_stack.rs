@@ -8,56 +8,19 @@
 
 mod common;
 
-use common::{child_eal_args, kernel_side, unique_name, wait_until, AppProcess};
-use std::io::Write;
-use std::process::ChildStdin;
-use std::time::Duration;
+use common::{child_eal_args, kernel_side, unique_name, Prompt};
 
-const PROMPT: &str = "dpstack> ";
 const STACK_IP: &str = "10.203.0.1";
 const KERNEL_IP: &str = "10.203.0.2";
 const KERNEL_MAC: &str = "02:00:00:00:02:03";
 const NOT_RUNNING: &str = "Stack not running: set fwd stack, then start\n";
 
-/// A console at its prompt, fed one command at a time.
-struct Console {
-    app: AppProcess,
-    stdin: ChildStdin,
-}
+/// A console at its prompt on `vdevs`.
+struct Console;
 
 impl Console {
-    fn start(vdevs: &[&str], app: &[&str]) -> Console {
-        let mut args = vec!["-i"];
-        args.extend_from_slice(app);
-        let mut app = AppProcess::console(&child_eal_args(vdevs), &args);
-        let stdin = app.stdin();
-        app.wait_for_output(PROMPT);
-        Console { app, stdin }
-    }
-
-    /// Runs `line` and returns its output (up to the next prompt).
-    fn say(&mut self, line: &str) -> String {
-        let before = self.app.output_so_far().matches(PROMPT).count();
-        writeln!(self.stdin, "{line}").expect("write a command");
-        let answered = wait_until(Duration::from_secs(15), || {
-            self.app.output_so_far().matches(PROMPT).count() > before
-        });
-        let out = self.app.output_so_far();
-        assert!(answered, "no prompt after {line:?}; output:\n{out}");
-        let start = out
-            .match_indices(PROMPT)
-            .nth(before - 1)
-            .map_or(0, |(i, _)| i);
-        let text = &out[start + PROMPT.len()..];
-        text[..text.find(PROMPT).unwrap_or(text.len())].to_owned()
-    }
-
-    /// Sends `quit` and waits for a clean exit.
-    fn quit(mut self) -> String {
-        writeln!(self.stdin, "quit").expect("write quit");
-        let out = self.app.wait();
-        assert_eq!(out.code, Some(0), "{}", out.stderr);
-        out.stdout
+    fn start(vdevs: &[&str], app: &[&str]) -> Prompt {
+        Prompt::start(&child_eal_args(vdevs), app)
     }
 }
 

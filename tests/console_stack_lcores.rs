@@ -9,52 +9,24 @@
 
 mod common;
 
-use common::{kernel_side, unique_name, wait_until, AppProcess};
+use common::{kernel_side, unique_name, Prompt};
 use dpstack::eal::EalArgs;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{ChildStdin, Stdio};
-use std::time::Duration;
+use std::process::Stdio;
 
-const PROMPT: &str = "dpstack> ";
 const STACK_IP: &str = "10.205.0.1";
 const KERNEL_IP: &str = "10.205.0.2";
 const KERNEL_MAC: &str = "02:00:00:00:02:05";
 /// The forwarding lcores: EAL's main lcore is 0, its workers 1 and 2.
 const LCORES: [&str; 2] = ["1", "2"];
 
-/// A console at its prompt, fed one command at a time.
-struct Console {
-    app: AppProcess,
-    stdin: ChildStdin,
-}
+/// A console at its prompt on `vdev`, with a main and two worker lcores.
+struct Console;
 
 impl Console {
-    fn start(vdev: &str, app: &[&str]) -> Console {
-        let eal = EalArgs::for_test(3).vdev(vdev).to_vec().split_off(1);
-        let mut args = vec!["-i"];
-        args.extend_from_slice(app);
-        let mut app = AppProcess::console(&eal, &args);
-        let stdin = app.stdin();
-        app.wait_for_output(PROMPT);
-        Console { app, stdin }
-    }
-
-    /// Runs `line` and returns its output (up to the next prompt).
-    fn say(&mut self, line: &str) -> String {
-        let before = self.app.output_so_far().matches(PROMPT).count();
-        writeln!(self.stdin, "{line}").expect("write a command");
-        let answered = wait_until(Duration::from_secs(15), || {
-            self.app.output_so_far().matches(PROMPT).count() > before
-        });
-        let out = self.app.output_so_far();
-        assert!(answered, "no prompt after {line:?}; output:\n{out}");
-        let start = out
-            .match_indices(PROMPT)
-            .nth(before - 1)
-            .map_or(0, |(i, _)| i);
-        let text = &out[start + PROMPT.len()..];
-        text[..text.find(PROMPT).unwrap_or(text.len())].to_owned()
+    fn start(vdev: &str, app: &[&str]) -> Prompt {
+        Prompt::start(&EalArgs::for_test(3).vdev(vdev).to_vec().split_off(1), app)
     }
 }
 

@@ -574,3 +574,52 @@ pub fn stop_memif_pair(server: AppProcess, client: AppProcess) -> (ConsoleOutput
     let client = client.stop_with(libc::SIGINT);
     (client, server)
 }
+
+/// The console's prompt.
+pub const PROMPT: &str = "dpstack> ";
+
+/// `dpstack-console -i` at its prompt, fed one command at a time.
+pub struct Prompt {
+    pub app: AppProcess,
+    pub stdin: std::process::ChildStdin,
+}
+
+impl Prompt {
+    /// Starts the console with EAL arguments `eal` and options `app`
+    /// (after `-i`) and waits for its prompt.
+    pub fn start(eal: &[String], app: &[&str]) -> Prompt {
+        let mut args = vec!["-i"];
+        args.extend_from_slice(app);
+        let mut app = AppProcess::console(eal, &args);
+        let stdin = app.stdin();
+        app.wait_for_output(PROMPT);
+        Prompt { app, stdin }
+    }
+
+    /// Runs `line` and returns its output (up to the next prompt).
+    pub fn say(&mut self, line: &str) -> String {
+        use std::io::Write;
+        let before = self.app.output_so_far().matches(PROMPT).count();
+        writeln!(self.stdin, "{line}").expect("write a command");
+        let answered = wait_until(Duration::from_secs(15), || {
+            self.app.output_so_far().matches(PROMPT).count() > before
+        });
+        let out = self.app.output_so_far();
+        assert!(answered, "no prompt after {line:?}; output:\n{out}");
+        let start = out
+            .match_indices(PROMPT)
+            .nth(before - 1)
+            .map_or(0, |(i, _)| i);
+        let text = &out[start + PROMPT.len()..];
+        text[..text.find(PROMPT).unwrap_or(text.len())].to_owned()
+    }
+
+    /// Sends `quit` and waits for a clean exit; returns what it printed.
+    pub fn quit(mut self) -> String {
+        use std::io::Write;
+        writeln!(self.stdin, "quit").expect("write quit");
+        let out = self.app.wait();
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.stdout
+    }
+}
