@@ -6,13 +6,26 @@
 //! `dpstack-kernel-tcp serve --bind 127.0.0.1:9100 --cpu 1 --threads 8`
 //! `dpstack-kernel-tcp crr --target 127.0.0.1:9100 --cpu 0 --connections 8 --seconds 5`
 //! `dpstack-kernel-tcp bulk --target 10.98.0.1:9100 --cpu 0 --bytes 200000000`
+//! `dpstack-kernel-tcp rr --target 127.0.0.1:9100 --cpu 0 --seconds 5`
+//!
+//! `rr` is the kernel's side of `scripts/bench tcp-rr`: one connection, one
+//! request in flight (blocking `write`/`read`, `TCP_NODELAY`), the round
+//! trips' summary line as `dpstack-latency` prints it.
 //!
 //! Servers bind anywhere (the benchmark runs them in namespaces it creates);
 //! clients connect to loopback or, with `--namespaced`, to an address of a
 //! namespace the caller made.
 
+#[path = "../latency/histogram.rs"]
+mod histogram;
+// Its lost-request and sequence-number helpers serve UDP only.
+#[allow(dead_code)]
+#[path = "../latency/rr.rs"]
+mod rr;
+
 use clap::{Parser, Subcommand};
 use dpstack_kernel_ref::pin_to_cpu;
+use rr::{RrArgs, Run};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
@@ -76,6 +89,9 @@ enum Mode {
         #[arg(long, default_value_t = 64)]
         request: usize,
     },
+    /// Send a request on one connection, read its echo, repeat; print the
+    /// round trips' summary line.
+    Rr(RrArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +111,7 @@ fn main() -> ExitCode {
             bytes,
             namespaced,
         } => bulk(target, cpu, bytes, namespaced),
+        Mode::Rr(args) => request_response(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -237,4 +254,54 @@ fn crr(
         failed.load(Ordering::Relaxed)
     );
     Ok(())
+}
+
+/// The largest request.
+const MAX_RR_SIZE: usize = 65536;
+
+/// How long the connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `rr`: one connection, one request in flight. TCP loses nothing; an echo
+/// that takes longer than the timeout fails the run (with what it measured
+/// so far printed).
+fn request_response(args: &RrArgs) -> Result<(), String> {
+    args.check(MAX_RR_SIZE)?;
+    if let Some(cpu) = args.cpu {
+        pin_to_cpu(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+    }
+    let target = args.target;
+    let mut stream = TcpStream::connect_timeout(&target, CONNECT_TIMEOUT)
+        .and_then(|s| {
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(args.timeout()))?;
+            s.set_write_timeout(Some(args.timeout()))?;
+            Ok(s)
+        })
+        .map_err(|e| format!("connect {target}: {e}"))?;
+    println!(
+        "dpstack-kernel-tcp: tcp requests of {} bytes to {target}, {} s warm-up, {} s measured",
+        args.size, args.warmup, args.seconds
+    );
+    let mut run = Run::new(args);
+    let mut echo = vec![0u8; args.size];
+    let mut failure = None;
+    while let Some((_, sent)) = run.next() {
+        let exchanged = stream
+            .write_all(&run.request)
+            .and_then(|()| stream.read_exact(&mut echo));
+        match exchanged {
+            Ok(()) => run.answered(sent, &echo),
+            Err(e) => {
+                failure = Some(format!("request/response on {target}: {e}"));
+                break;
+            }
+        }
+    }
+    let _ = stream.shutdown(Shutdown::Both);
+    let verdict = run.finish("tcp");
+    match failure {
+        Some(e) => Err(e),
+        None => verdict,
+    }
 }

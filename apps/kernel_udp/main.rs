@@ -1,13 +1,25 @@
 //! `dpstack-kernel-udp`: a Linux-kernel UDP echo server and load generator
 //! with `recvmmsg`/`sendmmsg`, pinned to a CPU: the reference of
-//! `scripts/bench udp-vs-kernel`. Traffic goes to loopback only.
+//! `scripts/bench udp-vs-kernel`; and a request/response latency client
+//! (`rr`: one request in flight, blocking `send`/`recv`), the kernel's side
+//! of `scripts/bench udp-latency`, which prints the summary line
+//! `dpstack-latency` prints. Traffic goes to loopback only, or with
+//! `--namespaced` to an address of a namespace the caller made.
 //!
 //! `dpstack-kernel-udp echo --bind 127.0.0.1:9000 --cpu 1 --stats-period 1`
 //! `dpstack-kernel-udp flood --target 127.0.0.1:9000 --cpu 0 --seconds 10`
+//! `dpstack-kernel-udp rr --target 127.0.0.1:9000 --cpu 0 --seconds 5`
+
+#[path = "../latency/histogram.rs"]
+mod histogram;
+#[path = "../latency/rr.rs"]
+mod rr;
 
 use clap::{Parser, Subcommand};
 use dpstack_kernel_ref::{pin_to_cpu, recv_batch, send_batch, Batch, MAX_BATCH};
-use std::net::{SocketAddrV4, UdpSocket};
+use rr::{RrArgs, Run};
+use std::io::ErrorKind;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,6 +46,9 @@ enum Mode {
         /// Print `rx-pps: N` every N seconds.
         #[arg(long, default_value_t = 1)]
         stats_period: u64,
+        /// The address is in a network namespace the caller created.
+        #[arg(long)]
+        namespaced: bool,
     },
     /// Send datagrams as fast as possible from several sockets.
     Flood {
@@ -53,6 +68,9 @@ enum Mode {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
+    /// Send a request, wait for its echo (or the timeout), repeat; print
+    /// the round trips' summary line.
+    Rr(RrArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,7 +80,8 @@ fn main() -> ExitCode {
             bind,
             cpu,
             stats_period,
-        } => echo(bind, cpu, stats_period),
+            namespaced,
+        } => echo(bind, cpu, stats_period, namespaced),
         Mode::Flood {
             target,
             cpu,
@@ -70,6 +89,7 @@ fn main() -> ExitCode {
             payload,
             seconds,
         } => flood(target, cpu, sockets, payload, seconds),
+        Mode::Rr(args) => request_response(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -90,8 +110,15 @@ fn loopback_only(addr: SocketAddrV4) -> Result<(), String> {
     }
 }
 
-fn echo(bind: SocketAddrV4, cpu: Option<usize>, period: u64) -> Result<(), String> {
-    loopback_only(bind)?;
+fn echo(
+    bind: SocketAddrV4,
+    cpu: Option<usize>,
+    period: u64,
+    namespaced: bool,
+) -> Result<(), String> {
+    if !namespaced {
+        loopback_only(bind)?;
+    }
     if let Some(cpu) = cpu {
         pin_to_cpu(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
     }
@@ -156,4 +183,73 @@ fn flood(
     }
     println!("sent {sent} datagrams");
     Ok(())
+}
+
+/// The largest request: one unfragmented datagram at MTU 1500.
+const MAX_RR_SIZE: usize = 1472;
+
+/// `rr`: one request in flight over a connected socket. An echo that comes
+/// after its request timed out is counted late and skipped; a refused
+/// request (ICMP port unreachable) counts as lost.
+fn request_response(args: &RrArgs) -> Result<(), String> {
+    args.check(MAX_RR_SIZE)?;
+    if let Some(cpu) = args.cpu {
+        pin_to_cpu(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+    }
+    let local: SocketAddr = match args.target {
+        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = UdpSocket::bind(local).map_err(|e| format!("cannot bind {local}: {e}"))?;
+    let timeout = args.timeout();
+    socket
+        .connect(args.target)
+        .and_then(|()| socket.set_read_timeout(Some(timeout)))
+        .map_err(|e| format!("cannot connect to {}: {e}", args.target))?;
+    println!(
+        "dpstack-kernel-udp: udp requests of {} bytes to {}, {} s warm-up, {} s measured",
+        args.size, args.target, args.warmup, args.seconds
+    );
+    let mut run = Run::new(args);
+    // One byte more than a request, so a longer echo shows as a mismatch.
+    let mut echo = vec![0u8; args.size + 1];
+    while let Some((seq, sent)) = run.next() {
+        if let Err(e) = socket.send(&run.request) {
+            if e.kind() != ErrorKind::ConnectionRefused {
+                return Err(format!("send: {e}"));
+            }
+        }
+        // Each pass either ends the request or skips one late echo; the
+        // timeout bounds the passes.
+        loop {
+            match socket.recv(&mut echo) {
+                Ok(n) if rr::seq_of(&echo[..n]) == Some(seq) => {
+                    run.answered(sent, &echo[..n]);
+                    break;
+                }
+                Ok(_) => {
+                    run.outcomes.late += 1;
+                    if sent.elapsed() >= timeout {
+                        run.lost(sent);
+                        break;
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::ConnectionRefused
+                    ) =>
+                {
+                    run.lost(sent);
+                    if e.kind() == ErrorKind::ConnectionRefused {
+                        // Nothing listens: do not spin.
+                        std::thread::sleep(timeout);
+                    }
+                    break;
+                }
+                Err(e) => return Err(format!("recv: {e}")),
+            }
+        }
+    }
+    run.finish("udp")
 }

@@ -623,3 +623,93 @@ impl Prompt {
         out.stdout
     }
 }
+
+/// The summary line of a latency client (`dpstack-latency`,
+/// `dpstack-kernel-udp rr`, `dpstack-kernel-tcp rr`): `latency PROTO
+/// samples=N lost=L ... p50_us=.. p99_us=.. max_us=..`, parsed.
+#[derive(Debug)]
+pub struct LatencySummary {
+    /// `udp` or `tcp`.
+    pub proto: String,
+    /// The line itself.
+    pub line: String,
+}
+
+impl LatencySummary {
+    /// Finds and parses the summary line in `output`; panics, showing the
+    /// output, if it has none.
+    #[track_caller]
+    pub fn parse(output: &str) -> LatencySummary {
+        let line = output
+            .lines()
+            .find(|l| l.starts_with("latency "))
+            .unwrap_or_else(|| panic!("no latency summary line in:\n{output}"));
+        let proto = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        LatencySummary {
+            proto,
+            line: line.to_owned(),
+        }
+    }
+
+    /// The value of field `name` (e.g. `samples`, `p99_us`); panics if it
+    /// is missing or not a number.
+    #[track_caller]
+    pub fn get(&self, name: &str) -> f64 {
+        let key = format!("{name}=");
+        self.line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(key.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no number {name} in: {}", self.line))
+    }
+
+    /// Checks what every clean run shows: samples, ordered percentiles
+    /// (min <= p50 <= p99 <= p99.9 <= max), no mismatched echo.
+    #[track_caller]
+    pub fn assert_sane(&self) {
+        assert!(self.get("samples") > 0.0, "{}", self.line);
+        assert_eq!(self.get("mismatched"), 0.0, "{}", self.line);
+        let order = ["min_us", "p50_us", "p99_us", "p999_us", "max_us"].map(|f| self.get(f));
+        assert!(
+            order.windows(2).all(|w| w[0] <= w[1]) && order[0] > 0.0,
+            "percentiles out of order: {}",
+            self.line
+        );
+    }
+}
+
+/// Runs `dpstack-latency -- CLIENT_ARGS` against `dpstack-echo --udp 7
+/// --tcp 7 SERVER_ARGS` over a `net_memif` pair (10.208.0.2 -> 10.208.0.1),
+/// the client with `--hold`; stops the pair once the client has printed
+/// its summary. Returns (client, server) outputs.
+pub fn latency_over_memif(
+    name: &str,
+    server_args: &[&str],
+    client_args: &[&str],
+) -> (ConsoleOutput, ConsoleOutput) {
+    let socket = format!("/tmp/{}.sock", unique_name(name));
+    let _ = std::fs::remove_file(&socket);
+    let _cleanup = RemoveOnDrop(socket.clone());
+    let vdev = |role: &str| format!("net_memif0,role={role},socket={socket},socket-abstract=no");
+    let mut server = vec![
+        "--ip",
+        "10.208.0.1/24",
+        "--no-dad",
+        "--udp",
+        "7",
+        "--tcp",
+        "7",
+    ];
+    server.extend_from_slice(server_args);
+    let server = AppProcess::echo(&child_eal_args(&[&vdev("server")]), &server);
+    server.wait_for_output("UDP port(s)");
+    let mut client = vec!["--ip", "10.208.0.2/24", "--no-dad", "--hold"];
+    client.extend_from_slice(client_args);
+    let client = AppProcess::spawn(
+        env!("CARGO_BIN_EXE_dpstack-latency"),
+        &child_eal_args(&[&vdev("client")]),
+        &client,
+    );
+    client.wait_for_output("holding the port open");
+    stop_memif_pair(server, client)
+}
