@@ -93,9 +93,11 @@ fn a_server_that_answers_nothing_ends_the_run_at_its_deadline_with_every_request
     );
     let summary = LatencySummary::parse(&client.stdout);
     assert_eq!(summary.get("samples"), 0.0, "{}", summary.line);
-    // About 1 s / 20 ms requests, each counted lost.
+    // About 1 s / 20 ms = 50 requests, each counted lost (fewer if the
+    // machine starves the lcore; never more): the client went on after
+    // each timeout.
     let lost = summary.get("lost");
-    assert!((25.0..=55.0).contains(&lost), "{}", summary.line);
+    assert!((10.0..=55.0).contains(&lost), "{}", summary.line);
     // No round trip measured: the run failed, and said why.
     assert_eq!(client.code, Some(1), "client: {client:?}");
     assert!(
