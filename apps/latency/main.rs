@@ -333,9 +333,14 @@ impl InlineHandler<Mbuf> for Latency {
             return;
         }
         if let Some(flight) = self.in_flight {
-            if matches!(self.transport, Transport::Tcp { .. })
-                || now < flight.sent_at + self.timeout
-            {
+            if let Transport::Tcp { conn, .. } = self.transport {
+                // Whatever of a large request did not fit the send buffer.
+                if let Some(conn) = conn.filter(|_| flight.sent_bytes < self.request.len()) {
+                    self.push_tcp(conn, ctx);
+                }
+                return;
+            }
+            if now < flight.sent_at + self.timeout {
                 return;
             }
             self.in_flight = None;
