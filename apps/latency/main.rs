@@ -56,6 +56,9 @@ const MAX_UDP_SIZE: usize = 1472;
 /// The largest TCP request.
 const MAX_TCP_SIZE: usize = 65536;
 
+/// The longest `--seconds` or `--warmup` (a day).
+const MAX_SECONDS: f64 = 86_400.0;
+
 /// A request/response latency client on dpstack.
 #[derive(Debug, Parser)]
 #[command(
@@ -170,8 +173,8 @@ impl Latency {
             next_seq: 1,
             clock: TscClock::new(),
             timeout: Duration::from_millis(cli.timeout.max(1)),
-            warmup: Duration::from_secs_f64(cli.warmup.max(0.0)),
-            seconds: Duration::from_secs_f64(cli.seconds.max(0.0)),
+            warmup: Duration::from_secs_f64(cli.warmup),
+            seconds: Duration::from_secs_f64(cli.seconds),
             measure_from: Instant::ZERO,
             end_at: Instant::ZERO,
             histogram: Histogram::new(),
@@ -415,6 +418,11 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         (None, Some(tcp)) => ("tcp", tcp, MAX_TCP_SIZE),
         (None, None) => return Err("give --udp HOST:PORT or --tcp HOST:PORT".into()),
     };
+    for (option, seconds) in [("--seconds", cli.seconds), ("--warmup", cli.warmup)] {
+        if !(0.0..=MAX_SECONDS).contains(&seconds) {
+            return Err(format!("{option} {seconds}: give 0 to {MAX_SECONDS}"));
+        }
+    }
     if !(SEQ_BYTES..=max).contains(&cli.size) {
         return Err(format!(
             "--size {} over {proto}: give {SEQ_BYTES} to {max}",
@@ -463,7 +471,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         cli.size, cli.warmup, cli.seconds
     );
     // The run ends itself; this bound only catches a stuck start.
-    let bound = Duration::from_secs_f64(cli.warmup.max(0.0) + cli.seconds.max(0.0) + 30.0);
+    let bound = Duration::from_secs_f64(cli.warmup + cli.seconds + 30.0);
     let deadline = std::time::Instant::now() + bound;
     signals.wait(
         cli.stack.stats_period,

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 /// Bytes of the sequence number at the start of every request.
 pub const SEQ_BYTES: usize = 8;
 
+/// The longest `--seconds` or `--warmup` (a day).
+const MAX_SECONDS: f64 = 86_400.0;
+
 /// The options of an `rr` client.
 #[derive(Debug, clap::Args)]
 pub struct RrArgs {
@@ -44,13 +47,18 @@ pub struct RrArgs {
 }
 
 impl RrArgs {
-    /// Refuses a target off loopback without `--namespaced`, and a size
-    /// below the sequence number's or above `max`.
+    /// Refuses a target off loopback without `--namespaced`, a size below
+    /// the sequence number's or above `max`, and times out of range.
     pub fn check(&self, max: usize) -> Result<(), String> {
         if !self.target.ip().is_loopback() && !self.namespaced {
             return Err(
                 "send to loopback, or pass --namespaced for a namespace you made".to_owned(),
             );
+        }
+        for (option, seconds) in [("--seconds", self.seconds), ("--warmup", self.warmup)] {
+            if !(0.0..=MAX_SECONDS).contains(&seconds) {
+                return Err(format!("{option} {seconds}: give 0 to {MAX_SECONDS}"));
+            }
         }
         if !(SEQ_BYTES..=max).contains(&self.size) {
             return Err(format!("--size {}: give {SEQ_BYTES} to {max}", self.size));
@@ -80,12 +88,12 @@ impl Run {
     /// A run starting now.
     pub fn new(args: &RrArgs) -> Run {
         let start = Instant::now();
-        let measure_from = start + Duration::from_secs_f64(args.warmup.max(0.0));
+        let measure_from = start + Duration::from_secs_f64(args.warmup);
         let mut request: Vec<u8> = (0..args.size).map(|i| (i * 7 + 11) as u8).collect();
         request[..SEQ_BYTES].fill(0);
         Run {
             measure_from,
-            end_at: measure_from + Duration::from_secs_f64(args.seconds.max(0.0)),
+            end_at: measure_from + Duration::from_secs_f64(args.seconds),
             request,
             seq: 0,
             histogram: Histogram::new(),
