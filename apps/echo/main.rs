@@ -141,9 +141,7 @@ impl InlineHandler<Mbuf> for Echo {
         if self.sink {
             return;
         }
-        for datagram in batch.drain(..) {
-            ctx.reply(datagram);
-        }
+        ctx.reply_all(batch);
     }
 
     fn on_tcp<P: Port<Buf = Mbuf>>(

@@ -202,3 +202,104 @@ fn send_batch_sends_what_it_can_and_counts_the_rest() {
     );
     assert_eq!(iface.counters().dropped(DropReason::TxNoRoute), 1);
 }
+
+/// Answers each socket's datagrams with one `reply_all` call.
+struct EchoAll;
+
+impl InlineHandler<MemBuf> for EchoAll {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        ctx.reply_all(batch);
+        assert!(batch.is_empty());
+    }
+}
+
+/// Answers whole bursts, across sockets, with one `reply_all` call.
+struct EchoBursts;
+
+impl InlineHandler<MemBuf> for EchoBursts {
+    const WHOLE_BURSTS: bool = true;
+
+    fn on_burst<P: Port<Buf = MemBuf>>(
+        &mut self,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        ctx.reply_all(batch);
+    }
+}
+
+/// One burst of every kind of request a reply treats apart: plain ones to
+/// two sockets with different TOS bytes (the TOS looked up again when the
+/// socket changes), one with Ethernet padding (not turned around), one to
+/// the broadcast address (answered from ours), one over the link's MTU
+/// (fragmented), one whose IP packet is longer than its UDP datagram.
+fn mixed_burst(iface: &mut Interface<MemBuf>, port: &mut MemPort) {
+    let tos = |tos| BindOptions {
+        tos,
+        ..BindOptions::default()
+    };
+    iface
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 7), tos(0xb8))
+        .unwrap();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 9), tos(0x20))
+        .unwrap();
+    port.push_rx(&udp_frame(5000, 7, b"first"));
+    port.push_rx(&udp_frame(5001, 7, b"second"));
+    port.push_rx(&udp_frame(5002, 9, b"other socket"));
+    port.push_rx(&udp_frame(5003, 7, b"back to the first"));
+    let mut padded = udp_frame(5004, 7, b"pad");
+    padded.extend_from_slice(&[0; 10]);
+    port.push_rx(&padded);
+    let to = SocketAddrV4::new(Ipv4Addr::BROADCAST, 7);
+    let from = SocketAddrV4::new(PEER_IP, 5005);
+    let ip = ipv4(
+        PEER_IP,
+        to.ip().to_owned(),
+        protocol::UDP,
+        &udp(from, to, b"all"),
+    );
+    port.push_rx(&ethernet(
+        MacAddr::BROADCAST,
+        PEER_MAC,
+        EtherType::Ipv4,
+        &ip,
+    ));
+    let mut long = udp(from, SocketAddrV4::new(OUR_IP, 9), b"abc");
+    long.extend_from_slice(&[0xee; 12]);
+    let ip = ipv4(PEER_IP, OUR_IP, protocol::UDP, &long);
+    port.push_rx(&ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &ip));
+    port.push_rx(&udp_frame(5006, 7, &[0x5a; 1600]));
+}
+
+#[test]
+fn reply_all_answers_exactly_as_one_reply_per_datagram() {
+    let answers = |how: usize| {
+        let (mut iface, mut port) = stack_knowing_peer();
+        mixed_burst(&mut iface, &mut port);
+        match how {
+            0 => poll(&mut iface, &mut port, &mut Echo),
+            1 => poll(&mut iface, &mut port, &mut EchoAll),
+            _ => poll(&mut iface, &mut port, &mut EchoBursts),
+        }
+        let counters: Vec<u64> = [
+            Stat::UdpOutDatagrams,
+            Stat::IpOutRequests,
+            Stat::EthOutFrames,
+        ]
+        .iter()
+        .map(|&stat| iface.counters().get(stat))
+        .collect();
+        (port.take_tx(), counters)
+    };
+    let expected = answers(0);
+    // Eight requests; the one over the MTU answered in two fragments.
+    assert_eq!(expected.0.len(), 9, "every request answered");
+    assert_eq!(answers(1), expected, "per socket");
+    assert_eq!(answers(2), expected, "whole bursts, across sockets");
+}
