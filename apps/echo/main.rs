@@ -141,7 +141,9 @@ impl InlineHandler<Mbuf> for Echo {
         if self.sink {
             return;
         }
-        ctx.reply_all(batch);
+        for datagram in batch.drain(..) {
+            ctx.reply(datagram);
+        }
     }
 
     fn on_tcp<P: Port<Buf = Mbuf>>(

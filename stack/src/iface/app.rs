@@ -124,14 +124,6 @@ impl<P: Port> LcoreContext<'_, P> {
         udp::reply_udp_in_place(self.core, &mut self.out, datagram);
     }
 
-    /// [`LcoreContext::reply`] to every datagram of `batch`, in order,
-    /// leaving it empty: what a socket's settings and a link's address
-    /// cost is paid once per batch, not per datagram.
-    #[inline]
-    pub fn reply_all(&mut self, batch: &mut Batch<P::Buf>) {
-        udp::reply_all_in_place(self.core, &mut self.out, batch);
-    }
-
     /// Sends `payload` from `socket` to `dst` (a new buffer; headers added;
     /// the route picks the port).
     pub fn send_to(

@@ -31,7 +31,7 @@ pub(crate) use fast::Fast;
 pub(crate) use fast4::try_udp;
 pub(crate) use fast6::try_udp6;
 pub(crate) use forward::{forward_udp, forward_udp6};
-pub(crate) use reply::{reply_all_in_place, reply_udp_in_place};
+pub(crate) use reply::reply_udp_in_place;
 pub(crate) use send::{send_any, send_buffer};
 pub(crate) use v6::path6;
 

@@ -17,13 +17,12 @@ use super::super::buffers::cut_to_payload;
 use super::super::ip::{transmit6, MIN_MTU};
 use super::super::state::Core;
 use super::super::transmit::Out;
-use super::super::Batch;
 use super::family::UdpFamily;
 use super::v4::{turn_around_plain_udp, FAST_HEADERS};
 use super::v6::{turn_around_plain_udp6, HEADERS6};
 use crate::counters::{DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
-use crate::udp::{Datagram, SocketId};
+use crate::port::{Buf, Port};
+use crate::udp::Datagram;
 use crate::wire::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::{Ipv4Addr, Ipv6Addr};
@@ -81,67 +80,6 @@ pub(crate) fn reply_udp_in_place<P: Port>(
         }
     }
     rebuild_reply::<Ipv4Addr, P>(core, out, link, buf, payload, (broadcast, tos));
-}
-
-/// [`reply_udp_in_place`] to each datagram of `batch`, in order, leaving it
-/// empty. A plain IPv4 request is turned around here with the socket's
-/// TOS byte and the link's MAC and MTU looked up only when they change
-/// from the previous datagram's, and the two counters added once; the
-/// rest take [`reply_udp_in_place`]. Per batch (the datagrams of one
-/// socket, or a whole burst's).
-#[inline]
-pub(crate) fn reply_all_in_place<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    batch: &mut Batch<P::Buf>,
-) {
-    let mut socket = SocketId::UNSET;
-    let mut tos = 0;
-    // The link of the previous plain reply: its index, MAC and the
-    // largest frame it takes.
-    let mut here: Option<(u16, MacAddr, usize)> = None;
-    let mut turned = 0;
-    for datagram in batch.drain(..) {
-        let link = datagram.link;
-        if !datagram.plain || datagram.to_broadcast || datagram.v6 {
-            reply_udp_in_place(core, out, datagram);
-            continue;
-        }
-        let (mac, max_frame) = match here {
-            Some((at, mac, max_frame)) if at == link => (mac, max_frame),
-            _ => match core.shared.links.get(usize::from(link)) {
-                Some(l) => {
-                    here = Some((link, l.mac, ETH_LEN + l.mtu));
-                    (l.mac, ETH_LEN + l.mtu)
-                }
-                None => {
-                    reply_udp_in_place(core, out, datagram); // counts the drop
-                    continue;
-                }
-            },
-        };
-        if datagram.buf.len() > max_frame {
-            // Larger than the link takes: the general path fragments it.
-            reply_udp_in_place(core, out, datagram);
-            continue;
-        }
-        if datagram.socket != socket {
-            socket = datagram.socket;
-            tos = core.shared.udp.tos(socket);
-        }
-        let mut buf = datagram.buf;
-        let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() else {
-            core.lcore.counters.count_drop(DropReason::UdpMalformed);
-            continue;
-        };
-        turn_around_plain_udp(h, mac, tos);
-        turned += 1;
-        out.push(usize::from(link), buf, &core.lcore.counters);
-    }
-    if turned > 0 {
-        core.lcore.counters.add(Stat::UdpOutDatagrams, turned);
-        core.lcore.counters.add(Stat::IpOutRequests, turned);
-    }
 }
 
 /// The general case of [`reply_udp_in_place`]: new headers right before
