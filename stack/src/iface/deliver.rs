@@ -11,7 +11,7 @@ use super::poll::Poll;
 use super::transmit::Out;
 use super::udp::{try_udp, try_udp6, Fast};
 use super::{Batch, Core, InlineHandler, LcoreContext, RX_BURST};
-use crate::counters::DropReason;
+use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, Port};
 use crate::socket::SocketQueue;
 use crate::time::Instant;
@@ -70,16 +70,20 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         return 0;
     };
     let received = port.rx_burst(&mut burst, RX_BURST);
+    // What the fast paths took, counted once per burst.
+    let (mut fast4, mut fast6) = (0u64, 0u64);
     for buf in burst.drain(..) {
         // Each fast path hands over in its own arm: straight into the
         // batch, the datagram kept in registers.
         let general = match try_udp(poll.core, link, buf) {
             Fast::Deliver(socket, datagram) => {
+                fast4 += 1;
                 deliver(poll, queues, handler, delivery, socket, datagram);
                 continue;
             }
             Fast::NotUdp4(buf) => match try_udp6(poll.core, link, buf) {
                 Fast::Deliver(socket, datagram) => {
+                    fast6 += 1;
                     deliver(poll, queues, handler, delivery, socket, datagram);
                     continue;
                 }
@@ -92,6 +96,9 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         if let Some((socket, datagram)) = delivered {
             deliver(poll, queues, handler, delivery, socket, datagram);
         }
+    }
+    if fast4 + fast6 > 0 {
+        count_fast(&poll.core.lcore.counters, fast4, fast6);
     }
     if let Some(socket) = delivery.socket.take() {
         hand_over(poll, queues, socket, handler, delivery);
@@ -107,6 +114,19 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         report_tcp(poll.core, poll.out, poll.now, handler);
     }
     received
+}
+
+/// Counts what the fast paths took of a burst: `v4` datagrams over IPv4
+/// and `v6` over IPv6, each received as a frame, an IP packet delivered up
+/// and a UDP datagram (as the general path counts them one by one).
+#[inline(never)]
+fn count_fast(counters: &Counters, v4: u64, v6: u64) {
+    counters.add(Stat::EthInFrames, v4 + v6);
+    counters.add(Stat::UdpInDatagrams, v4 + v6);
+    counters.add(Stat::IpInReceives, v4);
+    counters.add(Stat::IpInDelivers, v4);
+    counters.add(Stat::Ip6InReceives, v6);
+    counters.add(Stat::Ip6InDelivers, v6);
 }
 
 /// What the handler is given of the poll.

@@ -33,22 +33,17 @@ pub(super) fn word<const N: usize>(h: &[u8; N], at: usize) -> u16 {
     u16::from_be_bytes([h[at], h[at + 1]])
 }
 
-/// The Ethernet header is one a fast path takes: to our MAC, from a
-/// unicast MAC (the group bit clear: the reply goes back to it), of
-/// `ethertype`. Our MAC is compared as a 4- and a 2-byte word, each
-/// straight against the frame (not both assembled into 48-bit values
-/// first).
+/// The Ethernet addresses are ones a fast path takes: to our MAC, from a
+/// unicast MAC (the group bit clear: the reply goes back to it); the
+/// caller checks the EtherType. Our MAC is compared as a 4- and a 2-byte
+/// word, each straight against the frame (not both assembled into 48-bit
+/// values first).
 #[inline(always)]
-pub(super) fn ethernet_to_us<const N: usize>(
-    h: &[u8; N],
-    our_mac: MacAddr,
-    ethertype: [u8; 2],
-) -> bool {
+pub(super) fn ethernet_to_us<const N: usize>(h: &[u8; N], our_mac: MacAddr) -> bool {
     let [m0, m1, m2, m3, m4, m5] = our_mac.0;
     h[eth::DST.start..eth::DST.start + 4] == [m0, m1, m2, m3]
         && h[eth::DST.start + 4..eth::DST.end] == [m4, m5]
         && h[eth::SRC.start] & 1 == 0
-        && h[eth::ETHERTYPE..eth::ETHERTYPE + 2] == ethertype
 }
 
 /// The UDP header is one a fast path takes: its length field holds at

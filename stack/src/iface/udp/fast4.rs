@@ -9,8 +9,7 @@
 use super::super::state::{Core, LOCAL};
 use super::fast::{ethernet_to_us, udp_answerable, word, Fast};
 use super::v4::{at, FAST_HEADERS};
-use crate::counters::{Counters, Stat};
-use crate::port::Buf;
+use crate::port::{Buf, ChecksumStatus};
 use crate::udp::table::FlowKey;
 use crate::udp::Datagram;
 use crate::wire::checksum;
@@ -21,10 +20,21 @@ use crate::wire::ipv4::{
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
-/// The IPv4 EtherType, as it lies in the frame.
-const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
-/// Version 4, a header of five 32-bit words (no options).
-const VERSION_4_NO_OPTIONS: u8 = 0x45;
+/// The IPv4 EtherType and version 4 with a header of five 32-bit words (no
+/// options), as the frame's bytes 12-14 read little-endian ([`word32_le`]
+/// at the EtherType; the TOS byte after them is masked off).
+const IPV4_NO_OPTIONS: u64 = u32::from_le_bytes([0x08, 0x00, 0x45, 0]) as u64;
+const IPV4_NO_OPTIONS_MASK: u64 = u32::from_le_bytes([0xff, 0xff, 0xff, 0]) as u64;
+/// Flags and fragment offset, TTL and protocol read as one little-endian
+/// word: more-fragments clear, offset 0 (the don't-fragment bit and the
+/// TTL are masked off), UDP.
+const UDP_NOT_FRAGMENT: u64 = u32::from_le_bytes([0, 0, 0, protocol::UDP]) as u64;
+const UDP_NOT_FRAGMENT_MASK: u64 = u32::from_le_bytes([
+    ((FLAG_MORE_FRAGMENTS | FRAGMENT_OFFSET_MASK) >> 8) as u8,
+    (FLAG_MORE_FRAGMENTS | FRAGMENT_OFFSET_MASK) as u8,
+    0,
+    0xff,
+]) as u64;
 
 /// A 32-bit word read little-endian, for checksums: the ones' complement
 /// sum of such words is the big-endian one times 256 modulo 0xffff (a byte
@@ -56,20 +66,23 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // Ethernet: see `ethernet_to_us`. IPv4: version 4, IHL 5, UDP, TTL >
     // 0, not a fragment (MF clear, offset 0), total length within the
     // frame.
+    // Each test reads a whole 32-bit word of the header where it can.
     let frame_len = data.len();
     let total = usize::from(word(h, at::LENGTH));
-    let plain = ethernet_to_us(h, our_mac, ETHERTYPE_IPV4)
-        && h[at::VER_IHL] == VERSION_4_NO_OPTIONS
-        && h[at::PROTOCOL] == protocol::UDP
+    let plain = ethernet_to_us(h, our_mac)
+        && word32_le(h, at::ETHERTYPE) & IPV4_NO_OPTIONS_MASK == IPV4_NO_OPTIONS
+        && word32_le(h, at::FLAGS_FRAG) & UDP_NOT_FRAGMENT_MASK == UDP_NOT_FRAGMENT
         && h[at::TTL] != 0
-        && word(h, at::FLAGS_FRAG) & (FLAG_MORE_FRAGMENTS | FRAGMENT_OFFSET_MASK) == 0
         && total >= IP_LEN + UDP_LEN
         && ETH_LEN + total <= frame_len;
     if !plain {
         return Fast::NotUdp4(buf);
     }
     let (src_ip, dst_ip) = (addr(h, at::SRC), addr(h, at::DST));
-    if core.class(dst_ip.to_bits()) != LOCAL || core.is_martian(src_ip) {
+    // Most datagrams go to the first local address: asked before the
+    // address classes' filter.
+    let first_local = core.shared.special.first() == Some(&(dst_ip.to_bits(), LOCAL));
+    if !first_local && core.class(dst_ip.to_bits()) != LOCAL || core.is_martian(src_ip) {
         return Fast::General(buf);
     }
     let udp_len = usize::from(word(h, at::UDP_LENGTH));
@@ -77,13 +90,25 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     if udp_end > ETH_LEN + total || !udp_answerable(udp_len, word(h, at::SRC_PORT)) {
         return Fast::General(buf);
     }
+    // What the device says of the checksums, if anything; virtual devices
+    // say nothing, and then the policy is not even read.
     let offload = buf.rx_offload();
-    let policy = core.shared.config.checksum;
+    let (ip_verdict, udp_verdict) = if offload.ip_checksum == ChecksumStatus::Unknown
+        && offload.l4_checksum == ChecksumStatus::Unknown
+    {
+        (None, None)
+    } else {
+        let policy = core.shared.config.checksum;
+        (
+            policy.device_verdict(offload.ip_checksum),
+            policy.device_verdict(offload.l4_checksum),
+        )
+    };
     // Both checksums are verified on little-endian sums ([`word32_le`]).
     // The addresses are summed once, for the header and the pseudo-header
     // (each 32-bit word folds like its two 16-bit halves).
     let addresses = word32_le(h, at::SRC) + word32_le(h, at::DST);
-    let ip_ok = match policy.device_verdict(offload.ip_checksum) {
+    let ip_ok = match ip_verdict {
         Some(verdict) => verdict,
         None => {
             // The header's other three words: version to length,
@@ -92,7 +117,7 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
             checksum::sum_verifies(addresses + rest)
         }
     };
-    let udp_ok = match policy.device_verdict(offload.l4_checksum) {
+    let udp_ok = match udp_verdict {
         Some(verdict) => verdict,
         None => {
             word(h, at::UDP_CHECKSUM) == 0 || {
@@ -118,11 +143,6 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     };
     // The counters themselves, not the `Arc`: its pointer is read once,
     // not again after each (atomic) store.
-    let counters: &Counters = &core.lcore.counters;
-    counters.count(Stat::EthInFrames);
-    counters.count(Stat::IpInReceives);
-    counters.count(Stat::IpInDelivers);
-    counters.count(Stat::UdpInDatagrams);
     let mut datagram = Datagram::new(buf, FAST_HEADERS..udp_end, false, link as u16);
     // No Ethernet padding after the datagram: the frame can be turned around.
     datagram.plain = udp_end == frame_len;

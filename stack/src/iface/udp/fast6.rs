@@ -10,11 +10,11 @@
 use super::super::state::Core;
 use super::fast::{ethernet_to_us, udp_answerable, word, Fast};
 use super::v6::{at, HEADERS6};
-use crate::counters::Stat;
 use crate::port::Buf;
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::wire::checksum;
+use crate::wire::ethernet::field as eth;
 use crate::wire::ipv6::next_header;
 use core::net::{Ipv6Addr, SocketAddrV6};
 
@@ -44,7 +44,8 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // checksum (mandatory over IPv6).
     let payload_len = usize::from(word(h, at::PAYLOAD_LEN));
     let udp_len = usize::from(word(h, at::UDP_LENGTH));
-    let plain = ethernet_to_us(h, our_mac, ETHERTYPE_IPV6)
+    let plain = ethernet_to_us(h, our_mac)
+        && h[eth::ETHERTYPE..eth::ETHERTYPE + 2] == ETHERTYPE_IPV6
         && h[at::VER_TC_FLOW] >> 4 == 6
         && h[at::NEXT_HEADER] == next_header::UDP
         && h[at::HOP_LIMIT] != 0
@@ -93,11 +94,6 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     let Some(socket) = core.shared.udp.lookup6(&key) else {
         return Fast::General(buf);
     };
-    let counters = &core.lcore.counters;
-    counters.count(Stat::EthInFrames);
-    counters.count(Stat::Ip6InReceives);
-    counters.count(Stat::Ip6InDelivers);
-    counters.count(Stat::UdpInDatagrams);
     let mut datagram = Datagram::new(buf, HEADERS6..udp_end, false, link as u16);
     datagram.v6 = true;
     // No Ethernet padding after the datagram: the frame can be turned around.
