@@ -13,10 +13,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// Every app that takes `[EAL options] -- [app options]` (`dpstack::app::run_app`).
-const APPS: [(&str, &str); 6] = [
+const APPS: [(&str, &str); 7] = [
     ("dpstack-console", env!("CARGO_BIN_EXE_dpstack-console")),
     ("dpstack-echo", env!("CARGO_BIN_EXE_dpstack-echo")),
     ("dpstack-iperf", env!("CARGO_BIN_EXE_dpstack-iperf")),
+    ("dpstack-latency", env!("CARGO_BIN_EXE_dpstack-latency")),
     ("dpstack-rtp-relay", env!("CARGO_BIN_EXE_dpstack-rtp-relay")),
     (
         "dpstack-smoltcp-echo",
@@ -132,14 +133,14 @@ fn help_with_eal_options_before_the_separator_is_the_apps() {
     let eal = common::child_eal_args(&["net_null0"]);
     let mut args: Vec<&str> = eal.iter().map(String::as_str).collect();
     args.extend(["--", "--help"]);
-    let (name, binary) = APPS[3];
+    let (name, binary) = APPS[4];
     let outcome = run(binary, &args);
     assert_apps_own(name, &args, &outcome, "Usage:");
 }
 
 /// The apps that run the stack on `dpstack::app`, with their own default
 /// for `--ip` (`None`: required) and for `--total-num-mbufs`.
-const STACK_APPS: [(&str, &str, Option<&str>, &str); 4] = [
+const STACK_APPS: [(&str, &str, Option<&str>, &str); 5] = [
     (
         "dpstack-echo",
         env!("CARGO_BIN_EXE_dpstack-echo"),
@@ -149,6 +150,12 @@ const STACK_APPS: [(&str, &str, Option<&str>, &str); 4] = [
     (
         "dpstack-iperf",
         env!("CARGO_BIN_EXE_dpstack-iperf"),
+        None,
+        "8191",
+    ),
+    (
+        "dpstack-latency",
+        env!("CARGO_BIN_EXE_dpstack-latency"),
         None,
         "8191",
     ),
