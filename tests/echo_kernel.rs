@@ -91,6 +91,30 @@ fn udp_datagrams_are_echoed_to_socat() {
 }
 
 #[test]
+fn record_core_cycles_prints_the_lcores_cycles_per_packet_at_exit() {
+    let s = start_with(&["--record-core-cycles"]);
+    assert_echoes(&s.ns, &[(7, b"hello dpstack\n"), (8, b"and again\n")]);
+    let done = s.app.stop_with(libc::SIGINT);
+    assert_eq!(done.code, Some(0));
+    let out = &done.stdout;
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("dpstack-echo: lcore cycles:"))
+        .unwrap_or_else(|| panic!("no cycles line:\n{out}"));
+    // The two datagrams (and whatever else the kernel sent: ARP, IPv6
+    // router solicitations) were received and counted by the bursts.
+    let received: u64 = line
+        .split(" packets received")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(received >= 2, "{line}");
+    assert!(line.contains("PMD rx+tx bursts"), "{line}");
+    assert!(line.contains("stack and app"), "{line}");
+}
+
+#[test]
 fn a_closed_port_answers_icmp_port_unreachable() {
     let s = start();
     let before = snmp(&s.ns, "Icmp", "InDestUnreachs");

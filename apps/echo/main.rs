@@ -88,6 +88,12 @@ struct Cli {
     /// lane 0; UDP only with --nb-cores above 1).
     #[arg(long, conflicts_with = "sink")]
     queue_mode: bool,
+    /// Count each polling lcore's cycles inside the port's rx/tx bursts and
+    /// print, at exit, its cycles per received packet split into the
+    /// driver's and the rest (two TSC reads per burst call; as testpmd's
+    /// option).
+    #[arg(long)]
+    record_core_cycles: bool,
 }
 
 /// An inclusive range of UDP ports.
@@ -301,7 +307,8 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         close_after: cli.tcp_close_after,
         echoed: HashMap::new(),
     };
-    let workers = app::run_on_workers(lanes, make, &cli.stack)?;
+    let workers =
+        app::run_on_workers_counting_cycles(lanes, make, &cli.stack, cli.record_core_cycles)?;
     // Queue mode: the lcore runs now, so binds through the handle complete.
     let app_stop = Arc::new(AtomicBool::new(false));
     let mut app_threads = Vec::new();
@@ -404,7 +411,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             let home = lanes
                 .first()
                 .map_or_else(String::new, |l| neighbors(&l.iface));
-            home + &fault_lines(&lanes)
+            home + &cycle_lines(&lanes) + &fault_lines(&lanes)
         })
         .unwrap_or_default();
     println!("\nSignal {} received, exiting.", signals.received());
@@ -439,6 +446,22 @@ fn neighbors(iface: &Interface<Mbuf>) -> String {
         ));
     }
     report
+}
+
+/// `--record-core-cycles`' line of every lane: `dpstack-echo: lcore
+/// cycles: ...` with one lane, `dpstack-echo: lane N lcore cycles: ...`
+/// with several.
+fn cycle_lines(lanes: &[app::Finished<Echo>]) -> String {
+    let mut out = String::new();
+    for (n, finished) in lanes.iter().enumerate() {
+        if let Some(line) = &finished.cycles {
+            match lanes.len() {
+                1 => out.push_str(&format!("{PROGRAM}: {line}\n")),
+                _ => out.push_str(&format!("{PROGRAM}: lane {n} {line}\n")),
+            }
+        }
+    }
+    out
 }
 
 /// `--faults`' counts of every lane: lane 0's lines as with one lane,
