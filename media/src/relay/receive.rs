@@ -149,17 +149,22 @@ impl Session {
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let payload = datagram.payload();
-        let kind = match at.channel {
-            Channel::Rtp => classify(payload),
-            Channel::Rtcp => Kind::Rtcp,
+        // Most RTP is judged by its first byte alone (`parse_plain`); the
+        // rest is classified, then checked as RTP or RTCP.
+        let header = match at.channel {
+            Channel::Rtp => match RtpSummary::parse_plain(payload) {
+                Some(header) => Some(header),
+                None => match classify(payload) {
+                    Kind::Rtp => Some(RtpSummary::parse(payload).map_err(|_| RelayDrop::BadRtp)?),
+                    Kind::Rtcp => None,
+                    Kind::Other => return Err(RelayDrop::NotRtp),
+                },
+            },
+            Channel::Rtcp => None,
         };
-        match kind {
-            Kind::Rtp => {
-                let header = RtpSummary::parse(payload).map_err(|_| RelayDrop::BadRtp)?;
-                self.rtp(at, legs, datagram, header, options, lanes, ctx)
-            }
-            Kind::Rtcp => self.rtcp(at, legs, datagram, options, lanes, ctx),
-            Kind::Other => Err(RelayDrop::NotRtp),
+        match header {
+            Some(header) => self.rtp(at, legs, datagram, header, options, lanes, ctx),
+            None => self.rtcp(at, legs, datagram, options, lanes, ctx),
         }
     }
 
