@@ -90,6 +90,31 @@ pub struct RtpSummary {
 }
 
 impl RtpSummary {
+    /// [`RtpSummary::parse`] for the common header, judged by its first
+    /// byte alone: version 2 with no padding, no extension and no CSRC, and
+    /// a payload type that is not RTCP's (so [`classify`](super::classify)
+    /// says RTP). `None` for every other datagram, which `parse` (after
+    /// `classify`) then judges. Where it returns a summary, `parse` returns
+    /// the same one. Per packet.
+    #[inline]
+    pub fn parse_plain(b: &[u8]) -> Option<RtpSummary> {
+        let fixed = b.first_chunk::<FIXED_HEADER_LEN>()?;
+        let [first, second, ..] = *fixed;
+        if first != VERSION << 6 || looks_like_rtcp(second) {
+            return None;
+        }
+        let word = |at: usize| {
+            u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]])
+        };
+        Some(RtpSummary {
+            payload_type: second & 0x7f,
+            seq: u16::from_be_bytes([fixed[2], fixed[3]]),
+            timestamp: word(4),
+            ssrc: word(8),
+            payload_len: b.len() - FIXED_HEADER_LEN,
+        })
+    }
+
     /// [`RtpPacket::check`]'s checks on `b` (the same errors, in the same
     /// order), and the fields a relay needs if they pass. Per packet.
     #[inline]

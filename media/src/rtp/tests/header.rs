@@ -2,7 +2,7 @@
 //! and no panic on short buffers.
 
 use crate::rtp::header::*;
-use crate::rtp::WriteError;
+use crate::rtp::{classify, Kind, WriteError};
 
 // V=2, M=1 PT=0, seq 0x1234, ts 0xdeadbeef, ssrc 0x01020304,
 // one CSRC 0xaabbccdd, extension 0xbede with one word, payload "hi!!??",
@@ -53,6 +53,31 @@ fn the_summary_reads_what_the_view_reads() {
         };
         assert_eq!(RtpSummary::parse(b), Ok(summary));
         assert_eq!(p.summary(), summary, "the view's summary");
+    }
+}
+
+#[test]
+fn the_plain_summary_is_the_summary_of_plain_headers_only() {
+    // Every first and second byte, at the fixed header's length and past
+    // it: `parse_plain` answers exactly for version 2 without padding,
+    // extension or CSRCs and a payload type RTCP does not use, and then
+    // as `parse` does.
+    let mut b = FULL;
+    for len in [11, 12, 20] {
+        for first in 0..=255u8 {
+            for second in 0..=255u8 {
+                b[0] = first;
+                b[1] = second;
+                let plain = first == 0x80 && classify(&b[..len]) == Kind::Rtp;
+                match RtpSummary::parse_plain(&b[..len]) {
+                    Some(summary) => {
+                        assert!(plain, "{first:#x} {second:#x} {len}");
+                        assert_eq!(RtpSummary::parse(&b[..len]), Ok(summary));
+                    }
+                    None => assert!(!plain, "{first:#x} {second:#x} {len}"),
+                }
+            }
+        }
     }
 }
 
