@@ -226,4 +226,17 @@ mod tests {
         assert!(counts.busy_rx_cycles > 0 && counts.busy_rx_cycles < counts.rx_cycles);
         assert_eq!(counts.received, 3);
     }
+
+    #[test]
+    fn a_port_not_counting_passes_bursts_through_and_counts_nothing() {
+        let mut inner = MemPort::new(MemPortConfig::default());
+        for _ in 0..2 {
+            assert!(inner.push_rx(&[0u8; 60]));
+        }
+        let mut port = CycleCountingPort::counting(inner, false);
+        let mut bufs: ArrayVec<MemBuf, 8> = ArrayVec::new();
+        assert_eq!(port.rx_burst(&mut bufs, 8), 2);
+        assert_eq!(port.tx_burst(&mut bufs), 2);
+        assert_eq!(port.counts(), BurstCycles::default());
+    }
 }
