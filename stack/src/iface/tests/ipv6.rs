@@ -754,3 +754,42 @@ fn traffic_to_a_stale_neighbour_is_confirmed_with_a_unicast_solicitation() {
     assert_eq!(port.take_tx().len(), 2, "three probes in all");
     assert!(iface.neighbors6().is_empty());
 }
+
+#[test]
+fn the_fast_paths_count_a_mixed_burst_as_the_general_path_would_and_verify_long_datagrams() {
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let six = |port: u16, payload: &[u8], checksum| {
+        frame6(
+            OUR_MAC,
+            &ip6_udp((PEER6, port), (GLOBAL, 7), payload, checksum),
+        )
+    };
+    // One burst: three datagrams over IPv4 and three over IPv6, one of them
+    // long enough for the checksum's wide loop (512 bytes or more), and a
+    // long one whose checksum is wrong.
+    for n in 0..3 {
+        port.push_rx(&udp_frame(4000 + n, 7, b"four"));
+    }
+    port.push_rx(&six(5000, b"six", None));
+    port.push_rx(&six(5001, &[0x6b; 700], None));
+    port.push_rx(&six(5002, b"six again", None));
+    port.push_rx(&six(5003, &[0x6b; 700], Some(0x1234)));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 6, "every datagram with a good checksum answered");
+    let c = iface.counters();
+    assert_eq!(c.get(Stat::EthInFrames), 7);
+    assert_eq!(c.get(Stat::IpInReceives), 3);
+    assert_eq!(c.get(Stat::IpInDelivers), 3);
+    assert_eq!(c.get(Stat::Ip6InReceives), 4);
+    // The bad one too: IPv6 delivered it up, UDP dropped it.
+    assert_eq!(c.get(Stat::Ip6InDelivers), 4);
+    assert_eq!(c.get(Stat::UdpInDatagrams), 6);
+    assert_eq!(c.dropped(DropReason::UdpBadChecksum), 1);
+}
