@@ -120,29 +120,12 @@ fn the_kernel_rr_client_measures_dpstack_echo_over_a_tap() {
         "02:00:00:00:09:02",
         &["10.209.0.2/24"],
     );
-    let out = s.ns.exec_bounded(
-        30,
+    let summary = common::kernel_rr_in(
+        &s.ns,
         env!("CARGO_BIN_EXE_dpstack-kernel-udp"),
-        &[
-            "rr",
-            "--target",
-            "10.209.0.1:7",
-            "--namespaced",
-            "--seconds",
-            "1",
-            "--warmup",
-            "0.3",
-        ],
+        "10.209.0.1:7",
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary = LatencySummary::parse(&stdout);
     assert_eq!(summary.proto, "udp");
-    summary.assert_sane();
     assert_eq!(summary.get("lost"), 0.0, "{}", summary.line);
 }
 

@@ -434,15 +434,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         config.tcp.nodelay = true;
     })?;
     let port = stack.ports.first().ok_or("no port")?;
-    println!(
-        "{PROGRAM}: port {} ({}) is {}",
-        port.id(),
-        port.mac(),
-        (cli.stack.ip.iter())
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    println!("{}", app::port_banner(PROGRAM, port, &cli.stack));
     let transport = if proto == "udp" {
         let any = SocketAddr::new(
             match remote {

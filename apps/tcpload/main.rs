@@ -288,15 +288,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         config.tcp.sack = !cli.no_sack;
     })?;
     let port = stack.ports.first().ok_or("no port")?;
-    println!(
-        "{PROGRAM}: port {} ({}) is {}",
-        port.id(),
-        port.mac(),
-        (cli.stack.ip.iter())
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    println!("{}", app::port_banner(PROGRAM, port, &cli.stack));
     let lanes_count = usize::from(cli.stack.nb_cores.max(1));
     let connections = cli.connections.max(1);
     if connections < lanes_count {

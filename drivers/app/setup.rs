@@ -196,6 +196,18 @@ pub struct Stack {
     pub eal: Eal,
 }
 
+/// `PROGRAM: port ID (MAC) is ADDR/PREFIX ...`: the line a client app
+/// prints when its first port is up, with the addresses `args` gave.
+pub fn port_banner(program: &str, port: &EthPort, args: &StackArgs) -> String {
+    let addresses: Vec<String> = args.ip.iter().map(ToString::to_string).collect();
+    format!(
+        "{program}: port {} ({}) is {}",
+        port.id(),
+        port.mac(),
+        addresses.join(" ")
+    )
+}
+
 /// EAL (from `eal_args`), the packet pool, one port for each port's worth of
 /// `--ip` addresses (at least one), and the [`Interface`] over them with
 /// `args`' gateway, routes, MTU, DAD, RA and pacing; `configure` adjusts

@@ -713,3 +713,34 @@ pub fn latency_over_memif(
     client.wait_for_output("holding the port open");
     stop_memif_pair(server, client)
 }
+
+/// Runs a kernel `rr` client (`program`: `dpstack-kernel-udp` or
+/// `dpstack-kernel-tcp`) in `ns` against `target` for one second after a
+/// 0.3 s warm-up; asserts it succeeded and its summary is sane, and returns
+/// the summary.
+#[track_caller]
+pub fn kernel_rr_in(ns: &Netns, program: &str, target: &str) -> LatencySummary {
+    let out = ns.exec_bounded(
+        30,
+        program,
+        &[
+            "rr",
+            "--target",
+            target,
+            "--namespaced",
+            "--seconds",
+            "1",
+            "--warmup",
+            "0.3",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = LatencySummary::parse(&stdout);
+    summary.assert_sane();
+    summary
+}

@@ -430,15 +430,21 @@ pub(super) fn parse_udp6(frame: &[u8]) -> ((Ipv6Addr, u16), (Ipv6Addr, u16), Vec
     ((ip.src(), port(0)), (ip.dst(), port(2)), udp[8..].to_vec())
 }
 
-#[test]
-fn a_dual_stack_socket_echoes_udp_over_both_families() {
-    let (mut iface, mut port) = stack6();
+/// [`stack6`] with a dual-stack socket bound to port 7 of every address.
+fn stack6_echoing() -> (Interface<MemBuf>, MemPort) {
+    let (mut iface, port) = stack6();
     iface
         .udp_bind(
             core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
             BindOptions::default(),
         )
         .unwrap();
+    (iface, port)
+}
+
+#[test]
+fn a_dual_stack_socket_echoes_udp_over_both_families() {
+    let (mut iface, mut port) = stack6_echoing();
     port.push_rx(&frame6(
         OUR_MAC,
         &ip6_udp((PEER6, 4000), (GLOBAL, 7), b"over six", None),
@@ -757,13 +763,7 @@ fn traffic_to_a_stale_neighbour_is_confirmed_with_a_unicast_solicitation() {
 
 #[test]
 fn the_fast_paths_count_a_mixed_burst_as_the_general_path_would_and_verify_long_datagrams() {
-    let (mut iface, mut port) = stack6();
-    iface
-        .udp_bind(
-            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
-            BindOptions::default(),
-        )
-        .unwrap();
+    let (mut iface, mut port) = stack6_echoing();
     let six = |port: u16, payload: &[u8], checksum| {
         frame6(
             OUR_MAC,
