@@ -9,7 +9,7 @@
 
 use super::poll::Poll;
 use super::transmit::Out;
-use super::udp::{try_udp, try_udp6, Fast};
+use super::udp::{try_udp, try_udp6, BurstView, Fast};
 use super::{Batch, Core, InlineHandler, LcoreContext, RX_BURST};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, Port};
@@ -70,18 +70,24 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         return 0;
     };
     let received = port.rx_burst(&mut burst, RX_BURST);
+    let view = BurstView::of(poll.core, link);
     // What the fast paths took, counted once per burst.
     let (mut fast4, mut fast6) = (0u64, 0u64);
     for buf in burst.drain(..) {
+        // A link the snapshot does not know takes the general path.
+        let Some(view) = &view else {
+            deliver_general(poll, queues, handler, delivery, link, buf);
+            continue;
+        };
         // Each fast path hands over in its own arm: straight into the
         // batch, the datagram kept in registers.
-        let general = match try_udp(poll.core, link, buf) {
+        let general = match try_udp(poll.core, view, link, buf) {
             Fast::Deliver(socket, datagram) => {
                 fast4 += 1;
                 deliver(poll, queues, handler, delivery, socket, datagram);
                 continue;
             }
-            Fast::NotUdp4(buf) => match try_udp6(poll.core, link, buf) {
+            Fast::NotUdp4(buf) => match try_udp6(poll.core, view, link, buf) {
                 Fast::Deliver(socket, datagram) => {
                     fast6 += 1;
                     deliver(poll, queues, handler, delivery, socket, datagram);
@@ -91,11 +97,7 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
             },
             Fast::General(buf) => buf,
         };
-        let mut delivered = None;
-        poll.receive_frame(link, general, &mut delivered);
-        if let Some((socket, datagram)) = delivered {
-            deliver(poll, queues, handler, delivery, socket, datagram);
-        }
+        deliver_general(poll, queues, handler, delivery, link, general);
     }
     if fast4 + fast6 > 0 {
         count_fast(&poll.core.lcore.counters, fast4, fast6);
@@ -114,6 +116,24 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         report_tcp(poll.core, poll.out, poll.now, handler);
     }
     received
+}
+
+/// Takes a frame the fast paths did not through the general path, and
+/// hands over what it delivers.
+#[inline(always)]
+fn deliver_general<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
+    poll: &mut Poll<'_, '_, P>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+    link: usize,
+    buf: B,
+) {
+    let mut delivered = None;
+    poll.receive_frame(link, buf, &mut delivered);
+    if let Some((socket, datagram)) = delivered {
+        deliver(poll, queues, handler, delivery, socket, datagram);
+    }
 }
 
 /// Counts what the fast paths took of a burst: `v4` datagrams over IPv4

@@ -897,6 +897,7 @@ mod batch;
 
 mod sending;
 
+mod fast_gate;
 mod hostile;
 
 mod conn_limit;

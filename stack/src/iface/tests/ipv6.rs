@@ -431,7 +431,7 @@ pub(super) fn parse_udp6(frame: &[u8]) -> ((Ipv6Addr, u16), (Ipv6Addr, u16), Vec
 }
 
 /// [`stack6`] with a dual-stack socket bound to port 7 of every address.
-fn stack6_echoing() -> (Interface<MemBuf>, MemPort) {
+pub(super) fn stack6_echoing() -> (Interface<MemBuf>, MemPort) {
     let (mut iface, port) = stack6();
     iface
         .udp_bind(

@@ -9,9 +9,9 @@
 //! ([`super::super::poll::Poll::receive_frame`]), which counts the reason,
 //! so drop accounting lives in one place. Per packet; owning lcore.
 
-use crate::port::{Buf, MacAddr};
+use super::super::state::{Core, LOCAL};
+use crate::port::Buf;
 use crate::udp::{Datagram, SocketId};
-use crate::wire::ethernet::field as eth;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 
 /// The outcome of a fast path.
@@ -33,17 +33,66 @@ pub(super) fn word<const N: usize>(h: &[u8; N], at: usize) -> u16 {
     u16::from_be_bytes([h[at], h[at + 1]])
 }
 
-/// The Ethernet addresses are ones a fast path takes: to our MAC, from a
-/// unicast MAC (the group bit clear: the reply goes back to it); the
-/// caller checks the EtherType. Our MAC is compared as a 4- and a 2-byte
-/// word, each straight against the frame (not both assembled into 48-bit
-/// values first).
+/// What the fast paths read of the arriving link and the address
+/// classes, once per burst: the shared state is a snapshot that holds for
+/// the whole poll, and reading it per frame cost loads the compiler could
+/// not hoist past the batch's stores.
+#[derive(Clone, Copy)]
+pub(crate) struct BurstView {
+    /// Our MAC as the frame's first eight bytes read little-endian (the
+    /// destination, then the source's first two bytes) hold it, zero above.
+    mac_le: u64,
+    /// The first local IPv4 address (the one most datagrams go to) as the
+    /// frame's four bytes read little-endian, if the address classes start
+    /// with a local one; otherwise a value no 32-bit word equals.
+    first_local_le: u64,
+}
+
+/// The bits [`ethernet_to_us`] compares: the destination and the group
+/// bit of the source's first byte.
+const TO_US_MASK: u64 = 0x0001_ffff_ffff_ffff;
+
+impl BurstView {
+    /// The view of `link` (none for a link the snapshot does not know: its
+    /// frames take the general path, which counts them).
+    #[inline(always)]
+    pub(crate) fn of<B: Buf>(core: &Core<B>, link: usize) -> Option<BurstView> {
+        let here = core.shared.links.get(link)?;
+        let [m0, m1, m2, m3, m4, m5] = here.mac.0;
+        let first_local_le = match core.shared.special.first() {
+            Some(&(address, LOCAL)) => u64::from(u32::from_le_bytes(address.to_be_bytes())),
+            _ => u64::MAX,
+        };
+        Some(BurstView {
+            mac_le: u64::from_le_bytes([m0, m1, m2, m3, m4, m5, 0, 0]),
+            first_local_le,
+        })
+    }
+
+    /// The destination address, read as [`BurstView::first_local_le`]
+    /// holds it, is the first local one.
+    #[inline(always)]
+    pub(super) fn is_first_local(&self, dst_le: u32) -> bool {
+        u64::from(dst_le) == self.first_local_le
+    }
+}
+
+/// The little-endian 64-bit word at `at` of a header array.
 #[inline(always)]
-pub(super) fn ethernet_to_us<const N: usize>(h: &[u8; N], our_mac: MacAddr) -> bool {
-    let [m0, m1, m2, m3, m4, m5] = our_mac.0;
-    h[eth::DST.start..eth::DST.start + 4] == [m0, m1, m2, m3]
-        && h[eth::DST.start + 4..eth::DST.end] == [m4, m5]
-        && h[eth::SRC.start] & 1 == 0
+pub(super) fn word64_le<const N: usize>(h: &[u8; N], at: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&h[at..at + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+/// The bits of the frame's first eight bytes that tell whether the
+/// Ethernet addresses are ones a fast path takes, zero if they are: to
+/// our MAC, from a unicast MAC (the group bit clear: the reply goes back
+/// to it). One word, so that a caller can OR it with its other header
+/// tests and branch once; the caller checks the EtherType.
+#[inline(always)]
+pub(super) fn ethernet_mismatch<const N: usize>(h: &[u8; N], view: &BurstView) -> u64 {
+    (word64_le(h, 0) ^ view.mac_le) & TO_US_MASK
 }
 
 /// The UDP header is one a fast path takes: its length field holds at

@@ -7,7 +7,7 @@
 //! it shares with the IPv6 one. Per packet; owning lcore.
 
 use super::super::state::{Core, LOCAL};
-use super::fast::{ethernet_to_us, udp_answerable, word, Fast};
+use super::fast::{ethernet_mismatch, udp_answerable, word, word64_le, BurstView, Fast};
 use super::v4::{at, FAST_HEADERS};
 use crate::port::{Buf, ChecksumStatus};
 use crate::udp::table::FlowKey;
@@ -21,20 +21,30 @@ use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
 /// The IPv4 EtherType and version 4 with a header of five 32-bit words (no
-/// options), as the frame's bytes 12-14 read little-endian ([`word32_le`]
-/// at the EtherType; the TOS byte after them is masked off).
-const IPV4_NO_OPTIONS: u64 = u32::from_le_bytes([0x08, 0x00, 0x45, 0]) as u64;
-const IPV4_NO_OPTIONS_MASK: u64 = u32::from_le_bytes([0xff, 0xff, 0xff, 0]) as u64;
-/// Flags and fragment offset, TTL and protocol read as one little-endian
-/// word: more-fragments clear, offset 0 (the don't-fragment bit and the
-/// TTL are masked off), UDP.
-const UDP_NOT_FRAGMENT: u64 = u32::from_le_bytes([0, 0, 0, protocol::UDP]) as u64;
-const UDP_NOT_FRAGMENT_MASK: u64 = u32::from_le_bytes([
+/// options), as the frame's bytes 8-16 read little-endian ([`word64_le`]:
+/// the source MAC's last four bytes, the EtherType, version and IHL, TOS;
+/// the MAC's bytes and the TOS are masked off).
+const IPV4_NO_OPTIONS: u64 = u64::from_le_bytes([0, 0, 0, 0, 0x08, 0x00, 0x45, 0]);
+const IPV4_NO_OPTIONS_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0xff, 0xff, 0xff, 0]);
+/// Bytes 16-24 read little-endian (total length, identification, flags
+/// and fragment offset, TTL, protocol): more-fragments clear, offset 0
+/// (the don't-fragment bit is masked off), UDP.
+const UDP_NOT_FRAGMENT: u64 = u64::from_le_bytes([0, 0, 0, 0, 0, 0, 0, protocol::UDP]);
+const UDP_NOT_FRAGMENT_MASK: u64 = u64::from_le_bytes([
+    0,
+    0,
+    0,
+    0,
     ((FLAG_MORE_FRAGMENTS | FRAGMENT_OFFSET_MASK) >> 8) as u8,
     (FLAG_MORE_FRAGMENTS | FRAGMENT_OFFSET_MASK) as u8,
     0,
     0xff,
-]) as u64;
+]);
+/// The TTL's byte in the same word.
+const TTL_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0, 0, 0xff, 0]);
+// The words above are laid out for these offsets.
+const _: () = assert!(at::ETHERTYPE == 12 && at::LENGTH == 16 && at::FLAGS_FRAG == 20);
+const _: () = assert!(at::TTL == 22 && at::PROTOCOL == 23);
 
 /// A 32-bit word read little-endian, for checksums: the ones' complement
 /// sum of such words is the big-endian one times 256 modulo 0xffff (a byte
@@ -55,34 +65,35 @@ fn addr(h: &[u8; FAST_HEADERS], at: usize) -> Ipv4Addr {
 /// through memory, where rereading it at other widths than it was
 /// written stalled on store forwarding.
 #[inline(always)]
-pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
-    let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
-        return Fast::General(buf);
-    };
+pub(crate) fn try_udp<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, buf: B) -> Fast<B> {
     let data = buf.data();
     let Some(h) = data.first_chunk::<FAST_HEADERS>() else {
         return Fast::General(buf);
     };
-    // Ethernet: see `ethernet_to_us`. IPv4: version 4, IHL 5, UDP, TTL >
-    // 0, not a fragment (MF clear, offset 0), total length within the
-    // frame.
-    // Each test reads a whole 32-bit word of the header where it can.
+    // Ethernet: see `ethernet_mismatch`. IPv4: version 4, IHL 5, UDP, TTL
+    // > 0, not a fragment (MF clear, offset 0), total length within the
+    // frame. The fixed fields are tested on three 64-bit words at once,
+    // one branch for all.
     let frame_len = data.len();
     let total = usize::from(word(h, at::LENGTH));
-    let plain = ethernet_to_us(h, our_mac)
-        && word32_le(h, at::ETHERTYPE) & IPV4_NO_OPTIONS_MASK == IPV4_NO_OPTIONS
-        && word32_le(h, at::FLAGS_FRAG) & UDP_NOT_FRAGMENT_MASK == UDP_NOT_FRAGMENT
-        && h[at::TTL] != 0
+    let lengths_word = word64_le(h, at::LENGTH);
+    let mismatch = ethernet_mismatch(h, view)
+        | ((word64_le(h, 8) & IPV4_NO_OPTIONS_MASK) ^ IPV4_NO_OPTIONS)
+        | ((lengths_word & UDP_NOT_FRAGMENT_MASK) ^ UDP_NOT_FRAGMENT);
+    let plain = mismatch == 0
+        && lengths_word & TTL_MASK != 0
         && total >= IP_LEN + UDP_LEN
         && ETH_LEN + total <= frame_len;
     if !plain {
         return Fast::NotUdp4(buf);
     }
+    let (src_le, dst_le) = (word32_le(h, at::SRC), word32_le(h, at::DST));
     let (src_ip, dst_ip) = (addr(h, at::SRC), addr(h, at::DST));
     // Most datagrams go to the first local address: asked before the
     // address classes' filter.
-    let first_local = core.shared.special.first() == Some(&(dst_ip.to_bits(), LOCAL));
-    if !first_local && core.class(dst_ip.to_bits()) != LOCAL || core.is_martian(src_ip) {
+    if !view.is_first_local(dst_le as u32) && core.class(dst_ip.to_bits()) != LOCAL
+        || core.is_martian(src_ip)
+    {
         return Fast::General(buf);
     }
     let udp_len = usize::from(word(h, at::UDP_LENGTH));
@@ -107,7 +118,7 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // Both checksums are verified on little-endian sums ([`word32_le`]).
     // The addresses are summed once, for the header and the pseudo-header
     // (each 32-bit word folds like its two 16-bit halves).
-    let addresses = word32_le(h, at::SRC) + word32_le(h, at::DST);
+    let addresses = src_le + dst_le;
     let ip_ok = match ip_verdict {
         Some(verdict) => verdict,
         None => {

@@ -8,18 +8,30 @@
 //! for what the two share. Per packet; owning lcore.
 
 use super::super::state::Core;
-use super::fast::{ethernet_to_us, udp_answerable, word, Fast};
+use super::fast::{ethernet_mismatch, udp_answerable, word, word64_le, BurstView, Fast};
 use super::v6::{at, HEADERS6};
 use crate::port::Buf;
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::wire::checksum;
-use crate::wire::ethernet::field as eth;
 use crate::wire::ipv6::next_header;
 use core::net::{Ipv6Addr, SocketAddrV6};
 
-/// The IPv6 EtherType, as it lies in the frame.
-const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
+/// The IPv6 EtherType and version 6, as the frame's bytes 8-16 read
+/// little-endian ([`word64_le`]: the source MAC's last four bytes, the
+/// EtherType, the version with the traffic class and flow label's first
+/// bits; all but the EtherType and the version are masked off).
+const IPV6: u64 = u64::from_le_bytes([0, 0, 0, 0, 0x86, 0xdd, 0x60, 0]);
+const IPV6_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0xff, 0xff, 0xf0, 0]);
+/// Bytes 16-24 read little-endian (flow label's last bits, payload
+/// length, next header, hop limit, source address's first two bytes):
+/// UDP next.
+const UDP_NEXT: u64 = u64::from_le_bytes([0, 0, 0, 0, next_header::UDP, 0, 0, 0]);
+const UDP_NEXT_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0xff, 0, 0, 0]);
+/// The hop limit's byte in the same word.
+const HOP_LIMIT_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0, 0xff, 0, 0]);
+// The words above are laid out for these offsets.
+const _: () = assert!(at::VER_TC_FLOW == 14 && at::NEXT_HEADER == 20 && at::HOP_LIMIT == 21);
 
 #[inline]
 fn address(h: &[u8; HEADERS6], at: usize) -> Ipv6Addr {
@@ -28,22 +40,9 @@ fn address(h: &[u8; HEADERS6], at: usize) -> Ipv6Addr {
     Ipv6Addr::from(octets)
 }
 
-/// The little-endian 8-byte word at `at`, for checksums (see `fast4`'s
-/// `word32_le`: a little-endian sum verifies exactly when the big-endian
-/// one does).
-#[inline(always)]
-fn word64_le(h: &[u8; HEADERS6], at: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&h[at..at + 8]);
-    u64::from_le_bytes(bytes)
-}
-
 /// Tries the IPv6 fast path on a frame the IPv4 one did not take.
 #[inline(always)]
-pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
-    let Some(here) = core.shared.links.get(link) else {
-        return Fast::General(buf);
-    };
+pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, buf: B) -> Fast<B> {
     let data = buf.data();
     let frame_len = data.len();
     let Some(h) = data.first_chunk::<HEADERS6>() else {
@@ -54,11 +53,12 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // checksum (mandatory over IPv6).
     let payload_len = usize::from(word(h, at::PAYLOAD_LEN));
     let udp_len = usize::from(word(h, at::UDP_LENGTH));
-    let plain = ethernet_to_us(h, here.mac)
-        && h[eth::ETHERTYPE..eth::ETHERTYPE + 2] == ETHERTYPE_IPV6
-        && h[at::VER_TC_FLOW] >> 4 == 6
-        && h[at::NEXT_HEADER] == next_header::UDP
-        && h[at::HOP_LIMIT] != 0
+    let next_word = word64_le(h, 16);
+    let mismatch = ethernet_mismatch(h, view)
+        | ((word64_le(h, 8) & IPV6_MASK) ^ IPV6)
+        | ((next_word & UDP_NEXT_MASK) ^ UDP_NEXT);
+    let plain = mismatch == 0
+        && next_word & HOP_LIMIT_MASK != 0
         && udp_answerable(udp_len, word(h, at::SRC_PORT))
         && udp_len == payload_len
         && at::UDP + payload_len <= frame_len
@@ -72,7 +72,12 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, link: usize, buf: B) -> Fast<B> {
     // On the address's bits: multicast is ff00::/8, unspecified 0,
     // loopback 1.
     let src_bits = src.to_bits();
-    if src_bits >> 120 == 0xff || src_bits <= 1 || !here.has_address6(dst) {
+    let to_here = core
+        .shared
+        .links
+        .get(link)
+        .is_some_and(|here| here.has_address6(dst));
+    if src_bits >> 120 == 0xff || src_bits <= 1 || !to_here {
         return Fast::General(buf);
     }
     let udp_end = at::UDP + udp_len;

@@ -27,7 +27,7 @@ mod v4;
 mod v6;
 
 pub(crate) use family::UdpIn;
-pub(crate) use fast::Fast;
+pub(crate) use fast::{BurstView, Fast};
 pub(crate) use fast4::try_udp;
 pub(crate) use fast6::try_udp6;
 pub(crate) use forward::{forward_udp, forward_udp6};
