@@ -32,13 +32,11 @@ use dpstack::app::{self, App, AppSpec, CounterReport, StackArgs};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::PoolPair;
 use dpstack::stack::counters::Counters;
-use dpstack::stack::iface::{
-    Batch, ConnId, InlineHandler, Interface, LcoreContext, LinkConfig, TcpEvent,
-};
+use dpstack::stack::iface::{ConnId, InlineHandler, Interface, LcoreContext, LinkConfig, TcpEvent};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::Ipv6Cidr;
 use dpstack::stack::socket::{SocketError, TcpListener, TcpStream, UdpSocket};
-use dpstack::stack::udp::{BindOptions, SocketId};
+use dpstack::stack::udp::{BindOptions, Datagram};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -137,17 +135,18 @@ impl Echo {
 }
 
 impl InlineHandler<Mbuf> for Echo {
-    #[inline]
-    fn on_datagrams<P: Port<Buf = Mbuf>>(
+    /// Each datagram is answered on its own, straight from the receive
+    /// path.
+    const EACH_DATAGRAM: bool = true;
+
+    /// Inlined into the receive loop: the datagram stays in registers.
+    #[inline(always)]
+    fn on_datagram<P: Port<Buf = Mbuf>>(
         &mut self,
-        _socket: SocketId,
-        batch: &mut Batch<Mbuf>,
+        datagram: Datagram<Mbuf>,
         ctx: &mut LcoreContext<'_, P>,
     ) {
-        if self.sink {
-            return;
-        }
-        for datagram in batch.drain(..) {
+        if !self.sink {
             ctx.reply(datagram);
         }
     }

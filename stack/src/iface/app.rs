@@ -69,6 +69,30 @@ pub trait InlineHandler<B: Buf> {
         }
     }
 
+    /// `true` to take each datagram for an inline socket as soon as the
+    /// receive path has it, in one [`InlineHandler::on_datagram`] call, in
+    /// arrival order, instead of batches per socket or per burst. For a
+    /// handler that answers each datagram on its own (an echo, a
+    /// reflector): the datagram then goes from the fast path to the handler
+    /// in registers, never stored in a batch and read back. Takes
+    /// precedence over [`InlineHandler::WHOLE_BURSTS`]. A compile-time
+    /// choice: the per-packet path tests a constant.
+    const EACH_DATAGRAM: bool = false;
+
+    /// With [`InlineHandler::EACH_DATAGRAM`]: one datagram for an inline
+    /// socket ([`Datagram::socket`] names it). Unless overridden, it goes
+    /// to [`InlineHandler::on_datagrams`] as a batch of one.
+    fn on_datagram<P: Port<Buf = B>>(
+        &mut self,
+        datagram: Datagram<B>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        let socket = datagram.socket();
+        let mut batch = Batch::new();
+        batch.push(datagram);
+        self.on_datagrams(socket, &mut batch, ctx);
+    }
+
     /// Called when an ICMP(v6) error concerns a connected socket (port
     /// unreachable, packet too big, ...). Ignored unless overridden.
     fn on_error<P: Port<Buf = B>>(
@@ -119,7 +143,7 @@ impl<P: Port> LcoreContext<'_, P> {
     /// Sends `datagram`'s payload back to its sender, from the address it
     /// was sent to, through the port it came in on, reusing its buffer
     /// (zero-copy).
-    #[inline]
+    #[inline(always)]
     pub fn reply(&mut self, datagram: Datagram<P::Buf>) {
         udp::reply_udp_in_place(self.core, &mut self.out, datagram);
     }

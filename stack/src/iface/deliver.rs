@@ -215,7 +215,10 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 }
 
 /// Adds a datagram to the batch of consecutive datagrams for one socket,
-/// handing the previous socket's batch over first if this one differs.
+/// handing the previous socket's batch over first if this one differs; for
+/// an inline socket, hands it to the handler at once
+/// ([`InlineHandler::EACH_DATAGRAM`]) or adds it to the burst's batch
+/// ([`InlineHandler::WHOLE_BURSTS`]) if the handler asks.
 #[inline(always)]
 fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     poll: &mut Poll<'_, '_, P>,
@@ -227,7 +230,11 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 ) {
     datagram.socket = socket;
     datagram.received_at = poll.now;
-    if H::WHOLE_BURSTS && !matches!(queues.get(socket.index() as usize), Some(Some(_))) {
+    let inline_burst = H::EACH_DATAGRAM || H::WHOLE_BURSTS;
+    if inline_burst && !matches!(queues.get(socket.index() as usize), Some(Some(_))) {
+        if H::EACH_DATAGRAM {
+            return handler.on_datagram(datagram, &mut context(poll));
+        }
         // A burst holds at most RX_BURST frames, so there is always room.
         if delivery.burst.try_push(datagram).is_err() {
             poll.core

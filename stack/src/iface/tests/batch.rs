@@ -1,7 +1,9 @@
-//! Batch receive across sockets (`InlineHandler::WHOLE_BURSTS`), batch send
+//! Batch receive across sockets (`InlineHandler::WHOLE_BURSTS`), receive one
+//! datagram at a time (`InlineHandler::EACH_DATAGRAM`), batch send
 //! (`LcoreContext::send_batch`) and the per-datagram receive time.
 
 use super::*;
+use crate::udp::Datagram;
 
 /// One datagram as a whole-burst handler saw it: socket, source, payload,
 /// receive time.
@@ -157,6 +159,115 @@ fn the_default_on_burst_hands_each_run_of_one_socket_to_on_datagrams() {
     );
     assert_eq!(recorder.0, vec![(a, 2), (b, 1), (a, 1)]);
     assert!(burst.is_empty(), "the default on_burst consumed the burst");
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+/// Takes each datagram on its own and records its socket, source, payload
+/// and receive time; answers the ones that ask.
+#[derive(Default)]
+struct EachRecorder {
+    seen: Vec<Seen>,
+    batches: usize,
+}
+
+impl InlineHandler<MemBuf> for EachRecorder {
+    const EACH_DATAGRAM: bool = true;
+    // Ignored: each datagram comes on its own.
+    const WHOLE_BURSTS: bool = true;
+
+    fn on_datagram<P: Port<Buf = MemBuf>>(
+        &mut self,
+        datagram: Datagram<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        let d = &datagram;
+        self.seen
+            .push((d.socket(), d.src(), d.payload().to_vec(), d.received_at()));
+        if d.payload().starts_with(b"echo") {
+            ctx.reply(datagram);
+        }
+    }
+
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        _: &mut Batch<MemBuf>,
+        _: &mut LcoreContext<'_, P>,
+    ) {
+        self.batches += 1;
+    }
+
+    fn on_burst<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: &mut Batch<MemBuf>,
+        _: &mut LcoreContext<'_, P>,
+    ) {
+        self.batches += 1;
+    }
+}
+
+#[test]
+fn each_datagram_comes_on_its_own_in_arrival_order_with_socket_source_and_time() {
+    let (mut iface, mut port) = stack();
+    let a = bind(&mut iface, 1000);
+    let b = bind(&mut iface, 2000);
+    for (src, dst, text) in [
+        (5001, 2000, "b1"),
+        (5002, 1000, "echo a"),
+        (5003, 2000, "b2"),
+    ] {
+        port.push_rx(&udp_frame(src, dst, text.as_bytes()));
+    }
+    let mut recorder = EachRecorder::default();
+    iface.poll(&mut port, Instant::from_nanos(7_000), &mut recorder);
+    let peer = |p| SocketAddr::V4(SocketAddrV4::new(PEER_IP, p));
+    let at = Instant::from_nanos(7_000);
+    assert_eq!(
+        recorder.seen,
+        vec![
+            (b, peer(5001), b"b1".to_vec(), at),
+            (a, peer(5002), b"echo a".to_vec(), at),
+            (b, peer(5003), b"b2".to_vec(), at),
+        ]
+    );
+    assert_eq!(recorder.batches, 0, "no batch, per socket or per burst");
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        parse_reply(&out[0]),
+        (OUR_IP, PEER_IP, 1000, 5002, b"echo a".to_vec())
+    );
+    assert_eq!(port.buffers_in_use(), 0, "what the handler left is freed");
+}
+
+/// With `EACH_DATAGRAM` and no `on_datagram` of its own, a handler gets
+/// each datagram as a batch of one.
+#[derive(Default)]
+struct EachAsBatches(Vec<(SocketId, usize)>);
+
+impl InlineHandler<MemBuf> for EachAsBatches {
+    const EACH_DATAGRAM: bool = true;
+
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        socket: SocketId,
+        batch: &mut Batch<MemBuf>,
+        _: &mut LcoreContext<'_, P>,
+    ) {
+        self.0.push((socket, batch.len()));
+    }
+}
+
+#[test]
+fn the_default_on_datagram_hands_a_batch_of_one_to_on_datagrams() {
+    let (mut iface, mut port) = stack();
+    let a = bind(&mut iface, 1000);
+    for _ in 0..3 {
+        port.push_rx(&udp_frame(5000, 1000, b"x"));
+    }
+    let mut recorder = EachAsBatches::default();
+    poll(&mut iface, &mut port, &mut recorder);
+    assert_eq!(recorder.0, vec![(a, 1); 3]);
     assert_eq!(port.buffers_in_use(), 0);
 }
 
