@@ -24,9 +24,11 @@ pub struct Datagram<B: Buf> {
     /// may end past 65,535; compact, as datagrams move by value per packet).
     pub(crate) payload_start: u32,
     pub(crate) payload_end: u32,
-    /// The frame is Ethernet + a 20-byte IPv4 header + UDP + payload and
-    /// nothing else, its checksums verified and its payload untouched: a
-    /// reply may just turn the headers around. Cleared by
+    /// A fast path took it: the frame is Ethernet (to our MAC, from a
+    /// unicast one) + a fixed IP header (IPv4: 20 bytes, its packet within
+    /// the arriving link's MTU) + UDP + payload and nothing else, its
+    /// checksums verified and its payload untouched: a reply may just turn
+    /// the headers around, with nothing to look up of the link. Cleared by
     /// [`Datagram::payload_mut`] (the reply then recomputes the checksum).
     pub(crate) plain: bool,
     /// It was sent to a broadcast address: a reply must come from ours.

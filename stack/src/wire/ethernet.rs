@@ -16,6 +16,19 @@ pub mod field {
 /// Length of the Ethernet header.
 pub const HEADER_LEN: usize = field::PAYLOAD;
 
+/// Swaps a frame's destination and source addresses in place (its first
+/// twelve bytes), for a reply to a frame that came to our address: the
+/// reply goes to the previous hop, from the address the request was sent
+/// to. As a 64-bit and a 32-bit load and store each way, not byte by byte.
+#[inline(always)]
+pub fn swap_addresses(addresses: &mut [u8; 12]) {
+    let (dst, src) = addresses.split_at_mut(6);
+    let mut old_dst = [0u8; 6];
+    old_dst.copy_from_slice(dst);
+    dst.copy_from_slice(src);
+    src.copy_from_slice(&old_dst);
+}
+
 /// The EtherType of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EtherType {

@@ -145,6 +145,42 @@ fn a_plain_udp6_echo_over_the_mtu_leaves_in_fragments() {
 }
 
 #[test]
+fn a_plain_udp_echo_over_the_mtu_leaves_in_fragments() {
+    // The IPv4 twin of the test above: a 1600-byte frame from a peer with
+    // a larger MTU is plain in every other way, but its reply must not go
+    // back whole over our 1500-byte link.
+    let (mut iface, mut port) = stack();
+    iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
+        .unwrap();
+    let data: Vec<u8> = (0..1558).map(|i| (i * 5 % 251) as u8).collect();
+    port.push_rx(&udp_frame(40000, 7, &data));
+    poll(&mut iface, &mut port, &mut Echo);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 2);
+    let mut datagram = Vec::new();
+    for (i, frame) in out.iter().enumerate() {
+        assert!(frame.len() <= 14 + 1500, "{} bytes", frame.len());
+        assert!(frame[..6] == PEER_MAC.0 && frame[6..12] == OUR_MAC.0);
+        let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+        assert!(ip.verify_checksum());
+        let field = u16::from_be_bytes([frame[14 + 6], frame[14 + 7]]);
+        assert_eq!(usize::from(field & 0x1fff) * 8, datagram.len());
+        assert_eq!(field & 0x2000 != 0, i == 0, "more fragments on the first");
+        datagram.extend_from_slice(ip.payload());
+    }
+    let expected = udp(
+        SocketAddrV4::new(OUR_IP, 7),
+        SocketAddrV4::new(PEER_IP, 40000),
+        &data,
+    );
+    assert_eq!(datagram[..6], expected[..6], "ports and length");
+    assert_eq!(datagram[8..], expected[8..], "payload");
+    assert_eq!(iface.counters().get(Stat::UdpOutDatagrams), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
 fn udp_from_source_port_zero_is_dropped_on_every_path() {
     let (mut iface, mut port) = stack6();
     iface

@@ -46,6 +46,9 @@ pub(crate) struct BurstView {
     /// frame's four bytes read little-endian, if the address classes start
     /// with a local one; otherwise a value no 32-bit word equals.
     first_local_le: u64,
+    /// The link's MTU: a plain IPv4 datagram's packet fits it, so that its
+    /// reply does (`Datagram::plain`).
+    pub(super) mtu: usize,
 }
 
 /// The bits [`ethernet_to_us`] compares: the destination and the group
@@ -66,6 +69,7 @@ impl BurstView {
         Some(BurstView {
             mac_le: u64::from_le_bytes([m0, m1, m2, m3, m4, m5, 0, 0]),
             first_local_le,
+            mtu: here.mtu,
         })
     }
 

@@ -155,7 +155,8 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, buf
     // The counters themselves, not the `Arc`: its pointer is read once,
     // not again after each (atomic) store.
     let mut datagram = Datagram::new(buf, FAST_HEADERS..udp_end, false, link as u16);
-    // No Ethernet padding after the datagram: the frame can be turned around.
-    datagram.plain = udp_end == frame_len;
+    // No Ethernet padding after the datagram, and a packet the link
+    // carries: the frame can be turned around.
+    datagram.plain = udp_end == frame_len && total <= view.mtu;
     Fast::Deliver(socket, datagram)
 }

@@ -51,14 +51,13 @@ pub(crate) fn reply_udp_in_place<P: Port>(
     } = datagram;
     let link = usize::from(link);
     let tos = core.shared.udp.tos(socket);
-    let Some((mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        return core.lcore.counters.count_drop(DropReason::TxNoRoute);
-    };
     let payload = payload_start as usize..payload_end as usize;
-    if v6 {
-        if plain && !broadcast {
+    // A plain request came to our MAC and fits the link's MTU (IPv4; see
+    // `Datagram::plain`): its reply needs nothing of the link.
+    if plain && !broadcast {
+        if v6 {
             if let Some(h) = buf.data_mut().first_chunk_mut::<HEADERS6>() {
-                turn_around_plain_udp6(h, mac, tos);
+                turn_around_plain_udp6(h, tos);
                 core.lcore.counters.count(Stat::UdpOutDatagrams);
                 if buf.len() <= ETH_LEN + MIN_MTU {
                     core.lcore.counters.count(Stat::Ip6OutRequests);
@@ -69,16 +68,15 @@ pub(crate) fn reply_udp_in_place<P: Port>(
                 let _ = transmit6(core, out, link, buf); // counted inside
                 return;
             }
-        }
-        return rebuild_reply::<Ipv6Addr, P>(core, out, link, buf, payload, (broadcast, tos));
-    }
-    if plain && buf.len() <= ETH_LEN + mtu {
-        if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
-            turn_around_plain_udp(h, mac, tos);
+        } else if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
+            turn_around_plain_udp(h, tos);
             core.lcore.counters.count(Stat::UdpOutDatagrams);
             core.lcore.counters.count(Stat::IpOutRequests);
             return out.push(link, buf, &core.lcore.counters);
         }
+    }
+    if v6 {
+        return rebuild_reply::<Ipv6Addr, P>(core, out, link, buf, payload, (broadcast, tos));
     }
     rebuild_reply::<Ipv4Addr, P>(core, out, link, buf, payload, (broadcast, tos));
 }

@@ -15,7 +15,7 @@ use crate::port::{Buf, MacAddr, Port};
 use crate::udp::table::{CachedRoute, FlowKey};
 use crate::udp::SocketId;
 use crate::wire::checksum;
-use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::ethernet::{swap_addresses, EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 use core::net::{Ipv4Addr, SocketAddrV4};
@@ -251,16 +251,18 @@ pub(super) fn udp_ip_header(
 }
 
 /// Turns the headers of a plain UDP/IPv4 frame around in place, on one
-/// fixed-size array: MACs (the reply goes to the previous hop), addresses and
+/// fixed-size array: MACs swapped (the reply goes to the previous hop, from
+/// our MAC, which a plain frame was sent to), addresses and
 /// ports swapped (which leaves both checksums valid: the ones' complement
 /// sum does not depend on word order), TTL reset and DF set, and the TOS
 /// byte set to the socket's `tos` (only touched when it differs). Those words
 /// change, so the IPv4 checksum is updated incrementally (RFC 1624), which
 /// is exact because the receive path verified the request's checksum.
 #[inline]
-pub(super) fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], our_mac: MacAddr, tos: u8) {
-    h.copy_within(at::ETH_SRC, at::ETH_DST.start);
-    h[at::ETH_SRC].copy_from_slice(&our_mac.0);
+pub(super) fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], tos: u8) {
+    if let Some(macs) = h.first_chunk_mut::<12>() {
+        swap_addresses(macs);
+    }
     // Source and destination address swap as the halves of one word, and
     // so do the ports.
     if let Some(addresses) = h[at::SRC..at::DST + 4].first_chunk_mut::<8>() {

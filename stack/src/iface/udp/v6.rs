@@ -18,7 +18,7 @@ use crate::port::{Buf, MacAddr, Port};
 use crate::udp::table::{CachedRoute, FlowKey6};
 use crate::udp::SocketId;
 use crate::wire::checksum;
-use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
+use crate::wire::ethernet::{swap_addresses, EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::wire::ipv6::{
     multicast_mac, next_header, pseudo_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
 };
@@ -28,13 +28,10 @@ use core::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
 /// Where the fields of a plain UDP/IPv6 frame (Ethernet, the fixed IPv6
 /// header, UDP) lie in it: the wire's header offsets, placed.
 pub(crate) mod at {
-    use crate::wire::ethernet::{field as eth, HEADER_LEN as ETH_LEN};
+    use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
     use crate::wire::ipv6::{field as ip, HEADER_LEN as IP6_LEN};
     use crate::wire::udp::field as udp;
-    use core::ops::Range;
 
-    pub(crate) const ETH_DST: Range<usize> = eth::DST;
-    pub(crate) const ETH_SRC: Range<usize> = eth::SRC;
     const IP: usize = ETH_LEN;
     pub(crate) const VER_TC_FLOW: usize = IP + ip::VER_TC_FLOW;
     pub(crate) const PAYLOAD_LEN: usize = IP + ip::PAYLOAD_LEN;
@@ -308,16 +305,18 @@ pub(super) fn write_udp6_headers(
     );
 }
 
-/// Turns the headers of a plain UDP/IPv6 frame around in place: MACs (the
-/// reply goes to the previous hop), addresses and ports swapped (which
+/// Turns the headers of a plain UDP/IPv6 frame around in place: MACs
+/// swapped (the reply goes to the previous hop, from our MAC, which a plain
+/// frame was sent to), addresses and ports swapped (which
 /// leaves the UDP checksum valid: the pseudo-header sums both addresses
 /// alike), hop limit reset, traffic class set to the socket's `class`
 /// (only touched when it differs). IPv6 has no header checksum, so that is
 /// all.
 #[inline]
-pub(super) fn turn_around_plain_udp6(h: &mut [u8; HEADERS6], our_mac: MacAddr, class: u8) {
-    h.copy_within(at::ETH_SRC, at::ETH_DST.start);
-    h[at::ETH_SRC].copy_from_slice(&our_mac.0);
+pub(super) fn turn_around_plain_udp6(h: &mut [u8; HEADERS6], class: u8) {
+    if let Some(macs) = h.first_chunk_mut::<12>() {
+        swap_addresses(macs);
+    }
     h[at::HOP_LIMIT] = DEFAULT_HOP_LIMIT;
     // The traffic class straddles the first two bytes.
     let first = at::VER_TC_FLOW;
