@@ -59,61 +59,61 @@ impl<B: Buf> Delivery<B> {
 /// the poll's state in registers.
 #[inline(always)]
 pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    poll: &mut Poll<'_, '_, P>,
+    ctx: &mut LcoreContext<'_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     link: usize,
     handler: &mut H,
     delivery: &mut Delivery<B>,
 ) -> usize {
     let mut burst: ArrayVec<B, RX_BURST> = ArrayVec::new();
-    let Some(port) = poll.out.port(link) else {
+    let Some(port) = ctx.out.port(link) else {
         return 0;
     };
     let received = port.rx_burst(&mut burst, RX_BURST);
-    let view = BurstView::of(poll.core, link);
+    let view = BurstView::of(ctx.core, link);
     // What the fast paths took, counted once per burst.
     let (mut fast4, mut fast6) = (0u64, 0u64);
     for buf in burst.drain(..) {
         // A link the snapshot does not know takes the general path.
         let Some(view) = &view else {
-            deliver_general(poll, queues, handler, delivery, link, buf);
+            deliver_general(ctx, queues, handler, delivery, link, buf);
             continue;
         };
         // Each fast path hands over in its own arm: straight into the
         // batch, the datagram kept in registers.
-        let general = match try_udp(poll.core, view, link, buf) {
+        let general = match try_udp(ctx.core, view, link, buf) {
             Fast::Deliver(socket, datagram) => {
                 fast4 += 1;
-                deliver(poll, queues, handler, delivery, socket, datagram);
+                deliver(ctx, queues, handler, delivery, socket, datagram);
                 continue;
             }
-            Fast::NotUdp4(buf) => match try_udp6(poll.core, view, link, buf) {
+            Fast::NotUdp4(buf) => match try_udp6(ctx.core, view, link, buf) {
                 Fast::Deliver(socket, datagram) => {
                     fast6 += 1;
-                    deliver(poll, queues, handler, delivery, socket, datagram);
+                    deliver(ctx, queues, handler, delivery, socket, datagram);
                     continue;
                 }
                 Fast::General(buf) | Fast::NotUdp4(buf) => buf,
             },
             Fast::General(buf) => buf,
         };
-        deliver_general(poll, queues, handler, delivery, link, general);
+        deliver_general(ctx, queues, handler, delivery, link, general);
     }
     if fast4 + fast6 > 0 {
-        count_fast(&poll.core.lcore.counters, fast4, fast6);
+        count_fast(&ctx.core.lcore.counters, fast4, fast6);
     }
     if let Some(socket) = delivery.socket.take() {
-        hand_over(poll, queues, socket, handler, delivery);
+        hand_over(ctx, queues, socket, handler, delivery);
     }
     if H::WHOLE_BURSTS && !delivery.burst.is_empty() {
-        handler.on_burst(&mut delivery.burst, &mut context(poll));
+        handler.on_burst(&mut delivery.burst, ctx);
         delivery.burst.clear();
     }
-    if !poll.core.lcore.socket_errors.is_empty() {
-        report_errors(poll, queues, handler, delivery);
+    if !ctx.core.lcore.socket_errors.is_empty() {
+        report_errors(ctx, queues, handler, delivery);
     }
-    if !poll.core.tcp.events.is_empty() {
-        report_tcp(poll.core, poll.out, poll.now, handler);
+    if !ctx.core.tcp.events.is_empty() {
+        report_tcp(ctx.core, &mut ctx.out, ctx.now, handler);
     }
     received
 }
@@ -122,7 +122,7 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 /// hands over what it delivers.
 #[inline(always)]
 fn deliver_general<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    poll: &mut Poll<'_, '_, P>,
+    ctx: &mut LcoreContext<'_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     handler: &mut H,
     delivery: &mut Delivery<B>,
@@ -130,9 +130,9 @@ fn deliver_general<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     buf: B,
 ) {
     let mut delivered = None;
-    poll.receive_frame(link, buf, &mut delivered);
+    Poll::new(ctx.core, &mut ctx.out, ctx.now).receive_frame(link, buf, &mut delivered);
     if let Some((socket, datagram)) = delivered {
-        deliver(poll, queues, handler, delivery, socket, datagram);
+        deliver(ctx, queues, handler, delivery, socket, datagram);
     }
 }
 
@@ -147,16 +147,6 @@ fn count_fast(counters: &Counters, v4: u64, v6: u64) {
     counters.add(Stat::IpInDelivers, v4);
     counters.add(Stat::Ip6InReceives, v6);
     counters.add(Stat::Ip6InDelivers, v6);
-}
-
-/// What the handler is given of the poll.
-#[inline(always)]
-fn context<'a, P: Port>(poll: &'a mut Poll<'_, '_, P>) -> LcoreContext<'a, P> {
-    LcoreContext {
-        core: &mut *poll.core,
-        out: poll.out.reborrow(),
-        now: poll.now,
-    }
 }
 
 /// Hands the TCP events of a burst (or of the timers) to the handler, once
@@ -190,14 +180,14 @@ pub(super) fn report_tcp<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 /// handler (inline mode).
 #[inline(never)]
 fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    poll: &mut Poll<'_, '_, P>,
+    ctx: &mut LcoreContext<'_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     handler: &mut H,
     delivery: &mut Delivery<B>,
 ) {
-    let errors = core::mem::take(&mut poll.core.lcore.socket_errors);
+    let errors = core::mem::take(&mut ctx.core.lcore.socket_errors);
     for (socket, error) in errors {
-        poll.core
+        ctx.core
             .lcore
             .counters
             .count(crate::counters::Stat::IcmpErrorsToSockets);
@@ -209,7 +199,7 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
                     let _ = delivery.to_wake.try_push(index);
                 }
             }
-            _ => handler.on_error(socket, error, &mut context(poll)),
+            _ => handler.on_error(socket, error, ctx),
         }
     }
 }
@@ -221,7 +211,7 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 /// ([`InlineHandler::WHOLE_BURSTS`]) if the handler asks.
 #[inline(always)]
 fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    poll: &mut Poll<'_, '_, P>,
+    ctx: &mut LcoreContext<'_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     handler: &mut H,
     delivery: &mut Delivery<B>,
@@ -229,33 +219,27 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     mut datagram: Datagram<B>,
 ) {
     datagram.socket = socket;
-    datagram.received_at = poll.now;
+    datagram.received_at = ctx.now;
     let inline_burst = H::EACH_DATAGRAM || H::WHOLE_BURSTS;
     if inline_burst && !matches!(queues.get(socket.index() as usize), Some(Some(_))) {
         if H::EACH_DATAGRAM {
-            return handler.on_datagram(datagram, &mut context(poll));
+            return handler.on_datagram(datagram, ctx);
         }
         // A burst holds at most RX_BURST frames, so there is always room.
         if delivery.burst.try_push(datagram).is_err() {
-            poll.core
-                .lcore
-                .counters
-                .count_drop(DropReason::UdpQueueFull);
+            ctx.core.lcore.counters.count_drop(DropReason::UdpQueueFull);
         }
         return;
     }
     if delivery.socket != Some(socket) {
         if let Some(previous) = delivery.socket {
-            hand_over(poll, queues, previous, handler, delivery);
+            hand_over(ctx, queues, previous, handler, delivery);
         }
         delivery.socket = Some(socket);
     }
     // A batch holds a whole burst, so there is always room.
     if delivery.batch.try_push(datagram).is_err() {
-        poll.core
-            .lcore
-            .counters
-            .count_drop(DropReason::UdpQueueFull);
+        ctx.core.lcore.counters.count_drop(DropReason::UdpQueueFull);
     }
 }
 
@@ -265,7 +249,7 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
 /// sites: with traffic spread over many sockets it runs once per packet.
 #[inline(always)]
 fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
-    poll: &mut Poll<'_, '_, P>,
+    ctx: &mut LcoreContext<'_, P>,
     queues: &[Option<Arc<SocketQueue<B>>>],
     socket: SocketId,
     handler: &mut H,
@@ -276,16 +260,13 @@ fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         Some(Some(queue)) => {
             let (pushed, dropped) = queue.push_all(delivery.batch.drain(..));
             for _ in 0..dropped {
-                poll.core
-                    .lcore
-                    .counters
-                    .count_drop(DropReason::UdpQueueFull);
+                ctx.core.lcore.counters.count_drop(DropReason::UdpQueueFull);
             }
             if pushed > 0 && !delivery.to_wake.contains(&index) {
                 let _ = delivery.to_wake.try_push(index);
             }
         }
-        _ => handler.on_datagrams(socket, &mut delivery.batch, &mut context(poll)),
+        _ => handler.on_datagrams(socket, &mut delivery.batch, ctx),
     }
     delivery.batch.clear();
 }

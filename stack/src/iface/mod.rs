@@ -74,7 +74,6 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
 use nd::add_on_link_route6;
-use poll::Poll;
 use std::sync::Arc;
 use transmit::Out;
 
@@ -393,9 +392,15 @@ impl<B: Buf> Interface<B> {
             *queues_generation = core.shared.generation;
             *queues = core.shared.queues.clone();
         }
-        let mut poll = Poll::new(core, &mut out, now);
+        // One context for the poll's bursts: the handler is called with it
+        // per datagram, so it is built once, not per call.
+        let mut ctx = LcoreContext {
+            core: &mut *core,
+            out: out.reborrow(),
+            now,
+        };
         for link in 0..links {
-            received += receive_burst(&mut poll, queues, link, handler, &mut delivery);
+            received += receive_burst(&mut ctx, queues, link, handler, &mut delivery);
         }
         tcp::run_deferred(core, &mut out, now);
         delivery.wake_queues(queues);
