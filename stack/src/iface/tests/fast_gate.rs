@@ -6,8 +6,9 @@
 //! its drop is counted where one is), and a frame whose change the masks
 //! ignore on purpose (TOS, DF, traffic class) is still echoed.
 
-use super::ipv6::{frame6, ip6_udp, stack6_echoing, GLOBAL, PEER6};
+use super::ipv6::{frame6, ip6_udp, our_ll, stack6_echoing, GLOBAL, PEER6};
 use super::*;
+use core::net::Ipv6Addr;
 
 /// The frames the stack sent back to the peer's port 40000 over either
 /// family, whatever their protocol field says (a frame the fast path took
@@ -124,4 +125,10 @@ fn each_ipv6_field_the_fast_path_tests_sends_the_frame_the_general_way() {
         }
     }
     assert_eq!(udp_replies_to(&mut iface, &mut mem, &plain), 1);
+    // The link's first global address is compared first; its other
+    // addresses are found in its list, and another host's are not ours.
+    let to = |dst| frame6(OUR_MAC, &ip6_udp((PEER6, 40000), (dst, 7), b"gate", None));
+    assert_eq!(udp_replies_to(&mut iface, &mut mem, &to(our_ll())), 1);
+    let elsewhere = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x99);
+    assert_eq!(udp_replies_to(&mut iface, &mut mem, &to(elsewhere)), 0);
 }

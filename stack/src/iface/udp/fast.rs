@@ -49,6 +49,10 @@ pub(crate) struct BurstView {
     /// The link's MTU: a plain IPv4 datagram's packet fits it, so that its
     /// reply does (`Datagram::plain`).
     pub(super) mtu: usize,
+    /// The link's first IPv6 address outside fe80::/10, as the frame's two
+    /// 8-byte halves read little-endian hold it: most IPv6 datagrams go to
+    /// it, and it is compared before the link's list is searched.
+    first_global6: Option<[u64; 2]>,
 }
 
 /// The bits [`ethernet_to_us`] compares: the destination and the group
@@ -70,7 +74,22 @@ impl BurstView {
             mac_le: u64::from_le_bytes([m0, m1, m2, m3, m4, m5, 0, 0]),
             first_local_le,
             mtu: here.mtu,
+            first_global6: here
+                .addresses6
+                .iter()
+                .find(|a| a.addr.segments()[0] & 0xffc0 != 0xfe80)
+                .map(|a| {
+                    let octets = a.addr.octets();
+                    [0, 8].map(|at| word64_le(&octets, at))
+                }),
         })
+    }
+
+    /// The IPv6 destination address, read as two little-endian halves, is
+    /// the link's first global one.
+    #[inline(always)]
+    pub(super) fn is_first_global6(&self, dst_halves: [u64; 2]) -> bool {
+        self.first_global6 == Some(dst_halves)
     }
 
     /// The destination address, read as [`BurstView::first_local_le`]

@@ -10,7 +10,7 @@
 use super::super::state::Core;
 use super::fast::{ethernet_mismatch, udp_answerable, word, word64_le, BurstView, Fast};
 use super::v6::{at, HEADERS6};
-use crate::port::Buf;
+use crate::port::{Buf, ChecksumStatus};
 use crate::udp::table::FlowKey6;
 use crate::udp::Datagram;
 use crate::wire::checksum;
@@ -72,21 +72,26 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, bu
     // On the address's bits: multicast is ff00::/8, unspecified 0,
     // loopback 1.
     let src_bits = src.to_bits();
-    let to_here = core
-        .shared
-        .links
-        .get(link)
-        .is_some_and(|here| here.has_address6(dst));
+    let dst_halves = [word64_le(h, at::DST), word64_le(h, at::DST + 8)];
+    let to_here = view.is_first_global6(dst_halves)
+        || core
+            .shared
+            .links
+            .get(link)
+            .is_some_and(|here| here.has_address6(dst));
     if src_bits >> 120 == 0xff || src_bits <= 1 || !to_here {
         return Fast::General(buf);
     }
     let udp_end = at::UDP + udp_len;
-    let checksum_ok = match core
-        .shared
-        .config
-        .checksum
-        .device_verdict(buf.rx_offload().l4_checksum)
-    {
+    // What the device says of the checksum, if anything; virtual devices
+    // say nothing, and then the policy is not even read.
+    let offload = buf.rx_offload().l4_checksum;
+    let verdict = if offload == ChecksumStatus::Unknown {
+        None
+    } else {
+        core.shared.config.checksum.device_verdict(offload)
+    };
+    let checksum_ok = match verdict {
         Some(verdict) => verdict,
         None => {
             // The pseudo-header, summed little-endian as IPv4's is: both
