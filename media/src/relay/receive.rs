@@ -158,8 +158,11 @@ pub fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
 }
 
 impl Session {
-    /// One datagram that reached `at`.
-    #[inline]
+    /// One datagram that reached `at`. Always inlined, as are
+    /// [`Session::rtp`] and the latch's settled test: the compiler's own
+    /// choice put one of them out of line, the datagram then passed in
+    /// memory (about 30 instructions a packet).
+    #[inline(always)]
     fn receive<B: Buf, P: Port<Buf = B>>(
         &mut self,
         at: Endpoint,
@@ -190,7 +193,7 @@ impl Session {
     }
 
     /// A checked RTP packet (`header`, its fields): latch, record, send on.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn rtp<B: Buf, P: Port<Buf = B>>(
         &mut self,
