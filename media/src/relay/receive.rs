@@ -1,6 +1,8 @@
-//! The relay's per-packet path: for each batch of datagrams of one socket,
-//! one [`SessionTable`](crate::SessionTable) lookup finds the
-//! session, leg and channel; each datagram is classified (RTP or RTCP,
+//! The relay's per-packet path: for each datagram, one
+//! [`SessionTable::lookup_hot`](crate::SessionTable::lookup_hot) finds the
+//! session's state, leg, channel and the socket to send on from (the
+//! session's other bookkeeping is read only by RTCP, a latch and a peer
+//! change); each datagram is classified (RTP or RTCP,
 //! RFC 5761 on RTP ports), checked (RFC 3550 A.1 header checks, A.2 for
 //! RTCP), judged by the leg's latch, recorded in its SSRC's statistics and
 //! sent from the other leg's socket to that leg's peer, or, in echo mode,
@@ -17,7 +19,7 @@
 use super::addr::Stored;
 use super::{Drops, LaneLink, LegState, Relay, RelayDrop, RelayOptions, Session};
 use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpSummary};
-use crate::{Channel, Endpoint, Entry, LegSockets, Verdict};
+use crate::{Channel, Hot, HotEndpoint, Verdict};
 use dpstack_stack::iface::{Batch, LcoreContext, SendError};
 use dpstack_stack::port::{Buf, Port};
 use dpstack_stack::time::Instant;
@@ -77,18 +79,13 @@ impl Relay {
             lanes,
             ..
         } = self;
-        let Some(Entry {
-            endpoint,
-            legs,
-            value,
-        }) = table.lookup_mut(datagram.socket())
-        else {
+        let Some(Hot { at, value }) = table.lookup_hot(datagram.socket()) else {
             count(drops, RelayDrop::UnknownSocket);
             return;
         };
-        if let Err(reason) = value.receive(endpoint, legs, datagram, options, lanes, ctx) {
+        if let Err(reason) = value.receive(at, datagram, options, lanes, ctx) {
             count(drops, reason);
-            let leg = value.legs[endpoint.leg.index()].counters_mut();
+            let leg = value.legs[at.leg.index()].counters_mut();
             leg.dropped = leg.dropped.saturating_add(1);
         }
     }
@@ -165,8 +162,7 @@ impl Session {
     #[inline(always)]
     fn receive<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        at: Endpoint,
-        legs: &[LegSockets; 2],
+        at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         options: &RelayOptions,
         lanes: &mut Option<LaneLink>,
@@ -187,18 +183,16 @@ impl Session {
             Channel::Rtcp => None,
         };
         match header {
-            Some(header) => self.rtp(at, legs, datagram, header, options, lanes, ctx),
-            None => self.rtcp(at, legs, datagram, options, lanes, ctx),
+            Some(header) => self.rtp(at, datagram, header, options, lanes, ctx),
+            None => self.rtcp(at, datagram, options, lanes, ctx),
         }
     }
 
     /// A checked RTP packet (`header`, its fields): latch, record, send on.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn rtp<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        at: Endpoint,
-        legs: &[LegSockets; 2],
+        at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         header: RtpSummary,
         options: &RelayOptions,
@@ -212,23 +206,27 @@ impl Session {
         let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
         if this.take_dst_change() {
             other.set_forward(this.dst());
-            if let Some(lanes) = lanes {
+            if let Some((lanes, at)) = lanes.as_mut().zip(at.endpoint()) {
                 lanes.note(at.session, leg);
             }
         }
         admit(verdict, this)?;
-        latched(
-            verdict,
-            options,
-            legs[leg.index()].rtp,
-            || datagram.src(),
-            ctx,
-        );
+        if verdict == Verdict::Latched {
+            if let Some(legs) = at.legs() {
+                latched(
+                    verdict,
+                    options,
+                    legs[leg.index()].rtp,
+                    || datagram.src(),
+                    ctx,
+                );
+            }
+        }
         this.record(header, now, options.clock_rate);
         if options.echo {
             ctx.reply(datagram);
         } else {
-            let from = legs[leg.other().index()].rtp;
+            let from = at.forward_from;
             // In the received buffer: headers rewritten, payload untouched
             // (copied only for a change of IP version). An IPv4 peer, the
             // common case, first: no `SocketAddr` built on the way.
@@ -247,13 +245,16 @@ impl Session {
     #[inline]
     fn rtcp<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        at: Endpoint,
-        legs: &[LegSockets; 2],
+        at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         options: &RelayOptions,
         lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
+        // A mapped socket's session is live: both are there.
+        let (Some(legs), Some(at)) = (at.legs(), at.endpoint()) else {
+            return Err(RelayDrop::UnknownSocket);
+        };
         let now: Instant = datagram.received_at();
         let leg = at.leg;
         let own = legs[leg.index()];
