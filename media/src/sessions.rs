@@ -218,36 +218,47 @@ pub struct Hot<'a, T> {
 }
 
 /// A socket's leg and channel, the other leg's RTP socket, and (read when
-/// asked for) its session's id and sockets.
+/// asked for) its session's id and sockets. 16 bytes: passed in two
+/// registers.
 #[derive(Debug, Clone, Copy)]
 pub struct HotEndpoint<'a> {
-    /// The leg.
-    pub leg: Leg,
-    /// The channel.
-    pub channel: Channel,
+    /// The slot's bookkeeping (not read by the lookup).
+    slot: &'a Slot,
+    /// Slot, leg and channel ([`pack`]).
+    entry: u32,
     /// The other leg's RTP socket: where a relay sends media on from.
     pub forward_from: SocketId,
-    slot: u32,
-    slots: &'a [Slot],
 }
 
 impl<'a> HotEndpoint<'a> {
+    /// The leg.
+    #[inline]
+    pub fn leg(&self) -> Leg {
+        unpack(self.entry).1
+    }
+
+    /// The channel.
+    #[inline]
+    pub fn channel(&self) -> Channel {
+        unpack(self.entry).2
+    }
+
     /// The session's sockets (by [`Leg::index`]). Reads the slot's line.
     pub fn legs(&self) -> Option<&'a [LegSockets; 2]> {
-        self.slots.get(self.slot as usize)?.legs.as_ref()
+        self.slot.legs.as_ref()
     }
 
     /// The session, leg and channel. Reads the slot's line.
-    pub fn endpoint(&self) -> Option<Endpoint> {
-        let generation = self.slots.get(self.slot as usize)?.generation;
-        Some(Endpoint {
+    pub fn endpoint(&self) -> Endpoint {
+        let (slot, leg, channel) = unpack(self.entry);
+        Endpoint {
             session: SessionId {
-                slot: self.slot,
-                generation,
+                slot,
+                generation: self.slot.generation,
             },
-            leg: self.leg,
-            channel: self.channel,
-        })
+            leg,
+            channel,
+        }
     }
 }
 
@@ -467,15 +478,13 @@ impl<T> SessionTable<T> {
         if entry == UNMAPPED {
             return None;
         }
-        let (slot, leg, channel) = unpack(entry);
-        let value = self.values.get_mut(slot as usize)?;
+        let slot = unpack(entry).0 as usize;
+        let value = self.values.get_mut(slot)?;
         Some(Hot {
             at: HotEndpoint {
-                leg,
-                channel,
+                slot: self.slots.get(slot)?,
+                entry,
                 forward_from,
-                slot,
-                slots: &self.slots,
             },
             value,
         })

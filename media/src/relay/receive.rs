@@ -85,7 +85,7 @@ impl Relay {
         };
         if let Err(reason) = value.receive(at, datagram, options, lanes, ctx) {
             count(drops, reason);
-            let leg = value.legs[at.leg.index()].counters_mut();
+            let leg = value.legs[at.leg().index()].counters_mut();
             leg.dropped = leg.dropped.saturating_add(1);
         }
     }
@@ -171,7 +171,7 @@ impl Session {
         let payload = datagram.payload();
         // Most RTP is judged by its first byte alone (`parse_plain`); the
         // rest is classified, then checked as RTP or RTCP.
-        let header = match at.channel {
+        let header = match at.channel() {
             Channel::Rtp => match RtpSummary::parse_plain(payload) {
                 Some(header) => Some(header),
                 None => match classify(payload) {
@@ -199,15 +199,15 @@ impl Session {
         lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
-        let leg = at.leg;
+        let leg = at.leg();
         let seq = header.seq;
         let now = datagram.received_at();
         let (this, other) = leg.split(&mut self.legs);
         let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
         if this.take_dst_change() {
             other.set_forward(this.dst());
-            if let Some((lanes, at)) = lanes.as_mut().zip(at.endpoint()) {
-                lanes.note(at.session, leg);
+            if let Some(lanes) = lanes {
+                lanes.note(at.endpoint().session, leg);
             }
         }
         admit(verdict, this)?;
@@ -252,7 +252,7 @@ impl Session {
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         // A mapped socket's session is live: both are there.
-        let (Some(legs), Some(at)) = (at.legs(), at.endpoint()) else {
+        let (Some(legs), at) = (at.legs(), at.endpoint()) else {
             return Err(RelayDrop::UnknownSocket);
         };
         let now: Instant = datagram.received_at();

@@ -201,11 +201,11 @@ fn the_per_packet_lookup_names_the_other_leg_s_rtp_socket() {
         let legs_of = table.legs(id).unwrap();
         let Hot { at, value } = table.lookup_hot(socket).unwrap();
         assert_eq!(
-            (at.leg, at.channel, at.forward_from),
+            (at.leg(), at.channel(), at.forward_from),
             (leg, channel, forward_from)
         );
         assert_eq!(forward_from, legs_of[leg.other().index()].rtp);
-        assert_eq!(at.endpoint(), Some(endpoint));
+        assert_eq!(at.endpoint(), endpoint);
         assert_eq!(at.legs(), Some(&legs_of));
         assert_eq!(*value, if id == first { "first" } else { "second" });
     }
