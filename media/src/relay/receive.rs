@@ -140,6 +140,41 @@ fn latched<P: Port>(
     }
 }
 
+/// Judges an RTP packet from `source` (not the settled peer) by `this`
+/// leg's latch: the other leg told where this leg's peer now is if that
+/// changed (and the other lanes, on lanes), the packet accepted or dropped
+/// by the verdict, and the socket connected if this packet latched and
+/// that is asked for. Out of line: the settled peer's packets, nearly all,
+/// never come here.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn judge<P: Port>(
+    at: HotEndpoint<'_>,
+    (this, other): (&mut LegState, &mut LegState),
+    source: SocketAddr,
+    seq: u16,
+    now: Instant,
+    options: &RelayOptions,
+    lanes: &mut Option<LaneLink>,
+    ctx: &mut LcoreContext<'_, P>,
+) -> Result<(), RelayDrop> {
+    let leg = at.leg();
+    let verdict = this.observe_rtp(source, seq, now);
+    if this.take_dst_change() {
+        other.set_forward(this.dst());
+        if let Some(lanes) = lanes {
+            lanes.note(at.endpoint().session, leg);
+        }
+    }
+    admit(verdict, this)?;
+    if verdict == Verdict::Latched {
+        if let Some(legs) = at.legs() {
+            latched(verdict, options, legs[leg.index()].rtp, || source, ctx);
+        }
+    }
+    Ok(())
+}
+
 /// Turns a latch verdict into accept or a drop reason (counting a foreign
 /// packet on `leg`). The kernel-socket reference relay shares it.
 #[inline]
@@ -200,26 +235,27 @@ impl Session {
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
         let leg = at.leg();
-        let seq = header.seq;
         let now = datagram.received_at();
         let (this, other) = leg.split(&mut self.legs);
-        let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
-        if this.take_dst_change() {
+        // The common case, the settled peer, straight through; any other
+        // source is judged by the latch, out of line.
+        if !this.is_settled_peer(datagram.src_v4()) {
+            let source = datagram.src();
+            judge(
+                at,
+                (this, other),
+                source,
+                header.seq,
+                now,
+                options,
+                lanes,
+                ctx,
+            )?;
+        } else if this.take_dst_change() {
+            // Another lane's news moved this leg's peer (`LegState::adopt`).
             other.set_forward(this.dst());
             if let Some(lanes) = lanes {
                 lanes.note(at.endpoint().session, leg);
-            }
-        }
-        admit(verdict, this)?;
-        if verdict == Verdict::Latched {
-            if let Some(legs) = at.legs() {
-                latched(
-                    verdict,
-                    options,
-                    legs[leg.index()].rtp,
-                    || datagram.src(),
-                    ctx,
-                );
             }
         }
         this.record(header, now, options.clock_rate);
