@@ -88,7 +88,9 @@ pub(crate) fn forward_udp<P: Port>(
 /// padding dropped), `from`'s port, its address (the route's for a socket
 /// bound to `::`) and traffic class; the UDP checksum updated
 /// incrementally for a plain datagram, summed afresh otherwise. Per
-/// packet; owning lcore.
+/// packet; owning lcore. Always inlined: it only takes the datagram apart
+/// (the datagram never passed by reference out of line).
+#[inline(always)]
 pub(crate) fn forward_udp6<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
