@@ -184,5 +184,6 @@ pub mod sessions;
 pub use latch::{Latch, LatchConfig, Verdict};
 pub use ports::{PortAllocator, PortError, PortPair, RangeError};
 pub use sessions::{
-    Channel, Endpoint, Entry, Leg, LegSockets, SessionId, SessionTable, TableError,
+    Channel, Endpoint, Entry, Hot, HotEndpoint, Leg, LegSockets, SessionId, SessionTable,
+    TableError,
 };

@@ -3,23 +3,29 @@
 //! 5761), an RTCP socket; and the map from a receiving socket to its
 //! session, leg and channel.
 //!
-//! The map is dense: a `Vec<u32>` indexed by [`SocketId::index`] (the UDP
-//! table hands out small indices and reuses closed ones), each entry the
-//! session slot, leg and channel packed in 32 bits. A lookup is one bounds
-//! check, one load and one more for the session: no hashing per packet.
+//! The map is dense: a `Vec` indexed by [`SocketId::index`] (the UDP table
+//! hands out small indices and reuses closed ones) of one 8-byte record per
+//! socket: the session slot, leg and channel packed in 32 bits, and the
+//! other leg's RTP socket (where a relay sends this socket's media on
+//! from). A lookup is one bounds check, one load and one more for the
+//! session: no hashing per packet. The per-packet lookup
+//! ([`SessionTable::lookup_hot`]) reads only the record and the session's
+//! state; the slot's bookkeeping (generation, sockets) is read when asked
+//! for ([`HotEndpoint`]).
 //! Sessions live in a slab of slots reused after removal; a [`SessionId`]
 //! carries its slot's generation, so an id of a removed session never
 //! reaches the session that took its slot.
 //!
 //! Layout: each slot's bookkeeping (generation, whether it is in use, the
 //! legs' sockets: 32 bytes, two to a cache line) lives in one dense array
-//! and the sessions' states in another, so a lookup reads the map entry,
-//! the slot's 32 bytes and then only the lines of the state the caller
-//! touches (no `Option` tag hidden somewhere inside the state).
+//! and the sessions' states in another, so a lookup reads the map record,
+//! (for [`SessionTable::lookup_mut`]) the slot's 32 bytes, and then only
+//! the lines of the state the caller touches (no `Option` tag hidden
+//! somewhere inside the state).
 //!
 //! Invariants: a socket maps to at most one (session, leg, channel); every
-//! socket of a live session maps back to it, and removing the session
-//! unmaps them all. Inserting never leaves a half-mapped session behind: a
+//! socket of a live session maps back to it, with the other leg's RTP
+//! socket beside it, and removing the session unmaps them all. Inserting never leaves a half-mapped session behind: a
 //! socket already in use refuses the whole insert. Control-path calls
 //! ([`SessionTable::insert`], [`SessionTable::remove`]) may allocate; the
 //! per-packet ones ([`SessionTable::lookup`], [`SessionTable::lookup_mut`],
@@ -151,6 +157,15 @@ impl std::error::Error for TableError {}
 
 /// A map entry with no session.
 const UNMAPPED: u32 = u32::MAX;
+
+/// A socket's record in the map.
+#[derive(Debug, Clone, Copy)]
+struct Mapped {
+    /// Slot, leg and channel ([`pack`]), or [`UNMAPPED`].
+    entry: u32,
+    /// The other leg's RTP socket (meaningless when unmapped).
+    forward_from: SocketId,
+}
 /// Largest socket index the map takes.
 const MAX_SOCKETS: u32 = 1 << 26;
 /// Sessions the table holds at most (slot numbers use 30 bits).
@@ -191,10 +206,68 @@ pub struct Entry<'a, T> {
     pub value: &'a mut T,
 }
 
+/// A looked-up socket as the per-packet path sees it
+/// ([`SessionTable::lookup_hot`]): where it belongs and the session's
+/// state, with the slot's bookkeeping left unread until asked for.
+#[derive(Debug)]
+pub struct Hot<'a, T> {
+    /// Where the socket belongs.
+    pub at: HotEndpoint<'a>,
+    /// The session's state.
+    pub value: &'a mut T,
+}
+
+/// A socket's leg and channel, the other leg's RTP socket, and (read when
+/// asked for) its session's id and sockets. 16 bytes: passed in two
+/// registers.
+#[derive(Debug, Clone, Copy)]
+pub struct HotEndpoint<'a> {
+    /// The slot's bookkeeping (not read by the lookup).
+    slot: &'a Slot,
+    /// Slot, leg and channel ([`pack`]).
+    entry: u32,
+    /// The other leg's RTP socket: where a relay sends media on from.
+    pub forward_from: SocketId,
+}
+
+impl<'a> HotEndpoint<'a> {
+    /// The leg.
+    #[inline]
+    pub fn leg(&self) -> Leg {
+        unpack(self.entry).1
+    }
+
+    /// The channel.
+    #[inline]
+    pub fn channel(&self) -> Channel {
+        unpack(self.entry).2
+    }
+
+    /// The session's sockets (by [`Leg::index`]). Reads the slot's line.
+    pub fn legs(&self) -> Option<&'a [LegSockets; 2]> {
+        self.slot.legs.as_ref()
+    }
+
+    /// The session, leg and channel. Reads the slot's line.
+    pub fn endpoint(&self) -> Endpoint {
+        let (slot, leg, channel) = unpack(self.entry);
+        Endpoint {
+            session: SessionId {
+                slot,
+                generation: self.slot.generation,
+            },
+            leg,
+            channel,
+        }
+    }
+}
+
 /// Sessions and the socket map. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct SessionTable<T> {
-    map: Vec<u32>,
+    /// By socket index; grown by inserts (within the reserved capacity
+    /// without allocating).
+    map: Vec<Mapped>,
     slots: Vec<Slot>,
     /// By slot: the state of the session in it (a free slot keeps a
     /// default one until it is reused).
@@ -225,7 +298,7 @@ impl<T> SessionTable<T> {
     /// below `sockets` (inserts within that allocate nothing).
     pub fn with_capacity(sessions: usize, sockets: usize) -> SessionTable<T> {
         SessionTable {
-            map: vec![UNMAPPED; sockets.min(MAX_SOCKETS as usize)],
+            map: Vec::with_capacity(sockets.min(MAX_SOCKETS as usize)),
             slots: Vec::with_capacity(sessions),
             values: Vec::with_capacity(sessions),
             free: Vec::new(),
@@ -240,9 +313,7 @@ impl<T> SessionTable<T> {
         self.slots.reserve(more);
         self.values.reserve(more);
         let sockets = sockets.min(MAX_SOCKETS as usize);
-        if self.map.len() < sockets {
-            self.map.resize(sockets, UNMAPPED);
-        }
+        self.map.reserve(sockets.saturating_sub(self.map.len()));
     }
 
     /// Slots in use or free: [`SessionId::index`] is below this.
@@ -309,10 +380,18 @@ impl<T> SessionTable<T> {
         };
         for (socket, leg, channel) in Self::sockets_of(&legs) {
             let index = socket.index() as usize;
+            let forward_from = legs[leg.other().index()].rtp;
             if self.map.len() <= index {
-                self.map.resize(index + 1, UNMAPPED);
+                let unmapped = Mapped {
+                    entry: UNMAPPED,
+                    forward_from,
+                };
+                self.map.resize(index + 1, unmapped);
             }
-            self.map[index] = pack(slot, leg, channel);
+            self.map[index] = Mapped {
+                entry: pack(slot, leg, channel),
+                forward_from,
+            };
         }
         let entry = &mut self.slots[slot as usize];
         entry.legs = Some(legs);
@@ -338,8 +417,8 @@ impl<T> SessionTable<T> {
         slot.generation = slot.generation.wrapping_add(1);
         let value = core::mem::take(self.values.get_mut(id.slot as usize)?);
         for (socket, _, _) in Self::sockets_of(&legs) {
-            if let Some(entry) = self.map.get_mut(socket.index() as usize) {
-                *entry = UNMAPPED;
+            if let Some(mapped) = self.map.get_mut(socket.index() as usize) {
+                mapped.entry = UNMAPPED;
             }
         }
         self.free.push(id.slot);
@@ -350,7 +429,7 @@ impl<T> SessionTable<T> {
     /// Where `socket` belongs. Per packet (per batch): O(1).
     #[inline]
     pub fn lookup(&self, socket: SocketId) -> Option<Endpoint> {
-        let entry = *self.map.get(socket.index() as usize)?;
+        let entry = self.map.get(socket.index() as usize)?.entry;
         if entry == UNMAPPED {
             return None;
         }
@@ -367,7 +446,7 @@ impl<T> SessionTable<T> {
     /// packet (per batch): O(1).
     #[inline]
     pub fn lookup_mut(&mut self, socket: SocketId) -> Option<Entry<'_, T>> {
-        let entry = *self.map.get(socket.index() as usize)?;
+        let entry = self.map.get(socket.index() as usize)?.entry;
         if entry == UNMAPPED {
             return None;
         }
@@ -383,6 +462,31 @@ impl<T> SessionTable<T> {
             },
             legs,
             value: self.values.get_mut(slot as usize)?,
+        })
+    }
+
+    /// Where `socket` belongs and its session's state, reading only the
+    /// socket's map record and the state: the per-packet lookup (the
+    /// session's id and sockets are read from [`HotEndpoint`] only when
+    /// asked for). O(1).
+    #[inline]
+    pub fn lookup_hot(&mut self, socket: SocketId) -> Option<Hot<'_, T>> {
+        let Mapped {
+            entry,
+            forward_from,
+        } = *self.map.get(socket.index() as usize)?;
+        if entry == UNMAPPED {
+            return None;
+        }
+        let slot = unpack(entry).0 as usize;
+        let value = self.values.get_mut(slot)?;
+        Some(Hot {
+            at: HotEndpoint {
+                slot: self.slots.get(slot)?,
+                entry,
+                forward_from,
+            },
+            value,
         })
     }
 

@@ -267,24 +267,15 @@ impl LegState {
         verdict
     }
 
-    /// [`LegState::observe_rtp`] for a packet from `source`, given first
-    /// as its IPv4 sender if it has one (`v4`): a settled leg compares that
-    /// without building the `SocketAddr`. Per packet.
-    #[inline]
-    pub fn observe_rtp_from(
-        &mut self,
-        v4: Option<SocketAddrV4>,
-        source: impl FnOnce() -> SocketAddr,
-        seq: u16,
-        now: Instant,
-    ) -> Verdict {
-        if let Some(v4) = v4 {
-            if self.settled && self.own.is_v4(self.own_family, v4) {
-                return Verdict::Peer;
-            }
-        }
-        self.observe_rtp(source(), seq, now)
+    /// True if the leg is settled and `v4`, an IPv4 sender, is its peer:
+    /// [`LegState::observe_rtp`] would say [`Verdict::Peer`] without
+    /// looking at the latch. Per packet: always inlined (a few compares,
+    /// no `SocketAddr` built); any other packet goes to `observe_rtp`.
+    #[inline(always)]
+    pub fn is_settled_peer(&self, v4: Option<SocketAddrV4>) -> bool {
+        v4.is_some_and(|v4| self.settled && self.own.is_v4(self.own_family, v4))
     }
+
     /// Judges an RTCP packet from `source` by the RTCP latch.
     #[inline]
     pub fn observe_rtcp(&mut self, source: SocketAddr, now: Instant) -> Verdict {

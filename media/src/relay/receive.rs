@@ -1,6 +1,8 @@
-//! The relay's per-packet path: for each batch of datagrams of one socket,
-//! one [`SessionTable`](crate::SessionTable) lookup finds the
-//! session, leg and channel; each datagram is classified (RTP or RTCP,
+//! The relay's per-packet path: for each datagram, one
+//! [`SessionTable::lookup_hot`](crate::SessionTable::lookup_hot) finds the
+//! session's state, leg, channel and the socket to send on from (the
+//! session's other bookkeeping is read only by RTCP, a latch and a peer
+//! change); each datagram is classified (RTP or RTCP,
 //! RFC 5761 on RTP ports), checked (RFC 3550 A.1 header checks, A.2 for
 //! RTCP), judged by the leg's latch, recorded in its SSRC's statistics and
 //! sent from the other leg's socket to that leg's peer, or, in echo mode,
@@ -17,7 +19,7 @@
 use super::addr::Stored;
 use super::{Drops, LaneLink, LegState, Relay, RelayDrop, RelayOptions, Session};
 use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpSummary};
-use crate::{Channel, Endpoint, Entry, LegSockets, Verdict};
+use crate::{Channel, Hot, HotEndpoint, Verdict};
 use dpstack_stack::iface::{Batch, LcoreContext, SendError};
 use dpstack_stack::port::{Buf, Port};
 use dpstack_stack::time::Instant;
@@ -77,18 +79,13 @@ impl Relay {
             lanes,
             ..
         } = self;
-        let Some(Entry {
-            endpoint,
-            legs,
-            value,
-        }) = table.lookup_mut(datagram.socket())
-        else {
+        let Some(Hot { at, value }) = table.lookup_hot(datagram.socket()) else {
             count(drops, RelayDrop::UnknownSocket);
             return;
         };
-        if let Err(reason) = value.receive(endpoint, legs, datagram, options, lanes, ctx) {
+        if let Err(reason) = value.receive(at, datagram, options, lanes, ctx) {
             count(drops, reason);
-            let leg = value.legs[endpoint.leg.index()].counters_mut();
+            let leg = value.legs[at.leg().index()].counters_mut();
             leg.dropped = leg.dropped.saturating_add(1);
         }
     }
@@ -143,6 +140,41 @@ fn latched<P: Port>(
     }
 }
 
+/// Judges an RTP packet from `source` (not the settled peer) by `this`
+/// leg's latch: the other leg told where this leg's peer now is if that
+/// changed (and the other lanes, on lanes), the packet accepted or dropped
+/// by the verdict, and the socket connected if this packet latched and
+/// that is asked for. Out of line: the settled peer's packets, nearly all,
+/// never come here.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn judge<P: Port>(
+    at: HotEndpoint<'_>,
+    (this, other): (&mut LegState, &mut LegState),
+    source: SocketAddr,
+    seq: u16,
+    now: Instant,
+    options: &RelayOptions,
+    lanes: &mut Option<LaneLink>,
+    ctx: &mut LcoreContext<'_, P>,
+) -> Result<(), RelayDrop> {
+    let leg = at.leg();
+    let verdict = this.observe_rtp(source, seq, now);
+    if this.take_dst_change() {
+        other.set_forward(this.dst());
+        if let Some(lanes) = lanes {
+            lanes.note(at.endpoint().session, leg);
+        }
+    }
+    admit(verdict, this)?;
+    if verdict == Verdict::Latched {
+        if let Some(legs) = at.legs() {
+            latched(verdict, options, legs[leg.index()].rtp, || source, ctx);
+        }
+    }
+    Ok(())
+}
+
 /// Turns a latch verdict into accept or a drop reason (counting a foreign
 /// packet on `leg`). The kernel-socket reference relay shares it.
 #[inline]
@@ -158,12 +190,14 @@ pub fn admit(verdict: Verdict, leg: &mut LegState) -> Result<(), RelayDrop> {
 }
 
 impl Session {
-    /// One datagram that reached `at`.
-    #[inline]
+    /// One datagram that reached `at`. Always inlined, as are
+    /// [`Session::rtp`] and the latch's settled test: the compiler's own
+    /// choice put one of them out of line, the datagram then passed in
+    /// memory (about 30 instructions a packet).
+    #[inline(always)]
     fn receive<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        at: Endpoint,
-        legs: &[LegSockets; 2],
+        at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         options: &RelayOptions,
         lanes: &mut Option<LaneLink>,
@@ -172,7 +206,7 @@ impl Session {
         let payload = datagram.payload();
         // Most RTP is judged by its first byte alone (`parse_plain`); the
         // rest is classified, then checked as RTP or RTCP.
-        let header = match at.channel {
+        let header = match at.channel() {
             Channel::Rtp => match RtpSummary::parse_plain(payload) {
                 Some(header) => Some(header),
                 None => match classify(payload) {
@@ -184,48 +218,51 @@ impl Session {
             Channel::Rtcp => None,
         };
         match header {
-            Some(header) => self.rtp(at, legs, datagram, header, options, lanes, ctx),
-            None => self.rtcp(at, legs, datagram, options, lanes, ctx),
+            Some(header) => self.rtp(at, datagram, header, options, lanes, ctx),
+            None => self.rtcp(at, datagram, options, lanes, ctx),
         }
     }
 
     /// A checked RTP packet (`header`, its fields): latch, record, send on.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn rtp<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        at: Endpoint,
-        legs: &[LegSockets; 2],
+        at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         header: RtpSummary,
         options: &RelayOptions,
         lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
-        let leg = at.leg;
-        let seq = header.seq;
+        let leg = at.leg();
         let now = datagram.received_at();
         let (this, other) = leg.split(&mut self.legs);
-        let verdict = this.observe_rtp_from(datagram.src_v4(), || datagram.src(), seq, now);
-        if this.take_dst_change() {
+        // The common case, the settled peer, straight through; any other
+        // source is judged by the latch, out of line.
+        if !this.is_settled_peer(datagram.src_v4()) {
+            let source = datagram.src();
+            judge(
+                at,
+                (this, other),
+                source,
+                header.seq,
+                now,
+                options,
+                lanes,
+                ctx,
+            )?;
+        } else if this.take_dst_change() {
+            // Another lane's news moved this leg's peer (`LegState::adopt`).
             other.set_forward(this.dst());
             if let Some(lanes) = lanes {
-                lanes.note(at.session, leg);
+                lanes.note(at.endpoint().session, leg);
             }
         }
-        admit(verdict, this)?;
-        latched(
-            verdict,
-            options,
-            legs[leg.index()].rtp,
-            || datagram.src(),
-            ctx,
-        );
         this.record(header, now, options.clock_rate);
         if options.echo {
             ctx.reply(datagram);
         } else {
-            let from = legs[leg.other().index()].rtp;
+            let from = at.forward_from;
             // In the received buffer: headers rewritten, payload untouched
             // (copied only for a change of IP version). An IPv4 peer, the
             // common case, first: no `SocketAddr` built on the way.
@@ -244,13 +281,16 @@ impl Session {
     #[inline]
     fn rtcp<B: Buf, P: Port<Buf = B>>(
         &mut self,
-        at: Endpoint,
-        legs: &[LegSockets; 2],
+        at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         options: &RelayOptions,
         lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
+        // A mapped socket's session is live: both are there.
+        let (Some(legs), at) = (at.legs(), at.endpoint()) else {
+            return Err(RelayDrop::UnknownSocket);
+        };
         let now: Instant = datagram.received_at();
         let leg = at.leg;
         let own = legs[leg.index()];

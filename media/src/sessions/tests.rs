@@ -169,3 +169,50 @@ fn a_leg_splits_per_leg_state_into_its_own_entry_and_the_others() {
     *this = 'x';
     assert_eq!(per_leg, ['a', 'x']);
 }
+
+#[test]
+fn the_per_packet_lookup_names_the_other_leg_s_rtp_socket() {
+    let (_udp, s) = sockets(11);
+    let mut table = SessionTable::with_capacity(2, 4);
+    let first = table.insert(legs(&s[..4]), "first").unwrap();
+    // rtcp-mux on leg B, and socket indices beyond the reserved map.
+    let mux = [
+        LegSockets {
+            rtp: s[8],
+            rtcp: Some(s[9]),
+        },
+        LegSockets {
+            rtp: s[10],
+            rtcp: None,
+        },
+    ];
+    let second = table.insert(mux, "second").unwrap();
+    let expect = [
+        (s[0], first, Leg::A, Channel::Rtp, s[2]),
+        (s[1], first, Leg::A, Channel::Rtcp, s[2]),
+        (s[2], first, Leg::B, Channel::Rtp, s[0]),
+        (s[3], first, Leg::B, Channel::Rtcp, s[0]),
+        (s[8], second, Leg::A, Channel::Rtp, s[10]),
+        (s[9], second, Leg::A, Channel::Rtcp, s[10]),
+        (s[10], second, Leg::B, Channel::Rtp, s[8]),
+    ];
+    for (socket, id, leg, channel, forward_from) in expect {
+        let endpoint = table.lookup(socket).unwrap();
+        let legs_of = table.legs(id).unwrap();
+        let Hot { at, value } = table.lookup_hot(socket).unwrap();
+        assert_eq!(
+            (at.leg(), at.channel(), at.forward_from),
+            (leg, channel, forward_from)
+        );
+        assert_eq!(forward_from, legs_of[leg.other().index()].rtp);
+        assert_eq!(at.endpoint(), endpoint);
+        assert_eq!(at.legs(), Some(&legs_of));
+        assert_eq!(*value, if id == first { "first" } else { "second" });
+    }
+    for unmapped in &s[4..8] {
+        assert!(table.lookup_hot(*unmapped).is_none());
+    }
+    table.remove(first).unwrap();
+    assert!(s[..4].iter().all(|&x| table.lookup_hot(x).is_none()));
+    assert!(table.lookup_hot(s[10]).is_some());
+}

@@ -891,6 +891,7 @@ mod pmtu;
 mod tcp;
 mod tcp_input;
 
+mod forward_template;
 mod tos;
 
 mod batch;

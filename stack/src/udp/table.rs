@@ -888,7 +888,7 @@ mod group;
 use group::ReuseportGroup;
 
 mod send;
-pub use send::{CachedRoute, CachedSend, RouteMemo};
+pub use send::{CachedRoute, CachedSend, ForwardTemplate, RouteMemo};
 use send::{SendSlot, LIVE, SPEAKS_V4};
 
 #[cfg(test)]

@@ -2,39 +2,42 @@
 //! over IPv6): a received datagram leaves from another socket to another
 //! destination in its own buffer, headers rewritten, payload untouched.
 //!
-//! Over IPv4, two ways through. The relay's steady state, a plain frame
-//! (checksums verified, no IPv4 options, no Ethernet padding) sent from a
-//! socket that keeps a valid route to the destination, reads that socket's
-//! send slot once
-//! ([`RouteMemo::cached_send`](crate::udp::RouteMemo::cached_send))
-//! and writes every header in place: the UDP checksum updated for the new
-//! addresses and ports (RFC 1624), a fresh IPv4 header, both Ethernet
-//! addresses. Everything else (the first packet to a destination, a changed
-//! route or neighbour, padding, options, an unverified checksum) goes the
-//! general way: route and neighbour lookups, headers summed afresh unless
-//! the frame is plain ([`forward_general`], written once for both
-//! families). IPv6 always goes the general way, which, through the route
-//! the sending socket keeps ([`super::send::path_to`]), does no lookup
-//! either while nothing changed.
+//! Over IPv4, three ways through. The relay's steady state, a plain frame
+//! (checksums verified, no IPv4 options, no Ethernet padding) that fits
+//! the MTU, sent from a socket that keeps a header template for the
+//! destination made under the current generation
+//! ([`RouteMemo::template`](crate::udp::RouteMemo::template)), gets the
+//! template's 42 bytes of headers in one copy, its lengths, a fresh
+//! identification and both checksums from the template's partial sums
+//! ([`super::template`]): no route, neighbour, link or socket read. A plain
+//! frame from a socket that keeps a valid route to the destination but no
+//! template ([`RouteMemo::cached_send`](crate::udp::RouteMemo::cached_send))
+//! gets one made from that route (once per destination and change of the
+//! shared state) and then stamped. Everything else (the first packet to a
+//! destination, a changed route or neighbour, padding, options, an
+//! unverified checksum, a frame over the MTU) goes the general way: route
+//! and neighbour lookups, the UDP checksum updated for a plain frame and
+//! summed afresh otherwise, fragments where needed ([`forward_general`],
+//! written once for both families). IPv6 always goes the general way,
+//! which, through the route the sending socket keeps
+//! ([`super::send::path_to`]), does no lookup either while nothing changed.
 //!
 //! Invariants: per packet, no allocation and no panic; a datagram that
-//! cannot be sent is freed, counted and the caller told why; both ways put
-//! the same headers on the wire (a test compares them byte for byte).
+//! cannot be sent is freed, counted and the caller told why; every way
+//! puts the same headers on the wire (tests compare them byte for byte).
 
 use super::super::buffers::cut_to_payload;
-use super::super::ip::transmit_ipv4;
 use super::super::state::Core;
 use super::super::transmit::{Out, SendError};
 use super::family::UdpFamily;
 use super::send::{path_to, send_framed};
-use super::v4::{at, readdress_plain, FAST_HEADERS};
+use super::template;
+use super::v4::FAST_HEADERS;
 use crate::counters::{DropReason, Stat};
-use crate::port::{Buf, MacAddr, Port};
+use crate::port::{Buf, Port};
 use crate::time::Instant;
-use crate::udp::table::CachedSend;
 use crate::udp::{Datagram, SocketId};
-use crate::wire::ethernet::{EtherType, HEADER_LEN as ETH_LEN};
-use crate::wire::ipv4::HEADER_LEN as IP_LEN;
+use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 
@@ -85,7 +88,9 @@ pub(crate) fn forward_udp<P: Port>(
 /// padding dropped), `from`'s port, its address (the route's for a socket
 /// bound to `::`) and traffic class; the UDP checksum updated
 /// incrementally for a plain datagram, summed afresh otherwise. Per
-/// packet; owning lcore.
+/// packet; owning lcore. Always inlined: it only takes the datagram apart
+/// (the datagram never passed by reference out of line).
+#[inline(always)]
 pub(crate) fn forward_udp6<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -127,24 +132,79 @@ struct Payload {
 
 /// [`forward_udp`] for a plain frame (Ethernet, IPv4 without options, UDP
 /// with a verified checksum, no padding: the payload at [`FAST_HEADERS`]
-/// to the end): the fast way if the sending socket keeps a valid route to
-/// `dst`, else the general way. Per packet; [`forward_cached`] is inlined
-/// into it.
-#[inline]
+/// to the end): the sending socket's header template stamped on it if the
+/// socket keeps one for `dst` that holds and the frame fits the MTU, else
+/// [`forward_untemplated`]. Per packet; always inlined: small now, and
+/// the buffer and addresses stay in the caller's registers.
+#[inline(always)]
 fn forward_plain<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,
-    buf: P::Buf,
+    mut buf: P::Buf,
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    if let Some(send) = core
-        .lcore
-        .udp_routes
-        .cached_send(from, dst, core.generation())
-    {
-        return forward_cached(core, out, buf, send, dst);
+    let generation = core.generation();
+    let frame_len = buf.len();
+    if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
+        let memo = &core.lcore.udp_routes;
+        if let Some(stamped) = template::readdress(memo, h, frame_len, from, dst, generation) {
+            template::finish(h, stamped, core.ident());
+            return send_stamped(core, out, usize::from(stamped.link), buf);
+        }
+    }
+    forward_untemplated(core, out, now, buf, from, dst)
+}
+
+/// Counts a forwarded frame whose headers are complete and that fits its
+/// link, and queues it there.
+#[inline(always)]
+fn send_stamped<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    buf: P::Buf,
+) -> Result<(), SendError> {
+    core.lcore.counters.count(Stat::UdpOutDatagrams);
+    core.lcore.counters.count(Stat::UdpForwardedInPlace);
+    core.lcore.counters.count(Stat::IpOutRequests);
+    out.push(link, buf, &core.lcore.counters);
+    Ok(())
+}
+
+/// [`forward_plain`] without a template that holds: if the sending socket
+/// keeps a valid route to `dst`, its template is made from that route (and
+/// kept for the next packets) and stamped on the frame; the frame goes the
+/// general way if there is no such route or it does not fit the MTU (it is
+/// then fragmented). Once per destination and change of the shared state,
+/// and for frames over the MTU: out of line.
+#[inline(never)]
+fn forward_untemplated<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    now: Instant,
+    mut buf: P::Buf,
+    from: SocketId,
+    dst: SocketAddrV4,
+) -> Result<(), SendError> {
+    let generation = core.generation();
+    let routes = &core.lcore.udp_routes;
+    if let Some(send) = routes.cached_send(from, dst, generation) {
+        if let Some(link) = core.shared.links.get(usize::from(send.route.link)) {
+            let made = template::build(&send, dst, link.mac, link.mtu, generation);
+            core.lcore.udp_routes.keep_template(from, made);
+            let frame_len = buf.len();
+            if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
+                let memo = &core.lcore.udp_routes;
+                if let Some(stamped) =
+                    template::readdress(memo, h, frame_len, from, dst, generation)
+                {
+                    template::finish(h, stamped, core.ident());
+                    return send_stamped(core, out, usize::from(stamped.link), buf);
+                }
+            }
+        }
     }
     // A plain frame's payload ends with it (`forward_udp`), well below 2^32.
     let payload = Payload {
@@ -153,67 +213,6 @@ fn forward_plain<P: Port>(
         plain: true,
     };
     forward_general::<Ipv4Addr, P>(core, out, now, buf, payload, from, dst)
-}
-
-/// The fast way of [`forward_udp`]: `buf` holds a plain frame (Ethernet,
-/// IPv4 without options, UDP with a verified checksum, no padding), and
-/// `send` is what the sending socket keeps about itself and its route to
-/// `dst`.
-#[inline]
-fn forward_cached<P: Port>(
-    core: &mut Core<P::Buf>,
-    out: &mut Out<'_, P>,
-    mut buf: P::Buf,
-    send: CachedSend,
-    dst: SocketAddrV4,
-) -> Result<(), SendError> {
-    let route = send.route;
-    let link = usize::from(route.link);
-    let Some((our_mac, mtu)) = core.shared.links.get(link).map(|l| (l.mac, l.mtu)) else {
-        core.lcore.counters.count_drop(DropReason::TxNoRoute);
-        return Err(SendError::NoRoute);
-    };
-    let src_ip = if send.local4.is_unspecified() {
-        route.source
-    } else {
-        send.local4
-    };
-    let ident = core.ident();
-    let frame = buf.data_mut();
-    let frame_len = frame.len();
-    let Some(h) = frame.first_chunk_mut::<FAST_HEADERS>() else {
-        core.lcore.counters.count_drop(DropReason::UdpMalformed);
-        return Err(SendError::TooLarge);
-    };
-    // At least the headers' 42 bytes: no saturating subtraction needed.
-    let udp_len = frame_len - (ETH_LEN + IP_LEN);
-    if udp_len > usize::from(u16::MAX) - IP_LEN {
-        return Err(SendError::TooLarge);
-    }
-    let src = SocketAddrV4::new(src_ip, send.port);
-    // The Ethernet header first, while both addresses are fresh in
-    // registers (written after the others, they were kept on the stack).
-    write_ethernet(h, route.mac, our_mac);
-    readdress_plain(h, (src, dst), ident, udp_len, mtu, send.tos);
-    core.lcore.counters.count(Stat::UdpOutDatagrams);
-    core.lcore.counters.count(Stat::UdpForwardedInPlace);
-    if IP_LEN + udp_len <= mtu {
-        core.lcore.counters.count(Stat::IpOutRequests);
-        out.push(link, buf, &core.lcore.counters);
-    } else {
-        transmit_ipv4(core, out, link, buf);
-    }
-    Ok(())
-}
-
-/// Both Ethernet addresses and the IPv4 type, in one pass.
-#[inline]
-fn write_ethernet(h: &mut [u8; FAST_HEADERS], to: MacAddr, ours: MacAddr) {
-    let mut eth = [0u8; ETH_LEN];
-    eth[at::ETH_DST].copy_from_slice(&to.0);
-    eth[at::ETH_SRC].copy_from_slice(&ours.0);
-    eth[at::ETHERTYPE..].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
-    h[..ETH_LEN].copy_from_slice(&eth);
 }
 
 /// The general way of [`forward_udp`] and [`forward_udp6`]: the socket's

@@ -23,6 +23,7 @@ mod forward;
 mod input;
 mod reply;
 mod send;
+mod template;
 mod v4;
 mod v6;
 

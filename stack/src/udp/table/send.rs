@@ -8,13 +8,16 @@
 //! own [`RouteMemo`]: copies of the slots of the sockets it sent from,
 //! with the routes it found (IPv4 in the slot, IPv6 in a second dense
 //! array), so a send or forward reads one line and nothing shared is
-//! written per packet.
+//! written per packet; and, per socket that forwards over IPv4, a
+//! [`ForwardTemplate`] (a third dense array, one line each): the headers
+//! of its latest destination, ready to copy.
 //!
 //! Invariants: a table slot is [`LIVE`] exactly while its socket is bound;
 //! a kept route (and the slot copied with it) is used only for the
 //! destination it was computed for and under the generation it was stamped
-//! with, and the generation moves on with any change of routes, neighbours
-//! or sockets, so a memo never speaks for a socket rebound since.
+//! with, and the generation moves on with any change of routes, neighbours,
+//! links or sockets, so a memo never speaks for a socket rebound since; a
+//! template likewise holds only under the generation it was made under.
 
 use super::{SocketId, UdpTable};
 use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
@@ -123,6 +126,50 @@ impl UdpTable {
     }
 }
 
+/// The headers a forward from one socket to one IPv4 destination puts on
+/// every frame, prepared once (`iface::udp::template` builds and applies
+/// it): all 42 bytes of Ethernet, IPv4 and UDP headers but the five fields
+/// each packet writes (IPv4 total length, identification and checksum, UDP
+/// length and checksum), and the partial sums those checksums start from.
+/// One cache line.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+pub struct ForwardTemplate {
+    /// The headers, per-packet fields zero. The destination (IPv4 address
+    /// and UDP port) in them is the one the template is for.
+    pub header: [u8; 42],
+    /// The longest UDP datagram that fits the link's MTU (and gets the
+    /// template's DF bit).
+    pub max_udp_len: u16,
+    /// The link it leaves through.
+    pub link: u16,
+    /// The ones' complement sum (folded, in memory order) of the IPv4
+    /// header's words without its length, identification and checksum.
+    pub ip_sum: u16,
+    /// The ones' complement sum (folded, in memory order) of the IPv4
+    /// source and destination and both UDP ports: what the pseudo-header
+    /// and UDP header add to a payload's checksum.
+    pub udp_sum: u32,
+    /// The generation of the shared state it was made under (the
+    /// template holds while that is current).
+    pub generation: u64,
+}
+
+// One cache line.
+const _: () = assert!(core::mem::size_of::<ForwardTemplate>() == 64);
+
+impl ForwardTemplate {
+    /// A template that holds under no generation (the memo's filler).
+    pub const NONE: ForwardTemplate = ForwardTemplate {
+        header: [0; 42],
+        max_udp_len: 0,
+        link: 0,
+        ip_sum: 0,
+        udp_sum: 0,
+        generation: u64::MAX,
+    };
+}
+
 /// One lcore's routes for the sockets it sends from: see the module
 /// documentation.
 #[derive(Debug, Default)]
@@ -132,6 +179,9 @@ pub struct RouteMemo {
     /// The route each socket keeps to its last IPv6 destination (same
     /// index; valid with [`ROUTED6`] in its slot).
     routes6: Vec<CachedRoute<Ipv6Addr>>,
+    /// The forward template of each socket's latest IPv4 destination (same
+    /// index; [`ForwardTemplate::NONE`] where none was made).
+    templates: Vec<ForwardTemplate>,
 }
 
 impl RouteMemo {
@@ -222,6 +272,25 @@ impl RouteMemo {
             kept.flags |= ROUTED6;
             self.routes6[id.0 as usize] = route;
         }
+    }
+
+    /// Socket `id`'s forward template, if it was made under `generation`
+    /// (for whichever destination: the caller compares). Per packet.
+    #[inline]
+    pub fn template(&self, id: SocketId, generation: u64) -> Option<&ForwardTemplate> {
+        let template = self.templates.get(id.0 as usize)?;
+        (template.generation == generation).then_some(template)
+    }
+
+    /// Lets socket `id` keep `template` (for its latest destination, in
+    /// place of any older one). Only on a change of destination or
+    /// generation: it grows the memo to the socket's index.
+    pub fn keep_template(&mut self, id: SocketId, template: ForwardTemplate) {
+        let at = id.0 as usize;
+        if self.templates.len() <= at {
+            self.templates.resize(at + 1, ForwardTemplate::NONE);
+        }
+        self.templates[at] = template;
     }
 
     /// The memo's slot for a live socket `id` of `table`, its fields
