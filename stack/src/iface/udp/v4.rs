@@ -294,8 +294,9 @@ pub(super) fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], tos: u8) {
 
 /// The UDP and IPv4 headers of a plain frame for `src` to `dst`: ports
 /// and UDP checksum updated in place ([`readdress_plain_udp`]), a fresh
-/// IPv4 header (`udp_len` bytes of UDP, DF when it fits `mtu`). Inlined
-/// (the compiler would not: it has two callers): per relayed packet.
+/// IPv4 header (`udp_len` bytes of UDP, DF when it fits `mtu`): the
+/// forward's general path, for a plain frame the socket's template does
+/// not serve (see `template`).
 #[inline(always)]
 pub(super) fn readdress_plain(
     h: &mut [u8; FAST_HEADERS],
