@@ -1,6 +1,7 @@
 //! What the two hand-tuned fast paths (`fast4`, `fast6`) share: their
-//! outcome ([`Fast`]) and the validation predicates both apply to the
-//! fixed header array they read a frame from.
+//! outcome ([`Fast`]), what they read of the link once per burst
+//! ([`BurstView`]) and the validation predicates both apply to the fixed
+//! header array they read a frame from.
 //!
 //! A fast path takes only the common frame, a unicast UDP datagram to one
 //! of our addresses right after a fixed IP header, and validates exactly
@@ -55,7 +56,7 @@ pub(crate) struct BurstView {
     first_global6: Option<[u64; 2]>,
 }
 
-/// The bits [`ethernet_to_us`] compares: the destination and the group
+/// The bits [`ethernet_mismatch`] compares: the destination and the group
 /// bit of the source's first byte.
 const TO_US_MASK: u64 = 0x0001_ffff_ffff_ffff;
 
