@@ -4,9 +4,10 @@
 //! no route or neighbour lookup.
 //!
 //! The common case, a plain request (fixed IP header, no padding, payload
-//! untouched, unicast to us), is turned around on its fixed header array
-//! (`v4::turn_around_plain_udp`, `v6::turn_around_plain_udp6`): swapping
-//! addresses and ports leaves the UDP checksum valid. Otherwise the reply
+//! untouched, unicast to our MAC, IPv4 within the link's MTU), is turned
+//! around on its fixed header array (`v4::turn_around_plain_udp`,
+//! `v6::turn_around_plain_udp6`) with nothing looked up of the link:
+//! swapping MACs, addresses and ports leaves the UDP checksum valid. Otherwise the reply
 //! gets new headers right before the payload ([`rebuild_reply`], written
 //! once for both families): IPv4 options and IPv6 extension headers are
 //! not repeated, the UDP checksum is summed afresh, and a request sent to
