@@ -34,7 +34,7 @@ use dpstack::stack::counters::Counters;
 use dpstack::stack::iface::{Batch, ConnId, InlineHandler, LcoreContext, TcpEvent};
 use dpstack::stack::port::Port;
 use dpstack::stack::route::{Ipv4Cidr, Ipv6Cidr};
-use dpstack::stack::udp::{PeerError, SocketId};
+use dpstack::stack::udp::{Datagram, PeerError, SocketId};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -460,6 +460,16 @@ struct RelayApp(Relay);
 
 impl InlineHandler<Mbuf> for RelayApp {
     const WHOLE_BURSTS: bool = <Relay as InlineHandler<Mbuf>>::WHOLE_BURSTS;
+    const EACH_DATAGRAM: bool = <Relay as InlineHandler<Mbuf>>::EACH_DATAGRAM;
+
+    #[inline(always)]
+    fn on_datagram<P: Port<Buf = Mbuf>>(
+        &mut self,
+        datagram: Datagram<Mbuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        InlineHandler::on_datagram(&mut self.0, datagram, ctx);
+    }
 
     #[inline]
     fn on_burst<P: Port<Buf = Mbuf>>(

@@ -102,7 +102,7 @@ pub use spec::{
 use crate::{LatchConfig, LegSockets, SessionId, SessionTable};
 use dpstack_stack::iface::{Batch, InlineHandler, Interface, LcoreContext};
 use dpstack_stack::port::{Buf, Port};
-use dpstack_stack::udp::{BindOptions, SocketId};
+use dpstack_stack::udp::{BindOptions, Datagram, SocketId};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::sync::atomic::Ordering;
@@ -507,6 +507,16 @@ fn leg_ip(local: LocalAddrs, leg: &LegSpec) -> Option<IpAddr> {
 
 impl<B: Buf> InlineHandler<B> for Relay {
     const WHOLE_BURSTS: bool = true;
+    const EACH_DATAGRAM: bool = true;
+
+    #[inline(always)]
+    fn on_datagram<P: Port<Buf = B>>(
+        &mut self,
+        datagram: Datagram<B>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        Relay::on_datagram(self, datagram, ctx);
+    }
 
     #[inline]
     fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut LcoreContext<'_, P>) {

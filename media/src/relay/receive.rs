@@ -62,6 +62,18 @@ impl Relay {
         }
     }
 
+    /// One datagram as the receive loop hands it over
+    /// (`InlineHandler::EACH_DATAGRAM`): no batch to push it into and read
+    /// it back from. Inlined into the receive loop.
+    #[inline(always)]
+    pub fn on_datagram<B: Buf, P: Port<Buf = B>>(
+        &mut self,
+        datagram: Datagram<B>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        self.take(datagram, ctx);
+    }
+
     /// One datagram: its session found by its socket (one O(1) lookup; with
     /// thousands of sessions consecutive datagrams rarely share a socket),
     /// then relayed, echoed or counted as a drop. Inlined into the two
