@@ -459,7 +459,6 @@ impl Running {
 struct RelayApp(Relay);
 
 impl InlineHandler<Mbuf> for RelayApp {
-    const WHOLE_BURSTS: bool = <Relay as InlineHandler<Mbuf>>::WHOLE_BURSTS;
     const EACH_DATAGRAM: bool = <Relay as InlineHandler<Mbuf>>::EACH_DATAGRAM;
 
     #[inline(always)]
@@ -469,15 +468,6 @@ impl InlineHandler<Mbuf> for RelayApp {
         ctx: &mut LcoreContext<'_, P>,
     ) {
         InlineHandler::on_datagram(&mut self.0, datagram, ctx);
-    }
-
-    #[inline]
-    fn on_burst<P: Port<Buf = Mbuf>>(
-        &mut self,
-        batch: &mut Batch<Mbuf>,
-        ctx: &mut LcoreContext<'_, P>,
-    ) {
-        InlineHandler::on_burst(&mut self.0, batch, ctx);
     }
 
     #[inline]

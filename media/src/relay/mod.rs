@@ -506,7 +506,6 @@ fn leg_ip(local: LocalAddrs, leg: &LegSpec) -> Option<IpAddr> {
 }
 
 impl<B: Buf> InlineHandler<B> for Relay {
-    const WHOLE_BURSTS: bool = true;
     const EACH_DATAGRAM: bool = true;
 
     #[inline(always)]
@@ -516,11 +515,6 @@ impl<B: Buf> InlineHandler<B> for Relay {
         ctx: &mut LcoreContext<'_, P>,
     ) {
         Relay::on_datagram(self, datagram, ctx);
-    }
-
-    #[inline]
-    fn on_burst<P: Port<Buf = B>>(&mut self, batch: &mut Batch<B>, ctx: &mut LcoreContext<'_, P>) {
-        Relay::on_burst(self, batch, ctx);
     }
 
     #[inline]

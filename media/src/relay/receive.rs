@@ -29,9 +29,9 @@ use std::net::SocketAddr;
 impl Relay {
     /// Takes a batch of datagrams that reached `socket` (one of the
     /// relay's, see [`Relay::owns`]; others are counted as
-    /// `unknown_socket` and freed). Per packet. Not inlined (with
-    /// `WHOLE_BURSTS` the stack calls [`Relay::on_burst`] instead), so that
-    /// `Relay::take` is inlined into just the two loops.
+    /// `unknown_socket` and freed). Per packet. Not inlined (the relay's
+    /// own handler takes each datagram in [`Relay::on_datagram`]), so that
+    /// `Relay::take` is inlined only where it runs per packet.
     #[inline(never)]
     pub fn on_datagrams<B: Buf, P: Port<Buf = B>>(
         &mut self,
@@ -45,8 +45,9 @@ impl Relay {
         }
     }
 
-    /// A whole burst across sockets (`InlineHandler::WHOLE_BURSTS`), each
-    /// datagram as [`Relay::on_datagrams`] takes it. Reading every
+    /// A whole burst across sockets, for an app whose handler takes whole
+    /// bursts (`InlineHandler::WHOLE_BURSTS`), each datagram as
+    /// [`Relay::on_datagrams`] takes it. Reading every
     /// session's state in a first pass, to overlap the cache misses, was
     /// tried and cost more than it saved (~560 vs ~480 cycles a packet).
     /// Inlined into the receive path, with `Relay::take` inlined in its
