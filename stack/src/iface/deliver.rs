@@ -1,6 +1,7 @@
 //! Handing received datagrams over: a burst's datagrams go, in arrival
 //! order, to socket queues (queue mode) or to the handler (inline mode),
-//! consecutive datagrams of one socket in one call; ICMP errors and TCP
+//! consecutive datagrams of one socket in one call, the whole burst in one
+//! call or each datagram alone, as the handler asks; ICMP errors and TCP
 //! events of the burst follow.
 //!
 //! Invariants: every datagram is handed over or dropped and counted; each
@@ -53,8 +54,9 @@ impl<B: Buf> Delivery<B> {
 }
 
 /// Receives one burst from `link` and hands its datagrams over as they
-/// come, in arrival order; consecutive ones for the same socket travel
-/// together. Returns the number of frames received. Inlined into its one
+/// come, in arrival order: each alone to a handler that takes them so
+/// (`InlineHandler::EACH_DATAGRAM`), otherwise consecutive ones for the
+/// same socket together. Returns the number of frames received. Inlined into its one
 /// caller, the poll, whatever else the poll holds: the per-packet loop keeps
 /// the poll's state in registers.
 #[inline(always)]
@@ -79,8 +81,8 @@ pub(super) fn receive_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
             deliver_general(ctx, queues, handler, delivery, link, buf);
             continue;
         };
-        // Each fast path hands over in its own arm: straight into the
-        // batch, the datagram kept in registers.
+        // Each fast path hands over in its own arm, the datagram kept in
+        // registers on its way to the handler or the batch.
         let general = match try_udp(ctx.core, view, link, buf) {
             Fast::Deliver(socket, datagram) => {
                 fast4 += 1;
