@@ -138,6 +138,38 @@ impl InlineHandler<MemBuf> for Echo {
     }
 }
 
+/// Forwards every datagram from socket `from` to `dst` (either family),
+/// keeping each forward's result.
+struct ForwardTo<A> {
+    from: SocketId,
+    dst: A,
+    results: Vec<Result<(), SendError>>,
+}
+
+impl<A> ForwardTo<A> {
+    fn new(from: SocketId, dst: A) -> Self {
+        ForwardTo {
+            from,
+            dst,
+            results: Vec::new(),
+        }
+    }
+}
+
+impl<A: Into<SocketAddr> + Copy> InlineHandler<MemBuf> for ForwardTo<A> {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        for datagram in batch.drain(..) {
+            self.results
+                .push(ctx.forward(datagram, self.from, self.dst));
+        }
+    }
+}
+
 /// Records what each socket got.
 #[derive(Default)]
 struct Recorder {

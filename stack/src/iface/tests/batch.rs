@@ -9,6 +9,10 @@ use crate::udp::Datagram;
 /// receive time.
 type Seen = (SocketId, SocketAddr, Vec<u8>, Instant);
 
+fn seen(d: &Datagram<MemBuf>) -> Seen {
+    (d.socket(), d.src(), d.payload().to_vec(), d.received_at())
+}
+
 /// Takes whole bursts and records, per call, each datagram's socket,
 /// source, payload and receive time.
 #[derive(Default)]
@@ -25,12 +29,7 @@ impl InlineHandler<MemBuf> for BurstRecorder {
         batch: &mut Batch<MemBuf>,
         _: &mut LcoreContext<'_, P>,
     ) {
-        self.calls.push(
-            batch
-                .iter()
-                .map(|d| (d.socket(), d.src(), d.payload().to_vec(), d.received_at()))
-                .collect(),
-        );
+        self.calls.push(batch.iter().map(seen).collect());
     }
 
     fn on_datagrams<P: Port<Buf = MemBuf>>(
@@ -180,10 +179,8 @@ impl InlineHandler<MemBuf> for EachRecorder {
         datagram: Datagram<MemBuf>,
         ctx: &mut LcoreContext<'_, P>,
     ) {
-        let d = &datagram;
-        self.seen
-            .push((d.socket(), d.src(), d.payload().to_vec(), d.received_at()));
-        if d.payload().starts_with(b"echo") {
+        self.seen.push(seen(&datagram));
+        if datagram.payload().starts_with(b"echo") {
             ctx.reply(datagram);
         }
     }

@@ -30,6 +30,27 @@ fn udp_replies_to(iface: &mut Interface<MemBuf>, mem: &mut MemPort, frame: &[u8]
         .count()
 }
 
+/// A change to a frame: what it changes, the change, the replies it then
+/// gets and the drop it is counted as, if one.
+type Case = (&'static str, fn(&mut Vec<u8>), usize, Option<DropReason>);
+
+/// Sends `plain` with each case's change (an IPv4 request's header
+/// checksum filled again) and checks its replies and its drop.
+fn try_each(iface: &mut Interface<MemBuf>, mem: &mut MemPort, plain: &[u8], cases: &[Case]) {
+    for &(what, change, replies, drop) in cases {
+        let mut frame = plain.to_vec();
+        change(&mut frame);
+        if plain[12..14] == [0x08, 0x00] && frame[12..14] == [0x08, 0x00] {
+            Ipv4Packet::new_unchecked(&mut frame[14..]).fill_checksum();
+        }
+        let before = drop.map(|reason| iface.counters().dropped(reason));
+        assert_eq!(udp_replies_to(iface, mem, &frame), replies, "{what}");
+        if let (Some(reason), Some(before)) = (drop, before) {
+            assert_eq!(iface.counters().dropped(reason), before + 1, "{what}");
+        }
+    }
+}
+
 #[test]
 fn each_ipv4_field_the_fast_path_tests_sends_the_frame_the_general_way() {
     let (mut iface, mut mem) = stack();
@@ -37,9 +58,7 @@ fn each_ipv4_field_the_fast_path_tests_sends_the_frame_the_general_way() {
         .udp_bind(SocketAddrV4::new(OUR_IP, 7), BindOptions::default())
         .unwrap();
     let plain = udp_frame(40000, 7, b"gate");
-    // (what changes, the change, UDP replies, the drop it is counted as)
-    type Change = fn(&mut Vec<u8>);
-    let cases: [(&str, Change, usize, Option<DropReason>); 12] = [
+    let cases: [Case; 12] = [
         ("nothing", |_| {}, 1, None),
         ("TOS (masked off)", |f| f[15] = 0xb8, 1, None),
         ("don't fragment (masked off)", |f| f[20] ^= 0x40, 1, None),
@@ -58,22 +77,7 @@ fn each_ipv4_field_the_fast_path_tests_sends_the_frame_the_general_way() {
         ("group source MAC", |f| f[6] |= 1, 0, None),
         ("IPv6 EtherType", |f| f[13] = 0xdd, 0, None),
     ];
-    for (what, change, replies, drop) in cases {
-        let mut frame = plain.clone();
-        change(&mut frame);
-        if frame[12..14] == [0x08, 0x00] {
-            Ipv4Packet::new_unchecked(&mut frame[14..]).fill_checksum();
-        }
-        let before = drop.map(|reason| iface.counters().dropped(reason));
-        assert_eq!(
-            udp_replies_to(&mut iface, &mut mem, &frame),
-            replies,
-            "{what}"
-        );
-        if let (Some(reason), Some(before)) = (drop, before) {
-            assert_eq!(iface.counters().dropped(reason), before + 1, "{what}");
-        }
-    }
+    try_each(&mut iface, &mut mem, &plain, &cases);
     // The stack still answers after all of them.
     assert_eq!(udp_replies_to(&mut iface, &mut mem, &plain), 1);
 }
@@ -85,8 +89,7 @@ fn each_ipv6_field_the_fast_path_tests_sends_the_frame_the_general_way() {
         OUR_MAC,
         &ip6_udp((PEER6, 40000), (GLOBAL, 7), b"gate", None),
     );
-    type Change = fn(&mut Vec<u8>);
-    let cases: [(&str, Change, usize, Option<DropReason>); 8] = [
+    let cases: [Case; 8] = [
         ("nothing", |_| {}, 1, None),
         ("traffic class (masked off)", |f| f[14] = 0x6b, 1, None),
         (
@@ -111,19 +114,7 @@ fn each_ipv6_field_the_fast_path_tests_sends_the_frame_the_general_way() {
             None,
         ),
     ];
-    for (what, change, replies, drop) in cases {
-        let mut frame = plain.clone();
-        change(&mut frame);
-        let before = drop.map(|reason| iface.counters().dropped(reason));
-        assert_eq!(
-            udp_replies_to(&mut iface, &mut mem, &frame),
-            replies,
-            "{what}"
-        );
-        if let (Some(reason), Some(before)) = (drop, before) {
-            assert_eq!(iface.counters().dropped(reason), before + 1, "{what}");
-        }
-    }
+    try_each(&mut iface, &mut mem, &plain, &cases);
     assert_eq!(udp_replies_to(&mut iface, &mut mem, &plain), 1);
     // The link's first global address is compared first; its other
     // addresses are found in its list, and another host's are not ours.

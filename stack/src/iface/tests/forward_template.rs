@@ -6,20 +6,14 @@
 //! the MTU still go the general way (fragments). Every frame is checked
 //! whole: both checksums, lengths, DF, TTL, addresses, payload.
 
+use super::links::{links_with_mtus, FAR, GATEWAY_B, GATEWAY_B_MAC, IP_B, MAC_B, MTU_B};
 use super::*;
 
-const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 1, 1]);
-const IP_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const GATEWAY_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 2);
-const GATEWAY_B_MAC: MacAddr = MacAddr([2, 0, 0, 0, 1, 2]);
-/// A destination off both links, routed through link 0 or link 1.
-const FAR: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+/// [`FAR`]'s network.
 const FAR_NET: Ipv4Cidr = Ipv4Cidr {
     addr: Ipv4Addr::new(198, 51, 100, 0),
     len: 24,
 };
-/// Link 1's MTU (link 0 has 1500).
-const MTU_B: usize = 1280;
 /// DSCP EF (46) in the TOS byte.
 const EF: u8 = 0xb8;
 /// The port of the socket datagrams arrive at.
@@ -27,54 +21,12 @@ const IN_PORT: u16 = 30000;
 /// The port of the socket they leave from.
 const OUT_PORT: u16 = 30002;
 
-/// Link 0: 10.0.0.1/24, MTU 1500; link 1: 10.1.0.1/24, MTU 1280; the
-/// peer (link 0) and link 1's gateway known; 198.51.100.0/24 routed
-/// through the peer on link 0.
+/// `links_with_mtus` with link 1's gateway known and 198.51.100.0/24
+/// ([`FAR`]'s network) routed through the peer on link 0.
 fn two_links() -> (Interface<MemBuf>, [MemPort; 2]) {
-    let mut small = LinkConfig::new(MAC_B, Ipv4Cidr::new(IP_B, 24).unwrap());
-    small.mtu = MTU_B;
-    let config = InterfaceConfig::with_links(vec![
-        LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap()),
-        small,
-    ]);
-    let mut iface = Interface::new(config).unwrap();
+    let (mut iface, ports) = links_with_mtus((GATEWAY_B_MAC, GATEWAY_B));
     iface.add_route(FAR_NET, PEER_IP).unwrap();
-    let port = |mac| {
-        MemPort::new(MemPortConfig {
-            mac,
-            ..MemPortConfig::default()
-        })
-    };
-    let mut ports = [port(OUR_MAC), port(MAC_B)];
-    let request = |mac, ip, ours| arp(ArpOperation::Request, (mac, ip), (MacAddr::default(), ours));
-    ports[0].push_rx(&request(PEER_MAC, PEER_IP, OUR_IP));
-    ports[1].push_rx(&request(GATEWAY_B_MAC, GATEWAY_B, IP_B));
-    iface.poll_ports(&mut ports, Instant::ZERO, &mut DropDatagrams);
-    for port in &mut ports {
-        port.take_tx();
-    }
     (iface, ports)
-}
-
-/// Forwards every datagram from `from` to `dst`.
-struct Forward {
-    from: SocketId,
-    dst: SocketAddrV4,
-    results: Vec<Result<(), SendError>>,
-}
-
-impl InlineHandler<MemBuf> for Forward {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        batch: &mut Batch<MemBuf>,
-        ctx: &mut LcoreContext<'_, P>,
-    ) {
-        for datagram in batch.drain(..) {
-            self.results
-                .push(ctx.forward(datagram, self.from, self.dst));
-        }
-    }
 }
 
 /// What a forwarded frame says, its checksums and lengths checked.
@@ -130,7 +82,7 @@ fn payload(len: usize, seed: u8) -> Vec<u8> {
 fn forward_one(
     iface: &mut Interface<MemBuf>,
     ports: &mut [MemPort; 2],
-    handler: &mut Forward,
+    handler: &mut ForwardTo<SocketAddrV4>,
     frame: &[u8],
 ) -> [Vec<Vec<u8>>; 2] {
     ports[0].push_rx(frame);
@@ -158,7 +110,7 @@ fn warmed_up(
     tos: u8,
     dst: SocketAddrV4,
     (link, next_hop): (usize, MacAddr),
-) -> (Interface<MemBuf>, [MemPort; 2], Forward) {
+) -> (Interface<MemBuf>, [MemPort; 2], ForwardTo<SocketAddrV4>) {
     let (mut iface, mut ports) = two_links();
     iface
         .udp_bind(SocketAddrV4::new(OUR_IP, IN_PORT), BindOptions::default())
@@ -170,11 +122,7 @@ fn warmed_up(
     let from = iface
         .udp_bind(SocketAddrV4::new(out_ip, OUT_PORT), options)
         .unwrap();
-    let mut handler = Forward {
-        from,
-        dst,
-        results: Vec::new(),
-    };
+    let mut handler = ForwardTo::new(from, dst);
     let ours = [OUR_MAC, MAC_B][link];
     let source = [OUR_IP, IP_B][link];
     for i in 0..3 {
@@ -224,11 +172,7 @@ fn the_template_writes_what_the_general_way_writes() {
             let from = stack
                 .udp_bind(SocketAddrV4::new(out_ip, OUT_PORT), options)
                 .unwrap();
-            let mut first = Forward {
-                from,
-                dst,
-                results: Vec::new(),
-            };
+            let mut first = ForwardTo::new(from, dst);
             let by_lookup = forward_one(stack, general_ports, &mut first, &arriving(&data));
             stack.udp_close(from);
             let without_ident = |frame: &[u8]| {

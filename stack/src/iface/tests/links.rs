@@ -8,11 +8,11 @@ use super::*;
 use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr};
 use core::net::IpAddr;
 
-const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 1, 1]);
-const IP_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const GATEWAY_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 2);
-const GATEWAY_B_MAC: MacAddr = MacAddr([2, 0, 0, 0, 1, 2]);
-const FAR: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
+pub(super) const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 1, 1]);
+pub(super) const IP_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+pub(super) const GATEWAY_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 2);
+pub(super) const GATEWAY_B_MAC: MacAddr = MacAddr([2, 0, 0, 0, 1, 2]);
+pub(super) const FAR: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 7);
 
 /// Link 0: 10.0.0.1/24 (OUR_MAC); link 1: 10.1.0.1/24 (MAC_B), with
 /// 198.51.100.0/24 routed through 10.1.0.2 on link 1.
@@ -329,11 +329,16 @@ fn tcp_sent(frames: Vec<Vec<u8>>) -> TcpRepr {
 const PEER_B: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 9);
 const PEER_B_MAC: MacAddr = MacAddr([2, 0, 0, 0, 1, 9]);
 
-/// Link 0: 10.0.0.1/24, MTU 1500; link 1: 10.1.0.1/24, MTU 1280; both
-/// peers' MACs known.
-fn links_with_mtus() -> (Interface<MemBuf>, [MemPort; 2]) {
+/// Link 1's MTU in [`links_with_mtus`] (link 0 has 1500).
+pub(super) const MTU_B: usize = 1280;
+
+/// Link 0: 10.0.0.1/24, MTU 1500; link 1: 10.1.0.1/24, MTU [`MTU_B`]; the
+/// peer on link 0 and `neighbour_b` (MAC, address) on link 1 known.
+pub(super) fn links_with_mtus(
+    neighbour_b: (MacAddr, Ipv4Addr),
+) -> (Interface<MemBuf>, [MemPort; 2]) {
     let mut small = LinkConfig::new(MAC_B, Ipv4Cidr::new(IP_B, 24).unwrap());
-    small.mtu = 1280;
+    small.mtu = MTU_B;
     let config = InterfaceConfig::with_links(vec![
         LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap()),
         small,
@@ -348,7 +353,7 @@ fn links_with_mtus() -> (Interface<MemBuf>, [MemPort; 2]) {
     let mut ports = [port(OUR_MAC), port(MAC_B)];
     let request = |mac, ip, ours| arp(ArpOperation::Request, (mac, ip), (MacAddr::default(), ours));
     ports[0].push_rx(&request(PEER_MAC, PEER_IP, OUR_IP));
-    ports[1].push_rx(&request(PEER_B_MAC, PEER_B, IP_B));
+    ports[1].push_rx(&request(neighbour_b.0, neighbour_b.1, IP_B));
     iface.poll_ports(&mut ports, Instant::ZERO, &mut DropDatagrams);
     for port in &mut ports {
         port.take_tx();
@@ -360,7 +365,7 @@ fn links_with_mtus() -> (Interface<MemBuf>, [MemPort; 2]) {
 fn the_mss_comes_from_the_link_the_route_to_the_peer_leaves_through() {
     let now = Instant::from_nanos(1_000_000);
     // Active opens: the SYN's MSS option from its own link's MTU.
-    let (mut iface, mut ports) = links_with_mtus();
+    let (mut iface, mut ports) = links_with_mtus((PEER_B_MAC, PEER_B));
     for (peer, link, mss) in [(PEER_B, 1, 1240), (PEER_IP, 0, 1460)] {
         iface
             .tcp_connect(&mut ports, now, SocketAddrV4::new(peer, 80))
@@ -370,7 +375,7 @@ fn the_mss_comes_from_the_link_the_route_to_the_peer_leaves_through() {
     }
     // Passive opens: the SYN-ACK's likewise, and the MSS the connection
     // sends with is at most its link's.
-    let (mut iface, mut ports) = links_with_mtus();
+    let (mut iface, mut ports) = links_with_mtus((PEER_B_MAC, PEER_B));
     iface
         .tcp_listen(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, PORT), 8)
         .unwrap();

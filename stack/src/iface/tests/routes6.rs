@@ -282,37 +282,12 @@ fn an_ipv6_socket_keeps_its_route_until_a_route_changes() {
     });
 }
 
-/// Forwards every datagram from the socket it names to `dst`.
-struct Forward6 {
-    from: SocketId,
-    dst: SocketAddrV6,
-    results: Vec<Result<(), SendError>>,
-}
-
-impl InlineHandler<MemBuf> for Forward6 {
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        _: SocketId,
-        batch: &mut Batch<MemBuf>,
-        ctx: &mut LcoreContext<'_, P>,
-    ) {
-        for datagram in batch.drain(..) {
-            self.results
-                .push(ctx.forward(datagram, self.from, self.dst));
-        }
-    }
-}
-
 #[test]
 fn an_ipv6_forward_keeps_the_sending_socket_s_route_until_a_route_changes() {
     let (mut iface, mut port, from) = stack_knowing_peer6();
     let relayed = SocketAddrV6::new(GLOBAL, 7000, 0, 0);
     iface.udp_bind(relayed, BindOptions::default()).unwrap();
-    let mut relay = Forward6 {
-        from,
-        dst: SocketAddrV6::new(PEER6, 53, 0, 0),
-        results: Vec::new(),
-    };
+    let mut relay = ForwardTo::new(from, SocketAddrV6::new(PEER6, 53, 0, 0));
     assert_route_kept_until_it_changes((&mut iface, &mut port), b"media", |iface, port| {
         let datagram = ip6_udp((PEER6, 4000), (GLOBAL, 7000), b"media", None);
         port.push_rx(&super::ipv6::frame6(OUR_MAC, &datagram));

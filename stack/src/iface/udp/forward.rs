@@ -141,20 +141,37 @@ fn forward_plain<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,
-    mut buf: P::Buf,
+    buf: P::Buf,
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
-    let generation = core.generation();
+    match stamp(core, out, buf, from, dst, core.generation()) {
+        Ok(sent) => sent,
+        Err(buf) => forward_untemplated(core, out, now, buf, from, dst),
+    }
+}
+
+/// Stamps the sending socket's template for `dst` on a plain frame and
+/// queues it, if the socket keeps one that holds under `generation` and
+/// the frame fits its MTU; otherwise hands the buffer back.
+#[inline(always)]
+fn stamp<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    mut buf: P::Buf,
+    from: SocketId,
+    dst: SocketAddrV4,
+    generation: u64,
+) -> Result<Result<(), SendError>, P::Buf> {
     let frame_len = buf.len();
     if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
         let memo = &core.lcore.udp_routes;
         if let Some(stamped) = template::readdress(memo, h, frame_len, from, dst, generation) {
             template::finish(h, stamped, core.ident());
-            return send_stamped(core, out, usize::from(stamped.link), buf);
+            return Ok(send_stamped(core, out, usize::from(stamped.link), buf));
         }
     }
-    forward_untemplated(core, out, now, buf, from, dst)
+    Err(buf)
 }
 
 /// Counts a forwarded frame whose headers are complete and that fits its
@@ -194,15 +211,9 @@ fn forward_untemplated<P: Port>(
         if let Some(link) = core.shared.links.get(usize::from(send.route.link)) {
             let made = template::build(&send, dst, link.mac, link.mtu, generation);
             core.lcore.udp_routes.keep_template(from, made);
-            let frame_len = buf.len();
-            if let Some(h) = buf.data_mut().first_chunk_mut::<FAST_HEADERS>() {
-                let memo = &core.lcore.udp_routes;
-                if let Some(stamped) =
-                    template::readdress(memo, h, frame_len, from, dst, generation)
-                {
-                    template::finish(h, stamped, core.ident());
-                    return send_stamped(core, out, usize::from(stamped.link), buf);
-                }
+            match stamp(core, out, buf, from, dst, generation) {
+                Ok(sent) => return sent,
+                Err(unsent) => buf = unsent,
             }
         }
     }
