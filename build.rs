@@ -8,10 +8,19 @@
 //! 3. Runs bindgen over `drivers/shim/dpdk.h`, allowlisted to what dpstack
 //!    uses (an unrestricted run drags in clang intrinsics that do not compile).
 //!
-//! Linking is dynamic: on Debian, EAL sees the shared `librte_eal` and loads
-//! every PMD plugin in its plugin directory (net_tap, net_ring, net_null,
-//! net_memif, net_pcap, ...), so no per-driver link flags are needed.
-//! Facts behind each choice: ../shared/research/DPDK-FFI.md, sections 1 to 3.
+//! 4. Links DPDK statically (see [`link_dpdk_static`]): its archives, every
+//!    driver whole (their constructors register them), and the system
+//!    libraries they need shared. `DPSTACK_DPDK_LINK=shared` links the shared
+//!    libraries instead, as Debian's own tools are linked: EAL then loads
+//!    every PMD plugin in its plugin directory.
+//!
+//! Static is the default because the packet path pays for the shared build:
+//! a PMD's mempool and mbuf code reads the lcore id through
+//! `__tls_get_addr` (the general-dynamic TLS model of a shared library)
+//! about once a packet, about 12 instructions a packet of 490 on the echo
+//! (docs/PERFORMANCE.md). Linked into the executable, that is one `%fs`
+//! load. Facts behind each choice: ../shared/research/DPDK-FFI.md,
+//! sections 1 to 4.
 
 use std::env;
 use std::path::PathBuf;
@@ -30,14 +39,110 @@ fn main() {
 
     let cflags = dpdk_cflags();
     compile_shim(&cflags);
+    println!("cargo:rerun-if-env-changed=DPSTACK_DPDK_LINK");
+    let shared = match env::var("DPSTACK_DPDK_LINK").as_deref() {
+        Ok("shared") => true,
+        Ok("static") | Err(_) => false,
+        Ok(other) => {
+            panic!("\n\nDPSTACK_DPDK_LINK={other}: use `static` (the default) or `shared`\n\n")
+        }
+    };
     // The shim archive goes before the DPDK libraries on the link line.
+    // The probe checks the version; it emits the link flags only for the
+    // shared build.
     if let Err(e) = pkg_config::Config::new()
         .atleast_version("22.11")
+        .cargo_metadata(shared)
         .probe("libdpdk")
     {
         panic!("\n\n{SETUP_HINT}\n(pkg-config said: {e})\n\n");
     }
+    // `cfg(dpdk_static)`: the EAL wrapper refuses `-d` plugins.
+    println!("cargo::rustc-check-cfg=cfg(dpdk_static)");
+    if !shared {
+        link_dpdk_static();
+        println!("cargo:rustc-cfg=dpdk_static");
+    }
     generate_bindings(&cflags);
+}
+
+/// The words `pkg-config` prints for `args`, or the setup hint.
+fn pkg_config_words(args: &[&str]) -> Vec<String> {
+    match Command::new("pkg-config").args(args).output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+        Ok(out) => panic!(
+            "\n\n{SETUP_HINT}\n(pkg-config {} said: {})\n\n",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("\n\n{SETUP_HINT}\n(could not run pkg-config: {e})\n\n"),
+    }
+}
+
+/// Link directives for DPDK's static archives, from `pkg-config --static
+/// --libs libdpdk`, as `rustc-link-lib` lines so that they reach every
+/// binary that links this crate (a user's too, unlike `rustc-link-arg`):
+///
+/// - the archives between `--whole-archive` and `--no-whole-archive` (the
+///   buses, mempool drivers and PMDs, which register themselves from
+///   constructors nothing references) whole;
+/// - the libraries' archives (`-lrte_*`, which would pick the shared
+///   library) as archives;
+/// - the system libraries shared. Those that only the *static* builds of
+///   DPDK's own dependencies need (libpcap's D-Bus and systemd, the
+///   ibverbs providers) are left out: those dependencies are linked
+///   shared, and some (`libsystemd`) have no development link at all.
+fn link_dpdk_static() {
+    let all = pkg_config_words(&["--static", "--libs", "libdpdk"]);
+    let dependencies: Vec<String> = pkg_config_words(&["--print-requires-private", "libdpdk"])
+        .into_iter()
+        .filter(|word| word.chars().next().is_some_and(char::is_alphabetic))
+        .collect();
+    let dependencies: Vec<&str> = dependencies.iter().map(String::as_str).collect();
+    let their_static =
+        pkg_config_words(&[&["--static", "--libs"], dependencies.as_slice()].concat());
+    let their_shared = pkg_config_words(&[&["--libs"], dependencies.as_slice()].concat());
+    let only_static = |word: &str| {
+        their_static.iter().any(|w| w == word) && !their_shared.iter().any(|w| w == word)
+    };
+    let mut whole = false;
+    // A library named twice (pkg-config repeats shared ones) is linked
+    // once: rustc refuses one name with two sets of modifiers.
+    let mut named = std::collections::HashSet::new();
+    for word in &all {
+        let name = word.trim_start_matches("-l:lib").trim_end_matches(".a");
+        if word.starts_with("-l") && !named.insert(name.trim_start_matches("-l").to_owned()) {
+            continue;
+        }
+        match word.as_str() {
+            "-Wl,--whole-archive" => whole = true,
+            "-Wl,--no-whole-archive" => whole = false,
+            "-pthread" => println!("cargo:rustc-link-lib=dylib=pthread"),
+            w if w.starts_with("-L") => println!("cargo:rustc-link-search=native={}", &w[2..]),
+            w if w.starts_with("-l:lib") && w.ends_with(".a") => {
+                let name = &w["-l:lib".len()..w.len() - ".a".len()];
+                let kind = if whole {
+                    "static:+whole-archive,-bundle"
+                } else {
+                    "static:-bundle"
+                };
+                println!("cargo:rustc-link-lib={kind}={name}");
+            }
+            w if w.starts_with("-lrte_") => {
+                println!("cargo:rustc-link-lib=static:-bundle={}", &w[2..])
+            }
+            w if w.starts_with("-l") && !only_static(w) => {
+                println!("cargo:rustc-link-lib=dylib={}", &w[2..])
+            }
+            // The rest: flags for the link as a whole (`--as-needed`,
+            // which rustc sets itself, and `--export-dynamic`, which only
+            // plugins loaded with `-d` need) and the left-out libraries.
+            _ => {}
+        }
+    }
 }
 
 /// The raw words of `pkg-config --cflags libdpdk`. The pkg-config crate keeps

@@ -12,7 +12,9 @@
 //! `rte_eal_cleanup` runs only through the `unsafe` [`Eal::cleanup`]: pools
 //! and mbufs are not tied to the `Eal`'s lifetime, so dropping it must not
 //! free what they point into. Dropping it removes EAL's empty runtime
-//! directory; the process's exit releases the memory.
+//! directory; the process's exit releases the memory. A static build
+//! (build.rs, the default) refuses `-d`: a plugin would bring a second
+//! copy of DPDK into the process.
 
 use crate::error::{rte_errno, strerror, DpdkError, Result};
 use crate::sys;
@@ -52,6 +54,21 @@ fn is_help_or_version(arg: &str) -> bool {
     matches!(arg, "-h" | "--help" | "-V" | "--version")
 }
 
+/// The first `-d` (driver plugin) option among EAL arguments `args`
+/// (program name first), as given.
+fn plugin_option(args: &[String]) -> Option<&str> {
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        if arg == "-d" {
+            return Some(rest.next().map_or("-d", String::as_str));
+        }
+        if arg.starts_with("-d") && !arg.starts_with("--") {
+            return Some(&arg[2..]);
+        }
+    }
+    None
+}
+
 /// A running EAL. Dropping it removes EAL's empty runtime directory.
 #[derive(Debug)]
 pub struct Eal {
@@ -61,6 +78,14 @@ pub struct Eal {
 impl Eal {
     /// Initialises EAL with `args` (program name first, then EAL options).
     pub fn init(args: &[String]) -> Result<Eal> {
+        if let Some(plugin) = plugin_option(args).filter(|_| cfg!(dpdk_static)) {
+            return Err(DpdkError::InvalidArgument(format!(
+                "`{plugin}`: this build links DPDK statically, with every driver of the \
+                 installed DPDK built in, so no plugin is needed; a -d plugin would load a \
+                 second copy of DPDK. Drop -d, or build with DPSTACK_DPDK_LINK=shared to \
+                 load plugins"
+            )));
+        }
         if INITIALIZED.swap(true, Ordering::SeqCst) {
             return Err(DpdkError::EalAlreadyInitialized);
         }
@@ -330,6 +355,40 @@ pub fn allowed_cpus() -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plugin_option_is_found_in_both_spellings_and_nowhere_else() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let plugin = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_null.so";
+        assert_eq!(
+            plugin_option(&args(&["app", "-l0", "-d", plugin])),
+            Some(plugin)
+        );
+        assert_eq!(
+            plugin_option(&args(&["app", &format!("-d{plugin}")])),
+            Some(plugin)
+        );
+        assert_eq!(
+            plugin_option(&args(&["app", "--no-huge", "--vdev=net_null0"])),
+            None
+        );
+        // The program's own name is not an option.
+        assert_eq!(plugin_option(&args(&["-dapp", "-l0"])), None);
+    }
+
+    #[test]
+    fn a_static_build_refuses_a_plugin() {
+        let args = ["app", "--no-huge", "-d", "librte_net_null.so"].map(String::from);
+        match Eal::init(&args) {
+            Err(DpdkError::InvalidArgument(message)) if cfg!(dpdk_static) => {
+                assert!(message.contains("DPSTACK_DPDK_LINK=shared"), "{message}");
+            }
+            // A shared build passes -d on to EAL (not run here: EAL once a
+            // process).
+            other if cfg!(dpdk_static) => panic!("expected a refusal, got {other:?}"),
+            _ => {}
+        }
+    }
 
     #[test]
     fn split_args_cuts_at_the_first_double_dash() {
