@@ -47,7 +47,7 @@ use super::addr::{Compact, Family, Stored};
 use super::membership::{Membership, SSRCS_PER_LEG};
 use super::reports::ReportState;
 use super::LegReport;
-use crate::rtp::{Counters, ReceiveStats, RtpSummary};
+use crate::rtp::{ArrivalClock, Counters, ReceiveStats, RtpSummary};
 use crate::{Channel, Latch, LatchConfig, LegSockets, Verdict};
 use dpstack_stack::time::{Duration, Instant};
 use dpstack_stack::udp::SocketId;
@@ -429,15 +429,34 @@ impl LegState {
     /// type, or `default_rate` for a dynamic one. Per packet: the last
     /// packet's stream, most often this one's, is checked inline; any
     /// other goes to `record_other`.
-    #[inline(always)]
     pub fn record(&mut self, packet: RtpSummary, arrival: Instant, default_rate: u32) {
+        self.record_with(packet, arrival, default_rate, &mut ArrivalClock::new());
+    }
+
+    /// [`LegState::record`] with the receive path's memo of the last
+    /// arrival time converted to RTP units (`clock`). Per packet: always
+    /// inlined.
+    #[inline(always)]
+    pub fn record_with(
+        &mut self,
+        packet: RtpSummary,
+        arrival: Instant,
+        default_rate: u32,
+        clock: &mut ArrivalClock,
+    ) {
         // The last stream's index is of a stream in use, or past
         // `streams` (none in use yet): no count of streams needed.
         let last = usize::from(self.streams_used & LAST);
         if let Some(stream) = self.streams.get_mut(last) {
             if stream.ssrc() == packet.ssrc {
                 // `streams_used` stays as it is.
-                stream.record(packet.seq, packet.timestamp, packet.payload_len, arrival);
+                stream.record_with(
+                    packet.seq,
+                    packet.timestamp,
+                    packet.payload_len,
+                    arrival,
+                    clock,
+                );
                 return;
             }
         }

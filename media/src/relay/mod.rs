@@ -99,6 +99,7 @@ pub use spec::{
     assign_ports, check_peer, generate, parse, LegSpec, LocalPort, SessionPorts, SessionSpec,
 };
 
+use crate::rtp::ArrivalClock;
 use crate::{LatchConfig, LegSockets, SessionId, SessionTable};
 use dpstack_stack::iface::{Batch, InlineHandler, Interface, LcoreContext};
 use dpstack_stack::port::{Buf, Port};
@@ -270,6 +271,9 @@ pub struct Relay {
     started: Vec<SessionId>,
     /// On several lanes: the link to the other lanes ([`lanes`]).
     pub(crate) lanes: Option<LaneLink>,
+    /// The receive path's last arrival time in RTP units (one conversion a
+    /// burst, not a packet).
+    pub(crate) clock: ArrivalClock,
 }
 
 impl Relay {
@@ -284,6 +288,7 @@ impl Relay {
             rng: options.reports.seed | 1,
             started: Vec::new(),
             lanes: None,
+            clock: ArrivalClock::new(),
         }
     }
 

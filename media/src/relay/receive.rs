@@ -18,7 +18,7 @@
 
 use super::addr::Stored;
 use super::{Drops, LaneLink, LegState, Relay, RelayDrop, RelayOptions, Session};
-use crate::rtp::{classify, Compound, Kind, RtcpPacket, RtpSummary};
+use crate::rtp::{classify, ArrivalClock, Compound, Kind, RtcpPacket, RtpSummary};
 use crate::{Channel, Hot, HotEndpoint, Verdict};
 use dpstack_stack::iface::{Batch, LcoreContext, SendError};
 use dpstack_stack::port::{Buf, Port};
@@ -90,13 +90,14 @@ impl Relay {
             options,
             drops,
             lanes,
+            clock,
             ..
         } = self;
         let Some(Hot { at, value }) = table.lookup_hot(datagram.socket()) else {
             count(drops, RelayDrop::UnknownSocket);
             return;
         };
-        if let Err(reason) = value.receive(at, datagram, options, lanes, ctx) {
+        if let Err(reason) = value.receive(at, datagram, (options, clock), lanes, ctx) {
             count(drops, reason);
             let leg = value.legs[at.leg().index()].counters_mut();
             leg.dropped = leg.dropped.saturating_add(1);
@@ -212,7 +213,7 @@ impl Session {
         &mut self,
         at: HotEndpoint<'_>,
         datagram: Datagram<B>,
-        options: &RelayOptions,
+        (options, clock): (&RelayOptions, &mut ArrivalClock),
         lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
@@ -231,7 +232,7 @@ impl Session {
             Channel::Rtcp => None,
         };
         match header {
-            Some(header) => self.rtp(at, datagram, header, options, lanes, ctx),
+            Some(header) => self.rtp(at, datagram, header, (options, clock), lanes, ctx),
             None => self.rtcp(at, datagram, options, lanes, ctx),
         }
     }
@@ -243,7 +244,7 @@ impl Session {
         at: HotEndpoint<'_>,
         datagram: Datagram<B>,
         header: RtpSummary,
-        options: &RelayOptions,
+        (options, clock): (&RelayOptions, &mut ArrivalClock),
         lanes: &mut Option<LaneLink>,
         ctx: &mut LcoreContext<'_, P>,
     ) -> Result<(), RelayDrop> {
@@ -271,7 +272,7 @@ impl Session {
                 lanes.note(at.endpoint().session, leg);
             }
         }
-        this.record(header, now, options.clock_rate);
+        this.record_with(header, now, options.clock_rate, clock);
         if options.echo {
             ctx.reply(datagram);
         } else {

@@ -33,6 +33,51 @@ pub fn rtp_units(arrival: Instant, clock_rate: u32) -> u32 {
     ticks as u32
 }
 
+/// [`rtp_units`] with its last answer remembered. The datagrams of one
+/// receive burst share their arrival time and most streams share a clock
+/// rate, so one lcore's memo converts once a burst instead of once a
+/// packet (the conversion is about 15 instructions; the test is two
+/// compares). Owned by one lcore's receive path.
+#[derive(Debug, Clone, Copy)]
+pub struct ArrivalClock {
+    at: Instant,
+    /// 0 until the first conversion: no conversion is asked at rate 0 (a
+    /// stream without a clock keeps no jitter).
+    rate: u32,
+    units: u32,
+}
+
+impl ArrivalClock {
+    /// A memo that remembers nothing yet.
+    pub const fn new() -> ArrivalClock {
+        ArrivalClock {
+            at: Instant::ZERO,
+            rate: 0,
+            units: 0,
+        }
+    }
+
+    /// `rtp_units(arrival, clock_rate)`, converted only when either
+    /// differs from the last call's. Per packet.
+    #[inline]
+    pub fn units(&mut self, arrival: Instant, clock_rate: u32) -> u32 {
+        if arrival != self.at || clock_rate != self.rate {
+            *self = ArrivalClock {
+                at: arrival,
+                rate: clock_rate,
+                units: rtp_units(arrival, clock_rate),
+            };
+        }
+        self.units
+    }
+}
+
+impl Default for ArrivalClock {
+    fn default() -> ArrivalClock {
+        ArrivalClock::new()
+    }
+}
+
 /// Appendix A.8's jitter estimator for one source.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -87,6 +132,31 @@ mod tests {
 
     fn ms(n: u64) -> Instant {
         Instant::from_nanos(n * 1_000_000)
+    }
+
+    #[test]
+    fn the_memo_answers_as_the_conversion_for_any_order_of_arrivals_and_rates() {
+        let mut clock = ArrivalClock::new();
+        // A burst (one arrival, two rates, back and forth), the next burst,
+        // the epoch itself first at rate 0, then at a real rate.
+        let calls = [
+            (ms(0), 0),
+            (ms(0), 8000),
+            (ms(20), 8000),
+            (ms(20), 8000),
+            (ms(20), 48_000),
+            (ms(20), 8000),
+            (ms(40), 90_000),
+            (Instant::from_nanos(u64::MAX), 8000),
+            (ms(40), 90_000),
+        ];
+        for (arrival, rate) in calls {
+            assert_eq!(
+                clock.units(arrival, rate),
+                rtp_units(arrival, rate),
+                "{arrival:?} at {rate} Hz"
+            );
+        }
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod tests;
 
 pub use header::{Extension, RtpError, RtpHeader, RtpPacket, RtpSummary};
 pub use interval::{deterministic_interval, rtcp_interval, update_avg_rtcp_size, IntervalParams};
+pub use jitter::ArrivalClock;
 pub use mux::{classify, Kind};
 pub use rtcp::{Compound, ReportBlock, RtcpError, RtcpPacket, SenderInfo};
 pub use rtcp_write::{write_bye, write_receiver_report, write_sdes_cname, write_sender_report};

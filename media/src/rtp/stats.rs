@@ -13,7 +13,7 @@
 //! keeping them in a separate `ReceiveStats`).
 
 use super::header::RtpPacket;
-use super::jitter::{rtp_units, Jitter};
+use super::jitter::{ArrivalClock, Jitter};
 use super::rtcp::ReportBlock;
 use super::seq::{clamp_lost_24, SeqOutcome, SeqState};
 use dpstack_stack::time::{Duration, Instant};
@@ -124,15 +124,34 @@ impl ReceiveStats {
     /// Takes one packet of this source: its sequence number, timestamp,
     /// payload length and arrival time. The outcome tells a relay whether to
     /// forward it ([`SeqOutcome::counted`]) and whether it is a duplicate.
-    /// Per packet for a relay: always inlined (a relay leg calls it twice,
-    /// and the compiler would then keep it out of line).
-    #[inline(always)]
     pub fn record(
         &mut self,
         seq: u16,
         timestamp: u32,
         payload_len: usize,
         arrival: Instant,
+    ) -> SeqOutcome {
+        self.record_with(
+            seq,
+            timestamp,
+            payload_len,
+            arrival,
+            &mut ArrivalClock::new(),
+        )
+    }
+
+    /// [`Self::record`], converting the arrival time to the stream's RTP
+    /// clock through `clock`, a receive path's memo of the last conversion.
+    /// Per packet for a relay: always inlined (a relay leg calls it twice,
+    /// and the compiler would then keep it out of line).
+    #[inline(always)]
+    pub fn record_with(
+        &mut self,
+        seq: u16,
+        timestamp: u32,
+        payload_len: usize,
+        arrival: Instant,
+        clock: &mut ArrivalClock,
     ) -> SeqOutcome {
         // 64-bit counters added to per packet: wrapping is one add where
         // saturating is an add and a cmov, and neither can reach 2^64.
@@ -160,7 +179,7 @@ impl ReceiveStats {
         }
         if self.clock_rate != 0 {
             self.jitter
-                .update(rtp_units(arrival, self.clock_rate), timestamp);
+                .update(clock.units(arrival, self.clock_rate), timestamp);
         }
         outcome
     }
