@@ -426,16 +426,17 @@ impl LegState {
     /// Records an accepted RTP packet (its header's fields and payload
     /// size), arrived at `arrival`, in its SSRC's statistics; a new SSRC
     /// gets a slot while there is one, with the clock rate of its payload
-    /// type, or `default_rate` for a dynamic one. Per packet: the last
-    /// packet's stream, most often this one's, is checked inline; any
-    /// other goes to `record_other`.
+    /// type, or `default_rate` for a dynamic one. A receive path calls
+    /// [`LegState::record_with`], with its memo of the arrival time in RTP
+    /// units.
     pub fn record(&mut self, packet: RtpSummary, arrival: Instant, default_rate: u32) {
         self.record_with(packet, arrival, default_rate, &mut ArrivalClock::new());
     }
 
     /// [`LegState::record`] with the receive path's memo of the last
-    /// arrival time converted to RTP units (`clock`). Per packet: always
-    /// inlined.
+    /// arrival time converted to RTP units (`clock`). Per packet: the last
+    /// packet's stream, most often this one's, is checked inline; any
+    /// other goes to `record_other`. Always inlined.
     #[inline(always)]
     pub fn record_with(
         &mut self,
