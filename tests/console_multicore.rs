@@ -321,5 +321,23 @@ fn streams_and_lcores_match_dpdk_testpmd_on_the_same_vdevs() {
             ours.stdout
         );
         assert!(rxtx_shape(&theirs).len() > 10, "{theirs}");
+        remove_testpmds_runtime_dir();
     }
+    assert!(
+        !std::path::Path::new(&runtime_dir()).exists(),
+        "{} left behind",
+        runtime_dir()
+    );
+}
+
+/// The runtime directory of this test's file prefix (`EalArgs::for_test`)
+/// for root, as the suite runs.
+fn runtime_dir() -> String {
+    format!("/var/run/dpdk/dpstack-test-{}", std::process::id())
+}
+
+/// testpmd, unlike our apps, leaves EAL's runtime directory behind (empty:
+/// `--no-shconf`); the console under the same prefix removes its own.
+fn remove_testpmds_runtime_dir() {
+    let _ = std::fs::remove_dir(runtime_dir());
 }
