@@ -104,11 +104,18 @@ fn per_socket_delivery_stamps_each_datagram_with_its_socket_and_time() {
     assert_eq!(recorder.0, vec![(a, Instant::from_nanos(123_456))]);
 }
 
-/// The default `on_burst` splits a burst into per-socket runs.
+/// Records the batches `on_datagrams` gets (socket, length), through the
+/// default `on_burst` (which splits a burst into per-socket runs) or, with
+/// `EACH` (`EACH_DATAGRAM`), the default `on_datagram` (a batch of one).
 #[derive(Default)]
-struct SplitRecorder(Vec<(SocketId, usize)>);
+struct RunRecorder<const EACH: bool>(Vec<(SocketId, usize)>);
 
-impl InlineHandler<MemBuf> for SplitRecorder {
+/// [`RunRecorder`] through the default `on_burst`.
+type SplitRecorder = RunRecorder<false>;
+
+impl<const EACH: bool> InlineHandler<MemBuf> for RunRecorder<EACH> {
+    const EACH_DATAGRAM: bool = EACH;
+
     fn on_datagrams<P: Port<Buf = MemBuf>>(
         &mut self,
         socket: SocketId,
@@ -239,21 +246,7 @@ fn each_datagram_comes_on_its_own_in_arrival_order_with_socket_source_and_time()
 
 /// With `EACH_DATAGRAM` and no `on_datagram` of its own, a handler gets
 /// each datagram as a batch of one.
-#[derive(Default)]
-struct EachAsBatches(Vec<(SocketId, usize)>);
-
-impl InlineHandler<MemBuf> for EachAsBatches {
-    const EACH_DATAGRAM: bool = true;
-
-    fn on_datagrams<P: Port<Buf = MemBuf>>(
-        &mut self,
-        socket: SocketId,
-        batch: &mut Batch<MemBuf>,
-        _: &mut LcoreContext<'_, P>,
-    ) {
-        self.0.push((socket, batch.len()));
-    }
-}
+type EachAsBatches = RunRecorder<true>;
 
 #[test]
 fn the_default_on_datagram_hands_a_batch_of_one_to_on_datagrams() {
