@@ -32,7 +32,10 @@
 //! Invariants: the published snapshot's generation increases by one per
 //! publish, and equals the atomic after the store (a reader that sees the
 //! new generation loads at least that snapshot); a snapshot is made from
-//! the master under the lock, so it never shows half a write.
+//! the master under the lock, so it never shows half a write; `pending` is
+//! written only under the lock, set after a deferred write and cleared
+//! only once the publish that carries it is stored, so a refresh that
+//! begins after a deferred write returned sees that write.
 
 use arc_swap::ArcSwap;
 use core::ops::{Deref, DerefMut};
@@ -135,12 +138,18 @@ impl<M: Authoritative> Tables<M> {
 
     /// Publishes the writes not published yet, if any (one atomic load
     /// when there are none).
+    ///
+    /// `pending` is cleared only after the snapshot and its generation are
+    /// stored: a reader that loads it clear (and then the generation)
+    /// cannot miss a publish still under way, which it would if the flag
+    /// were cleared first.
     #[inline]
     fn publish_pending(&self) {
         if self.pending.load(Ordering::Acquire) {
             let mut master = self.lock();
-            if self.pending.swap(false, Ordering::AcqRel) {
+            if self.pending.load(Ordering::Acquire) {
                 self.publish(&mut master);
+                self.pending.store(false, Ordering::Release);
             }
         }
     }
@@ -151,8 +160,9 @@ impl<M: Authoritative> Tables<M> {
     pub(crate) fn edit<R>(&self, write: impl FnOnce(&mut M) -> R) -> (R, Arc<M::Snapshot>) {
         let mut master = self.lock();
         let result = write(&mut master);
+        let snapshot = self.publish(&mut master);
         self.pending.store(false, Ordering::Release);
-        (result, self.publish(&mut master))
+        (result, snapshot)
     }
 
     /// The newest state, with the writes not published yet published
@@ -241,7 +251,8 @@ impl<M: Authoritative> SharedView<M> {
     /// pipeline refreshes at the start of its poll) or read of the control
     /// path, so a run publishes once, not once per write.
     pub(crate) fn edit_later<R>(&mut self, write: impl FnOnce(&mut M) -> R) -> R {
-        let result = write(&mut self.tables.lock());
+        let mut master = self.tables.lock();
+        let result = write(&mut master);
         self.tables.pending.store(true, Ordering::Release);
         result
     }
@@ -255,9 +266,82 @@ impl<M: Authoritative> SharedView<M> {
         let before = master.neighbor_generations();
         let result = write(&mut master);
         if master.neighbor_generations() != before {
-            self.tables.pending.store(false, Ordering::Release);
             self.snapshot = self.tables.publish(&mut master);
+            self.tables.pending.store(false, Ordering::Release);
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+    use std::time::{Duration, Instant};
+
+    /// A master holding one number; its snapshots carry it.
+    #[derive(Debug, Default)]
+    struct Number {
+        value: u64,
+        generation: u64,
+    }
+
+    impl Authoritative for Number {
+        type Snapshot = (u64, u64);
+
+        fn next_snapshot(&mut self) -> (u64, u64) {
+            self.generation += 1;
+            (self.value, self.generation)
+        }
+
+        fn generation(snapshot: &(u64, u64)) -> u64 {
+            snapshot.1
+        }
+
+        fn neighbor_generations(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn a_refresh_sees_every_deferred_write_that_returned_before_it_even_mid_publish() {
+        const WRITES: u64 = 20_000;
+        let tables = Tables::new(Number::default());
+        let written = Arc::new(AtomicU64::new(0));
+        let writer = {
+            let (mut view, written) = (SharedView::new(Arc::clone(&tables)), Arc::clone(&written));
+            std::thread::spawn(move || {
+                for value in 1..=WRITES {
+                    view.edit_later(|master| master.value = value);
+                    written.store(value, Ordering::SeqCst);
+                    // The writer's own refresh publishes, racing the reader's.
+                    view.refresh();
+                }
+            })
+        };
+        let mut reader = SharedView::new(Arc::clone(&tables));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (mut stale, mut first_stale) = (0u64, None);
+        loop {
+            let before = written.load(Ordering::SeqCst);
+            reader.refresh();
+            if reader.0 < before {
+                stale += 1;
+                first_stale.get_or_insert((reader.0, before));
+            }
+            if before == WRITES || Instant::now() > deadline {
+                break;
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(
+            written.load(Ordering::SeqCst),
+            WRITES,
+            "the writer finished in time"
+        );
+        assert_eq!(
+            stale, 0,
+            "refreshes missed a write made before them, the first (seen, written): {first_stale:?}"
+        );
     }
 }
