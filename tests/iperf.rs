@@ -366,7 +366,7 @@ fn udp_over_memif_with_faults(
 ) -> (f64, f64, u64) {
     let socket = format!("/tmp/{}.sock", unique_name("dpstack-iperf-"));
     let _ = std::fs::remove_file(&socket);
-    let _cleanup = RemoveOnDrop(socket.clone());
+    let _cleanup = RemoveOnDrop::new(&socket);
     let vdev = |role: &str| format!("net_memif0,role={role},socket={socket},socket-abstract=no");
     let faults = |spec: Option<&str>| match spec {
         Some(spec) => vec!["--faults".to_string(), spec.to_string()],

@@ -89,7 +89,7 @@ fn tap_port_is_a_kernel_interface_in_a_test_namespace() {
 fn two_dpstack_processes_talk_over_memif() {
     let socket = format!("/tmp/{}.sock", unique_name("dpstack-memif-"));
     let _ = std::fs::remove_file(&socket);
-    let _cleanup = RemoveOnDrop(socket.clone());
+    let _cleanup = RemoveOnDrop::new(&socket);
     let server_vdev = format!("net_memif0,role=server,socket={socket},socket-abstract=no");
     let client_vdev = format!("net_memif0,role=client,socket={socket},socket-abstract=no");
     // Both run the interactive prompt, so the link is torn down only after

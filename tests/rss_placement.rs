@@ -74,6 +74,7 @@ fn net_null_reports_rss_but_gives_no_placement() {
 #[test]
 fn memif_and_ring_give_no_placement() {
     let socket = format!("/tmp/{}.sock", common::unique_name("dpsrp"));
+    let _cleanup = common::RemoveOnDrop::new(&socket);
     let memif = format!("net_memif0,role=server,socket={socket},socket-abstract=no");
     let _eal = common::eal(1, &[&memif, "net_ring0"]);
     for (at, name) in available_ports().into_iter().zip(["rp_memif", "rp_ring"]) {

@@ -99,7 +99,7 @@ fn connections_from_both_lanes_to_the_kernel_come_back_intact() {
 fn two_processes_on_two_lanes_each_run_transactions_over_two_memif_queues() {
     let socket = format!("/tmp/{}.sock", unique_name("dpstack-tcplanes-"));
     let _ = std::fs::remove_file(&socket);
-    let _cleanup = RemoveOnDrop(socket.clone());
+    let _cleanup = RemoveOnDrop::new(&socket);
     let vdev = |role: &str| format!("net_memif0,role={role},socket={socket},socket-abstract=no");
     let server = AppProcess::echo(
         &three_lcores(&vdev("server")),

@@ -12,7 +12,7 @@ use common::{app_counter, child_eal_args, stop_memif_pair, unique_name, AppProce
 fn transfer(mtu: u16, bytes: usize) -> (common::ConsoleOutput, common::ConsoleOutput) {
     let socket = format!("/tmp/{}-{mtu}.sock", unique_name("dpstack-tcpmemif-"));
     let _ = std::fs::remove_file(&socket);
-    let _cleanup = RemoveOnDrop(socket.clone());
+    let _cleanup = RemoveOnDrop::new(&socket);
     let bsize = if mtu > 1500 { ",bsize=9216" } else { "" };
     let vdev =
         |role: &str| format!("net_memif0,role={role},socket={socket},socket-abstract=no{bsize}");

@@ -4,6 +4,9 @@
 //! EAL can be initialised only once per process.
 #![allow(dead_code)]
 
+pub mod cleanup;
+
+use cleanup::Leftover;
 use dpstack::eal::{Eal, EalArgs};
 
 /// Initialises EAL for this test process with `lcores` lcores and `vdevs`.
@@ -108,6 +111,9 @@ impl AppProcess {
             .iter()
             .find_map(|a| a.strip_prefix("--file-prefix="))
             .map(|prefix| std::path::Path::new("/var/run/dpdk").join(prefix));
+        if let Some(dir) = &runtime_dir {
+            cleanup::register(Leftover::EmptyDir(dir.clone()));
+        }
         AppProcess {
             child: Some(child),
             stdout,
@@ -205,6 +211,7 @@ impl Drop for AppProcess {
             if let Some(dir) = &self.runtime_dir {
                 // Only if empty: never anything a live process still uses.
                 let _ = std::fs::remove_dir(dir);
+                cleanup::release(&Leftover::EmptyDir(dir.clone()));
             }
         }
     }
@@ -451,10 +458,12 @@ impl Netns {
         socat_in(&self.name, address, input)
     }
 
-    /// Creates a namespace (replacing a stale one of the same name).
+    /// Creates a namespace (replacing a stale one of the same name),
+    /// deleted also if a signal ends the test ([`cleanup`]).
     pub fn create(name: &str) -> Netns {
         let _ = Command::new("ip").args(["netns", "del", name]).output();
         run("ip", &["netns", "add", name]);
+        cleanup::register(Leftover::Netns(name.to_owned()));
         Netns {
             name: name.to_owned(),
         }
@@ -505,24 +514,8 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        // Whatever still runs in the namespace was started in it by this
-        // test (a server's forked children, say): end it with the namespace,
-        // or it would outlive the test.
-        if let Ok(pids) = Command::new("ip")
-            .args(["netns", "pids", &self.name])
-            .output()
-        {
-            let pids: Vec<String> = String::from_utf8_lossy(&pids.stdout)
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect();
-            if !pids.is_empty() {
-                let _ = Command::new("kill").arg("-KILL").args(&pids).output();
-            }
-        }
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output();
+        cleanup::delete_netns(&self.name);
+        cleanup::release(&Leftover::Netns(self.name.clone()));
     }
 }
 
@@ -556,12 +549,21 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
 }
 
 /// Removes a file (a memif socket, a pid file) when dropped, also when the
-/// test fails.
-pub struct RemoveOnDrop(pub String);
+/// test fails or a signal ends it ([`cleanup`]).
+pub struct RemoveOnDrop(String);
+
+impl RemoveOnDrop {
+    /// Removes `path` when dropped.
+    pub fn new(path: &str) -> RemoveOnDrop {
+        cleanup::register(Leftover::File(path.into()));
+        RemoveOnDrop(path.to_owned())
+    }
+}
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        cleanup::release(&Leftover::File(self.0.as_str().into()));
     }
 }
 
@@ -689,7 +691,7 @@ pub fn latency_over_memif(
 ) -> (ConsoleOutput, ConsoleOutput) {
     let socket = format!("/tmp/{}.sock", unique_name(name));
     let _ = std::fs::remove_file(&socket);
-    let _cleanup = RemoveOnDrop(socket.clone());
+    let _cleanup = RemoveOnDrop::new(&socket);
     let vdev = |role: &str| format!("net_memif0,role={role},socket={socket},socket-abstract=no");
     let mut server = vec![
         "--ip",
