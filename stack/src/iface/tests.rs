@@ -939,3 +939,4 @@ mod reuseport_lcores;
 mod soak;
 mod syn_cookies;
 mod tcp_memory;
+mod transmit;

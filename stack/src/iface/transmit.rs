@@ -4,11 +4,14 @@
 //!
 //! The bottom of the pipeline: every send path queues through [`Out::push`],
 //! and nothing here knows about IP. Invariant: a frame handed to [`Out`] is
-//! either sent in a burst or freed and counted (`TxDeviceFull`,
-//! `TxNoRoute`); it is never lost silently.
+//! sent in a burst, or held in its batch for the next flush (the device's
+//! queue was full: a poll later it usually has room, and a TCP segment
+//! held is not one to recover by retransmission), or freed and counted
+//! (`TxDeviceFull` when the batch itself is full, `TxNoRoute`); it is never
+//! lost silently while the interface lives.
 
 use crate::counters::{Counters, DropReason, Stat};
-use crate::port::{send_burst, Buf, MacAddr, Port};
+use crate::port::{Buf, MacAddr, Port};
 use arrayvec::ArrayVec;
 
 /// Packets collected before one `tx_burst`.
@@ -59,25 +62,38 @@ impl<B: Buf> TxBatch<B> {
         }
     }
 
-    /// Queues `buf`; sends the batch first if it is full.
+    /// Queues `buf`; sends the batch first if it is full, and drops `buf`,
+    /// counted, if the device took none of it.
     #[inline]
     pub fn push<P: Port<Buf = B>>(&mut self, port: &mut P, buf: B, counters: &Counters) {
         if self.bufs.is_full() {
             self.flush(port, counters);
         }
-        self.bufs.push(buf);
+        if self.bufs.try_push(buf).is_err() {
+            counters.count_drop(DropReason::TxDeviceFull);
+        }
     }
 
-    /// Sends everything queued; counts what the device refused.
+    /// Sends what is queued, retrying the refused tail `retries` times;
+    /// what the device still refuses stays queued, in order, for the next
+    /// flush.
     pub fn flush<P: Port<Buf = B>>(&mut self, port: &mut P, counters: &Counters) {
         if self.bufs.is_empty() {
             return;
         }
-        let outcome = send_burst(port, &mut self.bufs, self.retries);
-        counters.add(Stat::EthOutFrames, outcome.sent as u64);
-        for _ in 0..outcome.dropped {
-            counters.count_drop(DropReason::TxDeviceFull);
+        let mut sent = port.tx_burst(&mut self.bufs);
+        for _ in 0..self.retries {
+            if self.bufs.is_empty() {
+                break;
+            }
+            sent += port.tx_burst(&mut self.bufs);
         }
+        counters.add(Stat::EthOutFrames, sent as u64);
+    }
+
+    /// Frames held for the next flush.
+    pub fn held(&self) -> usize {
+        self.bufs.len()
     }
 }
 
@@ -137,7 +153,9 @@ impl<'a, P: Port> Out<'a, P> {
             if let Some(port) = self.ports.get_mut(link) {
                 batch.flush(port, counters);
             }
-            // A flush empties the batch (the unsent tail is freed, counted).
+            // What the device refused stays in the batch; a frame that
+            // finds it still full is dropped (the newest, as a full
+            // device queue drops its tail).
             if batch.bufs.try_push(full.element()).is_err() {
                 counters.count_drop(DropReason::TxDeviceFull);
             }
