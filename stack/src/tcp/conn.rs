@@ -134,7 +134,8 @@ pub struct Connection {
     pub(crate) fin_queued: bool,
     /// The end of the last small (under-MSS) segment sent: Nagle holds the
     /// next small one while this is unacknowledged (Minshall's variant,
-    /// as Linux).
+    /// as Linux). Never behind `snd_una` (raised with it), so that it
+    /// stays comparable however far the connection goes.
     pub(crate) snd_sml: Seq,
     // Receive side.
     pub(crate) irs: Seq,
@@ -175,7 +176,8 @@ pub struct Connection {
     /// When new data left, for RACK's detection of lost first
     /// transmissions.
     pub(crate) send_times: SendTimes,
-    /// Every unsacked byte below it is lost by RACK's time rule.
+    /// Every unsacked byte below it is lost by RACK's time rule. Never
+    /// behind `snd_una` (raised with it), like `snd_sml`.
     pub(crate) rack_edge: Seq,
     /// The peer reported a spurious retransmission (a D-SACK): the path
     /// reorders, so RACK allows its reordering window even in recovery.

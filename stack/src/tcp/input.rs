@@ -447,6 +447,16 @@ impl Connection {
         if self.snd_nxt < self.snd_una {
             self.snd_nxt = self.snd_una;
         }
+        // Marks left behind SND.UNA would, 2^31 bytes later, compare as
+        // ahead of it (sequence numbers compare modulo 2^32): RACK's edge
+        // would call everything outstanding lost, Nagle would hold every
+        // small segment. They follow SND.UNA up.
+        if self.rack_edge < self.snd_una {
+            self.rack_edge = self.snd_una;
+        }
+        if self.snd_sml < self.snd_una {
+            self.snd_sml = self.snd_una;
+        }
         let sample = self.sample_rtt(seg, ack_no, now);
         self.retries = 0;
         self.path_mtu_on_ack(ack_no, now);

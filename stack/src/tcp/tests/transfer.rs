@@ -283,3 +283,39 @@ fn a_window_shrunk_to_zero_over_data_in_flight_is_probed_not_left_to_time_out() 
     assert_eq!(t.conn.retries, 0);
     assert!(t.conn.send_buf.is_empty());
 }
+
+#[test]
+fn the_send_marks_follow_the_acknowledged_edge() {
+    // RACK's edge and Nagle's last small segment are compared with
+    // SND.UNA modulo 2^32: a mark left behind it would, 2^31 bytes later,
+    // read as ahead of it (everything outstanding "lost", every small
+    // segment held). They never fall behind it.
+    let mut t = established();
+    assert_eq!(t.write(&[7u8; 2500]), 2500);
+    t.run(
+        "
+        +0 > . 1:1001(1000) ack 1
+        +0 > . 1001:2001(1000) ack 1
+        +0 > P. 2001:2501(500) ack 1
+        +0.01 < . 1:1(0) ack 2501 win 8000
+        ",
+    );
+    assert_eq!(t.write(&[8u8; 4000]), 4000);
+    t.run(
+        "
+        +0 > . 2501:3501(1000) ack 1
+        +0 > . 3501:4501(1000) ack 1
+        +0 > . 4501:5501(1000) ack 1
+        +0 > P. 5501:6501(1000) ack 1
+        +0.01 < . 1:1(0) ack 6501 win 8000
+        ",
+    );
+    t.quiet();
+    let c = &t.conn;
+    assert_eq!(c.snd_una, c.snd_max, "all acknowledged");
+    assert!(
+        c.rack_edge >= c.snd_una,
+        "RACK's edge is not behind SND.UNA"
+    );
+    assert!(c.snd_sml >= c.snd_una, "Nagle's mark is not behind SND.UNA");
+}
