@@ -615,8 +615,8 @@ impl Connection {
     /// Moves received bytes into `out`. `Ok(0)` with a non-empty `out`
     /// means end of stream if [`Connection::at_eof`], else nothing yet. A
     /// read that opens the window by an MSS (or half the buffer) schedules
-    /// a window update; one that empties a ring at its starting size gives
-    /// the storage back to `pool`.
+    /// a window update, unless the peer's FIN came; one that empties a
+    /// ring at its starting size gives the storage back to `pool`.
     pub fn recv(&mut self, out: &mut [u8], pool: &mut BufferPool) -> Result<usize, TcpError> {
         let n = self.recv_buf.read(out, pool);
         self.tuning.copied += n;
@@ -636,8 +636,9 @@ impl Connection {
         let now_open = self.recv_buf.window();
         // Receiver-side silly window avoidance (RFC 9293 3.8.6.2.2): an
         // update once the window can grow by min(half the buffer, an MSS).
+        // None after the peer's FIN: it sends nothing more.
         let step = usize::from(self.mss).min(self.recv_buf.capacity() / 2);
-        if now_open >= advertised + step {
+        if now_open >= advertised + step && !self.fin_received {
             self.ack_now = true;
         }
         Ok(n)

@@ -319,3 +319,24 @@ fn the_send_marks_follow_the_acknowledged_edge() {
     );
     assert!(c.snd_sml >= c.snd_una, "Nagle's mark is not behind SND.UNA");
 }
+
+#[test]
+fn reading_after_the_peers_fin_sends_no_window_update() {
+    // The peer sends nothing after its FIN: a window it can no longer use
+    // is not worth a segment.
+    let mut config = config();
+    config.recv_buffer = 4000;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 win 4000
+        +0.01 < . 1:1(0) ack 1 win 8000
+        +0 < . 1:1001(1000) ack 1 win 8000
+        +0 < F. 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 2002 win 2000
+        ",
+    );
+    assert_eq!(t.read_all().len(), 2000);
+    assert!(t.conn.at_eof());
+    t.quiet();
+}
