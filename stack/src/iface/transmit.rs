@@ -90,11 +90,6 @@ impl<B: Buf> TxBatch<B> {
         }
         counters.add(Stat::EthOutFrames, sent as u64);
     }
-
-    /// Frames held for the next flush.
-    pub fn held(&self) -> usize {
-        self.bufs.len()
-    }
 }
 
 /// Where a poll's packets leave: the ports, in link order, and a transmit
