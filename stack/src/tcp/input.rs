@@ -403,6 +403,11 @@ impl Connection {
             }
             self.sack_after_ack(duplicate, now);
             self.prr_on_ack(mark);
+        } else if duplicate {
+            // Counted here too for limited transmit (`output`).
+            self.dup_acks += 1;
+        } else if advanced {
+            self.dup_acks = 0;
         }
         // Window update (RFC 9293 3.10.7.4, SND.WL1/WL2).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack_no) {

@@ -159,7 +159,7 @@ impl Connection {
             // window.
             Some(r) => r.sndcnt.min(self.snd_wnd.saturating_sub(self.flight())) as usize,
             None => {
-                let window = self.snd_wnd.min(self.cc.window());
+                let window = self.snd_wnd.min(self.cc.window() + self.limited_transmit());
                 window.saturating_sub(self.in_flight()) as usize
             }
         };
@@ -250,6 +250,18 @@ impl Connection {
             self.pacer.sent(now, copied, window, self.rtt.srtt(), mss);
         }
         Some((self.acked(header), copied))
+    }
+
+    /// RFC 3042's limited transmit, without SACK: the first and second
+    /// duplicate ACK each let one new segment go beyond the congestion
+    /// window, so that a window too small to bring three duplicates back
+    /// gets its fast retransmit rather than a timeout. (With SACK the
+    /// sacked segments already leave the flight: the same effect.)
+    fn limited_transmit(&self) -> u32 {
+        if self.sack_ok || self.cc.in_recovery() || self.snd_nxt != self.snd_max {
+            return 0;
+        }
+        self.dup_acks.min(2) * u32::from(self.mss)
     }
 
     /// True if `usable` bytes of room are the congestion window's limit

@@ -136,3 +136,36 @@ fn cubic_is_the_default_and_newreno_stays_selectable() {
     switched.conn.set_congestion(Algorithm::Cubic);
     assert_eq!(switched.conn.congestion(), Algorithm::Cubic);
 }
+
+#[test]
+fn without_sack_the_first_two_duplicates_each_send_a_new_segment() {
+    // RFC 3042's limited transmit: a window too small to bring three
+    // duplicate ACKs back otherwise still gets its fast retransmit.
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 60000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460>
+        +0.01 < . 1:1(0) ack 1 win 60000
+        ",
+    );
+    assert_eq!(t.write(&[3u8; 12000]), 12000);
+    let first_flight: String = (0..10)
+        .map(|i| format!("+0 > . {}:{}(1000) ack 1\n", 1 + i * 1000, 1001 + i * 1000))
+        .collect();
+    t.run(&first_flight);
+    t.run(
+        "
+        // The first segment is lost: the others bring duplicates.
+        +0.01 < . 1:1(0) ack 1 win 60000
+        +0 > . 10001:11001(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 60000
+        +0 > P. 11001:12001(1000) ack 1
+        +0 < . 1:1(0) ack 1 win 60000
+        +0 > . 1:1001(1000) ack 1
+        +0.01 < . 1:1(0) ack 12001 win 60000
+        ",
+    );
+    t.quiet();
+    assert!(t.conn.send_buf.is_empty());
+    assert_eq!(t.conn.loss.reno_recoveries, 1);
+}
