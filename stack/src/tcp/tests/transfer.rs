@@ -110,8 +110,9 @@ fn a_zero_window_is_probed_until_it_opens() {
     t.quiet();
 }
 
-#[test]
-fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
+/// An established passive connection (MSS 1000) whose receive buffer
+/// holds 4000 bytes.
+fn established_with_4000_byte_receive_buffer() -> Script {
     let mut config = config();
     config.recv_buffer = 4000;
     let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
@@ -119,6 +120,16 @@ fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
         "
         +0 > S. 0:0(0) ack 1 win 4000
         +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t
+}
+
+#[test]
+fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
+    let mut t = established_with_4000_byte_receive_buffer();
+    t.run(
+        "
         +0 < . 1:1001(1000) ack 1 win 8000
         +0 < . 1001:2001(1000) ack 1 win 8000
         +0 > . 1:1(0) ack 2001 win 2000
@@ -324,13 +335,9 @@ fn the_send_marks_follow_the_acknowledged_edge() {
 fn reading_after_the_peers_fin_sends_no_window_update() {
     // The peer sends nothing after its FIN: a window it can no longer use
     // is not worth a segment.
-    let mut config = config();
-    config.recv_buffer = 4000;
-    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    let mut t = established_with_4000_byte_receive_buffer();
     t.run(
         "
-        +0 > S. 0:0(0) ack 1 win 4000
-        +0.01 < . 1:1(0) ack 1 win 8000
         +0 < . 1:1001(1000) ack 1 win 8000
         +0 < F. 1001:2001(1000) ack 1 win 8000
         +0 > . 1:1(0) ack 2002 win 2000
