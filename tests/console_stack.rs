@@ -152,7 +152,18 @@ fn the_stack_keeps_its_addresses_across_stop_and_start() {
         "Error: gateway 192.0.2.1 is on none of the ports' networks: give a gateway inside an \
          --ip prefix\n"
     );
+    assert_eq!(
+        console.say("route add default via 10.9.0.1"),
+        "Error: gateway 10.9.0.1 is one of the stack's own addresses: give another host on the \
+         port's network\n"
+    );
     assert_eq!(console.say("route add default via 10.9.0.254"), "");
+    // No loopback: said at once, no ARP request for our own address.
+    assert_eq!(
+        console.say("ping 10.9.0.1 count 1"),
+        "ping: 10.9.0.1 is one of the stack's own addresses (it has no loopback)\n"
+    );
+    assert!(!console.say("show neigh").contains("10.9.0.1"));
     console.say("stop");
     assert_has(&console.say("start"), "stack packet forwarding - ports=2");
     assert_eq!(

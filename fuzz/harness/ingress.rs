@@ -105,6 +105,7 @@ fn is_rx_drop(reason: DropReason) -> bool {
         reason,
         DropReason::TxNoRoute
             | DropReason::TxNeighborUnresolved
+            | DropReason::TxOwnAddress
             | DropReason::TxDeviceFull
             | DropReason::TxNoBuffer
             | DropReason::TxTooBig

@@ -113,6 +113,8 @@ reasons! {
     TxNoRoute = "tx_no_route",
     /// Neighbour unresolved and its wait queue full, or resolution failed.
     TxNeighborUnresolved = "tx_neighbor_unresolved",
+    /// An outgoing packet to one of our own addresses (no loopback).
+    TxOwnAddress = "tx_own_address",
     /// The device refused the packet after the retries.
     TxDeviceFull = "tx_device_full",
     /// No buffer could be allocated for an outgoing packet.

@@ -298,6 +298,11 @@ impl<B: Buf> StackState<B> {
             .send_echo_request(ports, now, dst, (run.ident, 1), &ping::DATA)
         {
             Err(SendError::NoRoute) => return Err("ping: connect: Network is unreachable\n".into()),
+            Err(SendError::OwnAddress) => {
+                return Err(format!(
+                    "ping: {dst} is one of the stack's own addresses (it has no loopback)\n"
+                ))
+            }
             Ok(()) | Err(_) => run.sent(now),
         }
         for port in ports.iter_mut() {

@@ -195,6 +195,10 @@ impl NextHopAddr for Ipv4Addr {
         &link.neighbors
     }
 
+    fn is_ours<B: Buf>(core: &Core<B>, _link: usize, ip: Ipv4Addr) -> bool {
+        core.is_local(ip)
+    }
+
     fn ask<P: Port>(
         core: &mut Core<P::Buf>,
         out: &mut Out<'_, P>,

@@ -8,7 +8,7 @@ use crate::port::{ChecksumStatus, MacAddr};
 use crate::reassembly::ReassemblyConfig;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
 use crate::wire::ipv6::link_local_from_mac;
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Most links (ports) one interface drives.
 pub const MAX_LINKS: usize = 8;
@@ -200,6 +200,9 @@ pub enum ConfigError {
     DuplicateAddress6(Ipv6Addr),
     /// A gateway outside every link's connected networks.
     GatewayNotOnLink(Ipv4Addr),
+    /// A gateway that is one of the stack's own addresses (a route through
+    /// it would ask the link for our own MAC).
+    GatewayIsOurs(IpAddr),
     /// A link number the interface does not have.
     NoSuchLink(usize),
     /// An IPv6 gateway that is neither on a link's prefixes nor a
@@ -242,6 +245,11 @@ impl core::fmt::Display for ConfigError {
                 f,
                 "gateway {ip} is on none of the ports' networks: \
                  give a gateway inside an --ip prefix"
+            ),
+            ConfigError::GatewayIsOurs(ip) => write!(
+                f,
+                "gateway {ip} is one of the stack's own addresses: \
+                 give another host on the port's network"
             ),
             ConfigError::NoSuchLink(link) => write!(f, "there is no port {link}"),
             ConfigError::NoRandomness(e) => write!(

@@ -108,9 +108,6 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
     /// sends fragment to the link MTU, and only TCP reads its table.
     const LEARNS_PATH_MTU: bool;
 
-    /// True if `ip` is one of our addresses, as seen from `link`.
-    fn is_ours<B: Buf>(core: &Core<B>, link: usize, ip: Self) -> bool;
-
     /// True if `ip` names a group (no error answers a packet sent to one
     /// unless it says so).
     fn is_group(ip: Self) -> bool;

@@ -100,10 +100,6 @@ impl IcmpFamily for Ipv4Addr {
     const BAD_QUOTE: DropReason = DropReason::IcmpBadQuote;
     const LEARNS_PATH_MTU: bool = false;
 
-    fn is_ours<B: Buf>(core: &Core<B>, _link: usize, ip: Ipv4Addr) -> bool {
-        core.is_local(ip)
-    }
-
     fn is_group(ip: Ipv4Addr) -> bool {
         // Directed broadcasts never get here: the receive path answers only
         // packets to our own addresses.

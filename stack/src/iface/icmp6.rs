@@ -121,10 +121,6 @@ impl IcmpFamily for Ipv6Addr {
     const BAD_QUOTE: DropReason = DropReason::Icmp6BadQuote;
     const LEARNS_PATH_MTU: bool = true;
 
-    fn is_ours<B: Buf>(core: &Core<B>, link: usize, ip: Ipv6Addr) -> bool {
-        core.is_local6(link, ip)
-    }
-
     fn is_group(ip: Ipv6Addr) -> bool {
         ip.is_multicast()
     }

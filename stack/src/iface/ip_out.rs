@@ -217,23 +217,27 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
         self.core.shared.config.checksum.accepts(offload, verify)
     }
 
+    /// No route leads to one of our own addresses: the stack has no
+    /// loopback, so a connection to itself fails at once.
     fn route(&mut self, local: IpAddr, remote: IpAddr, scope: u32) -> Option<PeerRoute> {
         match (local, remote) {
             (_, IpAddr::V4(dst)) => {
-                self.core
-                    .shared
-                    .ip
-                    .v4
-                    .routes
-                    .next_hop(dst)
-                    .map(|hop| PeerRoute {
-                        link: usize::from(hop.port),
-                        source: IpAddr::V4(hop.source),
-                    })
+                let hop = self.core.shared.ip.v4.routes.next_hop(dst)?;
+                if self.core.is_local(hop.via) {
+                    return None;
+                }
+                Some(PeerRoute {
+                    link: usize::from(hop.port),
+                    source: IpAddr::V4(hop.source),
+                })
             }
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let to = SocketAddrV6::new(dst, 0, 0, scope);
-                udp::path6(self.core, src, &to).map(|path| PeerRoute {
+                let path = udp::path6(self.core, src, &to)?;
+                if self.core.is_local6(path.link, dst) {
+                    return None;
+                }
+                Some(PeerRoute {
                     link: path.link,
                     source: IpAddr::V6(path.source),
                 })

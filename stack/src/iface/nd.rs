@@ -540,6 +540,10 @@ impl NextHopAddr for Ipv6Addr {
         &link.neighbors6
     }
 
+    fn is_ours<B: Buf>(core: &Core<B>, link: usize, ip: Ipv6Addr) -> bool {
+        core.is_local6(link, ip)
+    }
+
     fn ask<P: Port>(
         core: &mut Core<P::Buf>,
         out: &mut Out<'_, P>,

@@ -20,7 +20,7 @@ use super::LinkNeighbors;
 use super::{Core, Link};
 use crate::counters::DropReason;
 use crate::neighbor::{NeighborAddr, NeighborCache, NeighborState, NeighborView, Resolution};
-use crate::port::{MacAddr, Port};
+use crate::port::{Buf, MacAddr, Port};
 use crate::time::Instant;
 
 /// An address family whose next hops a link's neighbour cache resolves.
@@ -30,6 +30,9 @@ pub(super) trait NextHopAddr: NeighborAddr {
 
     /// What the packet path reads of the link's neighbours of this family.
     fn view(link: &Link) -> &NeighborView<Self>;
+
+    /// True if `ip` is one of our addresses, as seen from `link`.
+    fn is_ours<B: Buf>(core: &Core<B>, link: usize, ip: Self) -> bool;
 
     /// Asks the link who has `target`: an ARP request from `source`, or a
     /// neighbour solicitation (whose source follows the target's prefix,
@@ -71,6 +74,12 @@ pub(super) fn send_to_neighbor<P: Port, A: NextHopAddr>(
             A::transmit(core, out, link, buf)?;
             return Ok(Some(mac));
         }
+    }
+    // Only an unknown next hop gets here, so the test costs the steady
+    // state nothing.
+    if A::is_ours(core, link, via) {
+        core.lcore.counters.count_drop(DropReason::TxOwnAddress);
+        return Err(SendError::OwnAddress);
     }
     let resolution = core
         .shared

@@ -14,12 +14,16 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// Adds (or replaces) a static route to `prefix` through `gateway`, which
-/// must be on a link's connected network (that link carries it).
+/// must be on a link's connected network (that link carries it) and not
+/// one of our own addresses.
 pub(super) fn add_route<B: Buf>(
     shared: &mut SharedState<B>,
     prefix: Ipv4Cidr,
     gateway: Ipv4Addr,
 ) -> Result<(), ConfigError> {
+    if shared.local.contains(&gateway) {
+        return Err(ConfigError::GatewayIsOurs(gateway.into()));
+    }
     let link = (shared.links.iter())
         .position(|l| l.on_link(gateway))
         .ok_or(ConfigError::GatewayNotOnLink(gateway))?;
@@ -53,7 +57,8 @@ pub(super) fn add_link_route<B: Buf>(
 
 /// Adds (or replaces) a static IPv6 route to `prefix` through `gateway`: a
 /// global gateway must be on a link's prefix (that link carries it); a
-/// link-local one needs its `link` unless only one link runs IPv6.
+/// link-local one needs its `link` unless only one link runs IPv6. Either
+/// must be another host's address, not one of that link's own.
 pub(super) fn add_route6<B: Buf>(
     shared: &mut SharedState<B>,
     prefix: Ipv6Cidr,
@@ -78,6 +83,9 @@ pub(super) fn add_route6<B: Buf>(
             .find(|&l| links[l].on_link6(gateway) && link.is_none_or(|given| given == l));
         on.ok_or(ConfigError::Gateway6NotOnLink(gateway))?
     };
+    if links[link].has_address6(gateway) || links[link].is_tentative6(gateway) {
+        return Err(ConfigError::GatewayIsOurs(gateway.into()));
+    }
     let source = links[link]
         .route_source6()
         .ok_or(ConfigError::Gateway6NotOnLink(gateway))?;

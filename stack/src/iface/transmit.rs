@@ -30,6 +30,10 @@ pub enum SendError {
     NoBuffer,
     /// The neighbour is unresolved and its wait queue is full.
     NeighborUnresolved,
+    /// The destination (or its gateway) is one of the stack's own
+    /// addresses: the stack has no loopback, and asking the link for our
+    /// own MAC would only time out.
+    OwnAddress,
 }
 
 impl core::fmt::Display for SendError {
@@ -40,6 +44,9 @@ impl core::fmt::Display for SendError {
             SendError::TooLarge => "datagram too large for one buffer",
             SendError::NoBuffer => "no buffer available",
             SendError::NeighborUnresolved => "neighbour unresolved and its queue is full",
+            SendError::OwnAddress => {
+                "the destination is one of the stack's own addresses (no loopback)"
+            }
         })
     }
 }

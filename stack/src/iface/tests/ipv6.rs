@@ -793,3 +793,37 @@ fn the_fast_paths_count_a_mixed_burst_as_the_general_path_would_and_verify_long_
     assert_eq!(c.get(Stat::UdpInDatagrams), 6);
     assert_eq!(c.dropped(DropReason::UdpBadChecksum), 1);
 }
+
+#[test]
+fn sending_to_our_own_ipv6_address_is_refused_without_a_solicitation() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    for ours in [GLOBAL, our_ll()] {
+        assert_eq!(
+            iface.send_to(
+                &mut port,
+                Instant::ZERO,
+                socket,
+                core::net::SocketAddrV6::new(ours, 7, 0, 0),
+                b"q"
+            ),
+            Err(SendError::OwnAddress),
+            "{ours}"
+        );
+    }
+    assert!(port.take_tx().is_empty(), "no solicitation for ourselves");
+    assert_eq!(iface.counters().dropped(DropReason::TxOwnAddress), 2);
+    assert_eq!(
+        iface.add_route6(
+            crate::route::Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0).unwrap(),
+            GLOBAL,
+            None
+        ),
+        Err(ConfigError::GatewayIsOurs(GLOBAL.into()))
+    );
+}

@@ -186,3 +186,52 @@ fn an_unconnected_socket_keeps_the_route_to_its_latest_destination() {
 pub(super) fn iface_lookups(iface: &Interface<MemBuf>) -> u64 {
     iface.counters().get(Stat::RouteLookups)
 }
+
+/// dpstack has no loopback: a packet to one of its own addresses is
+/// refused at the next hop, typed and counted, and no ARP request asks the
+/// link who has our own address.
+#[test]
+fn sending_to_our_own_address_is_refused_without_asking_the_link() {
+    let (mut iface, mut port) = stack();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
+    let ours = SocketAddrV4::new(OUR_IP, 7);
+    for _ in 0..2 {
+        assert_eq!(
+            iface.send_to(&mut port, Instant::ZERO, socket, ours, b"q"),
+            Err(SendError::OwnAddress)
+        );
+    }
+    assert_eq!(
+        iface.send_echo_request(
+            core::slice::from_mut(&mut port),
+            Instant::ZERO,
+            OUR_IP.into(),
+            (1, 1),
+            b"ping"
+        ),
+        Err(SendError::OwnAddress)
+    );
+    assert!(port.take_tx().is_empty(), "nothing asks for our own MAC");
+    assert_eq!(iface.counters().dropped(DropReason::TxOwnAddress), 3);
+    assert_eq!(port.buffers_in_use(), 0);
+    assert!(
+        iface
+            .tcp_connect(core::slice::from_mut(&mut port), Instant::ZERO, ours)
+            .is_err(),
+        "a connection to ourselves fails at once, not after its retries"
+    );
+    assert!(port.take_tx().is_empty());
+}
+
+#[test]
+fn a_gateway_must_not_be_our_own_address() {
+    let (mut iface, _port) = stack();
+    let default = Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap();
+    assert_eq!(
+        iface.add_route(default, OUR_IP),
+        Err(ConfigError::GatewayIsOurs(OUR_IP.into()))
+    );
+    iface.add_route(default, PEER_IP).unwrap();
+}
