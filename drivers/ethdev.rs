@@ -287,6 +287,26 @@ pub struct EthPort {
     shared: Arc<PortShared>,
 }
 
+/// What a failed start names: the device, and for a memif client the
+/// usual cause, a server whose socket is not there (yet).
+fn start_failure(port: u16) -> String {
+    let Ok(info) = PortInfo::query(port) else {
+        return "start".into();
+    };
+    let devargs = (PortSettings::query(port).ok())
+        .and_then(|s| s.devargs)
+        .unwrap_or_default();
+    if info.driver == "net_memif" && !devargs.contains("role=server") {
+        let socket = (devargs.split(',').find_map(|a| a.strip_prefix("socket=")))
+            .unwrap_or("/run/memif.sock");
+        return format!(
+            "start of {}, a memif client of {socket} (is its server running?),",
+            info.name
+        );
+    }
+    format!("start of {} ({})", info.name, info.driver)
+}
+
 fn check(port: u16, operation: impl FnOnce() -> String, ret: i32) -> Result<()> {
     if ret < 0 {
         Err(DpdkError::port(port, operation(), ret))
@@ -365,7 +385,7 @@ impl EthPort {
         }
         // SAFETY: the port is configured with its queues set up.
         let ret = unsafe { sys::rte_eth_dev_start(self.id()) };
-        check(self.id(), || "start".into(), ret)?;
+        check(self.id(), || start_failure(self.id()), ret)?;
         self.shared.started.store(true, Ordering::SeqCst);
         Ok(())
     }

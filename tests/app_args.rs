@@ -305,3 +305,33 @@ fn the_named_minimum_is_enough_to_start() {
     let stopped = app.stop_with(libc::SIGINT);
     assert_eq!(stopped.code, Some(0), "{name} {count}: {}", stopped.stderr);
 }
+
+/// A device that does not come up is named, with what to check: a vdev
+/// that did not probe (DPDK's own lines say why), a memif client whose
+/// server is not there.
+#[test]
+fn a_device_that_does_not_come_up_is_named_with_what_to_check() {
+    let echo = APPS[1].1;
+    let absent = format!("/tmp/dpstack-absent-{}", std::process::id());
+    let pcap = format!("net_pcap0,rx_pcap={absent}.pcap");
+    let outcome = run_with_mbufs(echo, &[&pcap], &["--ip", "10.0.0.1/24"], "8192");
+    assert_eq!(outcome.code, Some(1), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains(&format!(
+            "no port: the devices given ({pcap}) did not probe; DPDK's lines above say why"
+        )),
+        "{}",
+        outcome.stderr
+    );
+    let memif = format!("net_memif0,role=client,socket={absent}.sock");
+    let outcome = run_with_mbufs(echo, &[&memif], &["--ip", "10.0.0.1/24"], "8192");
+    assert_eq!(outcome.code, Some(1), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains(&format!(
+            "start of net_memif0, a memif client of {absent}.sock (is its server running?), failed"
+        )),
+        "{}",
+        outcome.stderr
+    );
+    assert!(!std::path::Path::new(&format!("{absent}.sock")).exists());
+}

@@ -196,6 +196,35 @@ pub struct Stack {
     pub eal: Eal,
 }
 
+/// Why there is no port: none was asked for, or the devices asked for
+/// (`--vdev`, `-a`) did not probe, which DPDK's own lines above say why.
+fn no_port(spec: &AppSpec, eal_args: &[String]) -> String {
+    let value = |long: &str, short: Option<&str>| -> Vec<String> {
+        let joined = eal_args
+            .iter()
+            .filter_map(|a| a.strip_prefix(&format!("{long}=")[..]));
+        let split = (eal_args.iter().zip(eal_args.iter().skip(1)))
+            .filter(|(flag, _)| *flag == long || Some(flag.as_str()) == short)
+            .map(|(_, device)| device.as_str());
+        joined.chain(split).map(str::to_owned).collect()
+    };
+    let (vdevs, pci) = (value("--vdev", None), value("--allow", Some("-a")));
+    if vdevs.is_empty() && pci.is_empty() {
+        let example = spec.vdevs.first().copied().unwrap_or("net_tap0");
+        return format!("no port: add one with --vdev (e.g. --vdev={example})");
+    }
+    let mut text = format!(
+        "no port: the devices given ({}) did not probe; DPDK's lines above say why",
+        [&vdevs[..], &pci[..]].concat().join(", ")
+    );
+    if !pci.is_empty() {
+        text.push_str(
+            " (a PCI device must exist and be bound to vfio-pci: dpdk-devbind.py --status)",
+        );
+    }
+    text
+}
+
 /// `PROGRAM: port ID (MAC) is ADDR/PREFIX ...`: the line a client app
 /// prints when its first port is up, with the addresses `args` gave.
 pub fn port_banner(program: &str, port: &EthPort, args: &StackArgs) -> String {
@@ -222,10 +251,7 @@ pub fn set_up(
     let lanes = lane_count(spec, args)?;
     let port_ids = available_ports();
     if port_ids.is_empty() {
-        let example = spec.vdevs.first().copied().unwrap_or("net_tap0");
-        return Err(format!(
-            "no port: add one with --vdev (e.g. --vdev={example})"
-        ));
+        return Err(no_port(spec, eal_args));
     }
     let mut per_port = args.addresses_per_port();
     if per_port.is_empty() {
