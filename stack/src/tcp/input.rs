@@ -132,8 +132,8 @@ impl Connection {
             self.rto_at = None;
             self.retries = 0;
             self.state = State::Established;
-            self.snd_wnd = u32::from(seg.window) << self.snd_shift;
-            self.max_snd_wnd = self.snd_wnd;
+            // The window of a SYN-ACK is not scaled (RFC 7323 2.2):
+            // `take_syn` took it as it is.
             self.ack_now = true;
             self.heard_from_peer(now);
         } else {
