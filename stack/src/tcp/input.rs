@@ -245,13 +245,6 @@ impl Connection {
         if !ack {
             return Verdict::Refused(Refusal::BadFlags);
         }
-        // Timestamps to echo (RFC 7323 4.3): from segments that start at or
-        // before the left edge.
-        if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
-            if seq <= self.rcv_nxt {
-                ts.recent = value;
-            }
-        }
         let ack_no = Seq(seg.ack);
         if self.state == State::SynReceived {
             if ack_no <= self.snd_una || ack_no > self.snd_max {
@@ -272,6 +265,15 @@ impl Connection {
             // RFC 5961 5.2: too old to be a duplicate.
             self.challenge = true;
             return Verdict::Refused(Refusal::BadAck { challenged: true });
+        }
+        // Timestamps to echo (RFC 7323 4.3): from segments that start at or
+        // before the left edge, once their ACK is taken (as Linux): a
+        // segment refused for its ACK may be a blind injection, whose TSval
+        // would make PAWS refuse the real peer.
+        if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
+            if seq <= self.rcv_nxt {
+                ts.recent = value;
+            }
         }
         self.process_ack(seg, ack_no, payload.len(), fin, now);
         if self.state == State::Closed {

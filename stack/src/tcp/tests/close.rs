@@ -133,6 +133,42 @@ fn blind_resets_and_syns_get_challenge_acks() {
 }
 
 #[test]
+fn a_segment_whose_ack_is_refused_does_not_move_ts_recent() {
+    // A blind injector that hits the receive window but not the ACK range
+    // (RFC 5961 5.2) must not plant a TSval far ahead: PAWS would then
+    // refuse every segment of the real peer (Linux stores TS.Recent only
+    // once tcp_ack() took the ACK).
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 8000 <mss 1000,TS val 100 ecr 0>",
+    );
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,TS val 0 ecr 100>
+        +0.01 < . 1:1(0) ack 1 win 8000 <TS val 101 ecr 0>
+        // An ACK of data never sent, and one older than any window.
+        +0.01 < . 1:1(0) ack 5000 win 8000 <TS val 2000000000 ecr 0>
+        +0 > . 1:1(0) ack 1 <TS val * ecr 101>
+        +0 < . 1:1(0) ack 3000000000 win 8000 <TS val 2000000001 ecr 0>
+        +0 > . 1:1(0) ack 1 <TS val * ecr 101>
+        // The real peer's data is still taken.
+        +0.01 < P. 1:101(100) ack 1 win 8000 <TS val 102 ecr 0>
+        +0.04 > . 1:1(0) ack 101 <TS val * ecr 102>
+        ",
+    );
+    t.quiet();
+    assert_eq!(
+        t.verdicts[1..],
+        [
+            Verdict::Refused(Refusal::BadAck { challenged: true }),
+            Verdict::Refused(Refusal::BadAck { challenged: true }),
+            Verdict::Accepted,
+        ]
+    );
+    assert_eq!(t.read_all(), (0..100).map(peer_byte).collect::<Vec<_>>());
+}
+
+#[test]
 fn an_abort_sends_a_reset_and_closes_at_once() {
     let mut t = established();
     t.write(b"unacked");
