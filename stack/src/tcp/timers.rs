@@ -123,13 +123,17 @@ impl Connection {
         } else {
             self.max_retries
         };
-        if !handshake && self.snd_wnd == 0 {
+        if !handshake && self.snd_wnd == 0 && self.snd_una < self.fin_seq() {
             // The peer shrank its window to zero over data in flight: what
             // is outstanding would not be taken, and resending nothing on
             // each expiry would stall until the retries ran out. Flow
             // control, not loss: no congestion response, no retry counted;
             // everything from SND.UNA goes again once a probe finds the
-            // window open.
+            // window open. (Not when only our FIN is outstanding: a FIN
+            // needs no window and goes again at once, so it is
+            // retransmitted as any segment, backed off; handed to the
+            // persist timer it would go every RTO for as long as the peer
+            // answers.)
             self.snd_nxt = self.snd_una;
             self.rto_at = None;
             self.timing = None;

@@ -54,6 +54,38 @@ fn an_active_close_goes_through_fin_wait_and_time_wait() {
 }
 
 #[test]
+fn a_fin_into_a_shut_window_is_retransmitted_with_backoff() {
+    // The peer's application stopped reading: its window is shut, and a
+    // receiver may drop a FIN then (Linux did, before 6.x: "some stacks
+    // send bare FIN packets in a loop even if we send RWIN 0"). Only our
+    // FIN is outstanding, so the persist timer has nothing to wait for:
+    // the FIN goes again on the RTO, backed off, not every 200 ms for as
+    // long as the peer answers.
+    let mut t = established();
+    t.run("+0.1 < . 1:1(0) ack 1 win 0");
+    t.close();
+    let start = t.now;
+    let mut fins = 0;
+    while t.now < start + Duration::from_secs(10) {
+        while let Some((_, segment, _)) = t.sent.pop_front() {
+            fins += usize::from(segment.flags & flags::FIN != 0);
+            // Answered, the FIN not taken.
+            t.run("+0 < . 1:1(0) ack 1 win 0");
+        }
+        t.advance(t.now + Duration::from_millis(10));
+    }
+    // At 0, 0.2, 0.6, 1.4, 3.0 and 6.2 s.
+    assert_eq!(fins, 6, "FINs in 10 s");
+    assert_eq!(t.conn.state(), State::FinWait1);
+    // The peer reads at last and takes the FIN.
+    t.advance(t.now + Duration::from_secs(20));
+    let (_, fin, _) = t.sent.pop_front().expect("the FIN again");
+    assert_ne!(fin.flags & flags::FIN, 0);
+    t.run("+0 < . 1:1(0) ack 2 win 8000");
+    assert_eq!(t.conn.state(), State::FinWait2);
+}
+
+#[test]
 fn a_passive_close_goes_through_close_wait_and_last_ack() {
     let mut t = established();
     t.run(
