@@ -102,6 +102,37 @@ impl std::error::Error for TcpError {}
 pub(crate) struct Timestamps {
     /// The peer's latest TSval worth echoing (TS.Recent).
     pub(crate) recent: u32,
+    /// When `recent` was stored, in [`ts_epoch`] units.
+    pub(crate) recent_epoch: u32,
+}
+
+/// How long TS.Recent is held against older timestamps (RFC 7323 5.5,
+/// Linux's TCP_PAWS_24DAYS), in [`ts_epoch`] units: past it, a peer's
+/// millisecond clock may have moved half its 32-bit space on, and its
+/// newer TSval would read as older.
+const PAWS_IDLE: u32 = ((24 * 86_400 * 1_000_000_000u64) >> 30) as u32;
+
+/// A coarse clock for TS.Recent's age: units of 2^30 ns (about 1.07 s),
+/// a shift rather than a division, since it is read per segment.
+pub(crate) fn ts_epoch(now: Instant) -> u32 {
+    (now.as_nanos() >> 30) as u32
+}
+
+impl Timestamps {
+    /// TS.Recent from `value`, stored at `now`.
+    pub(crate) fn new(value: u32, now: Instant) -> Timestamps {
+        Timestamps {
+            recent: value,
+            recent_epoch: ts_epoch(now),
+        }
+    }
+
+    /// True if `value` is older than TS.Recent and TS.Recent is recent
+    /// enough to say so (PAWS, RFC 7323 5.3 and 5.5).
+    pub(crate) fn rejects(&self, value: u32, now: Instant) -> bool {
+        (value.wrapping_sub(self.recent) as i32) < 0
+            && ts_epoch(now).wrapping_sub(self.recent_epoch) < PAWS_IDLE
+    }
 }
 
 /// The connection. See the module documentation.
@@ -441,7 +472,6 @@ impl Connection {
     /// Records the peer's SYN: its ISN and the options both sides agree on
     /// (RFC 7323: scaling and timestamps only if both offered them).
     pub(crate) fn take_syn(&mut self, syn: &TcpRepr, now: Instant) {
-        let _ = now;
         self.irs = Seq(syn.seq);
         self.rcv_nxt = self.irs + 1u32;
         self.rcv_adv = self.rcv_nxt;
@@ -462,7 +492,7 @@ impl Connection {
             }
         }
         self.timestamps = match (self.offer_rfc7323, options.timestamps) {
-            (true, Some((value, _))) => Some(Timestamps { recent: value }),
+            (true, Some((value, _))) => Some(Timestamps::new(value, now)),
             _ => None,
         };
         self.sack_ok = self.offer_sack && options.sack_permitted;

@@ -11,7 +11,7 @@
 
 use super::buffer::Refused;
 use super::congestion::{CongestionControl, DupAckAction};
-use super::conn::{Connection, State, TcpError};
+use super::conn::{Connection, State, TcpError, Timestamps};
 use super::pool::BufferPool;
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
@@ -191,7 +191,7 @@ impl Connection {
         }
         // PAWS (RFC 7323 5.3).
         if let (Some(ts), Some((value, _))) = (self.timestamps, seg.options.timestamps) {
-            if !rst && (value.wrapping_sub(ts.recent) as i32) < 0 {
+            if !rst && ts.rejects(value, now) {
                 // A SYN is challenged whatever else is wrong with it (RFC
                 // 5961 4.2; Linux sends its PAWS failures to syn_challenge
                 // too): an old SYN in TIME-WAIT meets this first.
@@ -272,7 +272,7 @@ impl Connection {
         // would make PAWS refuse the real peer.
         if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
             if seq <= self.rcv_nxt {
-                ts.recent = value;
+                *ts = Timestamps::new(value, now);
             }
         }
         self.process_ack(seg, ack_no, payload.len(), fin, now);

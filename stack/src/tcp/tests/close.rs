@@ -201,6 +201,38 @@ fn a_segment_whose_ack_is_refused_does_not_move_ts_recent() {
 }
 
 #[test]
+fn ts_recent_older_than_24_days_no_longer_refuses_segments() {
+    // RFC 7323 5.5 (Linux's TCP_PAWS_24DAYS): a millisecond TSval moves
+    // past half the 32-bit space in 24.8 days, after which every segment
+    // of a peer idle that long would look older than TS.Recent and PAWS
+    // would refuse them all. Once TS.Recent is 24 days old it is not held
+    // against a segment.
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 8000 <mss 1000,TS val 100 ecr 0>",
+    );
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,TS val 0 ecr 100>
+        +0.01 < . 1:1(0) ack 1 win 8000 <TS val 101 ecr 0>
+        // A day later an older TSval is still refused.
+        +86400 < P. 1:101(100) ack 1 win 8000 <TS val 50 ecr 0>
+        +0 > . 1:1(0) ack 1 <TS val * ecr 101>
+        // 25 days idle: the peer's clock moved 2,160,000,000 ms on, which
+        // reads as older.
+        +2073600 < P. 1:101(100) ack 1 win 8000 <TS val 2160000101 ecr 0>
+        +0.04 > . 1:1(0) ack 101 <TS val * ecr 2160000101>
+        ",
+    );
+    t.quiet();
+    assert_eq!(
+        t.verdicts[1..],
+        [Verdict::Refused(Refusal::Paws), Verdict::Accepted]
+    );
+    assert_eq!(t.read_all(), (0..100).map(peer_byte).collect::<Vec<_>>());
+}
+
+#[test]
 fn an_abort_sends_a_reset_and_closes_at_once() {
     let mut t = established();
     t.write(b"unacked");
