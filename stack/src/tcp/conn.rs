@@ -179,6 +179,10 @@ pub struct Connection {
     /// Receive-window auto-tuning's measurements.
     pub(crate) tuning: RcvTuning,
     pub(crate) fin_received: bool,
+    /// Where the peer's FIN came, ahead of a hole: taken once `rcv_nxt`
+    /// reaches it, forgotten if `rcv_nxt` passes it (so it never stays
+    /// behind to compare wrongly 2^31 bytes later).
+    pub(crate) fin_ahead: Option<Seq>,
     // Options.
     /// Most payload bytes per segment we send (options excluded).
     pub(crate) mss: u16,
@@ -343,6 +347,7 @@ impl Connection {
             recv_buf: RecvBuffer::new(config.recv_buffer),
             tuning: RcvTuning::default(),
             fin_received: false,
+            fin_ahead: None,
             mss: DEFAULT_MSS.min(our_mss),
             our_mss,
             offer_rfc7323: config.rfc7323,

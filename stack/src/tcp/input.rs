@@ -284,11 +284,28 @@ impl Connection {
         if !payload.is_empty() && self.take_data(seq, payload, now, pool) {
             self.tune_receive_window(seg, now, pool);
         }
-        // 8. FIN, once everything before it arrived.
-        if fin && seq + payload.len() == self.rcv_nxt && !self.recv_buf.has_gaps() {
+        // 8. FIN, once everything before it arrived. One that came ahead
+        // of a hole is kept until the hole fills (as Linux's out-of-order
+        // queue keeps it): dropped, it would have to come again, and only
+        // on the peer's RTO, as no duplicate ACK reports a FIN missing.
+        if let Some(at) = self.fin_ahead.filter(|&at| at <= self.rcv_nxt) {
+            self.fin_ahead = None;
+            if at == self.rcv_nxt && !self.recv_buf.has_gaps() {
+                self.take_fin(now);
+            }
+        }
+        let fin_at = seq + payload.len();
+        if fin && fin_at == self.rcv_nxt && !self.recv_buf.has_gaps() {
             self.take_fin(now);
         } else if fin {
             self.ack_now = true; // out of order: a duplicate ACK
+            let receiving = matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            );
+            if receiving && fin_at > self.rcv_nxt {
+                self.fin_ahead = Some(fin_at);
+            }
         }
         Verdict::Accepted
     }
@@ -636,6 +653,7 @@ impl Connection {
             return;
         }
         self.fin_received = true;
+        self.fin_ahead = None;
         self.rcv_nxt = self.rcv_nxt + 1u32;
         self.ack_now = true;
         match self.state {

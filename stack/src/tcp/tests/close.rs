@@ -86,6 +86,27 @@ fn a_fin_into_a_shut_window_is_retransmitted_with_backoff() {
 }
 
 #[test]
+fn a_fin_ahead_of_a_hole_is_taken_once_the_hole_fills() {
+    // The peer's last segment carries its FIN and overtakes a lost one.
+    // Linux keeps such a FIN in its out-of-order queue; dropping it would
+    // make the peer send it again after repairing the hole (on its RTO:
+    // no duplicate ACK reports a FIN missing).
+    let mut t = established();
+    t.run(
+        "
+        +0.1 < FP. 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        +0.01 < . 1:1001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 2002
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::CloseWait);
+    assert_eq!(t.read_all(), (0..2000).map(peer_byte).collect::<Vec<_>>());
+    assert!(t.conn.at_eof());
+}
+
+#[test]
 fn a_passive_close_goes_through_close_wait_and_last_ack() {
     let mut t = established();
     t.run(
