@@ -899,7 +899,7 @@ impl Connection {
     /// and the current window.
     pub(crate) fn header(&mut self, seq: Seq, extra: u8, options: TcpOptions) -> TcpRepr {
         let ack = self.state != State::SynSent || extra & flags::SYN == 0;
-        let window = self.window_to_advertise();
+        let window = self.window_to_advertise(extra & flags::SYN != 0);
         TcpRepr {
             src_port: self.local_port,
             dst_port: self.remote_port,
@@ -911,9 +911,10 @@ impl Connection {
         }
     }
 
-    /// The window field to send (scaled down; never shrinking the right
-    /// edge already advertised), recording the new right edge.
-    fn window_to_advertise(&mut self) -> u16 {
+    /// The window field to send (scaled down, unless in a SYN; never
+    /// shrinking the right edge already advertised), recording the new
+    /// right edge.
+    fn window_to_advertise(&mut self, syn: bool) -> u16 {
         let open = self.recv_buf.window() as u32;
         let promised = self.rcv_adv.since(self.rcv_nxt);
         let promised = if self.rcv_adv > self.rcv_nxt {
@@ -922,12 +923,11 @@ impl Connection {
             0
         };
         let window = open.max(promised);
-        // In a SYN or SYN-ACK the window is not scaled.
-        let shift = if matches!(self.state, State::SynSent | State::SynReceived) {
-            0
-        } else {
-            self.rcv_shift
-        };
+        // In a SYN or SYN-ACK the window is not scaled; in every other
+        // segment it is, SYN-RECEIVED's ACKs included: the peer that took
+        // our SYN-ACK scales them (RFC 7323 2.2). (In SYN-SENT we send no
+        // segment without SYN but resets, whose window is 0.)
+        let shift = if syn { 0 } else { self.rcv_shift };
         let field = (window >> shift).min(u32::from(u16::MAX));
         let edge = self.rcv_nxt + (field << shift);
         if edge > self.rcv_adv {

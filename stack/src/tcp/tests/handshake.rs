@@ -155,3 +155,23 @@ fn the_window_of_a_syn_ack_is_not_scaled() {
     );
     t.quiet();
 }
+
+#[test]
+fn segments_without_syn_scale_their_window_already_in_syn_received() {
+    // Once our SYN-ACK offered a window scale, the peer scales the window
+    // of every segment without SYN (RFC 7323 2.2), so an ACK we send in
+    // SYN-RECEIVED (a challenge ACK here) must carry it scaled: 65535
+    // unscaled would read as 128 KiB against our 64 KiB.
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 65535 <mss 1000,nop,wscale 7>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 win 65535 <mss 1460,nop,wscale 1>
+        // A reset in the window but not at RCV.NXT: a challenge ACK.
+        +0.01 < R 100:100(0)
+        +0 > . 1:1(0) ack 1 win 32768
+        +0.01 < . 1:1(0) ack 1 win 512
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+}
