@@ -922,7 +922,17 @@ impl Connection {
         } else {
             0
         };
-        let window = open.max(promised);
+        // Receiver-side silly window avoidance (RFC 9293 3.8.6.2.2, as
+        // Linux's __tcp_select_window): room under min(an MSS, half the
+        // buffer) is not offered (the edge already promised stays), or a
+        // reader that frees a few bytes at a time would be sent segments
+        // of a few bytes.
+        let step = u32::from(self.mss).min(self.recv_buf.capacity() as u32 / 2);
+        let window = if open < step {
+            promised
+        } else {
+            open.max(promised)
+        };
         // In a SYN or SYN-ACK the window is not scaled; in every other
         // segment it is, SYN-RECEIVED's ACKs included: the peer that took
         // our SYN-ACK scales them (RFC 7323 2.2). (In SYN-SENT we send no
