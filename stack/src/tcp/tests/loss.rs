@@ -105,6 +105,43 @@ fn keepalive_probes_an_idle_peer_and_gives_up_on_a_dead_one() {
 }
 
 #[test]
+fn keepalive_leaves_a_connection_with_data_out_to_the_retransmission_timer() {
+    // Linux sends no keepalive while data is unacknowledged or waiting
+    // (tcp_keepalive_timer): the RTO already probes the peer, with its
+    // own, longer, patience. A keepalive of 10 s and 3 probes a second
+    // apart must not cut a transfer short through a 15 s outage.
+    let mut config = config();
+    config.keepalive = Some(Duration::from_secs(10));
+    config.keepalive_interval = Duration::from_secs(1);
+    config.keepalive_probes = 3;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.advance(t.now + Duration::from_secs(5));
+    t.write(&[3u8; 500]);
+    // The peer is silent for 15 s: only retransmissions go.
+    t.advance(t.now + Duration::from_secs(15));
+    assert_eq!(t.conn.keepalives, 0);
+    assert_eq!(t.conn.state(), State::Established);
+    t.sent.clear();
+    // It comes back and acknowledges everything.
+    t.run(
+        "
+        +0 < . 1:1(0) ack 501 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert_eq!(t.conn.error(), None);
+    // Idle again: keepalive resumes.
+    t.run("+10 > . 500:500(0) ack 1");
+}
+
+#[test]
 fn cubic_is_the_default_and_newreno_stays_selectable() {
     let syn = "0 < S 0:0(0) win 8000 <mss 1000>";
     // Per stack: CUBIC unless the configuration says otherwise.
