@@ -231,6 +231,8 @@ pub struct Connection {
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
     pub(crate) cc: Congestion,
+    /// When new data last left (RFC 5681 4.1's idle restart).
+    pub(crate) last_sent: Instant,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,
     /// Pacing of data segments (off unless configured).
@@ -372,6 +374,7 @@ impl Connection {
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
+            last_sent: Instant::ZERO,
             hystart: HyStart::new(config.hystart),
             pacer: Pacer::new(config.pacing),
             rto_at: None,
