@@ -941,7 +941,13 @@ impl Connection {
         // our SYN-ACK scales them (RFC 7323 2.2). (In SYN-SENT we send no
         // segment without SYN but resets, whose window is 0.)
         let shift = if syn { 0 } else { self.rcv_shift };
-        let field = (window >> shift).min(u32::from(u16::MAX));
+        let mut field = (window >> shift).min(u32::from(u16::MAX));
+        if field << shift < promised {
+            // Shifted down, the edge already offered would move back
+            // (RFC 7323 2.4): rounded up instead, as Linux, offering less
+            // than 2^shift bytes the buffer may not hold yet.
+            field = promised.div_ceil(1 << shift).min(u32::from(u16::MAX));
+        }
         let edge = self.rcv_nxt + (field << shift);
         if edge > self.rcv_adv {
             self.rcv_adv = edge;

@@ -380,3 +380,36 @@ fn reading_after_the_peers_fin_sends_no_window_update() {
     assert!(t.conn.at_eof());
     t.quiet();
 }
+
+#[test]
+fn the_scaled_window_never_moves_its_right_edge_back() {
+    // With a window scale, the field is the window shifted down: taken
+    // rounded down, the right edge already offered (ACK + window) would
+    // move back by up to 2^scale - 1 bytes as data arrives (RFC 7323 2.4;
+    // Linux rounds the offered window up rather than shrink it).
+    let config = TcpConfig {
+        recv_buffer: 1 << 20,
+        ..config()
+    };
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 65535 <mss 1000,nop,wscale 7>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,nop,wscale 5>
+        +0.01 < . 1:1(0) ack 1 win 512
+        ",
+    );
+    let edge = |repr: &TcpRepr| repr.ack.wrapping_sub(PEER_ISN) + (u32::from(repr.window) << 5);
+    let mut offered = 0;
+    for i in 0..30u32 {
+        let seq = 1 + i * 1000;
+        t.run(&format!(
+            "+0.001 < . {seq}:{}(1000) ack 1 win 512",
+            seq + 1000
+        ));
+        while let Some((_, ack, _)) = t.sent.pop_front() {
+            assert!(edge(&ack) >= offered, "edge {} after {offered}", edge(&ack));
+            offered = edge(&ack);
+        }
+    }
+    assert!(offered > 30_000);
+}
