@@ -62,6 +62,12 @@ pub trait CongestionControl {
     fn in_slow_start(&self) -> bool {
         self.window() < self.ssthresh()
     }
+    /// Data is to go after `idle` with nothing in flight, longer than the
+    /// retransmission timeout `rto` (RFC 5681 4.1, as Linux's
+    /// tcp_cwnd_restart): the window, unvalidated that long, halves per
+    /// `rto` of it down to the initial window, and `ssthresh` keeps three
+    /// quarters of it to slow-start back to.
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant);
 }
 
 /// A connection's congestion control: one of the algorithms.
@@ -127,6 +133,9 @@ impl CongestionControl for Congestion {
     fn end_slow_start(&mut self) {
         dispatch!(self, c => c.end_slow_start())
     }
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant) {
+        dispatch!(self, c => c.restart_after_idle(idle, rto, now))
+    }
 }
 
 /// NewReno's state.
@@ -152,7 +161,7 @@ impl NewReno {
         let mss = mss.max(1);
         NewReno {
             mss,
-            cwnd: (10 * mss).min((2 * mss).max(14_600)),
+            cwnd: initial_window(mss),
             ssthresh: u32::MAX,
             dup_acks: 0,
             recover: None,
@@ -160,6 +169,11 @@ impl NewReno {
             pipe_based: false,
         }
     }
+}
+
+/// RFC 6928's initial window for segments of `mss` bytes.
+fn initial_window(mss: u32) -> u32 {
+    (10 * mss).min((2 * mss).max(14_600))
 }
 
 impl CongestionControl for NewReno {
@@ -255,6 +269,23 @@ impl CongestionControl for NewReno {
         self.cwnd = self.ssthresh + 3 * self.mss;
         self.recover = Some(highest);
         DupAckAction::FastRetransmit
+    }
+
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, _: Instant) {
+        if self.recover.is_some() {
+            return;
+        }
+        let cwnd = self.cwnd;
+        self.ssthresh = self.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+        let restart = initial_window(self.mss).min(cwnd);
+        let mut reduced = cwnd;
+        let mut left = idle;
+        while left > rto && reduced > restart {
+            reduced >>= 1;
+            left -= rto;
+        }
+        self.cwnd = reduced.max(restart);
+        self.acked_in_ca = 0;
     }
 
     /// The retransmission timer expired (RFC 5681 (4)): one segment, and

@@ -102,6 +102,37 @@ impl std::error::Error for TcpError {}
 pub(crate) struct Timestamps {
     /// The peer's latest TSval worth echoing (TS.Recent).
     pub(crate) recent: u32,
+    /// When `recent` was stored, in [`ts_epoch`] units.
+    pub(crate) recent_epoch: u32,
+}
+
+/// How long TS.Recent is held against older timestamps (RFC 7323 5.5,
+/// Linux's TCP_PAWS_24DAYS), in [`ts_epoch`] units: past it, a peer's
+/// millisecond clock may have moved half its 32-bit space on, and its
+/// newer TSval would read as older.
+const PAWS_IDLE: u32 = ((24 * 86_400 * 1_000_000_000u64) >> 30) as u32;
+
+/// A coarse clock for TS.Recent's age: units of 2^30 ns (about 1.07 s),
+/// a shift rather than a division, since it is read per segment.
+pub(crate) fn ts_epoch(now: Instant) -> u32 {
+    (now.as_nanos() >> 30) as u32
+}
+
+impl Timestamps {
+    /// TS.Recent from `value`, stored at `now`.
+    pub(crate) fn new(value: u32, now: Instant) -> Timestamps {
+        Timestamps {
+            recent: value,
+            recent_epoch: ts_epoch(now),
+        }
+    }
+
+    /// True if `value` is older than TS.Recent and TS.Recent is recent
+    /// enough to say so (PAWS, RFC 7323 5.3 and 5.5).
+    pub(crate) fn rejects(&self, value: u32, now: Instant) -> bool {
+        (value.wrapping_sub(self.recent) as i32) < 0
+            && ts_epoch(now).wrapping_sub(self.recent_epoch) < PAWS_IDLE
+    }
 }
 
 /// The connection. See the module documentation.
@@ -148,6 +179,10 @@ pub struct Connection {
     /// Receive-window auto-tuning's measurements.
     pub(crate) tuning: RcvTuning,
     pub(crate) fin_received: bool,
+    /// Where the peer's FIN came, ahead of a hole: taken once `rcv_nxt`
+    /// reaches it, forgotten if `rcv_nxt` passes it (so it never stays
+    /// behind to compare wrongly 2^31 bytes later).
+    pub(crate) fin_ahead: Option<Seq>,
     // Options.
     /// Most payload bytes per segment we send (options excluded).
     pub(crate) mss: u16,
@@ -196,6 +231,8 @@ pub struct Connection {
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
     pub(crate) cc: Congestion,
+    /// When new data last left (RFC 5681 4.1's idle restart).
+    pub(crate) last_sent: Instant,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,
     /// Pacing of data segments (off unless configured).
@@ -312,6 +349,7 @@ impl Connection {
             recv_buf: RecvBuffer::new(config.recv_buffer),
             tuning: RcvTuning::default(),
             fin_received: false,
+            fin_ahead: None,
             mss: DEFAULT_MSS.min(our_mss),
             our_mss,
             offer_rfc7323: config.rfc7323,
@@ -336,6 +374,7 @@ impl Connection {
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
+            last_sent: Instant::ZERO,
             hystart: HyStart::new(config.hystart),
             pacer: Pacer::new(config.pacing),
             rto_at: None,
@@ -441,7 +480,6 @@ impl Connection {
     /// Records the peer's SYN: its ISN and the options both sides agree on
     /// (RFC 7323: scaling and timestamps only if both offered them).
     pub(crate) fn take_syn(&mut self, syn: &TcpRepr, now: Instant) {
-        let _ = now;
         self.irs = Seq(syn.seq);
         self.rcv_nxt = self.irs + 1u32;
         self.rcv_adv = self.rcv_nxt;
@@ -462,7 +500,7 @@ impl Connection {
             }
         }
         self.timestamps = match (self.offer_rfc7323, options.timestamps) {
-            (true, Some((value, _))) => Some(Timestamps { recent: value }),
+            (true, Some((value, _))) => Some(Timestamps::new(value, now)),
             _ => None,
         };
         self.sack_ok = self.offer_sack && options.sack_permitted;
@@ -864,7 +902,7 @@ impl Connection {
     /// and the current window.
     pub(crate) fn header(&mut self, seq: Seq, extra: u8, options: TcpOptions) -> TcpRepr {
         let ack = self.state != State::SynSent || extra & flags::SYN == 0;
-        let window = self.window_to_advertise();
+        let window = self.window_to_advertise(extra & flags::SYN != 0);
         TcpRepr {
             src_port: self.local_port,
             dst_port: self.remote_port,
@@ -876,9 +914,10 @@ impl Connection {
         }
     }
 
-    /// The window field to send (scaled down; never shrinking the right
-    /// edge already advertised), recording the new right edge.
-    fn window_to_advertise(&mut self) -> u16 {
+    /// The window field to send (scaled down, unless in a SYN; never
+    /// shrinking the right edge already advertised), recording the new
+    /// right edge.
+    fn window_to_advertise(&mut self, syn: bool) -> u16 {
         let open = self.recv_buf.window() as u32;
         let promised = self.rcv_adv.since(self.rcv_nxt);
         let promised = if self.rcv_adv > self.rcv_nxt {
@@ -886,14 +925,29 @@ impl Connection {
         } else {
             0
         };
-        let window = open.max(promised);
-        // In a SYN or SYN-ACK the window is not scaled.
-        let shift = if matches!(self.state, State::SynSent | State::SynReceived) {
-            0
+        // Receiver-side silly window avoidance (RFC 9293 3.8.6.2.2, as
+        // Linux's __tcp_select_window): room under min(an MSS, half the
+        // buffer) is not offered (the edge already promised stays), or a
+        // reader that frees a few bytes at a time would be sent segments
+        // of a few bytes.
+        let step = u32::from(self.mss).min(self.recv_buf.capacity() as u32 / 2);
+        let window = if open < step {
+            promised
         } else {
-            self.rcv_shift
+            open.max(promised)
         };
-        let field = (window >> shift).min(u32::from(u16::MAX));
+        // In a SYN or SYN-ACK the window is not scaled; in every other
+        // segment it is, SYN-RECEIVED's ACKs included: the peer that took
+        // our SYN-ACK scales them (RFC 7323 2.2). (In SYN-SENT we send no
+        // segment without SYN but resets, whose window is 0.)
+        let shift = if syn { 0 } else { self.rcv_shift };
+        let mut field = (window >> shift).min(u32::from(u16::MAX));
+        if field << shift < promised {
+            // Shifted down, the edge already offered would move back
+            // (RFC 7323 2.4): rounded up instead, as Linux, offering less
+            // than 2^shift bytes the buffer may not hold yet.
+            field = promised.div_ceil(1 << shift).min(u32::from(u16::MAX));
+        }
         let edge = self.rcv_nxt + (field << shift);
         if edge > self.rcv_adv {
             self.rcv_adv = edge;

@@ -11,7 +11,7 @@
 
 use super::buffer::Refused;
 use super::congestion::{CongestionControl, DupAckAction};
-use super::conn::{Connection, State, TcpError};
+use super::conn::{Connection, State, TcpError, Timestamps};
 use super::pool::BufferPool;
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
@@ -132,8 +132,8 @@ impl Connection {
             self.rto_at = None;
             self.retries = 0;
             self.state = State::Established;
-            self.snd_wnd = u32::from(seg.window) << self.snd_shift;
-            self.max_snd_wnd = self.snd_wnd;
+            // The window of a SYN-ACK is not scaled (RFC 7323 2.2):
+            // `take_syn` took it as it is.
             self.ack_now = true;
             self.heard_from_peer(now);
         } else {
@@ -191,7 +191,7 @@ impl Connection {
         }
         // PAWS (RFC 7323 5.3).
         if let (Some(ts), Some((value, _))) = (self.timestamps, seg.options.timestamps) {
-            if !rst && (value.wrapping_sub(ts.recent) as i32) < 0 {
+            if !rst && ts.rejects(value, now) {
                 // A SYN is challenged whatever else is wrong with it (RFC
                 // 5961 4.2; Linux sends its PAWS failures to syn_challenge
                 // too): an old SYN in TIME-WAIT meets this first.
@@ -245,13 +245,6 @@ impl Connection {
         if !ack {
             return Verdict::Refused(Refusal::BadFlags);
         }
-        // Timestamps to echo (RFC 7323 4.3): from segments that start at or
-        // before the left edge.
-        if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
-            if seq <= self.rcv_nxt {
-                ts.recent = value;
-            }
-        }
         let ack_no = Seq(seg.ack);
         if self.state == State::SynReceived {
             if ack_no <= self.snd_una || ack_no > self.snd_max {
@@ -273,6 +266,15 @@ impl Connection {
             self.challenge = true;
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
+        // Timestamps to echo (RFC 7323 4.3): from segments that start at or
+        // before the left edge, once their ACK is taken (as Linux): a
+        // segment refused for its ACK may be a blind injection, whose TSval
+        // would make PAWS refuse the real peer.
+        if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
+            if seq <= self.rcv_nxt {
+                *ts = Timestamps::new(value, now);
+            }
+        }
         self.process_ack(seg, ack_no, payload.len(), fin, now);
         if self.state == State::Closed {
             return Verdict::Accepted;
@@ -282,11 +284,28 @@ impl Connection {
         if !payload.is_empty() && self.take_data(seq, payload, now, pool) {
             self.tune_receive_window(seg, now, pool);
         }
-        // 8. FIN, once everything before it arrived.
-        if fin && seq + payload.len() == self.rcv_nxt && !self.recv_buf.has_gaps() {
+        // 8. FIN, once everything before it arrived. One that came ahead
+        // of a hole is kept until the hole fills (as Linux's out-of-order
+        // queue keeps it): dropped, it would have to come again, and only
+        // on the peer's RTO, as no duplicate ACK reports a FIN missing.
+        if let Some(at) = self.fin_ahead.filter(|&at| at <= self.rcv_nxt) {
+            self.fin_ahead = None;
+            if at == self.rcv_nxt && !self.recv_buf.has_gaps() {
+                self.take_fin(now);
+            }
+        }
+        let fin_at = seq + payload.len();
+        if fin && fin_at == self.rcv_nxt && !self.recv_buf.has_gaps() {
             self.take_fin(now);
         } else if fin {
             self.ack_now = true; // out of order: a duplicate ACK
+            let receiving = matches!(
+                self.state,
+                State::Established | State::FinWait1 | State::FinWait2
+            );
+            if receiving && fin_at > self.rcv_nxt {
+                self.fin_ahead = Some(fin_at);
+            }
         }
         Verdict::Accepted
     }
@@ -634,6 +653,7 @@ impl Connection {
             return;
         }
         self.fin_received = true;
+        self.fin_ahead = None;
         self.rcv_nxt = self.rcv_nxt + 1u32;
         self.ack_now = true;
         match self.state {

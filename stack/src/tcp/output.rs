@@ -154,6 +154,17 @@ impl Connection {
         };
         let hole = resend_end.map_or(usize::MAX, |end| end.since(self.snd_nxt) as usize);
         let available = self.send_buf.len().saturating_sub(offset).min(hole);
+        if available > 0 && self.snd_una == self.snd_max && self.recovery.is_none() {
+            // Nothing in flight: after an idle spell longer than the RTO,
+            // the window is restarted (RFC 5681 4.1, as Linux), not
+            // trusted for a burst at whatever it had grown to.
+            let idle = now - self.last_sent;
+            let rto = self.rtt.rto();
+            if idle > rto {
+                self.cc.restart_after_idle(idle, rto, now);
+                self.last_sent = now;
+            }
+        }
         let usable = match self.recovery {
             // PRR (RFC 6937) sets what recovery sends, within the peer's
             // window.
@@ -236,6 +247,9 @@ impl Connection {
         }
         if new_data && self.timing.is_none() {
             self.timing = Some((self.snd_nxt, now));
+        }
+        if new_data {
+            self.last_sent = now;
         }
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rtt.rto());

@@ -3,7 +3,9 @@
 //! connections in a timer wheel keyed by [`Connection::next_deadline`].
 //!
 //! Keepalive probes an idle connection when asked to, at the configured
-//! idle time and interval (no backoff: its own deadline and count).
+//! idle time and interval (no backoff: its own deadline and count); not
+//! while data is unacknowledged or waiting, which the retransmission or
+//! persist timer probes already.
 //!
 //! Retransmission (RFC 6298 5): go back to `SND.UNA` (skipping what the
 //! peer sacked, unless this is the second timeout in a row), back the
@@ -83,6 +85,14 @@ impl Connection {
     /// interval; the connection times out after the configured number go
     /// unanswered.
     fn keepalive_timeout(&mut self, now: Instant) {
+        if self.snd_max != self.snd_una || !self.send_buf.is_empty() {
+            // Data is unacknowledged or waiting: the retransmission or
+            // persist timer probes the peer, with patience of its own (as
+            // Linux's tcp_keepalive_timer). Looked at again after the idle
+            // time.
+            self.keepalive_at = self.keepalive.map(|idle| now + idle);
+            return;
+        }
         if self.keepalive_sent >= self.keepalive_probes {
             self.enter_closed(Some(TcpError::TimedOut));
             return;
@@ -123,13 +133,17 @@ impl Connection {
         } else {
             self.max_retries
         };
-        if !handshake && self.snd_wnd == 0 {
+        if !handshake && self.snd_wnd == 0 && self.snd_una < self.fin_seq() {
             // The peer shrank its window to zero over data in flight: what
             // is outstanding would not be taken, and resending nothing on
             // each expiry would stall until the retries ran out. Flow
             // control, not loss: no congestion response, no retry counted;
             // everything from SND.UNA goes again once a probe finds the
-            // window open.
+            // window open. (Not when only our FIN is outstanding: a FIN
+            // needs no window and goes again at once, so it is
+            // retransmitted as any segment, backed off; handed to the
+            // persist timer it would go every RTO for as long as the peer
+            // answers.)
             self.snd_nxt = self.snd_una;
             self.rto_at = None;
             self.timing = None;

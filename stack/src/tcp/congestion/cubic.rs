@@ -174,6 +174,15 @@ impl CongestionControl for Cubic {
     fn end_slow_start(&mut self) {
         self.reno.end_slow_start();
     }
+
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant) {
+        self.reno.restart_after_idle(idle, rto, now);
+        // The epoch does not run while nothing was sent (as Linux's
+        // CA_EVENT_TX_START): W_cubic takes up where it left off.
+        if let Some(epoch) = self.epoch {
+            self.epoch = Some((epoch + idle).min(now));
+        }
+    }
 }
 
 #[cfg(test)]

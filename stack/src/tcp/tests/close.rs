@@ -54,6 +54,59 @@ fn an_active_close_goes_through_fin_wait_and_time_wait() {
 }
 
 #[test]
+fn a_fin_into_a_shut_window_is_retransmitted_with_backoff() {
+    // The peer's application stopped reading: its window is shut, and a
+    // receiver may drop a FIN then (Linux did, before 6.x: "some stacks
+    // send bare FIN packets in a loop even if we send RWIN 0"). Only our
+    // FIN is outstanding, so the persist timer has nothing to wait for:
+    // the FIN goes again on the RTO, backed off, not every 200 ms for as
+    // long as the peer answers.
+    let mut t = established();
+    t.run("+0.1 < . 1:1(0) ack 1 win 0");
+    t.close();
+    let start = t.now;
+    let mut fins = 0;
+    while t.now < start + Duration::from_secs(10) {
+        while let Some((_, segment, _)) = t.sent.pop_front() {
+            fins += usize::from(segment.flags & flags::FIN != 0);
+            // Answered, the FIN not taken.
+            t.run("+0 < . 1:1(0) ack 1 win 0");
+        }
+        t.advance(t.now + Duration::from_millis(10));
+    }
+    // At 0, 0.2, 0.6, 1.4, 3.0 and 6.2 s.
+    assert_eq!(fins, 6, "FINs in 10 s");
+    assert_eq!(t.conn.state(), State::FinWait1);
+    // The peer reads at last and takes the FIN.
+    t.advance(t.now + Duration::from_secs(20));
+    let (_, fin, _) = t.sent.pop_front().expect("the FIN again");
+    assert_ne!(fin.flags & flags::FIN, 0);
+    t.run("+0 < . 1:1(0) ack 2 win 8000");
+    assert_eq!(t.conn.state(), State::FinWait2);
+}
+
+#[test]
+fn a_fin_ahead_of_a_hole_is_taken_once_the_hole_fills() {
+    // The peer's last segment carries its FIN and overtakes a lost one.
+    // Linux keeps such a FIN in its out-of-order queue; dropping it would
+    // make the peer send it again after repairing the hole (on its RTO:
+    // no duplicate ACK reports a FIN missing).
+    let mut t = established();
+    t.run(
+        "
+        +0.1 < FP. 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        +0.01 < . 1:1001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 2002
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::CloseWait);
+    assert_eq!(t.read_all(), (0..2000).map(peer_byte).collect::<Vec<_>>());
+    assert!(t.conn.at_eof());
+}
+
+#[test]
 fn a_passive_close_goes_through_close_wait_and_last_ack() {
     let mut t = established();
     t.run(
@@ -130,6 +183,74 @@ fn blind_resets_and_syns_get_challenge_acks() {
     assert_eq!(t.conn.error(), Some(TcpError::Reset));
     let mut buf = [0u8; 4];
     assert_eq!(t.conn.recv(&mut buf, &mut t.pool), Err(TcpError::Reset));
+}
+
+#[test]
+fn a_segment_whose_ack_is_refused_does_not_move_ts_recent() {
+    // A blind injector that hits the receive window but not the ACK range
+    // (RFC 5961 5.2) must not plant a TSval far ahead: PAWS would then
+    // refuse every segment of the real peer (Linux stores TS.Recent only
+    // once tcp_ack() took the ACK).
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 8000 <mss 1000,TS val 100 ecr 0>",
+    );
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,TS val 0 ecr 100>
+        +0.01 < . 1:1(0) ack 1 win 8000 <TS val 101 ecr 0>
+        // An ACK of data never sent, and one older than any window.
+        +0.01 < . 1:1(0) ack 5000 win 8000 <TS val 2000000000 ecr 0>
+        +0 > . 1:1(0) ack 1 <TS val * ecr 101>
+        +0 < . 1:1(0) ack 3000000000 win 8000 <TS val 2000000001 ecr 0>
+        +0 > . 1:1(0) ack 1 <TS val * ecr 101>
+        // The real peer's data is still taken.
+        +0.01 < P. 1:101(100) ack 1 win 8000 <TS val 102 ecr 0>
+        +0.04 > . 1:1(0) ack 101 <TS val * ecr 102>
+        ",
+    );
+    t.quiet();
+    assert_eq!(
+        t.verdicts[1..],
+        [
+            Verdict::Refused(Refusal::BadAck { challenged: true }),
+            Verdict::Refused(Refusal::BadAck { challenged: true }),
+            Verdict::Accepted,
+        ]
+    );
+    assert_eq!(t.read_all(), (0..100).map(peer_byte).collect::<Vec<_>>());
+}
+
+#[test]
+fn ts_recent_older_than_24_days_no_longer_refuses_segments() {
+    // RFC 7323 5.5 (Linux's TCP_PAWS_24DAYS): a millisecond TSval moves
+    // past half the 32-bit space in 24.8 days, after which every segment
+    // of a peer idle that long would look older than TS.Recent and PAWS
+    // would refuse them all. Once TS.Recent is 24 days old it is not held
+    // against a segment.
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 8000 <mss 1000,TS val 100 ecr 0>",
+    );
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,TS val 0 ecr 100>
+        +0.01 < . 1:1(0) ack 1 win 8000 <TS val 101 ecr 0>
+        // A day later an older TSval is still refused.
+        +86400 < P. 1:101(100) ack 1 win 8000 <TS val 50 ecr 0>
+        +0 > . 1:1(0) ack 1 <TS val * ecr 101>
+        // 25 days idle: the peer's clock moved 2,160,000,000 ms on, which
+        // reads as older.
+        +2073600 < P. 1:101(100) ack 1 win 8000 <TS val 2160000101 ecr 0>
+        +0.04 > . 1:1(0) ack 101 <TS val * ecr 2160000101>
+        ",
+    );
+    t.quiet();
+    assert_eq!(
+        t.verdicts[1..],
+        [Verdict::Refused(Refusal::Paws), Verdict::Accepted]
+    );
+    assert_eq!(t.read_all(), (0..100).map(peer_byte).collect::<Vec<_>>());
 }
 
 #[test]

@@ -41,7 +41,8 @@ fn an_active_open_takes_what_the_peer_offers() {
     t.quiet();
     assert_eq!(t.conn.state(), State::Established);
     assert_eq!(t.conn.mss(), 1200);
-    assert_eq!(t.conn.snd_wnd, 5840 << 2);
+    // The window of a SYN-ACK is never scaled (RFC 7323 2.2).
+    assert_eq!(t.conn.snd_wnd, 5840);
     assert_eq!(t.conn.rtt.srtt(), Some(Duration::from_millis(100)));
 }
 
@@ -116,6 +117,59 @@ fn a_lost_syn_ack_is_sent_again_on_the_retransmitted_syn() {
         // And on its own timer.
         1 > S. 0:0(0) ack 1
         +0.1 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+}
+
+#[test]
+fn the_window_of_a_syn_ack_is_not_scaled() {
+    // RFC 7323 2.2: the window in a <SYN,ACK> is never scaled; the peer's
+    // shift applies from its first ACK on. Taken scaled, a peer that
+    // offers 1000 bytes with scale 7 would be sent 128,000.
+    let mut t = Script::active(&TcpConfig {
+        nodelay: true,
+        ..config()
+    });
+    t.run(
+        "
+        0 > S 0:0(0) win 65535 <mss 1460,sackOK,TS val 0 ecr 0,nop,wscale 1>
+        +0.1 < S. 0:0(0) ack 1 win 1000 <mss 1000,nop,wscale 7>
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.snd_wnd, 1000);
+    // Only the 1000 bytes the peer offered go out.
+    t.write(&[7u8; 3000]);
+    t.run("+0 > . 1:1001(1000) ack 1");
+    t.quiet();
+    // Its next ACK is scaled: 16 << 7 = 2048 bytes.
+    t.run(
+        "
+        +0.1 < . 1:1(0) ack 1001 win 16
+        +0 > . 1001:2001(1000) ack 1
+        +0 > P. 2001:3001(1000) ack 1
+        ",
+    );
+    t.quiet();
+}
+
+#[test]
+fn segments_without_syn_scale_their_window_already_in_syn_received() {
+    // Once our SYN-ACK offered a window scale, the peer scales the window
+    // of every segment without SYN (RFC 7323 2.2), so an ACK we send in
+    // SYN-RECEIVED (a challenge ACK here) must carry it scaled: 65535
+    // unscaled would read as 128 KiB against our 64 KiB.
+    let mut t = Script::passive(&config(), "0 < S 0:0(0) win 65535 <mss 1000,nop,wscale 7>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 win 65535 <mss 1460,nop,wscale 1>
+        // A reset in the window but not at RCV.NXT: a challenge ACK.
+        +0.01 < R 100:100(0)
+        +0 > . 1:1(0) ack 1 win 32768
+        +0.01 < . 1:1(0) ack 1 win 512
         ",
     );
     t.quiet();

@@ -105,6 +105,75 @@ fn keepalive_probes_an_idle_peer_and_gives_up_on_a_dead_one() {
 }
 
 #[test]
+fn keepalive_leaves_a_connection_with_data_out_to_the_retransmission_timer() {
+    // Linux sends no keepalive while data is unacknowledged or waiting
+    // (tcp_keepalive_timer): the RTO already probes the peer, with its
+    // own, longer, patience. A keepalive of 10 s and 3 probes a second
+    // apart must not cut a transfer short through a 15 s outage.
+    let mut config = config();
+    config.keepalive = Some(Duration::from_secs(10));
+    config.keepalive_interval = Duration::from_secs(1);
+    config.keepalive_probes = 3;
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 8000 <mss 1000>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1
+        +0.01 < . 1:1(0) ack 1 win 8000
+        ",
+    );
+    t.advance(t.now + Duration::from_secs(5));
+    t.write(&[3u8; 500]);
+    // The peer is silent for 15 s: only retransmissions go.
+    t.advance(t.now + Duration::from_secs(15));
+    assert_eq!(t.conn.keepalives, 0);
+    assert_eq!(t.conn.state(), State::Established);
+    t.sent.clear();
+    // It comes back and acknowledges everything.
+    t.run(
+        "
+        +0 < . 1:1(0) ack 501 win 8000
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert_eq!(t.conn.error(), None);
+    // Idle again: keepalive resumes.
+    t.run("+10 > . 500:500(0) ack 1");
+}
+
+#[test]
+fn after_an_idle_spell_the_window_restarts() {
+    // RFC 5681 4.1 (Linux's tcp_slow_start_after_idle, on by default): a
+    // window last used more than an RTO ago says nothing of the path now;
+    // sent whole, it goes as one line-rate burst.
+    for algorithm in [Algorithm::NewReno, Algorithm::Cubic] {
+        let config = TcpConfig {
+            congestion: algorithm,
+            ..config()
+        };
+        let mut t = Script::bulk_sender(&config, Duration::from_millis(10));
+        t.sent.clear();
+        // 60 KB, each flight acknowledged 10 ms later: slow start grows
+        // the window well past the initial ten segments.
+        let mut written = 0;
+        let mut acked = 0;
+        while acked < 60_000 {
+            t.write_towards(&mut written, 60_000, 60_000, 9);
+            let flight: usize = t.sent.drain(..).map(|(_, _, p)| p.len()).sum();
+            acked += flight;
+            t.run(&format!("+0.01 < . 1:1(0) ack {} win 65535", acked + 1));
+        }
+        let grown = t.conn.cc.window();
+        assert!(grown >= 40_000, "{algorithm:?}: {grown}");
+        // Ten seconds idle, then 60 KB more: the initial window goes.
+        t.advance(t.now + Duration::from_secs(10));
+        t.write_towards(&mut written, 120_000, 60_000, 9);
+        let burst: usize = t.sent.iter().map(|(_, _, p)| p.len()).sum();
+        assert_eq!(burst, 10 * 988, "{algorithm:?}");
+    }
+}
+
+#[test]
 fn cubic_is_the_default_and_newreno_stays_selectable() {
     let syn = "0 < S 0:0(0) win 8000 <mss 1000>";
     // Per stack: CUBIC unless the configuration says otherwise.

@@ -147,6 +147,39 @@ fn the_receive_window_closes_as_data_waits_and_reopens_when_read() {
     t.quiet();
 }
 
+#[test]
+fn a_few_bytes_read_from_a_full_buffer_are_not_offered_as_a_window() {
+    // Receiver-side silly window avoidance (RFC 9293 3.8.6.2.2): a reader
+    // that frees 100 bytes of a full buffer must not be offered as a
+    // 100-byte window, or the peer's next segment carries 100 bytes.
+    let mut t = established_with_4000_byte_receive_buffer();
+    t.run(
+        "
+        +0 < . 1:1001(1000) ack 1 win 8000
+        +0 < . 1001:2001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 2001 win 2000
+        +0 < . 2001:3001(1000) ack 1 win 8000
+        +0 < . 3001:4001(1000) ack 1 win 8000
+        +0 > . 1:1(0) ack 4001 win 0
+        ",
+    );
+    let mut some = [0u8; 100];
+    assert_eq!(t.conn.recv(&mut some, &mut t.pool), Ok(100));
+    // The peer's zero-window probe is answered: still shut.
+    t.run(
+        "
+        +0.2 < . 4000:4000(0) ack 1 win 8000
+        +0 > . 1:1(0) ack 4001 win 0
+        ",
+    );
+    // A segment's worth read: the window opens.
+    let mut more = [0u8; 900];
+    assert_eq!(t.conn.recv(&mut more, &mut t.pool), Ok(900));
+    t.collect();
+    t.run("+0 > . 1:1(0) ack 4001 win 1000");
+    t.quiet();
+}
+
 /// Both sides' buffers full, as an echo whose reader waits on its writer:
 /// our window is zero and our data waits for the peer's ACK. The peer's
 /// next segment starts at `RCV.NXT` and carries that ACK: its data is
@@ -346,4 +379,37 @@ fn reading_after_the_peers_fin_sends_no_window_update() {
     assert_eq!(t.read_all().len(), 2000);
     assert!(t.conn.at_eof());
     t.quiet();
+}
+
+#[test]
+fn the_scaled_window_never_moves_its_right_edge_back() {
+    // With a window scale, the field is the window shifted down: taken
+    // rounded down, the right edge already offered (ACK + window) would
+    // move back by up to 2^scale - 1 bytes as data arrives (RFC 7323 2.4;
+    // Linux rounds the offered window up rather than shrink it).
+    let config = TcpConfig {
+        recv_buffer: 1 << 20,
+        ..config()
+    };
+    let mut t = Script::passive(&config, "0 < S 0:0(0) win 65535 <mss 1000,nop,wscale 7>");
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,nop,wscale 5>
+        +0.01 < . 1:1(0) ack 1 win 512
+        ",
+    );
+    let edge = |repr: &TcpRepr| repr.ack.wrapping_sub(PEER_ISN) + (u32::from(repr.window) << 5);
+    let mut offered = 0;
+    for i in 0..30u32 {
+        let seq = 1 + i * 1000;
+        t.run(&format!(
+            "+0.001 < . {seq}:{}(1000) ack 1 win 512",
+            seq + 1000
+        ));
+        while let Some((_, ack, _)) = t.sent.pop_front() {
+            assert!(edge(&ack) >= offered, "edge {} after {offered}", edge(&ack));
+            offered = edge(&ack);
+        }
+    }
+    assert!(offered > 30_000);
 }
