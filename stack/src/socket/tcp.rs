@@ -16,7 +16,7 @@
 use super::{BufPool, Command, Shared, SocketError};
 use crate::port::Buf;
 pub(crate) use crate::tcp::endpoint::stream::{AcceptQueue, StreamQueue};
-use crate::tcp::endpoint::stream::{Waker, CLOSED, EOF, OPEN, SHUTDOWN};
+use crate::tcp::endpoint::stream::{Waker, CLOSED, DROPPED, EOF, OPEN, SHUTDOWN, UNREAD};
 use crate::tcp::TcpError;
 use core::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -73,8 +73,10 @@ pub struct TcpListener<P: BufPool> {
     pool: Arc<P>,
 }
 
-/// A TCP connection used from application threads. Dropping it closes our
-/// side (a FIN after what was written).
+/// A TCP connection used from application threads. Dropping it closes it
+/// as Linux's `close` does: a FIN after what was written, a reset if
+/// received data was left unread, and no wait for ever on a peer that
+/// never closes its side.
 #[derive(Debug)]
 pub struct TcpStream<P: BufPool> {
     stream: Arc<StreamQueue<P::Buf>>,
@@ -82,8 +84,19 @@ pub struct TcpStream<P: BufPool> {
     pool: Arc<P>,
     /// A received buffer read partly: (buffer, bytes consumed).
     partial: Option<(P::Buf, usize)>,
-    /// Dropping it shuts our sending side (false for a read half).
-    closes_on_drop: bool,
+    /// What dropping it does.
+    on_drop: OnDrop,
+}
+
+/// What dropping a [`TcpStream`] or one of its halves does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnDrop {
+    /// A whole stream: `close`, the application lets go of the connection.
+    Close,
+    /// A writing half: `shutdown`, its reading half may read on.
+    Shutdown,
+    /// A reading half, or a stream once split.
+    Nothing,
 }
 
 /// The reading half of a [`TcpStream`] (see [`TcpStream::split`]).
@@ -220,7 +233,7 @@ impl<P: BufPool> TcpStream<P> {
             shared,
             pool,
             partial: None,
-            closes_on_drop: true,
+            on_drop: OnDrop::Close,
         }
     }
 
@@ -232,16 +245,16 @@ impl<P: BufPool> TcpStream<P> {
             shared: Arc::clone(&self.shared),
             pool: Arc::clone(&self.pool),
             partial: self.partial.take(),
-            closes_on_drop: false,
+            on_drop: OnDrop::Nothing,
         };
         let writer = TcpStream {
             stream: Arc::clone(&self.stream),
             shared: Arc::clone(&self.shared),
             pool: Arc::clone(&self.pool),
             partial: None,
-            closes_on_drop: true,
+            on_drop: OnDrop::Shutdown,
         };
-        self.closes_on_drop = false;
+        self.on_drop = OnDrop::Nothing;
         (TcpReadHalf(reader), TcpWriteHalf(writer))
     }
 
@@ -373,10 +386,19 @@ impl<P: BufPool> TcpStream<P> {
 }
 
 impl<P: BufPool> Drop for TcpStream<P> {
+    /// A whole stream: a `close`. What was written still goes, then a FIN;
+    /// data left unread (now or arriving later) resets the connection, and
+    /// it does not wait for the peer's FIN for ever (`Connection::orphan`).
+    /// A writing half: a `shutdown`.
     fn drop(&mut self) {
-        if self.closes_on_drop {
-            self.shutdown();
-        }
+        let flags = match self.on_drop {
+            OnDrop::Close if self.partial.is_some() => SHUTDOWN | DROPPED | UNREAD,
+            OnDrop::Close => SHUTDOWN | DROPPED,
+            OnDrop::Shutdown => SHUTDOWN,
+            OnDrop::Nothing => return,
+        };
+        self.stream.set(flags);
+        self.attention();
     }
 }
 

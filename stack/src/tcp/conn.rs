@@ -54,6 +54,10 @@ pub enum State {
     Closed,
 }
 
+/// How long an orphaned connection waits in FIN-WAIT-2 for the peer's FIN
+/// (Linux's `tcp_fin_timeout` default).
+pub const FIN_WAIT2_ORPHANED: Duration = Duration::from_secs(60);
+
 /// Why a connection failed, as its calls report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TcpError {
@@ -250,7 +254,13 @@ pub struct Connection {
     pub(crate) persist_unanswered: u8,
     /// Zero-window probes sent, ever (the lcore counts `TcpWinProbe`).
     pub(crate) window_probes: u64,
+    /// When TIME-WAIT ends, or an orphaned connection's FIN-WAIT-2
+    /// ([`FIN_WAIT2_ORPHANED`]).
     pub(crate) time_wait_at: Option<Instant>,
+    /// The application let go of the connection (dropped its stream):
+    /// nothing will read what arrives, so new data is answered with a
+    /// reset, and FIN-WAIT-2 does not wait for ever on the peer's FIN.
+    pub(crate) orphaned: bool,
     /// Keepalive: idle time, interval, probes allowed; when the next probe
     /// is due and how many went unanswered.
     pub(crate) keepalive: Option<Duration>,
@@ -384,6 +394,7 @@ impl Connection {
             persist_unanswered: 0,
             window_probes: 0,
             time_wait_at: None,
+            orphaned: false,
             keepalive: config.keepalive,
             keepalive_interval: config.keepalive_interval,
             keepalive_probes: config.keepalive_probes,
@@ -696,6 +707,19 @@ impl Connection {
                 self.state = State::LastAck;
             }
             _ => {}
+        }
+    }
+
+    /// The application let go (it dropped its stream; its queued data and
+    /// FIN still go out): from now on new data from the peer is answered
+    /// with a reset (RFC 1122 4.2.2.13, as Linux's TCPAbortOnData), and
+    /// FIN-WAIT-2 ends after [`FIN_WAIT2_ORPHANED`] even without the
+    /// peer's FIN, so a peer that never closes cannot hold the connection
+    /// (and its place under `max_connections`) for ever.
+    pub fn orphan(&mut self, now: Instant) {
+        self.orphaned = true;
+        if self.state == State::FinWait2 && self.time_wait_at.is_none() {
+            self.time_wait_at = Some(now + FIN_WAIT2_ORPHANED);
         }
     }
 

@@ -280,7 +280,13 @@ impl Connection {
             return Verdict::Accepted;
         }
         self.heard_from_peer(now);
-        // 7. Data.
+        // 7. Data. New data for an orphaned connection, whose application
+        // will read nothing more, aborts it (RFC 1122 4.2.2.13: the peer
+        // learns its data was lost; Linux's TCPAbortOnData).
+        if self.orphaned && seq + payload.len() > self.rcv_nxt && !payload.is_empty() {
+            self.abort();
+            return Verdict::Accepted;
+        }
         if !payload.is_empty() && self.take_data(seq, payload, now, pool) {
             self.tune_receive_window(seg, now, pool);
         }
@@ -444,7 +450,12 @@ impl Connection {
         // State changes on our FIN's acknowledgment.
         if self.fin_acked() {
             match self.state {
-                State::FinWait1 => self.state = State::FinWait2,
+                State::FinWait1 => {
+                    self.state = State::FinWait2;
+                    if self.orphaned {
+                        self.time_wait_at = Some(now + super::conn::FIN_WAIT2_ORPHANED);
+                    }
+                }
                 State::Closing => self.enter_time_wait(now),
                 State::LastAck => self.enter_closed(None),
                 _ => {}

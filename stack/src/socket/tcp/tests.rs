@@ -457,3 +457,58 @@ fn a_stream_on_the_second_link_reads_through_that_links_pool() {
     }
     assert!(got == sent, "{} of {} bytes back", got.len(), sent.len());
 }
+
+/// An inline echo that records how its connections ended.
+struct RecordingEcho(Arc<std::sync::Mutex<Vec<Option<crate::tcp::TcpError>>>>);
+
+impl InlineHandler<MemBuf> for RecordingEcho {
+    fn on_tcp<P: Port<Buf = MemBuf>>(
+        &mut self,
+        conn: crate::iface::ConnId,
+        event: TcpEvent,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        if let TcpEvent::Closed(why) = event {
+            self.0.lock().unwrap().push(why);
+            return;
+        }
+        InlineEcho.on_tcp(conn, event, ctx);
+    }
+}
+
+#[test]
+fn dropping_a_stream_with_unread_data_resets_the_connection() {
+    // As Linux's close: the peer learns its data was never read, and the
+    // connection does not linger over a queue nobody empties.
+    let (mut server, server_port) = host(A_MAC, A_IP);
+    server
+        .tcp_listen(SocketAddr::new(A_IP.into(), 7), 16)
+        .unwrap();
+    let (mut client, client_port) = host(B_MAC, B_IP);
+    let handle = client.handle(client_port.pool(), 64);
+    let closed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let _running = drive(
+        (server, server_port, RecordingEcho(Arc::clone(&closed))),
+        (client, client_port, DropDatagrams),
+    );
+    let timeout = Some(Duration::from_secs(5));
+    let mut stream = TcpStream::connect(&handle, SocketAddr::new(A_IP.into(), 7), timeout).unwrap();
+    assert_eq!(stream_write_all(&mut stream, &data(100)), 100);
+    let mut first = [0u8; 1];
+    assert_eq!(
+        stream.read(&mut first, timeout).unwrap(),
+        1,
+        "the echo came back"
+    );
+    drop(stream); // 99 echoed bytes unread
+    for _ in 0..500 {
+        if !closed.lock().unwrap().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        *closed.lock().unwrap(),
+        vec![Some(crate::tcp::TcpError::Reset)]
+    );
+}

@@ -17,7 +17,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         now: Instant,
         id: ConnId,
     ) {
-        self.pump(ip, id);
+        self.pump(ip, now, id);
         self.flush(ip, now, id);
         let Some(slot) = self.slot(id) else {
             return;

@@ -47,7 +47,7 @@ use core::cmp::Reverse;
 use core::net::{IpAddr, SocketAddr};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
-use stream::{error_code, AcceptQueue, StreamQueue, CLOSED, EOF, OPEN, SHUTDOWN};
+use stream::{error_code, AcceptQueue, StreamQueue, CLOSED, DROPPED, EOF, OPEN, SHUTDOWN, UNREAD};
 
 mod activity;
 mod icmp;

@@ -76,15 +76,37 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
 
     /// Queue mode: moves received bytes into buffers for the application (while
     /// its queue has room), takes what it wrote into the send buffer (while
-    /// that has room), and passes its shutdown on.
-    pub(super) fn pump<O: SegmentOut<Buf = B, Hop = H>>(&mut self, ip: &mut O, id: ConnId) {
+    /// that has room), and passes its shutdown on; a dropped stream orphans
+    /// its connection, or resets it if data was left unread (as Linux's
+    /// `close`).
+    pub(super) fn pump<O: SegmentOut<Buf = B, Hop = H>>(
+        &mut self,
+        ip: &mut O,
+        now: Instant,
+        id: ConnId,
+    ) {
         let Some(stream) = self.slot(id).and_then(|s| s.stream.clone()) else {
             return;
         };
+        if stream.has(DROPPED) {
+            let Some(slot) = self.slot(id) else {
+                return;
+            };
+            if !slot.conn.orphaned {
+                if stream.has(UNREAD) || !stream.rx.is_empty() || slot.conn.recv_ready() > 0 {
+                    slot.conn.abort();
+                    return;
+                }
+                slot.conn.orphan(now);
+            }
+        }
         let mut woke = false;
         // The buffers come from the pool of the connection's link.
         let mut pool_link = None;
-        while self.slot(id).is_some_and(|s| s.conn.recv_ready() > 0) && !stream.rx.is_full() {
+        while self.slot(id).is_some_and(|s| s.conn.recv_ready() > 0)
+            && !stream.rx.is_full()
+            && !stream.has(DROPPED)
+        {
             let link = *pool_link.get_or_insert_with(|| self.link_of(ip, id));
             let Some(mut buf) = ip.alloc(link) else {
                 break;

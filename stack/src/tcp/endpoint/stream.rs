@@ -27,6 +27,10 @@ pub(crate) const EOF: u8 = 2;
 pub(crate) const CLOSED: u8 = 4;
 /// The application shut its sending side.
 pub(crate) const SHUTDOWN: u8 = 8;
+/// The application dropped its handle: nothing will read the stream.
+pub(crate) const DROPPED: u8 = 16;
+/// ... with received data it had taken but not read.
+pub(crate) const UNREAD: u8 = 32;
 
 /// Sleeping and waking, shared by streams and listeners.
 #[derive(Debug, Default)]

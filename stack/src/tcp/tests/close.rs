@@ -269,6 +269,69 @@ fn an_abort_sends_a_reset_and_closes_at_once() {
     assert_eq!(t.conn.state(), State::Closed);
 }
 
+#[test]
+fn an_orphaned_connection_leaves_fin_wait_2_without_the_peers_fin() {
+    // The application let go of the connection: a peer that never closes
+    // its side does not hold it (and its place under the connection cap)
+    // for ever, as Linux's tcp_fin_timeout.
+    let mut t = established();
+    t.close();
+    t.conn.orphan(t.now);
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        +0.01 < . 1:1(0) ack 2 win 8000
+        ",
+    );
+    assert_eq!(t.conn.state(), State::FinWait2);
+    t.advance(t.now + Duration::from_secs(59));
+    assert_eq!(t.conn.state(), State::FinWait2);
+    t.advance(t.now + Duration::from_secs(1));
+    assert_eq!(t.conn.state(), State::Closed);
+    t.quiet();
+}
+
+#[test]
+fn a_half_closed_connection_waits_for_the_peers_fin() {
+    // Only our side shut (shutdown(SHUT_WR)): the application still reads,
+    // and the peer may send for as long as it likes.
+    let mut t = established();
+    t.close();
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        +0.01 < . 1:1(0) ack 2 win 8000
+        ",
+    );
+    t.advance(t.now + Duration::from_secs(600));
+    t.run(
+        "
+        +0 < P. 1:11(10) ack 2 win 8000
+        ",
+    );
+    assert_eq!(t.conn.state(), State::FinWait2);
+    assert_eq!(t.read_all().len(), 10);
+}
+
+#[test]
+fn data_for_an_orphaned_connection_is_answered_with_a_reset() {
+    // Nothing will read it: the peer learns at once that its data was lost
+    // (RFC 1122 4.2.2.13), instead of the window closing on it for ever.
+    let mut t = established();
+    t.close();
+    t.conn.orphan(t.now);
+    t.run(
+        "
+        +0 > F. 1:1(0) ack 1
+        +0.01 < . 1:1(0) ack 2 win 8000
+        +0.01 < P. 1:11(10) ack 2 win 8000
+        +0 > R 2:2(0)
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Closed);
+}
+
 /// The peer's SYN as a script writes it.
 fn syn(line: &str) -> TcpRepr {
     inbound_repr(&parse_line(line, Instant::ZERO))
