@@ -416,3 +416,54 @@ fn a_connected_socket_hears_icmp_errors_on_its_next_receive() {
 }
 
 mod group;
+
+#[test]
+fn datagrams_sent_before_a_close_leave_from_the_closed_socket() {
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    lcore.learn_peer();
+    const SENT: usize = 300;
+    let rebind = {
+        // The lcore waits on the port while the socket sends more than one
+        // poll takes, closes, and another socket is bound.
+        let _paused = lcore.port.lock().unwrap();
+        for i in 0..SENT {
+            let payload = (i as u16).to_be_bytes();
+            socket
+                .send_to(&payload, SocketAddrV4::new(PEER_IP, 7777))
+                .unwrap();
+        }
+        drop(socket);
+        let handle = lcore.handle.clone();
+        let rebind =
+            thread::spawn(move || handle.udp_bind(SocketAddrV4::new(OUR_IP, 6000)).unwrap());
+        thread::sleep(Duration::from_millis(50));
+        rebind
+    };
+    let _other = rebind.join().unwrap();
+    let out = lcore.wait_for_tx(SENT);
+    let ports: Vec<(u16, u16)> = out
+        .iter()
+        .filter_map(|f| {
+            let eth = EthernetFrame::new_checked(&f[..]).ok()?;
+            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+            let udp = UdpPacket::new_checked(ip.payload()).ok()?;
+            Some((
+                udp.src_port(),
+                u16::from_be_bytes([udp.payload()[0], udp.payload()[1]]),
+            ))
+        })
+        .collect();
+    let from_others = ports.iter().filter(|&&(port, _)| port != 5000).count();
+    assert_eq!(
+        (ports.len(), from_others),
+        (SENT, 0),
+        "counters: {:?}",
+        lcore.counters.nonzero()
+    );
+    let expected: Vec<(u16, u16)> = (0..SENT as u16).map(|i| (5000, i)).collect();
+    assert_eq!(ports, expected);
+}
