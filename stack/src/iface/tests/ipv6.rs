@@ -548,6 +548,31 @@ fn udp_over_ipv6_with_a_zero_or_wrong_checksum_is_dropped() {
 }
 
 #[test]
+fn udp_over_ipv6_with_a_zero_checksum_is_dropped_whatever_the_device_says() {
+    // A device that checks UDP checksums may take zero for "none", as
+    // over IPv4; over IPv6 zero is refused all the same (RFC 8200 8.1;
+    // Linux drops it after any device verdict).
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(GLOBAL, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let good = crate::port::RxOffload {
+        l4_checksum: crate::port::ChecksumStatus::Good,
+        ..crate::port::RxOffload::default()
+    };
+    port.push_rx_with(
+        &frame6(OUR_MAC, &ip6_udp((PEER6, 4000), (GLOBAL, 7), b"x", Some(0))),
+        good,
+    );
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::UdpBadChecksum), 1);
+}
+
+#[test]
 fn a_closed_port_answers_icmpv6_port_unreachable_quoting_the_datagram() {
     let (mut iface, mut port) = stack6();
     let request = ip6_udp((PEER6, 4000), (GLOBAL, 9), b"anyone?", None);
