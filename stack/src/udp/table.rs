@@ -260,6 +260,8 @@ pub struct UdpTable {
     /// The specific local addresses [`SOLE`] slots refer to (at most 31).
     addresses: Vec<u32>,
     groups: Vec<ReuseportGroup>,
+    /// Groups whose last member left, for the next new group.
+    free_groups: Vec<usize>,
     hash_key: u64,
     next_ephemeral: u16,
     bound: usize,
@@ -280,6 +282,7 @@ impl UdpTable {
                 .try_into()
                 .unwrap_or_else(|_| unreachable!("65,536 entries")),
             groups: Vec::new(),
+            free_groups: Vec::new(),
             hash_key,
             next_ephemeral: *EPHEMERAL_PORTS.start(),
             bound: 0,
@@ -385,8 +388,13 @@ impl UdpTable {
             }
         }
         if options.reuse_port && group.is_none() {
-            self.groups.push(ReuseportGroup::default());
-            group = Some(self.groups.len() - 1);
+            group = Some(match self.free_groups.pop() {
+                Some(free) => free,
+                None => {
+                    self.groups.push(ReuseportGroup::default());
+                    self.groups.len() - 1
+                }
+            });
         }
         Ok(group)
     }
@@ -605,7 +613,7 @@ impl UdpTable {
         };
         if let Some(g) = socket.group.take() {
             // Connected just before, by `connect_from`.
-            self.groups[g].leave(id, true);
+            self.leave_group(g, id, true);
         }
         // To the head of its chain, where Linux's rehash puts it: a
         // reuseport group met earlier would answer at once (it has no
@@ -641,10 +649,21 @@ impl UdpTable {
         self.bound -= 1;
         if let Some(g) = socket.group {
             let connected = socket.remote.is_some();
-            self.groups[g].leave(id, connected);
+            self.leave_group(g, id, connected);
         }
         self.free.push(id.0);
         true
+    }
+
+    /// Takes `id` out of group `g`; a group left empty is kept for reuse
+    /// (sockets come and go for as long as a server runs).
+    fn leave_group(&mut self, g: usize, id: SocketId, connected: bool) {
+        let group = &mut self.groups[g];
+        group.leave(id, connected);
+        if group.is_empty() {
+            *group = ReuseportGroup::default();
+            self.free_groups.push(g);
+        }
     }
 
     /// The address a socket is bound to, of its own family.

@@ -873,3 +873,35 @@ fn pins_on_scattered_lcores_survive_members_coming_and_going() {
     assert!(only(&t, 2, &[back]));
     assert!(only(&t, 3, &[on_0, back]));
 }
+
+#[test]
+fn a_group_its_last_member_left_is_reused_not_kept() {
+    // Servers open and close reuseport sockets for as long as they run;
+    // the table is cloned on every change, so dead groups would cost each
+    // bind, connect and close more.
+    let mut t = UdpTable::new(1);
+    for round in 0..1000u16 {
+        let port = 5000 + round % 7;
+        let a = t.bind(addr(HOST, port), REUSE, local).unwrap();
+        let b = t.bind(addr(HOST, port), REUSE, local).unwrap();
+        assert!(t.close(a) && t.close(b));
+        // A member narrowed by connect leaves its group too.
+        let c = t
+            .bind(addr(Ipv4Addr::UNSPECIFIED, port), REUSE, local)
+            .unwrap();
+        assert!(t.connect_from(c, addr(PEER, 9), IpAddr::V4(HOST)));
+        assert!(t.close(c));
+    }
+    assert!(
+        t.groups.len() <= 2,
+        "{} groups for 2 live at most",
+        t.groups.len()
+    );
+    // A reused group serves as a new one.
+    let a = t.bind(addr(HOST, 53), REUSE, local).unwrap();
+    let b = t.bind(addr(HOST, 53), REUSE, local).unwrap();
+    let picked: std::collections::BTreeSet<_> = (0..64)
+        .filter_map(|p| t.lookup(&key(addr(PEER, 1000 + p), addr(HOST, 53))))
+        .collect();
+    assert_eq!(picked, [a, b].into_iter().collect());
+}
