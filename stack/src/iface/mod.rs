@@ -566,9 +566,13 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
         let Some(request) = shared.sends.pop() else {
             return;
         };
-        // Failures are counted by reason inside.
+        // Failures are counted by reason inside, but for a socket closed
+        // since the send was queued (its caller was told it was sent).
         let dst = canonical_dst(request.dst);
-        let _ = udp::send_buffer(core, out, now, request.socket, dst, request.buf);
+        let sent = udp::send_buffer(core, out, now, request.socket, dst, request.buf);
+        if sent == Err(SendError::NoSocket) {
+            core.lcore.counters.count_drop(DropReason::TxNoSocket);
+        }
     }
 }
 
