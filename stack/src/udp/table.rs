@@ -263,7 +263,11 @@ pub struct UdpTable {
     /// Groups whose last member left, for the next new group.
     free_groups: Vec<usize>,
     hash_key: u64,
-    next_ephemeral: u16,
+    /// SipHash keys of the ephemeral port searches' starts, derived from
+    /// `hash_key` (which never reaches the wire; ports do).
+    port_key: [u64; 2],
+    /// Port-0 binds so far: what each search's start is a hash of.
+    port_draws: u64,
     bound: usize,
 }
 
@@ -284,7 +288,8 @@ impl UdpTable {
             groups: Vec::new(),
             free_groups: Vec::new(),
             hash_key,
-            next_ephemeral: *EPHEMERAL_PORTS.start(),
+            port_key: [sip(hash_key, 0, 1), sip(hash_key, 0, 2)],
+            port_draws: 0,
             bound: 0,
         }
     }
@@ -515,15 +520,18 @@ impl UdpTable {
             .collect()
     }
 
+    /// A free ephemeral port for a port-0 bind: the search starts at a
+    /// keyed hash of the count of such binds (RFC 6056's random start, as
+    /// Linux draws one for each), so a peer that saw one port cannot tell
+    /// the next, and goes up from there, wrapping around the range.
     fn free_port(&mut self, local_views: Views) -> Result<u16, BindError> {
-        let span = EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start() + 1;
-        for _ in 0..span {
-            let port = self.next_ephemeral;
-            self.next_ephemeral = if port == *EPHEMERAL_PORTS.end() {
-                *EPHEMERAL_PORTS.start()
-            } else {
-                port + 1
-            };
+        let (low, high) = (*EPHEMERAL_PORTS.start(), *EPHEMERAL_PORTS.end());
+        let span = high - low + 1;
+        self.port_draws = self.port_draws.wrapping_add(1);
+        let hash = sip(self.port_key[0], self.port_key[1], self.port_draws);
+        let start = (hash % u64::from(span)) as u16;
+        for i in 0..span {
+            let port = low + (start + i) % span;
             if self.overlapping(port, local_views).is_empty() {
                 return Ok(port);
             }
@@ -847,6 +855,16 @@ impl UdpTable {
         h ^= h >> 32;
         h as u32
     }
+}
+
+/// SipHash-2-4 of `value` under the keys `k0`, `k1` (control path: port-0
+/// binds).
+fn sip(k0: u64, k1: u64, value: u64) -> u64 {
+    use core::hash::Hasher;
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(k0, k1);
+    hasher.write_u64(value);
+    hasher.finish()
 }
 
 /// How well a socket matches a datagram: `None` if it cannot receive it,

@@ -122,6 +122,33 @@ fn port_zero_picks_distinct_ephemeral_ports() {
 }
 
 #[test]
+fn ephemeral_ports_are_not_predictable_from_the_last_one() {
+    // RFC 6056 (and Linux): a peer that saw one port-0 bind's port must
+    // not guess the next (a DNS client's replies would be easy to forge),
+    // nor the first from the range.
+    let ports = |key: u64| {
+        let mut t = UdpTable::new(key);
+        (0..4)
+            .map(|_| {
+                let id = t.bind(addr(HOST, 0), BindOptions::default(), local);
+                t.local_addr(id.unwrap()).unwrap().port()
+            })
+            .collect::<Vec<u16>>()
+    };
+    let firsts: std::collections::BTreeSet<u16> = (1..=8).map(|key| ports(key)[0]).collect();
+    assert!(firsts.len() > 4, "first ports {firsts:?}");
+    for key in 1..=8 {
+        let drawn = ports(key);
+        assert!(drawn.iter().all(|p| EPHEMERAL_PORTS.contains(p)));
+        let steps = drawn
+            .windows(2)
+            .filter(|w| w[1] == w[0].wrapping_add(1))
+            .count();
+        assert_eq!(steps, 0, "key {key}: {drawn:?}");
+    }
+}
+
+#[test]
 fn reuseport_spreads_flows_and_keeps_each_flow_on_one_member() {
     let mut t = UdpTable::new(0x1234_5678);
     let members: Vec<SocketId> = (0..4)
