@@ -121,7 +121,8 @@ reasons! {
     /// once fragmented, or a fragment that would not fit a buffer).
     TxTooBig = "tx_too_big",
     /// A datagram an application thread queued from a socket that was
-    /// closed before the lcore sent it.
+    /// closed before the lcore sent it, or that hears no IPv4 (IPv6-only)
+    /// for an IPv4 destination.
     TxNoSocket = "tx_no_socket",
     /// IPv6 header or payload length beyond the frame.
     Ipv6Truncated = "ipv6_truncated",

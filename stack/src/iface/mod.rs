@@ -567,7 +567,8 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
             return;
         };
         // Failures are counted by reason inside, but for a socket closed
-        // since the send was queued (its caller was told it was sent).
+        // since the send was queued, or one that hears no IPv4 sending to
+        // an IPv4 address (its caller was told it was sent).
         let dst = canonical_dst(request.dst);
         let sent = udp::send_buffer(core, out, now, request.socket, dst, request.buf);
         if sent == Err(SendError::NoSocket) {

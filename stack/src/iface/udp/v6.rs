@@ -13,7 +13,7 @@ use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
 use super::super::transmit::SendError;
 use super::family::{UdpFamily, UdpIn};
-use crate::counters::Stat;
+use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
 use crate::udp::table::{CachedRoute, FlowKey6};
 use crate::udp::SocketId;
@@ -112,7 +112,11 @@ impl UdpFamily for Ipv6Addr {
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Ipv6Addr, u16), SendError> {
         match core.shared.udp.local_socket_addr(socket) {
             Some(SocketAddr::V6(local)) => Ok((*local.ip(), local.port())),
-            Some(SocketAddr::V4(_)) => Err(SendError::NoRoute),
+            Some(SocketAddr::V4(_)) => {
+                // An IPv4 socket has no way to an IPv6 destination.
+                core.lcore.counters.count_drop(DropReason::TxNoRoute);
+                Err(SendError::NoRoute)
+            }
             None => Err(SendError::NoSocket),
         }
     }
