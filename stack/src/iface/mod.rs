@@ -511,8 +511,13 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                     close_queued(core, id);
                 }
             }
-            Command::Connect { socket, remote } => {
-                udp_connect(core, socket, remote);
+            Command::Connect {
+                socket,
+                remote,
+                reply,
+            } => {
+                let connected = udp_connect(core, socket, remote);
+                let _ = reply.try_send(if connected { Ok(()) } else { Err(()) });
             }
             Command::Close { socket } => {
                 // The socket's last datagrams were queued before its close,

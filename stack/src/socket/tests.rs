@@ -540,3 +540,27 @@ fn every_queue_that_got_datagrams_in_a_poll_wakes_its_reader() {
         "woken by the poll that queued its datagram, not by its timeout"
     );
 }
+
+#[test]
+fn a_connect_the_stack_refuses_is_an_error_not_a_silent_no() {
+    // An IPv4 socket cannot connect to an IPv6 peer (Linux: EAFNOSUPPORT);
+    // told Ok, the caller would take datagrams from anyone for its peer's.
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    let peer6: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+    assert_eq!(
+        socket.connect(core::net::SocketAddrV6::new(peer6, 53, 0, 0)),
+        Err(SocketError::CannotConnect)
+    );
+    assert_eq!(socket.connect(SocketAddrV4::new(PEER_IP, 53)), Ok(()));
+    // Connected: a datagram from another port of the peer is not its.
+    lcore.inject(&[frame_to(5000, b"from 9000")]);
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        socket.recv_from(&mut buf, Some(Duration::from_millis(50))),
+        Err(SocketError::TimedOut)
+    );
+}
