@@ -111,9 +111,14 @@ impl UdpFamily for Ipv6Addr {
     #[inline]
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Ipv6Addr, u16), SendError> {
         match core.shared.udp.local_socket_addr(socket) {
-            Some(SocketAddr::V6(local)) => Ok((*local.ip(), local.port())),
-            Some(SocketAddr::V4(_)) => {
-                // An IPv4 socket has no way to an IPv6 destination.
+            Some(SocketAddr::V6(local)) if local.ip().to_ipv4_mapped().is_none() => {
+                Ok((*local.ip(), local.port()))
+            }
+            Some(_) => {
+                // An IPv4 socket, or one bound (or narrowed by connect) to
+                // an IPv4-mapped address, which no IPv6 packet may come
+                // from, has no way to an IPv6 destination (Linux:
+                // EAFNOSUPPORT).
                 core.lcore.counters.count_drop(DropReason::TxNoRoute);
                 Err(SendError::NoRoute)
             }
