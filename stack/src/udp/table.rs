@@ -186,7 +186,8 @@ struct Hot {
     /// [`ANY_DEVICE`] unless bound to a device.
     device: u32,
     connected: bool,
-    /// An IPv6 socket (else IPv4).
+    /// An IPv6 socket that may hear IPv6 (else an IPv4 socket, or an IPv6
+    /// one bound to the IPv4-mapped wildcard, which hears IPv4 only).
     v6: bool,
     v6_only: bool,
     /// Reuseport group index, or [`NONE`].
@@ -317,7 +318,13 @@ impl UdpTable {
             return Err(BindError::TableFull);
         }
         let key = key_of(ip);
-        let socket_views = views(key, v6, options.v6_only);
+        // ::ffff:0.0.0.0 is an IPv6 socket's IPv4 wildcard (as in Linux):
+        // it hears every IPv4 address and no IPv6, so the table holds it
+        // as an IPv4 wildcard (for IPv4 traffic it then scores as an IPv4
+        // socket, one point above Linux's, which only breaks a tie with an
+        // IPv4 wildcard sharing its port by SO_REUSEPORT).
+        let hears_v6 = v6 && !(mapped && ip.is_unspecified());
+        let socket_views = views(key, hears_v6, options.v6_only);
         if local.port() == 0 {
             local.set_port(self.free_port(socket_views)?);
         }
@@ -335,8 +342,8 @@ impl UdpTable {
             remote_port: 0,
             device: options.device.map_or(ANY_DEVICE, u32::from),
             connected: false,
-            v6,
-            v6_only: v6 && options.v6_only,
+            v6: hears_v6,
+            v6_only: hears_v6 && options.v6_only,
             group: group.map_or(NONE, |g| g as u32),
             next_on_port: NONE,
         };
@@ -554,7 +561,7 @@ impl UdpTable {
         let hot = &mut self.hot[id.0 as usize];
         let peer = canonical(remote);
         let hears = hot.views();
-        let fits = match (hot.v6, remote.is_ipv6(), peer.is_ipv4()) {
+        let fits = match (socket.local.is_ipv6(), remote.is_ipv6(), peer.is_ipv4()) {
             (false, false, _) => true,
             (true, true, true) => hears.v4.is_some(),
             (true, true, false) => hears.v6.is_some(),

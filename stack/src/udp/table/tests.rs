@@ -544,6 +544,37 @@ fn an_ipv4_mapped_binding_hears_ipv4_only() {
 }
 
 #[test]
+fn the_ipv4_mapped_wildcard_hears_every_ipv4_address_and_no_ipv6() {
+    // ::ffff:0.0.0.0 is an IPv6 socket's IPv4 wildcard (Linux): not `::`,
+    // so it hears no IPv6 and leaves a v6-only `::` room beside it.
+    let mut t = UdpTable::new(1);
+    let any4 = Ipv4Addr::UNSPECIFIED.to_ipv6_mapped();
+    let mapped = t.bind(v6(any4, 53), BindOptions::default(), local).unwrap();
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST2, 53))), Some(mapped));
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), None);
+    let only6 = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 53), V6_ONLY, local)
+        .unwrap();
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), Some(only6));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(
+        t.bind(
+            addr(Ipv4Addr::UNSPECIFIED, 53),
+            BindOptions::default(),
+            local
+        ),
+        Err(BindError::AddrInUse),
+        "the IPv4 wildcard is taken"
+    );
+    // It connects to IPv4 peers, given IPv4-mapped, and to no IPv6 one.
+    assert!(!t.connect(mapped, v6(PEER6, 9)));
+    assert!(t.connect(mapped, v6(PEER.to_ipv6_mapped(), 9)));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(t.lookup(&key(addr(OTHER_PEER, 9), addr(HOST, 53))), None);
+}
+
+#[test]
 fn for_ipv4_an_ipv4_socket_beats_a_dual_stack_one() {
     let mut t = UdpTable::new(1);
     let dual = t.bind(v6(Ipv6Addr::UNSPECIFIED, 53), REUSE, local).unwrap();
