@@ -164,7 +164,7 @@ impl UdpFamily for Ipv6Addr {
     }
 
     #[inline]
-    fn group_mac(dst: Ipv6Addr) -> Option<MacAddr> {
+    fn group_mac<B: Buf>(_core: &Core<B>, dst: Ipv6Addr) -> Option<MacAddr> {
         dst.is_multicast().then(|| multicast_mac(dst))
     }
 
