@@ -109,6 +109,7 @@ fn is_rx_drop(reason: DropReason) -> bool {
             | DropReason::TxDeviceFull
             | DropReason::TxNoBuffer
             | DropReason::TxTooBig
+            | DropReason::TxNoSocket
             | DropReason::Ipv4ReassemblyTimeout
             | DropReason::Ipv6ReassemblyTimeout
             | DropReason::UdpQueueFull

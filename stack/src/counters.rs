@@ -122,6 +122,10 @@ reasons! {
     /// An outgoing packet that cannot be sent at its size (over 64 KiB
     /// once fragmented, or a fragment that would not fit a buffer).
     TxTooBig = "tx_too_big",
+    /// A datagram an application thread queued from a socket that was
+    /// closed before the lcore sent it, or that hears no IPv4 (IPv6-only)
+    /// for an IPv4 destination.
+    TxNoSocket = "tx_no_socket",
     /// IPv6 header or payload length beyond the frame.
     Ipv6Truncated = "ipv6_truncated",
     /// IPv6 version field wrong.
@@ -130,7 +134,8 @@ reasons! {
     /// detection.
     Ipv6BadSource = "ipv6_bad_source",
     /// The loopback address (::1) as the source or destination of a packet
-    /// from the wire (RFC 4291 2.5.3), as IPv4 counts 127/8 sources.
+    /// from the wire (RFC 4291 2.5.3), as IPv4 counts 127/8 sources, or an
+    /// IPv4-mapped source (::ffff:a.b.c.d), which no node sends from.
     Ipv6Martian = "ipv6_martian",
     /// Destination is neither one of our addresses nor a group we joined.
     Ipv6NotForUs = "ipv6_not_for_us",

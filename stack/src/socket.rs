@@ -65,6 +65,10 @@ pub enum SocketError {
     PeerOn(SocketId, PeerError),
     /// The socket is not a member of this [`UdpGroup`].
     NotMember,
+    /// The socket cannot connect to that peer: a family it does not hear
+    /// (an IPv4 socket and an IPv6 peer, an IPv6-only socket and an IPv4
+    /// one), or the socket is gone.
+    CannotConnect,
     /// A TCP connection failed (refused, reset, timed out, no port).
     Tcp(TcpError),
     /// A TCP listen failed.
@@ -83,6 +87,9 @@ impl core::fmt::Display for SocketError {
             SocketError::Peer(e) => e.fmt(f),
             SocketError::PeerOn(socket, e) => write!(f, "socket {}: {e}", socket.index()),
             SocketError::NotMember => f.write_str("not a socket of this group"),
+            SocketError::CannotConnect => {
+                f.write_str("the socket cannot connect there (a family it does not hear)")
+            }
             SocketError::Tcp(e) => e.fmt(f),
             SocketError::Listen(e) => write!(f, "listen: {e}"),
         }
@@ -103,6 +110,7 @@ pub(crate) enum Command<B: Buf> {
     Connect {
         socket: SocketId,
         remote: SocketAddr,
+        reply: crossbeam_channel::Sender<Result<(), ()>>,
     },
     Close {
         socket: SocketId,
@@ -123,6 +131,22 @@ pub(crate) enum Command<B: Buf> {
         stream: Arc<tcp::StreamQueue<B>>,
         reply: crossbeam_channel::Sender<Result<(), TcpError>>,
     },
+}
+
+/// Asks the lcore to connect `socket` to `remote` and waits for the answer.
+pub(crate) fn connect_queued<B: Buf>(
+    shared: &Shared<B>,
+    socket: SocketId,
+    remote: SocketAddr,
+) -> Result<(), SocketError> {
+    shared.request(
+        |reply| Command::Connect {
+            socket,
+            remote,
+            reply,
+        },
+        |()| SocketError::CannotConnect,
+    )
 }
 
 /// A datagram for the lcore to send; `buf` holds the payload only.
@@ -318,12 +342,11 @@ impl<P: BufPool> UdpSocket<P> {
         self.local
     }
 
-    /// Only exchange datagrams with `remote` from now on.
+    /// Only exchange datagrams with `remote` from now on; waits for the
+    /// lcore's answer. [`SocketError::CannotConnect`] for a peer of a
+    /// family the socket does not hear.
     pub fn connect(&self, remote: impl Into<SocketAddr>) -> Result<(), SocketError> {
-        self.shared.send_command(Command::Connect {
-            socket: self.id,
-            remote: remote.into(),
-        })
+        connect_queued(&self.shared, self.id, remote.into())
     }
 
     /// Moves up to `max` received datagrams into `out` (zero-copy), waiting

@@ -282,15 +282,17 @@ impl LegState {
         self.rtcp.observe(source, None, now)
     }
 
-    /// Judges RTCP that came to this leg's RTP port although the leg has
-    /// an RTCP port (implicit rtcp-mux): from the latched RTP peer it is
-    /// the peer's, and the RTCP latch, which is for the RTCP port, is left
-    /// alone; before the RTP latch has a peer, the RTCP latch judges it.
+    /// Judges RTCP that came to this leg's RTP port (rtcp-mux, or
+    /// implicit rtcp-mux on a leg with an RTCP port): once the RTP latch
+    /// has a peer, the port is that peer's (RFC 5761: muxed RTCP comes from
+    /// the RTP transport address), so its RTCP is the peer's and anyone
+    /// else's is foreign, and the RTCP latch is left alone; before, the
+    /// RTCP latch judges it.
     pub fn observe_rtcp_on_rtp_port(&mut self, source: SocketAddr, now: Instant) -> Verdict {
-        if self.rtp.is_latched() && self.rtp.peer() == Some(source) {
-            Verdict::Peer
-        } else {
-            self.rtcp.observe(source, None, now)
+        match self.rtp.latched_peer() {
+            Some(peer) if peer == source => Verdict::Peer,
+            Some(_) => Verdict::Foreign,
+            None => self.rtcp.observe(source, None, now),
         }
     }
 
@@ -406,12 +408,12 @@ impl LegState {
         &mut self.counters
     }
 
-    /// Where RTCP for this leg goes: the RTP peer itself while the peer
-    /// sends its RTCP to our RTP port (implicit rtcp-mux), else the peer
-    /// heard on RTCP, else next to the RTP peer once that is latched, else
-    /// the signalled address.
+    /// Where RTCP for this leg goes: the latched RTP peer itself under
+    /// rtcp-mux or while the peer sends its RTCP to our RTP port (implicit
+    /// rtcp-mux), else the peer heard on RTCP, else next to the RTP peer
+    /// once that is latched, else the signalled address.
     pub fn rtcp_destination(&self, mux: bool) -> Option<SocketAddr> {
-        if self.rtcp_on_rtp && self.rtp.is_latched() {
+        if (self.rtcp_on_rtp || mux) && self.rtp.is_latched() {
             return self.rtp.peer();
         }
         if self.rtcp.is_latched() {

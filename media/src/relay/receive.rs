@@ -313,9 +313,9 @@ impl Session {
             let compound =
                 Compound::new_checked(datagram.payload()).map_err(|_| RelayDrop::BadRtcp)?;
             let source = datagram.src();
-            let verdict = match (at.channel, own.rtcp) {
-                (Channel::Rtp, Some(_)) => this.observe_rtcp_on_rtp_port(source, now),
-                _ => this.observe_rtcp(source, now),
+            let verdict = match at.channel {
+                Channel::Rtp => this.observe_rtcp_on_rtp_port(source, now),
+                Channel::Rtcp => this.observe_rtcp(source, now),
             };
             admit(verdict, this)?;
             let moved = match (at.channel, own.rtcp) {

@@ -6,7 +6,9 @@
 //!
 //! Invariants: every datagram is handed over or dropped and counted; each
 //! datagram carries its socket and the poll's time when handed over; a
-//! queue is woken at most once per poll (its receivers, if any sleep).
+//! queue that got datagrams or an error is woken (its receivers, if any
+//! sleep) once per poll, or at once when the poll's list of queues to wake,
+//! one burst's worth, is full.
 
 use super::poll::Poll;
 use super::transmit::Out;
@@ -38,6 +40,17 @@ impl<B: Buf> Delivery<B> {
             burst: ArrayVec::new(),
             socket: None,
             to_wake: ArrayVec::new(),
+        }
+    }
+
+    /// Notes `queue` (socket `index`'s) to be woken after the poll. The
+    /// list holds one burst's sockets; a poll over several links can
+    /// deliver to more, and a queue that finds the list full is woken at
+    /// once rather than left with a receiver asleep over its datagrams.
+    #[inline]
+    fn wake_later(&mut self, queue: &SocketQueue<B>, index: u32) {
+        if !self.to_wake.contains(&index) && self.to_wake.try_push(index).is_err() {
+            queue.wake();
         }
     }
 
@@ -197,9 +210,7 @@ fn report_errors<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         match queues.get(index as usize) {
             Some(Some(queue)) => {
                 queue.set_error(socket, error);
-                if !delivery.to_wake.contains(&index) {
-                    let _ = delivery.to_wake.try_push(index);
-                }
+                delivery.wake_later(queue, index);
             }
             _ => handler.on_error(socket, error, ctx),
         }
@@ -264,8 +275,8 @@ fn hand_over<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
             for _ in 0..dropped {
                 ctx.core.lcore.counters.count_drop(DropReason::UdpQueueFull);
             }
-            if pushed > 0 && !delivery.to_wake.contains(&index) {
-                let _ = delivery.to_wake.try_push(index);
+            if pushed > 0 {
+                delivery.wake_later(queue, index);
             }
         }
         _ => handler.on_datagrams(socket, &mut delivery.batch, ctx),

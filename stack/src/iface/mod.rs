@@ -372,7 +372,7 @@ impl<B: Buf> Interface<B> {
         let mut out = Out::new(&mut ports[..links], &mut batches[..links]);
         if let Some(shared) = shared.as_deref() {
             // Sends first: a socket's last datagrams go out before its close.
-            send_queued(core, shared, &mut out, now);
+            send_queued(core, shared, &mut out, now, MAX_SENDS_PER_POLL);
             run_commands(core, shared, &mut out, now);
             tcp::attend(core, &mut out, now, shared);
             // Binds applied just now serve this poll's burst.
@@ -511,10 +511,22 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                     close_queued(core, id);
                 }
             }
-            Command::Connect { socket, remote } => {
-                udp_connect(core, socket, remote);
+            Command::Connect {
+                socket,
+                remote,
+                reply,
+            } => {
+                let connected = udp_connect(core, socket, remote);
+                let _ = reply.try_send(if connected { Ok(()) } else { Err(()) });
             }
-            Command::Close { socket } => close_queued(core, socket),
+            Command::Close { socket } => {
+                // The socket's last datagrams were queued before its close,
+                // maybe more than one poll sends: they all leave now, from
+                // it, not at a later poll, dropped as from no socket or
+                // sent from another socket bound meanwhile under its id.
+                send_queued(core, shared, out, now, shared.sends.capacity());
+                close_queued(core, socket)
+            }
             Command::TcpListen {
                 local,
                 backlog,
@@ -546,20 +558,27 @@ fn close_queued<B: Buf>(core: &mut Core<B>, socket: SocketId) {
     });
 }
 
-/// Sends datagrams queued by application threads (bounded per poll).
+/// Sends up to `limit` datagrams queued by application threads (each poll
+/// [`MAX_SENDS_PER_POLL`]; a close, the whole queue).
 fn send_queued<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
     shared: &Shared<B>,
     out: &mut Out<'_, P>,
     now: Instant,
+    limit: usize,
 ) {
-    for _ in 0..MAX_SENDS_PER_POLL {
+    for _ in 0..limit {
         let Some(request) = shared.sends.pop() else {
             return;
         };
-        // Failures are counted by reason inside.
+        // Failures are counted by reason inside, but for a socket closed
+        // since the send was queued, or one that hears no IPv4 sending to
+        // an IPv4 address (its caller was told it was sent).
         let dst = canonical_dst(request.dst);
-        let _ = udp::send_buffer(core, out, now, request.socket, dst, request.buf);
+        let sent = udp::send_buffer(core, out, now, request.socket, dst, request.buf);
+        if sent == Err(SendError::NoSocket) {
+            core.lcore.counters.count_drop(DropReason::TxNoSocket);
+        }
     }
 }
 

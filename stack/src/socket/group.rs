@@ -212,17 +212,15 @@ impl<P: BufPool> UdpGroup<P> {
     }
 
     /// Only exchange datagrams with `remote` on `socket` from now on (as
-    /// [`super::UdpSocket::connect`]; after NAT latching, for instance).
+    /// [`super::UdpSocket::connect`], waiting for the lcore's answer;
+    /// after NAT latching, for instance).
     pub fn connect(
         &self,
         socket: SocketId,
         remote: impl Into<SocketAddr>,
     ) -> Result<(), SocketError> {
         self.check_member(socket)?;
-        self.shared.send_command(super::Command::Connect {
-            socket,
-            remote: remote.into(),
-        })
+        super::connect_queued(&self.shared, socket, remote.into())
     }
 
     /// Moves up to `max` datagrams received on any member into `out`

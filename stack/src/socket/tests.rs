@@ -416,3 +416,151 @@ fn a_connected_socket_hears_icmp_errors_on_its_next_receive() {
 }
 
 mod group;
+
+#[test]
+fn datagrams_sent_before_a_close_leave_from_the_closed_socket() {
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    lcore.learn_peer();
+    const SENT: usize = 300;
+    let rebind = {
+        // The lcore waits on the port while the socket sends more than one
+        // poll takes, closes, and another socket is bound.
+        let _paused = lcore.port.lock().unwrap();
+        for i in 0..SENT {
+            let payload = (i as u16).to_be_bytes();
+            socket
+                .send_to(&payload, SocketAddrV4::new(PEER_IP, 7777))
+                .unwrap();
+        }
+        drop(socket);
+        let handle = lcore.handle.clone();
+        let rebind =
+            thread::spawn(move || handle.udp_bind(SocketAddrV4::new(OUR_IP, 6000)).unwrap());
+        thread::sleep(Duration::from_millis(50));
+        rebind
+    };
+    let _other = rebind.join().unwrap();
+    let out = lcore.wait_for_tx(SENT);
+    let ports: Vec<(u16, u16)> = out
+        .iter()
+        .filter_map(|f| {
+            let eth = EthernetFrame::new_checked(&f[..]).ok()?;
+            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+            let udp = UdpPacket::new_checked(ip.payload()).ok()?;
+            Some((
+                udp.src_port(),
+                u16::from_be_bytes([udp.payload()[0], udp.payload()[1]]),
+            ))
+        })
+        .collect();
+    let from_others = ports.iter().filter(|&&(port, _)| port != 5000).count();
+    assert_eq!(
+        (ports.len(), from_others),
+        (SENT, 0),
+        "counters: {:?}",
+        lcore.counters.nonzero()
+    );
+    let expected: Vec<(u16, u16)> = (0..SENT as u16).map(|i| (5000, i)).collect();
+    assert_eq!(ports, expected);
+}
+
+#[test]
+fn every_queue_that_got_datagrams_in_a_poll_wakes_its_reader() {
+    // Two links: one poll takes a burst from each, here datagrams for 40
+    // sockets, more than one burst holds.
+    const MAC_B: MacAddr = MacAddr([2, 0, 0, 0, 1, 1]);
+    const SOCKETS: u16 = 40;
+    let mut config = InterfaceConfig::with_links(vec![
+        crate::iface::LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap()),
+        crate::iface::LinkConfig::new(
+            MAC_B,
+            Ipv4Cidr::new(Ipv4Addr::new(10, 1, 0, 1), 24).unwrap(),
+        ),
+    ]);
+    config.dad_transmits = 0;
+    let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
+    let port = |mac| {
+        MemPort::new(MemPortConfig {
+            mac,
+            ..MemPortConfig::default()
+        })
+    };
+    let mut ports = [port(OUR_MAC), port(MAC_B)];
+    let handle = iface.handle(ports[0].pool(), 4);
+    let mut ticks = 0u64;
+    let mut poll = |iface: &mut Interface<MemBuf>, ports: &mut [MemPort; 2]| {
+        ticks += 1;
+        iface.poll_ports(ports, Instant::from_nanos(ticks * 1000), &mut DropDatagrams);
+    };
+    let binder = thread::spawn(move || {
+        (0..SOCKETS)
+            .map(|i| {
+                handle
+                    .udp_bind(SocketAddrV4::new(OUR_IP, 5000 + i))
+                    .unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    while !binder.is_finished() {
+        poll(&mut iface, &mut ports);
+        thread::yield_now();
+    }
+    let sockets = Arc::new(binder.join().unwrap());
+    let last = usize::from(SOCKETS) - 1;
+    let reader = {
+        let sockets = Arc::clone(&sockets);
+        thread::spawn(move || {
+            let mut got = Vec::new();
+            let result = sockets[last].recv_batch(&mut got, 4, Some(Duration::from_secs(1)));
+            (result, sockets[last].wakeups())
+        })
+    };
+    wait_until_blocked(|| sockets[last].blocked_readers());
+    for i in 0..SOCKETS {
+        let mut frame = frame_to(5000 + i, b"x");
+        let link = usize::from(i >= SOCKETS / 2);
+        if link == 1 {
+            EthernetFrame::new_unchecked(&mut frame[..]).set_dst(MAC_B);
+        }
+        ports[link].push_rx(&frame);
+    }
+    poll(&mut iface, &mut ports);
+    let (result, wakeups) = reader.join().unwrap();
+    assert_eq!(
+        iface.counters().get(Stat::UdpInDatagrams),
+        u64::from(SOCKETS)
+    );
+    assert_eq!(
+        (result, wakeups),
+        (Ok(1), 1),
+        "woken by the poll that queued its datagram, not by its timeout"
+    );
+}
+
+#[test]
+fn a_connect_the_stack_refuses_is_an_error_not_a_silent_no() {
+    // An IPv4 socket cannot connect to an IPv6 peer (Linux: EAFNOSUPPORT);
+    // told Ok, the caller would take datagrams from anyone for its peer's.
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000))
+        .unwrap();
+    let peer6: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+    assert_eq!(
+        socket.connect(core::net::SocketAddrV6::new(peer6, 53, 0, 0)),
+        Err(SocketError::CannotConnect)
+    );
+    assert_eq!(socket.connect(SocketAddrV4::new(PEER_IP, 53)), Ok(()));
+    // Connected: a datagram from another port of the peer is not its.
+    lcore.inject(&[frame_to(5000, b"from 9000")]);
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        socket.recv_from(&mut buf, Some(Duration::from_millis(50))),
+        Err(SocketError::TimedOut)
+    );
+}

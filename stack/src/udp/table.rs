@@ -186,7 +186,8 @@ struct Hot {
     /// [`ANY_DEVICE`] unless bound to a device.
     device: u32,
     connected: bool,
-    /// An IPv6 socket (else IPv4).
+    /// An IPv6 socket that may hear IPv6 (else an IPv4 socket, or an IPv6
+    /// one bound to the IPv4-mapped wildcard, which hears IPv4 only).
     v6: bool,
     v6_only: bool,
     /// Reuseport group index, or [`NONE`].
@@ -260,8 +261,14 @@ pub struct UdpTable {
     /// The specific local addresses [`SOLE`] slots refer to (at most 31).
     addresses: Vec<u32>,
     groups: Vec<ReuseportGroup>,
+    /// Groups whose last member left, for the next new group.
+    free_groups: Vec<usize>,
     hash_key: u64,
-    next_ephemeral: u16,
+    /// SipHash keys of the ephemeral port searches' starts, derived from
+    /// `hash_key` (which never reaches the wire; ports do).
+    port_key: [u64; 2],
+    /// Port-0 binds so far: what each search's start is a hash of.
+    port_draws: u64,
     bound: usize,
 }
 
@@ -280,8 +287,10 @@ impl UdpTable {
                 .try_into()
                 .unwrap_or_else(|_| unreachable!("65,536 entries")),
             groups: Vec::new(),
+            free_groups: Vec::new(),
             hash_key,
-            next_ephemeral: *EPHEMERAL_PORTS.start(),
+            port_key: [sip(hash_key, 0, 1), sip(hash_key, 0, 2)],
+            port_draws: 0,
             bound: 0,
         }
     }
@@ -309,7 +318,13 @@ impl UdpTable {
             return Err(BindError::TableFull);
         }
         let key = key_of(ip);
-        let socket_views = views(key, v6, options.v6_only);
+        // ::ffff:0.0.0.0 is an IPv6 socket's IPv4 wildcard (as in Linux):
+        // it hears every IPv4 address and no IPv6, so the table holds it
+        // as an IPv4 wildcard (for IPv4 traffic it then scores as an IPv4
+        // socket, one point above Linux's, which only breaks a tie with an
+        // IPv4 wildcard sharing its port by SO_REUSEPORT).
+        let hears_v6 = v6 && !(mapped && ip.is_unspecified());
+        let socket_views = views(key, hears_v6, options.v6_only);
         if local.port() == 0 {
             local.set_port(self.free_port(socket_views)?);
         }
@@ -327,8 +342,8 @@ impl UdpTable {
             remote_port: 0,
             device: options.device.map_or(ANY_DEVICE, u32::from),
             connected: false,
-            v6,
-            v6_only: v6 && options.v6_only,
+            v6: hears_v6,
+            v6_only: hears_v6 && options.v6_only,
             group: group.map_or(NONE, |g| g as u32),
             next_on_port: NONE,
         };
@@ -385,8 +400,13 @@ impl UdpTable {
             }
         }
         if options.reuse_port && group.is_none() {
-            self.groups.push(ReuseportGroup::default());
-            group = Some(self.groups.len() - 1);
+            group = Some(match self.free_groups.pop() {
+                Some(free) => free,
+                None => {
+                    self.groups.push(ReuseportGroup::default());
+                    self.groups.len() - 1
+                }
+            });
         }
         Ok(group)
     }
@@ -507,15 +527,18 @@ impl UdpTable {
             .collect()
     }
 
+    /// A free ephemeral port for a port-0 bind: the search starts at a
+    /// keyed hash of the count of such binds (RFC 6056's random start, as
+    /// Linux draws one for each), so a peer that saw one port cannot tell
+    /// the next, and goes up from there, wrapping around the range.
     fn free_port(&mut self, local_views: Views) -> Result<u16, BindError> {
-        let span = EPHEMERAL_PORTS.end() - EPHEMERAL_PORTS.start() + 1;
-        for _ in 0..span {
-            let port = self.next_ephemeral;
-            self.next_ephemeral = if port == *EPHEMERAL_PORTS.end() {
-                *EPHEMERAL_PORTS.start()
-            } else {
-                port + 1
-            };
+        let (low, high) = (*EPHEMERAL_PORTS.start(), *EPHEMERAL_PORTS.end());
+        let span = high - low + 1;
+        self.port_draws = self.port_draws.wrapping_add(1);
+        let hash = sip(self.port_key[0], self.port_key[1], self.port_draws);
+        let start = (hash % u64::from(span)) as u16;
+        for i in 0..span {
+            let port = low + (start + i) % span;
             if self.overlapping(port, local_views).is_empty() {
                 return Ok(port);
             }
@@ -538,7 +561,7 @@ impl UdpTable {
         let hot = &mut self.hot[id.0 as usize];
         let peer = canonical(remote);
         let hears = hot.views();
-        let fits = match (hot.v6, remote.is_ipv6(), peer.is_ipv4()) {
+        let fits = match (socket.local.is_ipv6(), remote.is_ipv6(), peer.is_ipv4()) {
             (false, false, _) => true,
             (true, true, true) => hears.v4.is_some(),
             (true, true, false) => hears.v6.is_some(),
@@ -605,7 +628,7 @@ impl UdpTable {
         };
         if let Some(g) = socket.group.take() {
             // Connected just before, by `connect_from`.
-            self.groups[g].leave(id, true);
+            self.leave_group(g, id, true);
         }
         // To the head of its chain, where Linux's rehash puts it: a
         // reuseport group met earlier would answer at once (it has no
@@ -641,10 +664,21 @@ impl UdpTable {
         self.bound -= 1;
         if let Some(g) = socket.group {
             let connected = socket.remote.is_some();
-            self.groups[g].leave(id, connected);
+            self.leave_group(g, id, connected);
         }
         self.free.push(id.0);
         true
+    }
+
+    /// Takes `id` out of group `g`; a group left empty is kept for reuse
+    /// (sockets come and go for as long as a server runs).
+    fn leave_group(&mut self, g: usize, id: SocketId, connected: bool) {
+        let group = &mut self.groups[g];
+        group.leave(id, connected);
+        if group.is_empty() {
+            *group = ReuseportGroup::default();
+            self.free_groups.push(g);
+        }
     }
 
     /// The address a socket is bound to, of its own family.
@@ -828,6 +862,16 @@ impl UdpTable {
         h ^= h >> 32;
         h as u32
     }
+}
+
+/// SipHash-2-4 of `value` under the keys `k0`, `k1` (control path: port-0
+/// binds).
+fn sip(k0: u64, k1: u64, value: u64) -> u64 {
+    use core::hash::Hasher;
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(k0, k1);
+    hasher.write_u64(value);
+    hasher.finish()
 }
 
 /// How well a socket matches a datagram: `None` if it cannot receive it,

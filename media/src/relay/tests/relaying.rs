@@ -188,6 +188,32 @@ fn rtcp_mux_shares_the_rtp_ports() {
 }
 
 #[test]
+fn under_rtcp_mux_the_rtp_peer_owns_rtcp_too() {
+    // RFC 5761: muxed RTCP comes from the RTP transport address. Once A's
+    // RTP is latched, RTCP from another source on A's port is foreign: it
+    // must not latch RTCP onto itself and take the RTCP meant for A.
+    for mux in [true, false] {
+        let mut net = Net::new(&one_call(mux), options(), 4096);
+        let (a, other) = (at(A_IP, 5004), at(A_IP, 5008));
+        net.send(a, 30000, &rtp(0x66, 1));
+        assert_eq!(net.run().len(), 1);
+        net.send(other, 30000, &sender_report(0x99));
+        assert!(net.run().is_empty(), "mux {mux}: foreign RTCP relayed");
+        assert_eq!(drops(&net.relay.snapshot(), RelayDrop::Foreign), 1);
+        // B's RTCP goes to A (its RTP port under mux, else the next one).
+        let (b_rtcp, to_b) = if mux { (6000, 30002) } else { (6001, 30003) };
+        net.send(at(B_IP, b_rtcp), to_b, &sender_report(0x88));
+        let sent = net.run();
+        let to_a = if mux { a } else { at(A_IP, 5005) };
+        assert_eq!(sent.len(), 1, "mux {mux}");
+        assert_eq!(sent[0].dst, to_a, "mux {mux}");
+        // A's own RTCP still passes.
+        net.send(a, 30000, &sender_report(0x66));
+        assert_eq!(net.run().len(), 1, "mux {mux}");
+    }
+}
+
+#[test]
 fn foreign_sources_garbage_and_missing_peers_are_dropped_by_reason() {
     let mut specs = one_call(false);
     specs[0].legs[1].peer = None;

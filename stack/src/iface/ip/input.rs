@@ -221,7 +221,7 @@ impl<P: Port> Poll<'_, '_, P> {
     }
 
     /// IPv6 in: IPv6 on the link, version, payload length against the frame,
-    /// sources no sender has (multicast, loopback), the destination (ours, or
+    /// sources no sender has (multicast, loopback, IPv4-mapped), the destination (ours, or
     /// a group the link joined), hop limit; then `local6_input`.
     pub(crate) fn ipv6_input(
         &mut self,
@@ -276,10 +276,13 @@ impl<P: Port> Poll<'_, '_, P> {
                 .counters
                 .count_drop(DropReason::Ipv6BadSource);
         }
-        if src.is_loopback() || dst.is_loopback() {
+        if src.is_loopback() || dst.is_loopback() || src.to_ipv4_mapped().is_some() {
             // RFC 4291 2.5.3: ::1 never leaves a node, so a packet that has it
             // came from a liar, and a reply would go onto the wire to ::1 (as
-            // IPv4 drops 127/8 sources).
+            // IPv4 drops 127/8 sources). No node sends from an IPv4-mapped
+            // address either: a dual-stack socket would take the sender for
+            // an IPv4 peer (::ffff:127.0.0.1 for this host) and answer it
+            // over IPv4 (Linux drops these too).
             return self.core.lcore.counters.count_drop(DropReason::Ipv6Martian);
         }
         let for_us = if dst.is_multicast() {

@@ -282,6 +282,45 @@ fn ipv6_loopback_from_the_wire_is_a_martian() {
 }
 
 #[test]
+fn ipv6_from_an_ipv4_mapped_source_is_a_martian() {
+    // No node sends from ::ffff:a.b.c.d; a dual-stack socket would take
+    // such a sender for an IPv4 peer (::ffff:127.0.0.1 for this host), and
+    // a send to it leaves over IPv4. Linux drops these in ip6_rcv_core.
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let mapped = [
+        Ipv4Addr::new(127, 0, 0, 1).to_ipv6_mapped(),
+        Ipv4Addr::new(10, 0, 0, 2).to_ipv6_mapped(),
+    ];
+    let mut frames = Vec::new();
+    for source in mapped {
+        // A UDP echo request (IPv6 fast path) and a ping.
+        frames.push(frame6(
+            OUR_MAC,
+            &ip6_udp((source, 4000), (GLOBAL, 7), b"v4?", None),
+        ));
+        frames.push(frame6(
+            OUR_MAC,
+            &ip6_icmp(source, GLOBAL, 64, &[], &echo6(1, b"v4?")),
+        ));
+    }
+    for frame in &frames {
+        port.push_rx(frame);
+    }
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty(), "nothing answered");
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv6Martian), frames.len() as u64);
+    assert_eq!(c.total_dropped(), frames.len() as u64);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
 fn arp_from_martian_senders_is_refused_and_our_address_claimed_is_a_conflict() {
     let (mut iface, mut port) = stack();
     let martians = [

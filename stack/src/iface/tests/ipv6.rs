@@ -548,6 +548,49 @@ fn udp_over_ipv6_with_a_zero_or_wrong_checksum_is_dropped() {
 }
 
 #[test]
+fn udp_over_ipv6_with_a_zero_checksum_is_dropped_whatever_the_device_says() {
+    // A device that checks UDP checksums may take zero for "none", as
+    // over IPv4; over IPv6 zero is refused all the same (RFC 8200 8.1;
+    // Linux drops it after any device verdict).
+    let (mut iface, mut port) = stack6();
+    iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(GLOBAL, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let good = crate::port::RxOffload {
+        l4_checksum: crate::port::ChecksumStatus::Good,
+        ..crate::port::RxOffload::default()
+    };
+    port.push_rx_with(
+        &frame6(OUR_MAC, &ip6_udp((PEER6, 4000), (GLOBAL, 7), b"x", Some(0))),
+        good,
+    );
+    poll(&mut iface, &mut port, &mut Echo);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::UdpBadChecksum), 1);
+}
+
+#[test]
+fn a_socket_bound_to_an_ipv4_mapped_address_sends_no_ipv6() {
+    // Bound to ::ffff:a.b.c.d it speaks IPv4 only (as it hears it only):
+    // an IPv6 destination gets nothing from the IPv4-mapped source, which
+    // no packet on the wire may carry.
+    let (mut iface, mut port) = stack6();
+    learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let mapped = core::net::SocketAddrV6::new(OUR_IP.to_ipv6_mapped(), 5000, 0, 0);
+    let socket = iface.udp_bind(mapped, BindOptions::default()).unwrap();
+    let to6 = core::net::SocketAddrV6::new(PEER6, 9, 0, 0);
+    assert_eq!(
+        iface.send_to(&mut port, Instant::ZERO, socket, to6, b"v6?"),
+        Err(SendError::NoRoute)
+    );
+    assert!(port.take_tx().is_empty(), "nothing from ::ffff:{OUR_IP}");
+    assert_eq!(iface.counters().dropped(DropReason::TxNoRoute), 1);
+}
+
+#[test]
 fn a_closed_port_answers_icmpv6_port_unreachable_quoting_the_datagram() {
     let (mut iface, mut port) = stack6();
     let request = ip6_udp((PEER6, 4000), (GLOBAL, 9), b"anyone?", None);

@@ -235,3 +235,39 @@ fn a_gateway_must_not_be_our_own_address() {
     );
     iface.add_route(default, PEER_IP).unwrap();
 }
+
+#[test]
+fn datagrams_to_a_subnet_broadcast_or_a_group_go_to_its_mac_without_arp() {
+    // 10.0.0.255 on 10.0.0.0/24 is every station of the link: its frame
+    // goes to the broadcast MAC (as 255.255.255.255's does, and as Linux
+    // sends it), and a multicast group's to its MAC (RFC 1112 6.4), with
+    // no ARP request for an address no station may claim (nor a unicast
+    // frame to the gateway).
+    let (mut iface, mut port) = stack();
+    iface
+        .add_route(Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0).unwrap(), PEER_IP)
+        .unwrap();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
+        .unwrap();
+    let rows = [
+        (Ipv4Addr::new(10, 0, 0, 255), MacAddr::BROADCAST),
+        (
+            Ipv4Addr::new(239, 129, 2, 3),
+            MacAddr([0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]),
+        ),
+    ];
+    for (group, mac) in rows {
+        let dst = SocketAddrV4::new(group, 9);
+        iface
+            .send_to(&mut port, Instant::ZERO, socket, dst, b"all")
+            .unwrap();
+        let out = port.take_tx();
+        assert_eq!(out.len(), 1, "{group}");
+        let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+        assert_eq!(eth.ethertype(), EtherType::Ipv4, "{group}: no ARP");
+        assert_eq!(eth.dst(), mac, "{group}");
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        assert_eq!((ip.src(), ip.dst()), (OUR_IP, group));
+    }
+}

@@ -111,9 +111,9 @@ pub(crate) trait UdpFamily: NextHopAddr {
     /// `dst`, on a route whose source is `route_source`.
     fn source(local: Self, dst: Self, route_source: Self) -> Self;
 
-    /// The Ethernet address of `dst` if it is a group (broadcast or
-    /// multicast): no neighbour to resolve.
-    fn group_mac(dst: Self) -> Option<MacAddr>;
+    /// The Ethernet address of `dst` if it is a group (broadcast, a
+    /// subnet's broadcast address, or multicast): no neighbour to resolve.
+    fn group_mac<B: Buf>(core: &Core<B>, dst: Self) -> Option<MacAddr>;
 
     /// Writes the Ethernet source and type, the IP header and the UDP
     /// header with its checksum, from `addresses` ((source, port),

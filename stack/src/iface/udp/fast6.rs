@@ -67,10 +67,10 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, bu
         return Fast::General(buf);
     }
     let (src, dst) = (address(h, at::SRC), address(h, at::DST));
-    // A unicast source, not loopback; a destination of this link (the
-    // general path takes the rest: other links' addresses, groups).
-    // On the address's bits: multicast is ff00::/8, unspecified 0,
-    // loopback 1.
+    // A unicast source, not loopback nor IPv4-mapped; a destination of
+    // this link (the general path takes the rest: other links' addresses,
+    // groups). On the address's bits: multicast is ff00::/8, unspecified 0,
+    // loopback 1, IPv4-mapped ::ffff:0:0/96.
     let src_bits = src.to_bits();
     let dst_halves = [word64_le(h, at::DST), word64_le(h, at::DST + 8)];
     let to_here = view.is_first_global6(dst_halves)
@@ -79,7 +79,7 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, bu
             .links
             .get(link)
             .is_some_and(|here| here.has_address6(dst));
-    if src_bits >> 120 == 0xff || src_bits <= 1 || !to_here {
+    if src_bits >> 120 == 0xff || src_bits <= 1 || src_bits >> 32 == 0xffff || !to_here {
         return Fast::General(buf);
     }
     let udp_end = at::UDP + udp_len;

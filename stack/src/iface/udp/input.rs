@@ -35,11 +35,15 @@ impl<P: Port> Poll<'_, '_, P> {
             return core.lcore.counters.count_drop(DropReason::UdpMalformed);
         };
         let udp_len = udp.len();
-        let verify = || match udp.checksum() {
+        let checksum = udp.checksum();
+        // Over IPv6 a zero checksum is refused whatever the device said: a
+        // device may take it for "none", as over IPv4.
+        let refused_zero = checksum == 0 && !A::ZERO_CHECKSUM_IS_NONE;
+        let verify = || match checksum {
             0 => A::ZERO_CHECKSUM_IS_NONE,
             _ => udp.verify_checksum(A::pseudo_header(l4.src, l4.dst, udp_len)),
         };
-        if !core.shared.config.checksum.accepts(l4.l4_checksum, verify) {
+        if refused_zero || !core.shared.config.checksum.accepts(l4.l4_checksum, verify) {
             return core.lcore.counters.count_drop(DropReason::UdpBadChecksum);
         }
         if udp.src_port() == 0 {

@@ -206,7 +206,7 @@ pub(super) fn send_framed<A: UdpFamily, P: Port>(
         set_destination_mac(&mut buf, unpacked_mac(path.cached_mac));
         return A::transmit(core, out, link, buf);
     }
-    if let Some(group) = A::group_mac(dst) {
+    if let Some(group) = A::group_mac(core, dst) {
         set_destination_mac(&mut buf, group);
         return A::transmit(core, out, link, buf);
     }

@@ -158,8 +158,16 @@ impl UdpFamily for Ipv4Addr {
     }
 
     #[inline]
-    fn group_mac(dst: Ipv4Addr) -> Option<MacAddr> {
-        dst.is_broadcast().then_some(MacAddr::BROADCAST)
+    fn group_mac<B: Buf>(core: &Core<B>, dst: Ipv4Addr) -> Option<MacAddr> {
+        if core.is_broadcast(dst) {
+            // The limited broadcast or one of our subnets' (every station
+            // of the link, as Linux sends it: no ARP for it).
+            return Some(MacAddr::BROADCAST);
+        }
+        // RFC 1112 6.4: the group's low 23 bits under 01:00:5e.
+        let [_, b, c, d] = dst.octets();
+        dst.is_multicast()
+            .then_some(MacAddr([0x01, 0x00, 0x5e, b & 0x7f, c, d]))
     }
 
     #[inline]

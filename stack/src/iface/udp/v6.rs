@@ -13,7 +13,7 @@ use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
 use super::super::transmit::SendError;
 use super::family::{UdpFamily, UdpIn};
-use crate::counters::Stat;
+use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, MacAddr, Port};
 use crate::udp::table::{CachedRoute, FlowKey6};
 use crate::udp::SocketId;
@@ -111,8 +111,17 @@ impl UdpFamily for Ipv6Addr {
     #[inline]
     fn local<B: Buf>(core: &Core<B>, socket: SocketId) -> Result<(Ipv6Addr, u16), SendError> {
         match core.shared.udp.local_socket_addr(socket) {
-            Some(SocketAddr::V6(local)) => Ok((*local.ip(), local.port())),
-            Some(SocketAddr::V4(_)) => Err(SendError::NoRoute),
+            Some(SocketAddr::V6(local)) if local.ip().to_ipv4_mapped().is_none() => {
+                Ok((*local.ip(), local.port()))
+            }
+            Some(_) => {
+                // An IPv4 socket, or one bound (or narrowed by connect) to
+                // an IPv4-mapped address, which no IPv6 packet may come
+                // from, has no way to an IPv6 destination (Linux:
+                // EAFNOSUPPORT).
+                core.lcore.counters.count_drop(DropReason::TxNoRoute);
+                Err(SendError::NoRoute)
+            }
             None => Err(SendError::NoSocket),
         }
     }
@@ -155,7 +164,7 @@ impl UdpFamily for Ipv6Addr {
     }
 
     #[inline]
-    fn group_mac(dst: Ipv6Addr) -> Option<MacAddr> {
+    fn group_mac<B: Buf>(_core: &Core<B>, dst: Ipv6Addr) -> Option<MacAddr> {
         dst.is_multicast().then(|| multicast_mac(dst))
     }
 

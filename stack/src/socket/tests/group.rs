@@ -218,3 +218,76 @@ fn a_socket_sends_a_batch_and_reports_what_it_queued() {
     }
     assert_eq!(socket.queued(), 1);
 }
+
+#[test]
+fn a_send_from_a_member_closed_before_it_left_is_a_counted_drop() {
+    // Queued sends are accepted before the lcore sees them: one from a
+    // socket closed meanwhile is a drop, counted, not a datagram that
+    // vanishes.
+    let lcore = Lcore::start(16);
+    lcore.learn_peer();
+    let group = lcore.handle.udp_group(16);
+    let (member, _) = group
+        .bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    assert!(group.close(member));
+    // Commands run in order: once a later one is answered, the close is
+    // applied (a TCP listen takes no UDP socket id).
+    let _barrier = lcore
+        .handle
+        .tcp_listen(SocketAddrV4::new(OUR_IP, 80), 1)
+        .unwrap();
+    let peer = SocketAddrV4::new(PEER_IP, 7777);
+    assert_eq!(group.send_to(member, b"late", peer), Ok(4));
+    for _ in 0..5000 {
+        if lcore.counters.total_dropped() > 0 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    let counters = lcore.counters.nonzero();
+    assert_eq!(
+        lcore.counters.dropped(DropReason::TxNoSocket),
+        1,
+        "{counters:?}"
+    );
+    assert_eq!(lcore.counters.total_dropped(), 1, "{counters:?}");
+    assert!(
+        lcore.port.lock().unwrap().take_tx().is_empty(),
+        "nothing sent"
+    );
+}
+
+#[test]
+fn a_send_to_a_family_the_socket_cannot_speak_is_a_counted_drop() {
+    let lcore = Lcore::start(16);
+    let group = lcore.handle.udp_group(16);
+    let (ipv4, _) = group
+        .bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    let v6_only = BindOptions {
+        v6_only: true,
+        ..BindOptions::default()
+    };
+    let any6 = core::net::SocketAddrV6::new(core::net::Ipv6Addr::UNSPECIFIED, 5002, 0, 0);
+    let (ipv6, _) = group.bind(any6, v6_only).unwrap();
+    let peer6: core::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
+    let to6 = core::net::SocketAddrV6::new(peer6, 7777, 0, 0);
+    assert_eq!(group.send_to(ipv4, b"to v6", to6), Ok(5));
+    assert_eq!(
+        group.send_to(ipv6, b"to v4", SocketAddrV4::new(PEER_IP, 7777)),
+        Ok(5)
+    );
+    for _ in 0..5000 {
+        if lcore.counters.total_dropped() >= 2 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        lcore.counters.total_dropped(),
+        2,
+        "{:?}",
+        lcore.counters.nonzero()
+    );
+}

@@ -107,6 +107,11 @@ impl ReuseportGroup {
         }
     }
 
+    /// True once the last member left.
+    pub(super) fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
     /// True if some member is connected (lookup must then go on scoring).
     #[inline]
     pub(super) fn has_connected(&self) -> bool {

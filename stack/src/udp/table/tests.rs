@@ -122,6 +122,33 @@ fn port_zero_picks_distinct_ephemeral_ports() {
 }
 
 #[test]
+fn ephemeral_ports_are_not_predictable_from_the_last_one() {
+    // RFC 6056 (and Linux): a peer that saw one port-0 bind's port must
+    // not guess the next (a DNS client's replies would be easy to forge),
+    // nor the first from the range.
+    let ports = |key: u64| {
+        let mut t = UdpTable::new(key);
+        (0..4)
+            .map(|_| {
+                let id = t.bind(addr(HOST, 0), BindOptions::default(), local);
+                t.local_addr(id.unwrap()).unwrap().port()
+            })
+            .collect::<Vec<u16>>()
+    };
+    let firsts: std::collections::BTreeSet<u16> = (1..=8).map(|key| ports(key)[0]).collect();
+    assert!(firsts.len() > 4, "first ports {firsts:?}");
+    for key in 1..=8 {
+        let drawn = ports(key);
+        assert!(drawn.iter().all(|p| EPHEMERAL_PORTS.contains(p)));
+        let steps = drawn
+            .windows(2)
+            .filter(|w| w[1] == w[0].wrapping_add(1))
+            .count();
+        assert_eq!(steps, 0, "key {key}: {drawn:?}");
+    }
+}
+
+#[test]
 fn reuseport_spreads_flows_and_keeps_each_flow_on_one_member() {
     let mut t = UdpTable::new(0x1234_5678);
     let members: Vec<SocketId> = (0..4)
@@ -517,6 +544,37 @@ fn an_ipv4_mapped_binding_hears_ipv4_only() {
 }
 
 #[test]
+fn the_ipv4_mapped_wildcard_hears_every_ipv4_address_and_no_ipv6() {
+    // ::ffff:0.0.0.0 is an IPv6 socket's IPv4 wildcard (Linux): not `::`,
+    // so it hears no IPv6 and leaves a v6-only `::` room beside it.
+    let mut t = UdpTable::new(1);
+    let any4 = Ipv4Addr::UNSPECIFIED.to_ipv6_mapped();
+    let mapped = t.bind(v6(any4, 53), BindOptions::default(), local).unwrap();
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST2, 53))), Some(mapped));
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), None);
+    let only6 = t
+        .bind(v6(Ipv6Addr::UNSPECIFIED, 53), V6_ONLY, local)
+        .unwrap();
+    assert_eq!(t.lookup6(&key6(PEER6, HOST6, 53)), Some(only6));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(
+        t.bind(
+            addr(Ipv4Addr::UNSPECIFIED, 53),
+            BindOptions::default(),
+            local
+        ),
+        Err(BindError::AddrInUse),
+        "the IPv4 wildcard is taken"
+    );
+    // It connects to IPv4 peers, given IPv4-mapped, and to no IPv6 one.
+    assert!(!t.connect(mapped, v6(PEER6, 9)));
+    assert!(t.connect(mapped, v6(PEER.to_ipv6_mapped(), 9)));
+    assert_eq!(t.lookup(&key(addr(PEER, 9), addr(HOST, 53))), Some(mapped));
+    assert_eq!(t.lookup(&key(addr(OTHER_PEER, 9), addr(HOST, 53))), None);
+}
+
+#[test]
 fn for_ipv4_an_ipv4_socket_beats_a_dual_stack_one() {
     let mut t = UdpTable::new(1);
     let dual = t.bind(v6(Ipv6Addr::UNSPECIFIED, 53), REUSE, local).unwrap();
@@ -872,4 +930,36 @@ fn pins_on_scattered_lcores_survive_members_coming_and_going() {
     let back = t.bind(dst, pinned(2), local).unwrap();
     assert!(only(&t, 2, &[back]));
     assert!(only(&t, 3, &[on_0, back]));
+}
+
+#[test]
+fn a_group_its_last_member_left_is_reused_not_kept() {
+    // Servers open and close reuseport sockets for as long as they run;
+    // the table is cloned on every change, so dead groups would cost each
+    // bind, connect and close more.
+    let mut t = UdpTable::new(1);
+    for round in 0..1000u16 {
+        let port = 5000 + round % 7;
+        let a = t.bind(addr(HOST, port), REUSE, local).unwrap();
+        let b = t.bind(addr(HOST, port), REUSE, local).unwrap();
+        assert!(t.close(a) && t.close(b));
+        // A member narrowed by connect leaves its group too.
+        let c = t
+            .bind(addr(Ipv4Addr::UNSPECIFIED, port), REUSE, local)
+            .unwrap();
+        assert!(t.connect_from(c, addr(PEER, 9), IpAddr::V4(HOST)));
+        assert!(t.close(c));
+    }
+    assert!(
+        t.groups.len() <= 2,
+        "{} groups for 2 live at most",
+        t.groups.len()
+    );
+    // A reused group serves as a new one.
+    let a = t.bind(addr(HOST, 53), REUSE, local).unwrap();
+    let b = t.bind(addr(HOST, 53), REUSE, local).unwrap();
+    let picked: std::collections::BTreeSet<_> = (0..64)
+        .filter_map(|p| t.lookup(&key(addr(PEER, 1000 + p), addr(HOST, 53))))
+        .collect();
+    assert_eq!(picked, [a, b].into_iter().collect());
 }
