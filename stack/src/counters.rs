@@ -165,6 +165,9 @@ reasons! {
     Ipv6BadOption = "ipv6_bad_option",
     /// Upper-layer protocol the stack does not handle over IPv6.
     Ipv6UnknownNextHeader = "ipv6_unknown_next_header",
+    /// Next header 59, "no next header" (RFC 8200 4.7): nothing follows,
+    /// so nothing is delivered and nothing is answered.
+    Ipv6NoNextHeader = "ipv6_no_next_header",
     /// ICMPv6 message too short or with a bad checksum.
     Icmp6Malformed = "icmp6_malformed",
     /// An ICMP error quoting a packet that is not from one of our

@@ -421,6 +421,13 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
+            // RFC 8200 4.7: nothing follows, which is no unrecognized next
+            // header (no parameter problem).
+            next_header::NONE => self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6NoNextHeader),
             _ => {
                 self.core
                     .lcore

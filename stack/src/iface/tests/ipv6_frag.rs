@@ -235,6 +235,21 @@ fn malformed_packets_get_the_parameter_problems_rfc_4443_asks_for() {
     assert_eq!(port.buffers_in_use(), 0);
 }
 
+#[test]
+fn no_next_header_is_dropped_silently_not_answered_as_unknown() {
+    // RFC 8200 4.7: next header 59 says nothing follows; it is no
+    // unrecognized next header (Linux discards such a packet quietly).
+    let (mut iface, mut port) = stack6();
+    let mut nothing = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
+    nothing[6] = next_header::NONE;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &nothing));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 0);
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6NoNextHeader), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
 /// An ICMPv6 error from `from` quoting a UDP datagram we sent from
 /// `ours` to `peer`.
 fn icmp6_error_about(
