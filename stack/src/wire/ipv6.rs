@@ -242,7 +242,9 @@ fn first_bad_option(header: &[u8]) -> WireResult<Option<(usize, u8)>> {
 
 /// Walks the extension headers of an IPv6 payload starting with
 /// `next_header`. Bounded: at most [`MAX_EXTENSION_HEADERS`] headers, never
-/// past `payload`; hop-by-hop anywhere but first is malformed (RFC 8200).
+/// past `payload`; hop-by-hop anywhere but first ends the walk as its
+/// upper-layer protocol, which no layer knows (RFC 8200 4.1: it is an
+/// unrecognized next header).
 /// Options headers are checked for unknown options that demand a discard
 /// (the walk stops at the first, see [`Extensions::bad_option`]). The walk
 /// also stops after the fragment header of a fragment other than the first:
@@ -256,7 +258,16 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
         match next {
             next_header::HOP_BY_HOP | next_header::ROUTING | next_header::DEST_OPTIONS => {
                 if next == next_header::HOP_BY_HOP && index != 0 {
-                    return Err(WireError::Malformed);
+                    // RFC 8200 4.1: an unrecognized next header, reported
+                    // at the byte that names it.
+                    return Ok(Extensions {
+                        protocol: next,
+                        protocol_at,
+                        bad_option: None,
+                        offset,
+                        fragment,
+                        fragment_at,
+                    });
                 }
                 let header = payload
                     .get(offset..offset + 2)
@@ -500,7 +511,8 @@ mod tests {
             walk_extensions(next_header::ROUTING, &[17, 200, 0, 0]),
             Err(WireError::Truncated)
         );
-        // Hop-by-hop not first.
+        // Hop-by-hop not first: the walk ends there, pointing at the byte
+        // that names it (RFC 8200 4.1: an unrecognized next header).
         let late = [
             next_header::HOP_BY_HOP,
             0,
@@ -519,9 +531,10 @@ mod tests {
             0,
             0,
         ];
+        let ext = walk_extensions(next_header::DEST_OPTIONS, &late).expect("ends early");
         assert_eq!(
-            walk_extensions(next_header::DEST_OPTIONS, &late),
-            Err(WireError::Malformed)
+            (ext.protocol, ext.protocol_at, ext.offset),
+            (next_header::HOP_BY_HOP, HEADER_LEN, 8)
         );
         // Two fragment headers.
         let twice = [

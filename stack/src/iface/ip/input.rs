@@ -485,6 +485,20 @@ impl<P: Port> Poll<'_, '_, P> {
             next_header::ICMPV6 => 4,
             _ => 0,
         };
+        if fragment.offset == 0 && extensions.protocol == next_header::HOP_BY_HOP {
+            // RFC 8200 4.1: hop-by-hop options after the fragment header (as
+            // after any header but the IPv6 header) are an unrecognized next
+            // header; reassembled, they would pass as the first header.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6UnknownNextHeader);
+            let error = Icmp6Error::parameter_problem(
+                CODE_UNRECOGNIZED_NEXT_HEADER,
+                extensions.protocol_at,
+            );
+            return self.icmp6_error(buf, arrival, invoking, error);
+        }
         if fragment.offset == 0
             && invoking.end < ETH_LEN + IP6_LEN + extensions.offset + first_header_len
         {

@@ -3,7 +3,9 @@
 //! errors: packet too big lowering the path MTU, errors reaching the
 //! connected sockets they concern.
 
-use super::ipv6::{ip6_icmp, ip6_udp, learn_peer, parse6, parse_udp6, stack6, GLOBAL, PEER6};
+use super::ipv6::{
+    echo6, ip6_icmp, ip6_udp, learn_peer, parse6, parse_udp6, stack6, GLOBAL, PEER6,
+};
 use super::*;
 use crate::udp::PeerError;
 use crate::wire::icmpv6::msg_type as icmp6;
@@ -232,6 +234,36 @@ fn malformed_packets_get_the_parameter_problems_rfc_4443_asks_for() {
     }
     assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 2);
     assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 4);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn hop_by_hop_options_after_the_first_header_are_an_unrecognized_next_header() {
+    // RFC 8200 4.1: a next header of 0 in any header but the IPv6 header
+    // gets the unrecognized next header problem (code 1), pointing at it.
+    let (mut iface, mut port) = stack6();
+    let pad = vec![0, 0, 1, 4, 0, 0, 0, 0];
+    let mut late = ip6_icmp(PEER6, GLOBAL, 64, &[pad.clone(), pad], &echo6(1, b"x"));
+    late[40] = next_header::HOP_BY_HOP;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &late));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &late), (1, 40));
+    // Right after the fragment header of a first fragment: reassembled, it
+    // would pass as the first header, so the fragment is refused.
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(100), None);
+    let mut first = fragments(&packet, 48, 3)[0].clone();
+    first[14 + 40] = next_header::HOP_BY_HOP;
+    port.push_rx(&first);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &first[14..]), (1, 40));
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6UnknownNextHeader),
+        2
+    );
     assert_eq!(port.buffers_in_use(), 0);
 }
 
