@@ -446,8 +446,8 @@ impl<B: Buf> Core<B> {
     }
 
     /// Records a path MTU to `dst` learned now (a full table takes no new
-    /// destinations; a known one is updated). ICMP errors only, not per
-    /// packet.
+    /// destinations; a known one is only lowered, RFC 8201 4: a report
+    /// never raises the estimate). ICMP errors only, not per packet.
     pub(crate) fn learn_path_mtu(&mut self, dst: IpAddr, mtu: usize, now: Instant) {
         match dst {
             IpAddr::V4(dst) => self.learn_family_path_mtu::<V4>(dst, mtu, now),
@@ -456,6 +456,10 @@ impl<B: Buf> Core<B> {
     }
 
     fn learn_family_path_mtu<F: IpFamily>(&mut self, dst: F::Addr, mtu: usize, now: Instant) {
+        let known = F::shared(&self.shared.ip).path_mtus.get(&dst);
+        if known.is_some_and(|&(known, until)| known <= mtu && now < until) {
+            return;
+        }
         self.shared.edit(|shared| {
             let path_mtus = &mut F::shared_mut(&mut shared.ip).path_mtus;
             if path_mtus.contains_key(&dst) || path_mtus.len() < PATH_MTUS {

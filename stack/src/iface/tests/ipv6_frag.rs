@@ -395,3 +395,25 @@ fn errors_reach_connected_sockets_and_packet_too_big_lowers_the_path_mtu() {
     assert_eq!(iface.counters().get(Stat::Ip6FragCreates), 2);
     let _ = parse_udp6;
 }
+
+#[test]
+fn a_packet_too_big_never_raises_the_path_mtu() {
+    // RFC 8201 4: a node must not increase its estimate of the path MTU
+    // in response to a Packet Too Big (a late or forged one reporting
+    // more than the path allows would bring back the losses).
+    let (mut iface, mut port) = stack6();
+    let router: Ipv6Addr = "2001:db8::fe".parse().unwrap();
+    for mtu in [1300, 1400] {
+        port.push_rx(&icmp6_error_about(
+            router,
+            icmp6::PACKET_TOO_BIG,
+            0,
+            mtu,
+            (GLOBAL, 5000),
+            (PEER6, 53),
+        ));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+    }
+    assert_eq!(iface.counters().get(Stat::Icmp6InPktTooBigs), 2);
+    assert_eq!(iface.core.path_mtu6(PEER6, 1500), 1300);
+}
