@@ -249,7 +249,9 @@ impl<P: Port> Poll<'_, '_, P> {
     /// [`IcmpFamily::ERROR_MAX`] allows, back to the previous hop (the
     /// arrival's Ethernet source) through the arrival link. Never for a
     /// packet from the unspecified address, nor for one sent to a group
-    /// unless the error says so (RFC 4443 2.4 (e)); within the interface's
+    /// (its IP destination, or its Ethernet one: a link-layer broadcast or
+    /// multicast) unless the error says so (RFC 1122 3.2.2, RFC 4443 2.4
+    /// (e)); within the interface's
     /// ICMP error rate (`Core::icmp_limit`, one bucket for both families).
     /// Counts the message.
     pub(super) fn send_error<A: IcmpFamily>(
@@ -260,9 +262,15 @@ impl<P: Port> Poll<'_, '_, P> {
         error: IcmpError<A>,
     ) {
         let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
-        let Arrival { link, eth_src } = arrival;
+        let Arrival {
+            link,
+            eth_src,
+            to_group_mac,
+        } = arrival;
         let to_group = A::is_group(invoking.ours);
-        if to_group && !error.to_groups || A::is_unspecified(invoking.peer) {
+        // RFC 1122 3.2.2, RFC 4443 2.4 (e.2, e.4): a link-layer broadcast or
+        // multicast is answered as a packet to a group.
+        if (to_group || to_group_mac) && !error.to_groups || A::is_unspecified(invoking.peer) {
             return; // the caller counted the invoking packet's drop
         }
         if !core.lcore.icmp_limit.take(now) {

@@ -607,3 +607,43 @@ fn a_flood_of_tiny_fragments_does_not_lock_real_traffic_out_of_reassembly() {
     }
     assert_eq!(port.take_tx().len(), 0);
 }
+
+#[test]
+fn no_icmp_error_answers_a_link_layer_broadcast_or_multicast() {
+    // RFC 1122 3.2.2 and RFC 4443 2.4 (e.2, e.4): a packet sent as a
+    // link-layer broadcast or multicast gets no error, whatever its IP
+    // destination (one spoofed frame would have every host on the link
+    // answer its claimed source); Linux answers only frames to its MAC.
+    let (mut iface, mut port) = stack6();
+    let mut closed4 = udp_frame(40000, 9999, b"anyone?");
+    closed4[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    let all_nodes = multicast_mac(crate::iface::ALL_NODES);
+    let closed6 = frame6(
+        all_nodes,
+        &ip6_udp((PEER6, 4000), (GLOBAL, 9999), b"x", None),
+    );
+    let mut unknown = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
+    unknown[6] = 253;
+    for frame in [closed4, closed6, frame6(all_nodes, &unknown)] {
+        port.push_rx(&frame);
+    }
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::UdpNoSocket), 2);
+    assert_eq!(c.dropped(DropReason::Ipv6UnknownNextHeader), 1);
+    assert_eq!(
+        (
+            c.get(Stat::IcmpOutDestUnreachs),
+            c.get(Stat::Icmp6OutDestUnreachs)
+        ),
+        (0, 0)
+    );
+    assert_eq!(c.get(Stat::Icmp6OutParmProblems), 0);
+    // The same packets to our MAC are answered.
+    port.push_rx(&udp_frame(40000, 9999, b"anyone?"));
+    port.push_rx(&frame6(OUR_MAC, &unknown));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 2);
+    assert_eq!(port.buffers_in_use(), 0);
+}
