@@ -30,6 +30,7 @@ use crate::wire::icmpv6::{
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::ipv6::HEADER_LEN as IP6_LEN;
 use crate::wire::ipv6::{next_header, walk_extensions, Extensions, FragmentHeader, Ipv6Packet};
+use crate::wire::tcp::HEADER_LEN as TCP_LEN;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::WireError;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -481,6 +482,7 @@ impl<P: Port> Poll<'_, '_, P> {
             return self.icmp6_error(buf, arrival, invoking, error);
         }
         let first_header_len = match extensions.protocol {
+            next_header::TCP => TCP_LEN,
             next_header::UDP => UDP_LEN,
             next_header::ICMPV6 => 4,
             _ => 0,

@@ -417,3 +417,35 @@ fn a_packet_too_big_never_raises_the_path_mtu() {
     assert_eq!(iface.counters().get(Stat::Icmp6InPktTooBigs), 2);
     assert_eq!(iface.core.path_mtu6(PEER6, 1500), 1300);
 }
+
+#[test]
+fn a_first_fragment_must_hold_the_whole_tcp_header() {
+    // RFC 7112 / RFC 8200 4.5: the upper-layer header belongs in the
+    // first fragment. Eight bytes of a TCP header (ports and sequence
+    // number, the flags left to the next fragment) do not make one, as
+    // Linux counts it (ipv6frag_thdr_truncated: the 20-byte header).
+    let (mut iface, mut port) = stack6();
+    let mut p = vec![0u8; 40 + 8 + 8];
+    Ipv6Packet::new_unchecked(&mut p[..]).emit_header(&Ipv6Header {
+        src: PEER6,
+        dst: GLOBAL,
+        next_header: next_header::FRAGMENT,
+        payload_len: 16,
+        hop_limit: 64,
+    });
+    p[40] = next_header::TCP;
+    p[42..44].copy_from_slice(&1u16.to_be_bytes()); // offset 0, more
+    p[44..48].copy_from_slice(&4u32.to_be_bytes());
+    p[48..56].copy_from_slice(&[0x9c, 0x40, 0, 80, 0, 0, 0, 1]);
+    let frame = super::ipv6::frame6(OUR_MAC, &p);
+    port.push_rx(&frame);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &frame[14..]), (3, 0));
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6FragmentIncomplete),
+        1
+    );
+    assert_eq!(port.buffers_in_use(), 0, "nothing kept in reassembly");
+}
