@@ -313,6 +313,8 @@ protocol_counters! {
     IcmpOutEchoReps,
     /// ICMP destination-unreachable messages sent.
     IcmpOutDestUnreachs,
+    /// ICMP time-exceeded messages sent (fragment reassembly timeouts).
+    IcmpOutTimeExcds,
     /// ICMP errors received (unreachable, time exceeded, parameter problem).
     IcmpInErrors,
     /// UDP datagrams delivered to sockets.
@@ -343,6 +345,8 @@ protocol_counters! {
     Icmp6InNeighborAdvertisements,
     /// ICMPv6 destination-unreachable messages sent.
     Icmp6OutDestUnreachs,
+    /// ICMPv6 time-exceeded messages sent (fragment reassembly timeouts).
+    Icmp6OutTimeExcds,
     /// Neighbor solicitations sent (resolving, probing, or DAD).
     Icmp6OutNeighborSolicits,
     /// IPv6 fragments received.

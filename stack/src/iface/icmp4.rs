@@ -36,6 +36,16 @@ impl IcmpError<Ipv4Addr> {
         stat: Stat::IcmpOutDestUnreachs,
         family: PhantomData,
     };
+
+    /// Time exceeded, fragment reassembly time exceeded (RFC 792).
+    pub(crate) const REASSEMBLY_TIME_EXCEEDED: Icmp4Error = IcmpError {
+        kind: msg_type::TIME_EXCEEDED,
+        code: 1,
+        word: 0,
+        to_groups: false,
+        stat: Stat::IcmpOutTimeExcds,
+        family: PhantomData,
+    };
 }
 
 impl<P: Port> Poll<'_, '_, P> {

@@ -41,6 +41,16 @@ impl IcmpError<Ipv6Addr> {
         family: PhantomData,
     };
 
+    /// Time exceeded, fragment reassembly time exceeded (RFC 4443 3.3).
+    pub(crate) const REASSEMBLY_TIME_EXCEEDED: Icmp6Error = IcmpError {
+        kind: msg_type::TIME_EXCEEDED,
+        code: 1,
+        word: 0,
+        to_groups: false,
+        stat: Stat::Icmp6OutTimeExcds,
+        family: PhantomData,
+    };
+
     /// Parameter problem `code` pointing at byte `pointer` of the invoking
     /// packet.
     pub(crate) fn parameter_problem(code: u8, pointer: usize) -> Icmp6Error {

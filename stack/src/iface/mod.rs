@@ -58,7 +58,7 @@ pub use transmit::{SendError, TxBatch};
 
 pub use crate::keys::Keys;
 
-use crate::counters::{Counters, DropReason};
+use crate::counters::Counters;
 use crate::neighbor::{NeighborCache, NeighborState, Probe};
 use crate::port::{Buf, MacAddr, Port};
 use crate::route::{Ipv4Cidr, Ipv6Cidr, Route, RouteTable};
@@ -74,6 +74,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
 use nd::add_on_link_route6;
+use poll::Poll;
 use std::sync::Arc;
 use transmit::Out;
 
@@ -563,7 +564,7 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
     }
 }
 
-/// Reassembly timeouts; on the home pipeline also the shared state's
+/// Reassembly timeouts (with their errors); on the home pipeline also the shared state's
 /// timers: learned path MTUs and advertised routes expiring, duplicate
 /// address detection, neighbour retries and expiry on every link.
 fn run_timers<B: Buf, P: Port<Buf = B>>(
@@ -573,16 +574,7 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
     now: Instant,
     home: bool,
 ) {
-    for _ in 0..core.lcore.ip.v4.reassembler.expire(now) {
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv4ReassemblyTimeout);
-    }
-    for _ in 0..core.lcore.ip.v6.reassembler.expire(now) {
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv6ReassemblyTimeout);
-    }
+    Poll::new(core, out, now).reassembly_timeouts();
     if !home {
         return;
     }

@@ -4,7 +4,8 @@
 //! goes to the lcore's reassembler of its family (`reassemble`, written
 //! once), and a whole datagram goes to its protocol: ICMP or ICMPv6, UDP,
 //! TCP. Each step is a method of the per-poll context ([`Poll`]) and takes
-//! the frame's [`Arrival`].
+//! the frame's [`Arrival`]. The reassemblers' timeouts are handled here too
+//! ([`Poll::reassembly_timeouts`], from the timers).
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the
 //! address checks, no panic (every view is checked before it is read). A
@@ -15,12 +16,13 @@ use super::family::IpFamily;
 use super::Delivered;
 use crate::counters::{DropReason, Stat};
 use crate::iface::icmp::{IcmpIn, Invoking};
+use crate::iface::icmp4::Icmp4Error;
 use crate::iface::icmp6::Icmp6Error;
 use crate::iface::poll::{Arrival, Poll};
 use crate::iface::tcp::{self, TcpIn};
 use crate::iface::udp::UdpIn;
 use crate::port::{Buf, ChecksumStatus, Port};
-use crate::reassembly::{Fragment, Key4, Key6, Reassembly};
+use crate::reassembly::{Fragment, Key4, Key6, Origin, Reassembly, TimedOut};
 use crate::route::{V4, V6};
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::icmpv6::{
@@ -128,7 +130,12 @@ impl<P: Port> Poll<'_, '_, P> {
             payload_len: local.total_len - local.header_len,
             ttl: ip.ttl(),
         };
-        let Some(whole) = self.reassemble::<V4>(arrival.link, &buf, fragment) else {
+        let origin = Origin {
+            link: arrival.link,
+            eth_src: arrival.eth_src,
+            to_group: broadcast || arrival.to_group_mac,
+        };
+        let Some(whole) = self.reassemble::<V4>(origin, &buf, fragment) else {
             return;
         };
         let local = Local {
@@ -140,24 +147,30 @@ impl<P: Port> Poll<'_, '_, P> {
         self.deliver_local(whole, arrival, local, delivered);
     }
 
-    /// Adds the fragment in `buf` to its datagram in the lcore's reassembler
-    /// of family `F`: the whole datagram once its last piece came (counted as
-    /// reassembled), `None` while pieces are missing or when the fragment was
-    /// dropped (counted).
+    /// Adds the fragment in `buf` (from `origin`) to its datagram in the
+    /// lcore's reassembler of family `F`: the whole datagram once its last
+    /// piece came (counted as reassembled), `None` while pieces are missing
+    /// or when the fragment was dropped (counted). A first fragment is kept
+    /// in mind for the error a timeout sends.
     fn reassemble<F: IpFamily>(
         &mut self,
-        link: usize,
+        origin: Origin,
         buf: &P::Buf,
         fragment: Fragment<F::FragmentKey>,
     ) -> Option<P::Buf> {
         let counters = &self.core.lcore.counters;
-        let Some(port) = self.out.port(link) else {
+        let Some(port) = self.out.port(origin.link) else {
             counters.count_drop(DropReason::EthNotForUs);
             return None;
         };
         let reassembler = &mut F::lcore(&mut self.core.lcore.ip).reassembler;
         match reassembler.add(port, buf, fragment, self.now, counters) {
-            Reassembly::Pending => None,
+            Reassembly::Pending => {
+                if fragment.offset == 0 {
+                    reassembler.heard_first(buf, &fragment, origin);
+                }
+                None
+            }
             Reassembly::Dropped(reason) => {
                 counters.count_drop(reason);
                 None
@@ -525,11 +538,81 @@ impl<P: Port> Poll<'_, '_, P> {
             payload_len,
             ttl: hop_limit,
         };
-        let Some(whole) = self.reassemble::<V6>(arrival.link, &buf, piece) else {
+        let origin = Origin {
+            link: arrival.link,
+            eth_src: arrival.eth_src,
+            to_group: arrival.to_group_mac,
+        };
+        let Some(whole) = self.reassemble::<V6>(origin, &buf, piece) else {
             return;
         };
         drop(buf);
         self.local6_input(whole, arrival, delivered, true);
+    }
+}
+
+impl<P: Port> Poll<'_, '_, P> {
+    /// Reassembly timeouts of both families (timers, not per packet): each
+    /// datagram dropped is counted, and one whose first fragment came is
+    /// answered with a "fragment reassembly time exceeded" quoting that
+    /// fragment (RFC 1122 3.3.2, RFC 8200 4.5), within the ICMP error rate.
+    pub(crate) fn reassembly_timeouts(&mut self) {
+        let now = self.now;
+        let mut timed_out4 = Vec::new();
+        let expired = (self.core.lcore.ip.v4.reassembler).expire_with(now, |t| timed_out4.push(t));
+        for _ in 0..expired {
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4ReassemblyTimeout);
+        }
+        for TimedOut {
+            key,
+            frame,
+            end,
+            origin,
+        } in timed_out4
+        {
+            let invoking = Invoking {
+                ours: key.dst,
+                peer: key.src,
+                end,
+            };
+            let error = Icmp4Error::REASSEMBLY_TIME_EXCEEDED;
+            self.send_error(frame, timed_out_arrival(origin), invoking, error);
+        }
+        let mut timed_out6 = Vec::new();
+        let expired = (self.core.lcore.ip.v6.reassembler).expire_with(now, |t| timed_out6.push(t));
+        for _ in 0..expired {
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6ReassemblyTimeout);
+        }
+        for TimedOut {
+            key,
+            frame,
+            end,
+            origin,
+        } in timed_out6
+        {
+            let invoking = Invoking {
+                ours: key.dst,
+                peer: key.src,
+                end,
+            };
+            let error = Icmp6Error::REASSEMBLY_TIME_EXCEEDED;
+            self.send_error(frame, timed_out_arrival(origin), invoking, error);
+        }
+    }
+}
+
+/// The arrival a timed-out datagram's error answers: its first fragment's.
+fn timed_out_arrival(origin: Origin) -> Arrival {
+    Arrival {
+        link: origin.link,
+        eth_src: origin.eth_src,
+        to_group_mac: origin.to_group,
     }
 }
 

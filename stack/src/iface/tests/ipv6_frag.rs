@@ -127,7 +127,8 @@ fn overlapping_fragments_poison_the_whole_datagram() {
 fn incomplete_ipv6_datagrams_time_out() {
     let (mut iface, mut port) = stack6();
     let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(3000), None);
-    port.push_rx(&fragments(&packet, 1448, 5)[0]);
+    let first = fragments(&packet, 1448, 5)[0].clone();
+    port.push_rx(&first);
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert_eq!(port.buffers_in_use(), 1, "the reassembly buffer waits");
     iface.poll(
@@ -139,6 +140,42 @@ fn incomplete_ipv6_datagrams_time_out() {
         iface.counters().dropped(DropReason::Ipv6ReassemblyTimeout),
         1
     );
+    // RFC 8200 4.5: the first fragment came, so its source hears of the
+    // timeout, the fragment quoted (up to the minimum MTU in all).
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (eth_dst, src, dst, _, message) = parse6(&out[0]);
+    assert_eq!((eth_dst, src, dst), (PEER_MAC, GLOBAL, PEER6));
+    assert_eq!((message[0], message[1]), (icmp6::TIME_EXCEEDED, 1));
+    assert_eq!(message[8..], first[14..14 + 1280 - 48]);
+    assert_eq!(iface.counters().get(Stat::Icmp6OutTimeExcds), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_timeout_without_the_first_fragment_sends_no_error() {
+    // RFC 8200 4.5 (and RFC 1122 3.3.2 for IPv4): the error only once the
+    // fragment with offset zero came; nor for a datagram to a group.
+    let (mut iface, mut port) = stack6();
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(3000), None);
+    port.push_rx(&fragments(&packet, 1448, 6)[1]);
+    let all_nodes = crate::iface::ALL_NODES;
+    let to_group = ip6_udp((PEER6, 4000), (all_nodes, 7), &message(3000), None);
+    let mut first = fragments(&to_group, 1448, 7)[0].clone();
+    first[..6].copy_from_slice(&crate::wire::ipv6::multicast_mac(all_nodes).0);
+    port.push_rx(&first);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.buffers_in_use(), 2, "both wait");
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(31_000_000_000),
+        &mut DropDatagrams,
+    );
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6ReassemblyTimeout),
+        2
+    );
+    assert!(port.take_tx().is_empty());
     assert_eq!(port.buffers_in_use(), 0);
 }
 
