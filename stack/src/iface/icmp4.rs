@@ -128,6 +128,23 @@ impl IcmpFamily for Ipv4Addr {
         Some(link.source_for(peer))
     }
 
+    /// An ICMP message in the first fragment (or a whole datagram) whose
+    /// type is an error's: unreachable, source quench, redirect, time
+    /// exceeded, parameter problem (as Linux's `icmp_pointers[].error`).
+    fn carries_error(packet: &[u8]) -> bool {
+        let Some(header) = packet.get(..IP_LEN) else {
+            return false;
+        };
+        let ip = Ipv4Packet::new_unchecked(header);
+        if ip.protocol() != protocol::ICMP || ip.fragment_offset() != 0 {
+            return false;
+        }
+        let header_len = usize::from(header[0] & 0x0f) * 4;
+        packet
+            .get(header_len)
+            .is_some_and(|kind| matches!(*kind, 3 | 4 | 5 | 11 | 12))
+    }
+
     /// The quote: the IPv4 header and at least 8 bytes of its payload (RFC
     /// 792), so a TCP quote always holds its ports and sequence number.
     fn quote(message: &[u8]) -> Option<Quote<'_, Ipv4Addr>> {

@@ -651,7 +651,8 @@ fn no_icmp_error_answers_a_link_layer_broadcast_or_multicast() {
 #[test]
 fn a_reassembly_timeout_is_answered_only_when_fragment_zero_came_to_us() {
     // RFC 1122 3.3.2: time exceeded once fragment zero came; never about a
-    // datagram to a broadcast address or in a link-layer broadcast.
+    // datagram to a broadcast address or in a link-layer broadcast, nor
+    // about an ICMP error.
     let (mut iface, mut port) = stack6();
     port.push_rx(&fragments4(PEER_IP, &payload(3000, 1), 1480, 11)[1]);
     let mut to_broadcast = tiny_first_fragment4(PEER_IP, 12);
@@ -659,19 +660,24 @@ fn a_reassembly_timeout_is_answered_only_when_fragment_zero_came_to_us() {
     Ipv4Packet::new_unchecked(&mut to_broadcast[14..]).fill_checksum();
     let mut link_broadcast = tiny_first_fragment4(PEER_IP, 13);
     link_broadcast[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    // Nor about an ICMP error (RFC 1122 3.2.2): a destination unreachable.
+    let mut icmp_error = tiny_first_fragment4(PEER_IP, 15);
+    icmp_error[14 + 9] = protocol::ICMP;
+    icmp_error[14 + 20] = 3;
+    Ipv4Packet::new_unchecked(&mut icmp_error[14..]).fill_checksum();
     let to_us = tiny_first_fragment4(PEER_IP, 14);
-    for frame in [to_broadcast, link_broadcast, to_us.clone()] {
+    for frame in [to_broadcast, link_broadcast, icmp_error, to_us.clone()] {
         port.push_rx(&frame);
     }
     poll(&mut iface, &mut port, &mut DropDatagrams);
-    assert_eq!(port.buffers_in_use(), 4, "all four wait");
+    assert_eq!(port.buffers_in_use(), 5, "all five wait");
     iface.poll(
         &mut port,
         Instant::from_nanos(31_000_000_000),
         &mut DropDatagrams,
     );
     let c = iface.counters();
-    assert_eq!(c.dropped(DropReason::Ipv4ReassemblyTimeout), 4);
+    assert_eq!(c.dropped(DropReason::Ipv4ReassemblyTimeout), 5);
     assert_eq!(c.get(Stat::IcmpOutTimeExcds), 1);
     let out = port.take_tx();
     assert_eq!(out.len(), 1);

@@ -486,3 +486,35 @@ fn a_first_fragment_must_hold_the_whole_tcp_header() {
     );
     assert_eq!(port.buffers_in_use(), 0, "nothing kept in reassembly");
 }
+
+#[test]
+fn no_parameter_problem_answers_an_icmpv6_error() {
+    // RFC 4443 2.4 (e.1): no error message about an ICMPv6 error message,
+    // even one whose headers are at fault (else two nodes could answer
+    // each other's errors for ever); Linux looks past the extension
+    // headers for it (is_ineligible).
+    let (mut iface, mut port) = stack6();
+    let option = vec![0, 0, 0x80, 2, 0, 0, 1, 0];
+    let mut unreachable = vec![icmp6::DEST_UNREACHABLE, 4, 0, 0, 0, 0, 0, 0];
+    unreachable.extend_from_slice(&ip6_udp((GLOBAL, 53), (PEER6, 4000), b"x", None));
+    let error = ip6_icmp(
+        PEER6,
+        GLOBAL,
+        64,
+        std::slice::from_ref(&option),
+        &unreachable,
+    );
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &error));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 1);
+    // An informational message with the same fault is answered.
+    let echo = ip6_icmp(PEER6, GLOBAL, 64, &[option], &echo6(1, b"x"));
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &echo));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &echo), (2, 42));
+    assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
