@@ -168,6 +168,10 @@ reasons! {
     /// Next header 59, "no next header" (RFC 8200 4.7): nothing follows,
     /// so nothing is delivered and nothing is answered.
     Ipv6NoNextHeader = "ipv6_no_next_header",
+    /// A routing header with segments left (RFC 8200 4.4): the packet is
+    /// on its way to another node, and no routing type is processed here
+    /// (type 0 is deprecated, RFC 5095).
+    Ipv6RoutingHeader = "ipv6_routing_header",
     /// ICMPv6 message too short or with a bad checksum.
     Icmp6Malformed = "icmp6_malformed",
     /// An ICMP error quoting a packet that is not from one of our

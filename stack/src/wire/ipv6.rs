@@ -205,6 +205,12 @@ pub struct Extensions {
     /// The first option that says "discard", if one was met (the walk
     /// stops there).
     pub bad_option: Option<BadOption>,
+    /// A routing header with segments left, if one was met (the walk
+    /// stops there): the offset of its routing type from the start of the
+    /// IPv6 header (the parameter-problem pointer). No routing type is
+    /// processed here, so such a packet is not ours to deliver (RFC 8200
+    /// 4.4).
+    pub routing_left: Option<usize>,
     /// Offset of the upper-layer data within the IPv6 payload.
     pub offset: usize,
     /// The fragment header, if one was on the way.
@@ -246,7 +252,9 @@ fn first_bad_option(header: &[u8]) -> WireResult<Option<(usize, u8)>> {
 /// upper-layer protocol, which no layer knows (RFC 8200 4.1: it is an
 /// unrecognized next header).
 /// Options headers are checked for unknown options that demand a discard
-/// (the walk stops at the first, see [`Extensions::bad_option`]). The walk
+/// (the walk stops at the first, see [`Extensions::bad_option`]), routing
+/// headers for segments left (the walk stops there too, see
+/// [`Extensions::routing_left`]). The walk
 /// also stops after the fragment header of a fragment other than the first:
 /// what follows is data, not headers.
 pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
@@ -264,6 +272,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                         protocol: next,
                         protocol_at,
                         bad_option: None,
+                        routing_left: None,
                         offset,
                         fragment,
                         fragment_at,
@@ -276,6 +285,17 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                 let whole = payload
                     .get(offset..offset + len)
                     .ok_or(WireError::Truncated)?;
+                if next == next_header::ROUTING && whole[3] != 0 {
+                    return Ok(Extensions {
+                        protocol: next,
+                        protocol_at,
+                        bad_option: None,
+                        routing_left: Some(HEADER_LEN + offset + 2),
+                        offset,
+                        fragment,
+                        fragment_at,
+                    });
+                }
                 if next != next_header::ROUTING {
                     if let Some((at, action)) = first_bad_option(whole)? {
                         return Ok(Extensions {
@@ -285,6 +305,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                                 at: HEADER_LEN + offset + at,
                                 action,
                             }),
+                            routing_left: None,
                             offset,
                             fragment,
                             fragment_at,
@@ -317,6 +338,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                         protocol: next,
                         protocol_at,
                         bad_option: None,
+                        routing_left: None,
                         offset,
                         fragment,
                         fragment_at,
@@ -328,6 +350,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                     protocol,
                     protocol_at,
                     bad_option: None,
+                    routing_left: None,
                     offset,
                     fragment,
                     fragment_at,

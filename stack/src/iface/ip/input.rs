@@ -359,6 +359,16 @@ impl<P: Port> Poll<'_, '_, P> {
             }
             return;
         }
+        if let Some(at) = extensions.routing_left {
+            // RFC 8200 4.4: an unrecognized routing type (we process none)
+            // with segments left; RFC 5095 treats type 0 the same.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6RoutingHeader);
+            let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, at);
+            return self.icmp6_error(buf, arrival, invoking, error);
+        }
         if let (Some(fragment), Some(at)) = (extensions.fragment, extensions.fragment_at) {
             // RFC 6946: an "atomic" fragment (offset 0, no more) is a whole
             // datagram; anything else goes to reassembly.

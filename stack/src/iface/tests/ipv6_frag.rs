@@ -518,3 +518,41 @@ fn no_parameter_problem_answers_an_icmpv6_error() {
     assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 1);
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn a_routing_header_with_segments_left_is_refused_with_a_parameter_problem() {
+    // RFC 8200 4.4 (and RFC 5095 for type 0): we process no routing type,
+    // so a routing header with segments left means the packet is not
+    // ours to deliver: discarded, with a parameter problem code 0 pointing
+    // at the routing type (as Linux). With none left it is skipped.
+    let (mut iface, mut port) = stack6();
+    // Routing header type 0, one address (16 bytes), segments left 1.
+    let mut routing = vec![0u8; 24];
+    routing[1] = 2;
+    routing[3] = 1;
+    routing[8..24].copy_from_slice(&PEER6.octets());
+    let mut packet = ip6_icmp(
+        PEER6,
+        GLOBAL,
+        64,
+        std::slice::from_ref(&routing),
+        &echo6(1, b"x"),
+    );
+    packet[6] = next_header::ROUTING;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &packet));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &packet), (0, 42));
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6RoutingHeader), 1);
+    assert_eq!(iface.counters().get(Stat::Icmp6InEchos), 0);
+    // No segments left: the header is skipped and the echo answered.
+    routing[3] = 0;
+    let mut done = ip6_icmp(PEER6, GLOBAL, 64, &[routing], &echo6(2, b"x"));
+    done[6] = next_header::ROUTING;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &done));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1);
+    assert_eq!(iface.counters().get(Stat::Icmp6InEchos), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
