@@ -353,7 +353,9 @@ impl<P: Port> Poll<'_, '_, P> {
                 .lcore
                 .counters
                 .count_drop(DropReason::Ipv6BadOption);
-            if bad.action == 2 || bad.action == 3 && !dst.is_multicast() {
+            // Action 3: not for a group, IP or link-layer (RFC 4443 2.4 (e)).
+            let to_group = dst.is_multicast() || arrival.to_group_mac;
+            if bad.action == 2 || bad.action == 3 && !to_group {
                 let error = Icmp6Error::parameter_problem(CODE_UNRECOGNIZED_OPTION, bad.at);
                 self.icmp6_error(buf, arrival, invoking, error);
             }

@@ -649,6 +649,24 @@ fn no_icmp_error_answers_a_link_layer_broadcast_or_multicast() {
 }
 
 #[test]
+fn in_a_link_layer_multicast_only_an_option_of_type_10_is_reported() {
+    // RFC 4443 2.4 (e.2, e.3): a link-layer multicast is answered only by
+    // a parameter problem code 2 about an option whose type starts with
+    // the bits 10; one starting with 11 ("unless multicast") is not.
+    let (mut iface, mut port) = stack6();
+    let all_nodes = multicast_mac(crate::iface::ALL_NODES);
+    for (kind, answered) in [(0xc0u8, 0), (0x80, 1)] {
+        let option = vec![0, 0, kind, 2, 0, 0, 1, 0];
+        let packet = ip6_icmp(PEER6, GLOBAL, 64, &[option], &echo6(1, b"x"));
+        port.push_rx(&frame6(all_nodes, &packet));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        assert_eq!(port.take_tx().len(), answered, "option type {kind:#x}");
+    }
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 2);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
 fn a_reassembly_timeout_is_answered_only_when_fragment_zero_came_to_us() {
     // RFC 1122 3.3.2: time exceeded once fragment zero came; never about a
     // datagram to a broadcast address or in a link-layer broadcast, nor
