@@ -406,6 +406,14 @@ impl<P: Port> Poll<'_, '_, P> {
         }
         match extensions.protocol {
             next_header::ICMPV6 => {
+                let fragmented = reassembled || extensions.fragment.is_some();
+                let kind = buf.data().get(start).copied();
+                if fragmented && kind.is_some_and(|k| (ND_FIRST..=ND_LAST).contains(&k)) {
+                    // RFC 6980 5: Neighbor Discovery is never fragmented; one
+                    // that was is ignored (how RA-Guard is evaded), atomic
+                    // fragments included, as Linux's suppress_frag_ndisc.
+                    return self.core.lcore.counters.count_drop(DropReason::NdInvalid);
+                }
                 self.core.lcore.counters.count(Stat::Ip6InDelivers);
                 let message = IcmpIn {
                     eth_src: arrival.eth_src,
@@ -627,6 +635,11 @@ fn timed_out_arrival(origin: Origin) -> Arrival {
         to_group_mac: origin.to_group,
     }
 }
+
+/// The ICMPv6 types of Neighbor Discovery (RFC 4861 4: router
+/// solicitation to redirect).
+const ND_FIRST: u8 = 133;
+const ND_LAST: u8 = 137;
 
 /// A datagram for us, validated (and reassembled if it was fragmented).
 #[derive(Debug, Clone, Copy)]

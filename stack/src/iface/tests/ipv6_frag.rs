@@ -9,7 +9,7 @@ use super::ipv6::{
 use super::*;
 use crate::udp::PeerError;
 use crate::wire::icmpv6::msg_type as icmp6;
-use crate::wire::ipv6::{next_header, Ipv6Header, Ipv6Packet};
+use crate::wire::ipv6::{multicast_mac, next_header, solicited_node, Ipv6Header, Ipv6Packet};
 use core::net::{Ipv6Addr, SocketAddrV6};
 
 /// Splits an IPv6 packet without extension headers into fragments of
@@ -554,5 +554,34 @@ fn a_routing_header_with_segments_left_is_refused_with_a_parameter_problem() {
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert_eq!(port.take_tx().len(), 1);
     assert_eq!(iface.counters().get(Stat::Icmp6InEchos), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn fragmented_neighbor_discovery_is_ignored() {
+    // RFC 6980 5: ND messages are never fragmented, and a node must
+    // silently ignore one that was (a fragmented router advertisement is
+    // how RA-Guard is evaded); Linux's suppress_frag_ndisc, atomic
+    // fragments included.
+    let (mut iface, mut port) = stack6();
+    let group = solicited_node(GLOBAL);
+    let ns = super::ipv6::ns(GLOBAL, Some(PEER_MAC));
+    let packet = ip6_icmp(PEER6, group, 255, &[], &ns);
+    for chunk in [16, 64] {
+        // Two fragments, then one atomic fragment.
+        for mut frame in fragments(&packet, chunk, 40 + chunk as u32) {
+            frame[14 + 7] = 255;
+            frame[..6].copy_from_slice(&multicast_mac(group).0);
+            port.push_rx(&frame);
+        }
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        assert!(port.take_tx().is_empty(), "{chunk}-byte fragments");
+    }
+    assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 2);
+    assert!(iface.neighbors6().is_empty());
+    // Whole, it is answered.
+    port.push_rx(&super::ipv6::frame6(multicast_mac(group), &packet));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1);
     assert_eq!(port.buffers_in_use(), 0);
 }
