@@ -407,8 +407,8 @@ impl<P: Port> Poll<'_, '_, P> {
         match extensions.protocol {
             next_header::ICMPV6 => {
                 let fragmented = reassembled || extensions.fragment.is_some();
-                let kind = buf.data().get(start).copied();
-                if fragmented && kind.is_some_and(|k| (ND_FIRST..=ND_LAST).contains(&k)) {
+                let nd = |kind: &u8| (ND_FIRST..=ND_LAST).contains(kind);
+                if fragmented && buf.data().get(start).is_some_and(nd) {
                     // RFC 6980 5: Neighbor Discovery is never fragmented; one
                     // that was is ignored (how RA-Guard is evaded), atomic
                     // fragments included, as Linux's suppress_frag_ndisc.
