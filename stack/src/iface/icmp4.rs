@@ -37,6 +37,16 @@ impl IcmpError<Ipv4Addr> {
         family: PhantomData,
     };
 
+    /// Destination unreachable, protocol unreachable (RFC 1122 3.2.2.1).
+    pub(crate) const PROTOCOL_UNREACHABLE: Icmp4Error = IcmpError {
+        kind: msg_type::DEST_UNREACHABLE,
+        code: 2,
+        word: 0,
+        to_groups: false,
+        stat: Stat::IcmpOutDestUnreachs,
+        family: PhantomData,
+    };
+
     /// Time exceeded, fragment reassembly time exceeded (RFC 792).
     pub(crate) const REASSEMBLY_TIME_EXCEEDED: Icmp4Error = IcmpError {
         kind: msg_type::TIME_EXCEEDED,

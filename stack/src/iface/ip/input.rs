@@ -226,11 +226,24 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
-            _ => self
-                .core
-                .lcore
-                .counters
-                .count_drop(DropReason::Ipv4UnknownProtocol),
+            _ => {
+                self.core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv4UnknownProtocol);
+                // RFC 1122 3.2.2.1, as Linux; never for a broadcast.
+                let invoking = Invoking {
+                    ours: local.dst,
+                    peer: local.src,
+                    end: ETH_LEN + local.total_len,
+                };
+                let arrival = Arrival {
+                    to_group_mac: arrival.to_group_mac || local.broadcast,
+                    ..arrival
+                };
+                let error = Icmp4Error::PROTOCOL_UNREACHABLE;
+                self.send_error(buf, arrival, invoking, error);
+            }
         }
     }
 

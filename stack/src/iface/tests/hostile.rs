@@ -707,3 +707,33 @@ fn a_reassembly_timeout_is_answered_only_when_fragment_zero_came_to_us() {
     assert_eq!(error.payload()[8..], to_us[14..]);
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn an_unknown_ipv4_protocol_is_answered_with_protocol_unreachable() {
+    // RFC 1122 3.2.2.1, as Linux (and as IPv6 answers an unknown next
+    // header): destination unreachable, code 2, quoting the datagram; not
+    // for a broadcast.
+    let (mut iface, mut port) = stack6();
+    let unknown = ipv4(PEER_IP, OUR_IP, 253, b"who speaks 253?");
+    port.push_rx(&ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &unknown));
+    let broadcast = ipv4(PEER_IP, Ipv4Addr::new(10, 0, 0, 255), 253, b"all?");
+    port.push_rx(&ethernet(
+        MacAddr::BROADCAST,
+        PEER_MAC,
+        EtherType::Ipv4,
+        &broadcast,
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let error = Ipv4Packet::new_checked(&out[0][14..]).unwrap();
+    assert_eq!((error.src(), error.dst()), (OUR_IP, PEER_IP));
+    let icmp = Icmpv4Packet::new_checked(error.payload()).unwrap();
+    assert!(icmp.verify_checksum());
+    assert_eq!((icmp.msg_type(), icmp.code()), (3, 2));
+    assert_eq!(icmp.payload(), &unknown[..]);
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv4UnknownProtocol), 2);
+    assert_eq!(c.get(Stat::IcmpOutDestUnreachs), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
