@@ -456,12 +456,18 @@ impl<B: Buf> Core<B> {
     }
 
     fn learn_family_path_mtu<F: IpFamily>(&mut self, dst: F::Addr, mtu: usize, now: Instant) {
-        let known = F::shared(&self.shared.ip).path_mtus.get(&dst);
-        if known.is_some_and(|&(known, until)| known <= mtu && now < until) {
-            return;
+        let no_lower = |known: Option<&(usize, Instant)>| {
+            known.is_some_and(|&(known, until)| known <= mtu && now < until)
+        };
+        if no_lower(F::shared(&self.shared.ip).path_mtus.get(&dst)) {
+            return; // without taking the lock
         }
         self.shared.edit(|shared| {
             let path_mtus = &mut F::shared_mut(&mut shared.ip).path_mtus;
+            // Another pipeline may have learned a lower one meanwhile.
+            if no_lower(path_mtus.get(&dst)) {
+                return;
+            }
             if path_mtus.contains_key(&dst) || path_mtus.len() < PATH_MTUS {
                 path_mtus.insert(dst, (mtu, now + PATH_MTU_TIMEOUT));
             }
