@@ -78,7 +78,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("ipv6_bad_version", "drop_ipv6_malformed"),
     ("ipv6_payload_length_past_frame", "drop_ipv6_truncated"),
     ("ipv6_extension_chain_too_long", "drop_ipv6_bad_extensions"),
-    ("ipv6_hop_by_hop_not_first", "drop_ipv6_bad_extensions"),
+    ("ipv6_hop_by_hop_not_first", "drop_ipv6_unknown_next_header"),
     ("ipv6_extension_past_packet", "drop_ipv6_bad_extensions"),
     ("ipv6_unknown_next_header", "drop_ipv6_unknown_next_header"),
     ("ipv6_hop_by_hop_bad_option", "drop_ipv6_bad_option"),

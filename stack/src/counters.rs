@@ -172,6 +172,13 @@ reasons! {
     Ipv6BadOption = "ipv6_bad_option",
     /// Upper-layer protocol the stack does not handle over IPv6.
     Ipv6UnknownNextHeader = "ipv6_unknown_next_header",
+    /// Next header 59, "no next header" (RFC 8200 4.7): nothing follows,
+    /// so nothing is delivered and nothing is answered.
+    Ipv6NoNextHeader = "ipv6_no_next_header",
+    /// A routing header with segments left (RFC 8200 4.4): the packet is
+    /// on its way to another node, and no routing type is processed here
+    /// (type 0 is deprecated, RFC 5095).
+    Ipv6RoutingHeader = "ipv6_routing_header",
     /// ICMPv6 message too short or with a bad checksum.
     Icmp6Malformed = "icmp6_malformed",
     /// An ICMP error quoting a packet that is not from one of our
@@ -317,6 +324,8 @@ protocol_counters! {
     IcmpOutEchoReps,
     /// ICMP destination-unreachable messages sent.
     IcmpOutDestUnreachs,
+    /// ICMP time-exceeded messages sent (fragment reassembly timeouts).
+    IcmpOutTimeExcds,
     /// ICMP errors received (unreachable, time exceeded, parameter problem).
     IcmpInErrors,
     /// UDP datagrams delivered to sockets.
@@ -347,6 +356,8 @@ protocol_counters! {
     Icmp6InNeighborAdvertisements,
     /// ICMPv6 destination-unreachable messages sent.
     Icmp6OutDestUnreachs,
+    /// ICMPv6 time-exceeded messages sent (fragment reassembly timeouts).
+    Icmp6OutTimeExcds,
     /// Neighbor solicitations sent (resolving, probing, or DAD).
     Icmp6OutNeighborSolicits,
     /// IPv6 fragments received.

@@ -21,7 +21,11 @@
 //! its own source if that source is over its share, else one of the source
 //! holding the most: a flood from a few sources evicts its own datagrams,
 //! and real traffic keeps reassembling. Each eviction is counted by that
-//! reason. A datagram not completed within `timeout` is dropped.
+//! reason. A datagram not completed within `timeout` is dropped; if its
+//! first fragment had come ([`Reassembler::heard_first`] keeps that
+//! fragment's IP header and where it came from), it is handed back rebuilt
+//! ([`TimedOut`]) for a "fragment reassembly time exceeded" (RFC 1122
+//! 3.3.2, RFC 8200 4.5: only once fragment zero arrived).
 //!
 //! Rules: non-final fragments carry a multiple of 8 bytes. A fragment that
 //! only repeats bytes already received (a duplicate, which networks make)
@@ -35,7 +39,7 @@
 //! and its capacity is reserved up front. Slow path; owning lcore only.
 
 use crate::counters::{Counters, DropReason};
-use crate::port::{Buf, Port};
+use crate::port::{Buf, MacAddr, Port};
 use crate::time::{Duration, Instant};
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::ipv4::{Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
@@ -55,6 +59,13 @@ const PAYLOAD_AT: usize = ETH_LEN + IP6_LEN;
 /// What a datagram pins besides its buffer: its bitmap (a poisoned key
 /// keeps only this).
 const BOOKKEEPING: usize = core::mem::size_of::<[u64; WORDS]>();
+/// The longest first-fragment IP header kept for a timeout's error: IPv4
+/// with options (60 bytes), IPv6 with its headers up to the fragment
+/// header.
+const FIRST_HEADER_MAX: usize = 128;
+/// Headroom a timed-out datagram's rebuilt first fragment gets for the
+/// error's own IP and ICMP headers (IPv6's 48 bytes at most).
+const ERROR_ROOM: usize = 64;
 
 /// Why a fragment was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +276,46 @@ pub struct Fragment<K> {
     pub ttl: u8,
 }
 
+/// Where a datagram's first fragment came from, for the error its timeout
+/// sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    /// The link it arrived on.
+    pub link: usize,
+    /// Its Ethernet source (the previous hop, where the error goes).
+    pub eth_src: MacAddr,
+    /// It was sent to a group (an IPv4 broadcast address, a link-layer
+    /// group): no error answers it.
+    pub to_group: bool,
+}
+
+/// A datagram whose reassembly timed out after its first fragment came:
+/// that fragment rebuilt in the datagram's buffer (an Ethernet frame, its
+/// IP header as received, then its payload; room for the error's headers
+/// in front), to be quoted by a "fragment reassembly time exceeded".
+#[derive(Debug)]
+pub struct TimedOut<K, B> {
+    /// The datagram's identity.
+    pub key: K,
+    /// The rebuilt first fragment.
+    pub frame: B,
+    /// Where its IP packet ends in `frame`.
+    pub end: usize,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// The first fragment of a datagram in reassembly, as far as its timeout
+/// needs it.
+#[derive(Debug)]
+struct First {
+    origin: Origin,
+    /// Its IP header (with options or extension headers) as received.
+    header: [u8; FIRST_HEADER_MAX],
+    header_len: usize,
+    payload_len: usize,
+}
+
 #[derive(Debug)]
 struct Datagram<B> {
     /// The reassembly buffer; `None` once the datagram was poisoned by an
@@ -280,6 +331,8 @@ struct Datagram<B> {
     deadline: Instant,
     ttl: u8,
     protocol: u8,
+    /// Its first fragment, once it came ([`Reassembler::heard_first`]).
+    first: Option<First>,
 }
 
 impl<B> Datagram<B> {
@@ -530,6 +583,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             deadline: now + self.config.timeout,
             ttl: fragment.ttl,
             protocol: fragment.protocol,
+            first: None,
         };
         self.bytes += charge;
         *self.sources.entry(source).or_insert(0) += charge;
@@ -645,9 +699,43 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
         Ok(())
     }
 
+    /// Records that `fragment`, the first of its datagram (offset 0), was
+    /// stored from `frame` (it came from `origin`): should the datagram
+    /// time out, its IP header and payload are quoted by the error.
+    pub fn heard_first(&mut self, frame: &B, fragment: &Fragment<K>, origin: Origin) {
+        let Some(datagram) = self.datagrams.get_mut(&fragment.key) else {
+            return;
+        };
+        let header = frame.data().get(ETH_LEN..fragment.payload_start);
+        let Some(header) = header.filter(|h| h.len() <= FIRST_HEADER_MAX) else {
+            return;
+        };
+        if fragment.offset != 0 || datagram.buf.is_none() {
+            return;
+        }
+        let mut first = First {
+            origin,
+            header: [0; FIRST_HEADER_MAX],
+            header_len: header.len(),
+            payload_len: fragment.payload_len,
+        };
+        first.header[..header.len()].copy_from_slice(header);
+        datagram.first = Some(first);
+    }
+
     /// Drops datagrams past their deadline; returns how many (poisoned
     /// keys, already counted as overlaps, are forgotten without a count).
     pub fn expire(&mut self, now: Instant) -> usize {
+        self.expire_with(now, |_| {})
+    }
+
+    /// [`Self::expire`], handing each dropped datagram whose first fragment
+    /// came to `timed_out`, that fragment rebuilt for the error.
+    pub fn expire_with(
+        &mut self,
+        now: Instant,
+        mut timed_out: impl FnMut(TimedOut<K, B>),
+    ) -> usize {
         let mut expired = 0;
         let (sources, bytes) = (&mut self.sources, &mut self.bytes);
         self.datagrams.retain(|key, d| {
@@ -655,11 +743,43 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             if !keep {
                 expired += usize::from(d.buf.is_some());
                 uncharge(sources, bytes, key.source(), d.charge);
+                if let (Some(buf), Some(first)) = (d.buf.take(), d.first.take()) {
+                    if let Some((frame, end)) = rebuild_first(buf, &first) {
+                        let origin = first.origin;
+                        timed_out(TimedOut {
+                            key: *key,
+                            frame,
+                            end,
+                            origin,
+                        });
+                    }
+                }
             }
             keep
         });
         expired
     }
+}
+
+/// The first fragment again, in its datagram's buffer `buf` (payload at
+/// [`PAYLOAD_AT`]): an Ethernet frame (its Ethernet header unwritten: the
+/// error replaces it) with the IP header as received and the payload, and
+/// [`ERROR_ROOM`] bytes of headroom; with the end of its IP packet.
+fn rebuild_first<B: Buf>(mut buf: B, first: &First) -> Option<(B, usize)> {
+    let ip_at = ERROR_ROOM + ETH_LEN;
+    let payload_at = ip_at + first.header_len;
+    let end = payload_at + first.payload_len;
+    let data = buf.data_mut();
+    if end > data.len() {
+        return None;
+    }
+    data.copy_within(PAYLOAD_AT..PAYLOAD_AT + first.payload_len, payload_at);
+    data[ip_at..payload_at].copy_from_slice(&first.header[..first.header_len]);
+    let excess = buf.len() - end;
+    if !buf.trim(excess) || !buf.adjust(ERROR_ROOM) {
+        return None;
+    }
+    Some((buf, end - ERROR_ROOM))
 }
 
 /// Takes `charge` off the books of the table and of `source` (which is

@@ -40,9 +40,7 @@ impl<B: Buf> Interface<B> {
 
     /// Removes the IPv6 route to `prefix`; true if there was one.
     pub fn remove_route6(&mut self, prefix: Ipv6Cidr) -> bool {
-        self.core
-            .shared
-            .edit(|shared| shared.ip.v6.routes.remove(prefix))
+        (self.core.shared).edit(|shared| routes::remove_route6(shared, prefix))
     }
 
     /// A handle that changes this stack's routes from any thread (see

@@ -47,7 +47,11 @@ impl<P: Port> Poll<'_, '_, P> {
         if dst != our_mac && !dst.is_broadcast() && !multicast_for_us() {
             return core.lcore.counters.count_drop(DropReason::EthNotForUs);
         }
-        let arrival = Arrival { link, eth_src: src };
+        let arrival = Arrival {
+            link,
+            eth_src: src,
+            to_group_mac: dst.is_multicast(),
+        };
         match ethertype {
             EtherType::Arp => self.arp_input(buf, link),
             EtherType::Ipv4 => self.ipv4_input(buf, arrival, delivered),

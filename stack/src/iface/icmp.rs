@@ -118,6 +118,11 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
     /// Our address on `link` to speak to `peer` from.
     fn source_toward(link: &Link, peer: Self) -> Option<Self>;
 
+    /// True if the IP `packet` (an error's invoking packet) carries an
+    /// ICMP error message of this family, which no error answers (RFC
+    /// 1122 3.2.2, RFC 4443 2.4 (e.1)).
+    fn carries_error(packet: &[u8]) -> bool;
+
     /// The packet error `message` (its 8-byte header checked) quotes;
     /// `None` if the quote is too short to read.
     fn quote(message: &[u8]) -> Option<Quote<'_, Self>>;
@@ -246,7 +251,9 @@ impl<P: Port> Poll<'_, '_, P> {
     /// [`IcmpFamily::ERROR_MAX`] allows, back to the previous hop (the
     /// arrival's Ethernet source) through the arrival link. Never for a
     /// packet from the unspecified address, nor for one sent to a group
-    /// unless the error says so (RFC 4443 2.4 (e)); within the interface's
+    /// (its IP destination, or its Ethernet one: a link-layer broadcast or
+    /// multicast) unless the error says so, nor for an ICMP error (RFC
+    /// 1122 3.2.2, RFC 4443 2.4 (e)); within the interface's
     /// ICMP error rate (`Core::icmp_limit`, one bucket for both families).
     /// Counts the message.
     pub(super) fn send_error<A: IcmpFamily>(
@@ -257,10 +264,20 @@ impl<P: Port> Poll<'_, '_, P> {
         error: IcmpError<A>,
     ) {
         let (core, out, now) = (&mut *self.core, &mut *self.out, self.now);
-        let Arrival { link, eth_src } = arrival;
+        let Arrival {
+            link,
+            eth_src,
+            to_group_mac,
+        } = arrival;
         let to_group = A::is_group(invoking.ours);
-        if to_group && !error.to_groups || A::is_unspecified(invoking.peer) {
+        // RFC 1122 3.2.2, RFC 4443 2.4 (e.2, e.4): a link-layer broadcast or
+        // multicast is answered as a packet to a group.
+        if (to_group || to_group_mac) && !error.to_groups || A::is_unspecified(invoking.peer) {
             return; // the caller counted the invoking packet's drop
+        }
+        let invoking_packet = buf.data().get(ETH_LEN..invoking.end);
+        if invoking_packet.is_some_and(A::carries_error) {
+            return; // likewise
         }
         if !core.lcore.icmp_limit.take(now) {
             return core.lcore.counters.count_drop(DropReason::IcmpRateLimited);

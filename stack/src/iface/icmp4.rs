@@ -36,6 +36,26 @@ impl IcmpError<Ipv4Addr> {
         stat: Stat::IcmpOutDestUnreachs,
         family: PhantomData,
     };
+
+    /// Destination unreachable, protocol unreachable (RFC 1122 3.2.2.1).
+    pub(crate) const PROTOCOL_UNREACHABLE: Icmp4Error = IcmpError {
+        kind: msg_type::DEST_UNREACHABLE,
+        code: 2,
+        word: 0,
+        to_groups: false,
+        stat: Stat::IcmpOutDestUnreachs,
+        family: PhantomData,
+    };
+
+    /// Time exceeded, fragment reassembly time exceeded (RFC 792).
+    pub(crate) const REASSEMBLY_TIME_EXCEEDED: Icmp4Error = IcmpError {
+        kind: msg_type::TIME_EXCEEDED,
+        code: 1,
+        word: 0,
+        to_groups: false,
+        stat: Stat::IcmpOutTimeExcds,
+        family: PhantomData,
+    };
 }
 
 impl<P: Port> Poll<'_, '_, P> {
@@ -112,6 +132,23 @@ impl IcmpFamily for Ipv4Addr {
 
     fn source_toward(link: &Link, peer: Ipv4Addr) -> Option<Ipv4Addr> {
         Some(link.source_for(peer))
+    }
+
+    /// An ICMP message in the first fragment (or a whole datagram) whose
+    /// type is an error's: unreachable, source quench, redirect, time
+    /// exceeded, parameter problem (as Linux's `icmp_pointers[].error`).
+    fn carries_error(packet: &[u8]) -> bool {
+        let Some(header) = packet.get(..IP_LEN) else {
+            return false;
+        };
+        let ip = Ipv4Packet::new_unchecked(header);
+        if ip.protocol() != protocol::ICMP || ip.fragment_offset() != 0 {
+            return false;
+        }
+        let header_len = usize::from(header[0] & 0x0f) * 4;
+        packet
+            .get(header_len)
+            .is_some_and(|kind| matches!(*kind, 3 | 4 | 5 | 11 | 12))
     }
 
     /// The quote: the IPv4 header and at least 8 bytes of its payload (RFC

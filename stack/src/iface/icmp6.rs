@@ -23,7 +23,9 @@ use crate::udp::{PeerError, SocketId};
 use crate::wire::ethernet::{EtherType, HEADER_LEN as ETH_LEN};
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, CODE_PORT_UNREACHABLE, HEADER_LEN as ICMP6_LEN};
 use crate::wire::ipv6::HEADER_LEN as IP6_LEN;
-use crate::wire::ipv6::{next_header, walk_extensions, Ipv6Header, Ipv6Packet};
+use crate::wire::ipv6::{
+    next_header, walk_extensions, Ipv6Header, Ipv6Packet, MAX_EXTENSION_HEADERS,
+};
 use core::marker::PhantomData;
 use core::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
 
@@ -38,6 +40,16 @@ impl IcmpError<Ipv6Addr> {
         word: 0,
         to_groups: false,
         stat: Stat::Icmp6OutDestUnreachs,
+        family: PhantomData,
+    };
+
+    /// Time exceeded, fragment reassembly time exceeded (RFC 4443 3.3).
+    pub(crate) const REASSEMBLY_TIME_EXCEEDED: Icmp6Error = IcmpError {
+        kind: msg_type::TIME_EXCEEDED,
+        code: 1,
+        word: 0,
+        to_groups: false,
+        stat: Stat::Icmp6OutTimeExcds,
         family: PhantomData,
     };
 
@@ -98,7 +110,7 @@ impl<P: Port> Poll<'_, '_, P> {
     /// Answers the packet in `buf` with ICMPv6 `error`
     /// ([`Poll::send_error`]: in its buffer, quoting up to the minimum MTU,
     /// rate-limited; never to `::`, and to a group only for parameter
-    /// problem code 2).
+    /// problem code 2; never about an ICMPv6 error).
     pub(crate) fn icmp6_error(
         &mut self,
         buf: P::Buf,
@@ -108,6 +120,39 @@ impl<P: Port> Poll<'_, '_, P> {
     ) {
         self.send_error(buf, arrival, invoking, error);
     }
+}
+
+/// True if the IPv6 `packet`'s upper layer is an ICMPv6 error message,
+/// found past its extension headers whatever their options say (as
+/// Linux's `is_ineligible`); not known for a fragment other than the
+/// first, nor when the message type is cut off.
+fn carries_icmp6_error(packet: &[u8]) -> bool {
+    let Some(&first) = packet.get(6) else {
+        return false;
+    };
+    let (mut next, mut at) = (first, IP6_LEN);
+    for _ in 0..=MAX_EXTENSION_HEADERS {
+        match next {
+            next_header::HOP_BY_HOP | next_header::ROUTING | next_header::DEST_OPTIONS => {
+                let Some(&[following, units]) = packet.get(at..at + 2) else {
+                    return false;
+                };
+                (next, at) = (following, at + (usize::from(units) + 1) * 8);
+            }
+            next_header::FRAGMENT => {
+                let Some(&[following, _, offset_high, offset_low]) = packet.get(at..at + 4) else {
+                    return false;
+                };
+                if u16::from_be_bytes([offset_high, offset_low]) & 0xfff8 != 0 {
+                    return false;
+                }
+                (next, at) = (following, at + 8);
+            }
+            next_header::ICMPV6 => return packet.get(at).is_some_and(|&kind| kind < 128),
+            _ => return false,
+        }
+    }
+    false
 }
 
 impl IcmpFamily for Ipv6Addr {
@@ -131,6 +176,10 @@ impl IcmpFamily for Ipv6Addr {
 
     fn source_toward(link: &Link, peer: Ipv6Addr) -> Option<Ipv6Addr> {
         link.source_for6(peer)
+    }
+
+    fn carries_error(packet: &[u8]) -> bool {
+        carries_icmp6_error(packet)
     }
 
     /// The quote: at least the fixed IPv6 header (the packet is cut short,

@@ -74,6 +74,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 pub(crate) const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 use deliver::{receive_burst, report_tcp, Delivery};
 use nd::add_on_link_route6;
+use poll::Poll;
 use std::sync::Arc;
 use transmit::Out;
 
@@ -582,7 +583,7 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
     }
 }
 
-/// Reassembly timeouts; on the home pipeline also the shared state's
+/// Reassembly timeouts (with their errors); on the home pipeline also the shared state's
 /// timers: learned path MTUs and advertised routes expiring, duplicate
 /// address detection, neighbour retries and expiry on every link.
 fn run_timers<B: Buf, P: Port<Buf = B>>(
@@ -592,16 +593,7 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
     now: Instant,
     home: bool,
 ) {
-    for _ in 0..core.lcore.ip.v4.reassembler.expire(now) {
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv4ReassemblyTimeout);
-    }
-    for _ in 0..core.lcore.ip.v6.reassembler.expire(now) {
-        core.lcore
-            .counters
-            .count_drop(DropReason::Ipv6ReassemblyTimeout);
-    }
+    Poll::new(core, out, now).reassembly_timeouts();
     if !home {
         return;
     }

@@ -38,9 +38,13 @@ impl<'a, 'o, P: Port> Poll<'a, 'o, P> {
 }
 
 /// Where a received frame came from: the link it arrived on and its
-/// Ethernet source (replies built in place go back to it).
+/// Ethernet source (replies built in place go back to it), and whether it
+/// was sent to a link-layer group (broadcast or multicast) rather than to
+/// our MAC (no ICMP error answers such a frame, RFC 1122 3.2.2, RFC 4443
+/// 2.4 (e)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Arrival {
     pub(crate) link: usize,
     pub(crate) eth_src: MacAddr,
+    pub(crate) to_group_mac: bool,
 }

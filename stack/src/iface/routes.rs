@@ -113,6 +113,9 @@ pub(super) fn add_link_route6<B: Buf>(
         .ok_or(ConfigError::NoSuchLink(link))?
         .route_source6()
         .ok_or(ConfigError::BadAddress6(prefix.addr))?;
+    if prefix.len == 0 {
+        shared.ra_default = None; // a static default beats advertised ones
+    }
     shared.ip.v6.routes.add(Route6 {
         prefix,
         gateway: None,
@@ -120,6 +123,16 @@ pub(super) fn add_link_route6<B: Buf>(
         source,
     });
     Ok(())
+}
+
+/// Removes the IPv6 route to `prefix`; the default route, if a router
+/// advertised it, is then forgotten as advertised (the router's next
+/// advertisement installs it again, its expiry removes nothing else).
+pub(super) fn remove_route6<B: Buf>(shared: &mut SharedState<B>, prefix: Ipv6Cidr) -> bool {
+    if prefix.len == 0 {
+        shared.ra_default = None;
+    }
+    shared.ip.v6.routes.remove(prefix)
 }
 
 /// Changes the routes of a running stack from any thread (an application's,
@@ -176,7 +189,7 @@ impl<B: Buf> StackControl<B> {
 
     /// [`Interface::remove_route6`](super::Interface::remove_route6).
     pub fn remove_route6(&self, prefix: Ipv6Cidr) -> bool {
-        self.edit(|shared| shared.ip.v6.routes.remove(prefix))
+        self.edit(|shared| remove_route6(shared, prefix))
     }
 
     /// The route `dst` takes now: (link, next hop, source address).

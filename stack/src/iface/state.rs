@@ -446,8 +446,8 @@ impl<B: Buf> Core<B> {
     }
 
     /// Records a path MTU to `dst` learned now (a full table takes no new
-    /// destinations; a known one is updated). ICMP errors only, not per
-    /// packet.
+    /// destinations; a known one is only lowered, RFC 8201 4: a report
+    /// never raises the estimate). ICMP errors only, not per packet.
     pub(crate) fn learn_path_mtu(&mut self, dst: IpAddr, mtu: usize, now: Instant) {
         match dst {
             IpAddr::V4(dst) => self.learn_family_path_mtu::<V4>(dst, mtu, now),
@@ -456,8 +456,18 @@ impl<B: Buf> Core<B> {
     }
 
     fn learn_family_path_mtu<F: IpFamily>(&mut self, dst: F::Addr, mtu: usize, now: Instant) {
+        let no_lower = |known: Option<&(usize, Instant)>| {
+            known.is_some_and(|&(known, until)| known <= mtu && now < until)
+        };
+        if no_lower(F::shared(&self.shared.ip).path_mtus.get(&dst)) {
+            return; // without taking the lock
+        }
         self.shared.edit(|shared| {
             let path_mtus = &mut F::shared_mut(&mut shared.ip).path_mtus;
+            // Another pipeline may have learned a lower one meanwhile.
+            if no_lower(path_mtus.get(&dst)) {
+                return;
+            }
             if path_mtus.contains_key(&dst) || path_mtus.len() < PATH_MTUS {
                 path_mtus.insert(dst, (mtu, now + PATH_MTU_TIMEOUT));
             }

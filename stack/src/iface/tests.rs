@@ -788,6 +788,28 @@ fn an_incomplete_datagram_times_out_and_is_counted() {
         iface.counters().dropped(DropReason::Ipv4ReassemblyTimeout),
         1
     );
+    // RFC 1122 3.3.2: fragment zero came, so its source hears of the
+    // timeout, the fragment quoted as it came (up to 576 bytes in all).
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!(eth.dst(), PEER_MAC);
+    let error = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert!(error.verify_checksum());
+    assert_eq!(
+        (
+            error.src(),
+            error.dst(),
+            error.protocol(),
+            error.total_len()
+        ),
+        (OUR_IP, PEER_IP, protocol::ICMP, 576)
+    );
+    let icmp = Icmpv4Packet::new_checked(error.payload()).unwrap();
+    assert!(icmp.verify_checksum());
+    assert_eq!((icmp.msg_type(), icmp.code()), (11, 1));
+    assert_eq!(icmp.payload(), &ip[..576 - 28]);
+    assert_eq!(iface.counters().get(Stat::IcmpOutTimeExcds), 1);
     assert_eq!(port.buffers_in_use(), 0);
 }
 

@@ -205,6 +205,12 @@ pub struct Extensions {
     /// The first option that says "discard", if one was met (the walk
     /// stops there).
     pub bad_option: Option<BadOption>,
+    /// A routing header with segments left, if one was met (the walk
+    /// stops there): the offset of its routing type from the start of the
+    /// IPv6 header (the parameter-problem pointer). No routing type is
+    /// processed here, so such a packet is not ours to deliver (RFC 8200
+    /// 4.4).
+    pub routing_left: Option<usize>,
     /// Offset of the upper-layer data within the IPv6 payload.
     pub offset: usize,
     /// The fragment header, if one was on the way.
@@ -242,9 +248,13 @@ fn first_bad_option(header: &[u8]) -> WireResult<Option<(usize, u8)>> {
 
 /// Walks the extension headers of an IPv6 payload starting with
 /// `next_header`. Bounded: at most [`MAX_EXTENSION_HEADERS`] headers, never
-/// past `payload`; hop-by-hop anywhere but first is malformed (RFC 8200).
+/// past `payload`; hop-by-hop anywhere but first ends the walk as its
+/// upper-layer protocol, which no layer knows (RFC 8200 4.1: it is an
+/// unrecognized next header).
 /// Options headers are checked for unknown options that demand a discard
-/// (the walk stops at the first, see [`Extensions::bad_option`]). The walk
+/// (the walk stops at the first, see [`Extensions::bad_option`]), routing
+/// headers for segments left (the walk stops there too, see
+/// [`Extensions::routing_left`]). The walk
 /// also stops after the fragment header of a fragment other than the first:
 /// what follows is data, not headers.
 pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
@@ -256,7 +266,17 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
         match next {
             next_header::HOP_BY_HOP | next_header::ROUTING | next_header::DEST_OPTIONS => {
                 if next == next_header::HOP_BY_HOP && index != 0 {
-                    return Err(WireError::Malformed);
+                    // RFC 8200 4.1: an unrecognized next header, reported
+                    // at the byte that names it.
+                    return Ok(Extensions {
+                        protocol: next,
+                        protocol_at,
+                        bad_option: None,
+                        routing_left: None,
+                        offset,
+                        fragment,
+                        fragment_at,
+                    });
                 }
                 let header = payload
                     .get(offset..offset + 2)
@@ -265,6 +285,17 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                 let whole = payload
                     .get(offset..offset + len)
                     .ok_or(WireError::Truncated)?;
+                if next == next_header::ROUTING && whole[3] != 0 {
+                    return Ok(Extensions {
+                        protocol: next,
+                        protocol_at,
+                        bad_option: None,
+                        routing_left: Some(HEADER_LEN + offset + 2),
+                        offset,
+                        fragment,
+                        fragment_at,
+                    });
+                }
                 if next != next_header::ROUTING {
                     if let Some((at, action)) = first_bad_option(whole)? {
                         return Ok(Extensions {
@@ -274,6 +305,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                                 at: HEADER_LEN + offset + at,
                                 action,
                             }),
+                            routing_left: None,
                             offset,
                             fragment,
                             fragment_at,
@@ -306,6 +338,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                         protocol: next,
                         protocol_at,
                         bad_option: None,
+                        routing_left: None,
                         offset,
                         fragment,
                         fragment_at,
@@ -317,6 +350,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                     protocol,
                     protocol_at,
                     bad_option: None,
+                    routing_left: None,
                     offset,
                     fragment,
                     fragment_at,
@@ -500,7 +534,8 @@ mod tests {
             walk_extensions(next_header::ROUTING, &[17, 200, 0, 0]),
             Err(WireError::Truncated)
         );
-        // Hop-by-hop not first.
+        // Hop-by-hop not first: the walk ends there, pointing at the byte
+        // that names it (RFC 8200 4.1: an unrecognized next header).
         let late = [
             next_header::HOP_BY_HOP,
             0,
@@ -519,9 +554,10 @@ mod tests {
             0,
             0,
         ];
+        let ext = walk_extensions(next_header::DEST_OPTIONS, &late).expect("ends early");
         assert_eq!(
-            walk_extensions(next_header::DEST_OPTIONS, &late),
-            Err(WireError::Malformed)
+            (ext.protocol, ext.protocol_at, ext.offset),
+            (next_header::HOP_BY_HOP, HEADER_LEN, 8)
         );
         // Two fragment headers.
         let twice = [

@@ -4,7 +4,8 @@
 //! goes to the lcore's reassembler of its family (`reassemble`, written
 //! once), and a whole datagram goes to its protocol: ICMP or ICMPv6, UDP,
 //! TCP. Each step is a method of the per-poll context ([`Poll`]) and takes
-//! the frame's [`Arrival`].
+//! the frame's [`Arrival`]. The reassemblers' timeouts are handled here too
+//! ([`Poll::reassembly_timeouts`], from the timers).
 //!
 //! Per packet, owning lcore only: no allocation, no lookup beyond the
 //! address checks, no panic (every view is checked before it is read). A
@@ -15,12 +16,13 @@ use super::family::IpFamily;
 use super::Delivered;
 use crate::counters::{DropReason, Stat};
 use crate::iface::icmp::{IcmpIn, Invoking};
+use crate::iface::icmp4::Icmp4Error;
 use crate::iface::icmp6::Icmp6Error;
 use crate::iface::poll::{Arrival, Poll};
 use crate::iface::tcp::{self, TcpIn};
 use crate::iface::udp::UdpIn;
 use crate::port::{Buf, ChecksumStatus, Port};
-use crate::reassembly::{Fragment, Key4, Key6, Reassembly};
+use crate::reassembly::{Fragment, Key4, Key6, Origin, Reassembly, TimedOut};
 use crate::route::{V4, V6};
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::icmpv6::{
@@ -30,6 +32,7 @@ use crate::wire::icmpv6::{
 use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::ipv6::HEADER_LEN as IP6_LEN;
 use crate::wire::ipv6::{next_header, walk_extensions, Extensions, FragmentHeader, Ipv6Packet};
+use crate::wire::tcp::HEADER_LEN as TCP_LEN;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
 use crate::wire::WireError;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -127,7 +130,12 @@ impl<P: Port> Poll<'_, '_, P> {
             payload_len: local.total_len - local.header_len,
             ttl: ip.ttl(),
         };
-        let Some(whole) = self.reassemble::<V4>(arrival.link, &buf, fragment) else {
+        let origin = Origin {
+            link: arrival.link,
+            eth_src: arrival.eth_src,
+            to_group: broadcast || arrival.to_group_mac,
+        };
+        let Some(whole) = self.reassemble::<V4>(origin, &buf, fragment) else {
             return;
         };
         let local = Local {
@@ -139,24 +147,30 @@ impl<P: Port> Poll<'_, '_, P> {
         self.deliver_local(whole, arrival, local, delivered);
     }
 
-    /// Adds the fragment in `buf` to its datagram in the lcore's reassembler
-    /// of family `F`: the whole datagram once its last piece came (counted as
-    /// reassembled), `None` while pieces are missing or when the fragment was
-    /// dropped (counted).
+    /// Adds the fragment in `buf` (from `origin`) to its datagram in the
+    /// lcore's reassembler of family `F`: the whole datagram once its last
+    /// piece came (counted as reassembled), `None` while pieces are missing
+    /// or when the fragment was dropped (counted). A first fragment is kept
+    /// in mind for the error a timeout sends.
     fn reassemble<F: IpFamily>(
         &mut self,
-        link: usize,
+        origin: Origin,
         buf: &P::Buf,
         fragment: Fragment<F::FragmentKey>,
     ) -> Option<P::Buf> {
         let counters = &self.core.lcore.counters;
-        let Some(port) = self.out.port(link) else {
+        let Some(port) = self.out.port(origin.link) else {
             counters.count_drop(DropReason::EthNotForUs);
             return None;
         };
         let reassembler = &mut F::lcore(&mut self.core.lcore.ip).reassembler;
         match reassembler.add(port, buf, fragment, self.now, counters) {
-            Reassembly::Pending => None,
+            Reassembly::Pending => {
+                if fragment.offset == 0 {
+                    reassembler.heard_first(buf, &fragment, origin);
+                }
+                None
+            }
             Reassembly::Dropped(reason) => {
                 counters.count_drop(reason);
                 None
@@ -212,11 +226,24 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
-            _ => self
-                .core
-                .lcore
-                .counters
-                .count_drop(DropReason::Ipv4UnknownProtocol),
+            _ => {
+                self.core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv4UnknownProtocol);
+                // RFC 1122 3.2.2.1, as Linux; never for a broadcast.
+                let invoking = Invoking {
+                    ours: local.dst,
+                    peer: local.src,
+                    end: ETH_LEN + local.total_len,
+                };
+                let arrival = Arrival {
+                    to_group_mac: arrival.to_group_mac || local.broadcast,
+                    ..arrival
+                };
+                let error = Icmp4Error::PROTOCOL_UNREACHABLE;
+                self.send_error(buf, arrival, invoking, error);
+            }
         }
     }
 
@@ -342,11 +369,23 @@ impl<P: Port> Poll<'_, '_, P> {
                 .lcore
                 .counters
                 .count_drop(DropReason::Ipv6BadOption);
-            if bad.action == 2 || bad.action == 3 && !dst.is_multicast() {
+            // Action 3: not for a group, IP or link-layer (RFC 4443 2.4 (e)).
+            let to_group = dst.is_multicast() || arrival.to_group_mac;
+            if bad.action == 2 || bad.action == 3 && !to_group {
                 let error = Icmp6Error::parameter_problem(CODE_UNRECOGNIZED_OPTION, bad.at);
                 self.icmp6_error(buf, arrival, invoking, error);
             }
             return;
+        }
+        if let Some(at) = extensions.routing_left {
+            // RFC 8200 4.4: an unrecognized routing type (we process none)
+            // with segments left; RFC 5095 treats type 0 the same.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6RoutingHeader);
+            let error = Icmp6Error::parameter_problem(CODE_ERRONEOUS_FIELD, at);
+            return self.icmp6_error(buf, arrival, invoking, error);
         }
         if let (Some(fragment), Some(at)) = (extensions.fragment, extensions.fragment_at) {
             // RFC 6946: an "atomic" fragment (offset 0, no more) is a whole
@@ -383,6 +422,14 @@ impl<P: Port> Poll<'_, '_, P> {
         }
         match extensions.protocol {
             next_header::ICMPV6 => {
+                let fragmented = reassembled || extensions.fragment.is_some();
+                let nd = |kind: &u8| (ND_FIRST..=ND_LAST).contains(kind);
+                if fragmented && buf.data().get(start).is_some_and(nd) {
+                    // RFC 6980 5: Neighbor Discovery is never fragmented; one
+                    // that was is ignored (how RA-Guard is evaded), atomic
+                    // fragments included, as Linux's suppress_frag_ndisc.
+                    return self.core.lcore.counters.count_drop(DropReason::NdInvalid);
+                }
                 self.core.lcore.counters.count(Stat::Ip6InDelivers);
                 let message = IcmpIn {
                     eth_src: arrival.eth_src,
@@ -424,6 +471,13 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
+            // RFC 8200 4.7: nothing follows, which is no unrecognized next
+            // header (no parameter problem).
+            next_header::NONE => self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6NoNextHeader),
             _ => {
                 self.core
                     .lcore
@@ -477,10 +531,25 @@ impl<P: Port> Poll<'_, '_, P> {
             return self.icmp6_error(buf, arrival, invoking, error);
         }
         let first_header_len = match extensions.protocol {
+            next_header::TCP => TCP_LEN,
             next_header::UDP => UDP_LEN,
             next_header::ICMPV6 => 4,
             _ => 0,
         };
+        if fragment.offset == 0 && extensions.protocol == next_header::HOP_BY_HOP {
+            // RFC 8200 4.1: hop-by-hop options after the fragment header (as
+            // after any header but the IPv6 header) are an unrecognized next
+            // header; reassembled, they would pass as the first header.
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6UnknownNextHeader);
+            let error = Icmp6Error::parameter_problem(
+                CODE_UNRECOGNIZED_NEXT_HEADER,
+                extensions.protocol_at,
+            );
+            return self.icmp6_error(buf, arrival, invoking, error);
+        }
         if fragment.offset == 0
             && invoking.end < ETH_LEN + IP6_LEN + extensions.offset + first_header_len
         {
@@ -505,13 +574,88 @@ impl<P: Port> Poll<'_, '_, P> {
             payload_len,
             ttl: hop_limit,
         };
-        let Some(whole) = self.reassemble::<V6>(arrival.link, &buf, piece) else {
+        let origin = Origin {
+            link: arrival.link,
+            eth_src: arrival.eth_src,
+            to_group: arrival.to_group_mac,
+        };
+        let Some(whole) = self.reassemble::<V6>(origin, &buf, piece) else {
             return;
         };
         drop(buf);
         self.local6_input(whole, arrival, delivered, true);
     }
 }
+
+impl<P: Port> Poll<'_, '_, P> {
+    /// Reassembly timeouts of both families (timers, not per packet): each
+    /// datagram dropped is counted, and one whose first fragment came is
+    /// answered with a "fragment reassembly time exceeded" quoting that
+    /// fragment (RFC 1122 3.3.2, RFC 8200 4.5), within the ICMP error rate.
+    pub(crate) fn reassembly_timeouts(&mut self) {
+        let now = self.now;
+        let mut timed_out4 = Vec::new();
+        let expired = (self.core.lcore.ip.v4.reassembler).expire_with(now, |t| timed_out4.push(t));
+        for _ in 0..expired {
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv4ReassemblyTimeout);
+        }
+        for TimedOut {
+            key,
+            frame,
+            end,
+            origin,
+        } in timed_out4
+        {
+            let invoking = Invoking {
+                ours: key.dst,
+                peer: key.src,
+                end,
+            };
+            let error = Icmp4Error::REASSEMBLY_TIME_EXCEEDED;
+            self.send_error(frame, timed_out_arrival(origin), invoking, error);
+        }
+        let mut timed_out6 = Vec::new();
+        let expired = (self.core.lcore.ip.v6.reassembler).expire_with(now, |t| timed_out6.push(t));
+        for _ in 0..expired {
+            self.core
+                .lcore
+                .counters
+                .count_drop(DropReason::Ipv6ReassemblyTimeout);
+        }
+        for TimedOut {
+            key,
+            frame,
+            end,
+            origin,
+        } in timed_out6
+        {
+            let invoking = Invoking {
+                ours: key.dst,
+                peer: key.src,
+                end,
+            };
+            let error = Icmp6Error::REASSEMBLY_TIME_EXCEEDED;
+            self.send_error(frame, timed_out_arrival(origin), invoking, error);
+        }
+    }
+}
+
+/// The arrival a timed-out datagram's error answers: its first fragment's.
+fn timed_out_arrival(origin: Origin) -> Arrival {
+    Arrival {
+        link: origin.link,
+        eth_src: origin.eth_src,
+        to_group_mac: origin.to_group,
+    }
+}
+
+/// The ICMPv6 types of Neighbor Discovery (RFC 4861 4: router
+/// solicitation to redirect).
+const ND_FIRST: u8 = 133;
+const ND_LAST: u8 = 137;
 
 /// A datagram for us, validated (and reassembled if it was fragmented).
 #[derive(Debug, Clone, Copy)]

@@ -646,3 +646,133 @@ fn a_flood_of_tiny_fragments_does_not_lock_real_traffic_out_of_reassembly() {
     }
     assert_eq!(port.take_tx().len(), 0);
 }
+
+#[test]
+fn no_icmp_error_answers_a_link_layer_broadcast_or_multicast() {
+    // RFC 1122 3.2.2 and RFC 4443 2.4 (e.2, e.4): a packet sent as a
+    // link-layer broadcast or multicast gets no error, whatever its IP
+    // destination (one spoofed frame would have every host on the link
+    // answer its claimed source); Linux answers only frames to its MAC.
+    let (mut iface, mut port) = stack6();
+    let mut closed4 = udp_frame(40000, 9999, b"anyone?");
+    closed4[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    let all_nodes = multicast_mac(crate::iface::ALL_NODES);
+    let closed6 = frame6(
+        all_nodes,
+        &ip6_udp((PEER6, 4000), (GLOBAL, 9999), b"x", None),
+    );
+    let mut unknown = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
+    unknown[6] = 253;
+    for frame in [closed4, closed6, frame6(all_nodes, &unknown)] {
+        port.push_rx(&frame);
+    }
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::UdpNoSocket), 2);
+    assert_eq!(c.dropped(DropReason::Ipv6UnknownNextHeader), 1);
+    assert_eq!(
+        (
+            c.get(Stat::IcmpOutDestUnreachs),
+            c.get(Stat::Icmp6OutDestUnreachs)
+        ),
+        (0, 0)
+    );
+    assert_eq!(c.get(Stat::Icmp6OutParmProblems), 0);
+    // The same packets to our MAC are answered.
+    port.push_rx(&udp_frame(40000, 9999, b"anyone?"));
+    port.push_rx(&frame6(OUR_MAC, &unknown));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 2);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn in_a_link_layer_multicast_only_an_option_of_type_10_is_reported() {
+    // RFC 4443 2.4 (e.2, e.3): a link-layer multicast is answered only by
+    // a parameter problem code 2 about an option whose type starts with
+    // the bits 10; one starting with 11 ("unless multicast") is not.
+    let (mut iface, mut port) = stack6();
+    let all_nodes = multicast_mac(crate::iface::ALL_NODES);
+    for (kind, answered) in [(0xc0u8, 0), (0x80, 1)] {
+        let option = vec![0, 0, kind, 2, 0, 0, 1, 0];
+        let packet = ip6_icmp(PEER6, GLOBAL, 64, &[option], &echo6(1, b"x"));
+        port.push_rx(&frame6(all_nodes, &packet));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        assert_eq!(port.take_tx().len(), answered, "option type {kind:#x}");
+    }
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 2);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_reassembly_timeout_is_answered_only_when_fragment_zero_came_to_us() {
+    // RFC 1122 3.3.2: time exceeded once fragment zero came; never about a
+    // datagram to a broadcast address or in a link-layer broadcast, nor
+    // about an ICMP error.
+    let (mut iface, mut port) = stack6();
+    port.push_rx(&fragments4(PEER_IP, &payload(3000, 1), 1480, 11)[1]);
+    let mut to_broadcast = tiny_first_fragment4(PEER_IP, 12);
+    to_broadcast[14 + 16..14 + 20].copy_from_slice(&[10, 0, 0, 255]);
+    Ipv4Packet::new_unchecked(&mut to_broadcast[14..]).fill_checksum();
+    let mut link_broadcast = tiny_first_fragment4(PEER_IP, 13);
+    link_broadcast[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    // Nor about an ICMP error (RFC 1122 3.2.2): a destination unreachable.
+    let mut icmp_error = tiny_first_fragment4(PEER_IP, 15);
+    icmp_error[14 + 9] = protocol::ICMP;
+    icmp_error[14 + 20] = 3;
+    Ipv4Packet::new_unchecked(&mut icmp_error[14..]).fill_checksum();
+    let to_us = tiny_first_fragment4(PEER_IP, 14);
+    for frame in [to_broadcast, link_broadcast, icmp_error, to_us.clone()] {
+        port.push_rx(&frame);
+    }
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.buffers_in_use(), 5, "all five wait");
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(31_000_000_000),
+        &mut DropDatagrams,
+    );
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv4ReassemblyTimeout), 5);
+    assert_eq!(c.get(Stat::IcmpOutTimeExcds), 1);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let error = Ipv4Packet::new_checked(&out[0][14..]).unwrap();
+    assert_eq!(
+        (error.dst(), error.payload()[..2].to_vec()),
+        (PEER_IP, vec![11, 1])
+    );
+    assert_eq!(error.payload()[8..], to_us[14..]);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn an_unknown_ipv4_protocol_is_answered_with_protocol_unreachable() {
+    // RFC 1122 3.2.2.1, as Linux (and as IPv6 answers an unknown next
+    // header): destination unreachable, code 2, quoting the datagram; not
+    // for a broadcast.
+    let (mut iface, mut port) = stack6();
+    let unknown = ipv4(PEER_IP, OUR_IP, 253, b"who speaks 253?");
+    port.push_rx(&ethernet(OUR_MAC, PEER_MAC, EtherType::Ipv4, &unknown));
+    let broadcast = ipv4(PEER_IP, Ipv4Addr::new(10, 0, 0, 255), 253, b"all?");
+    port.push_rx(&ethernet(
+        MacAddr::BROADCAST,
+        PEER_MAC,
+        EtherType::Ipv4,
+        &broadcast,
+    ));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let error = Ipv4Packet::new_checked(&out[0][14..]).unwrap();
+    assert_eq!((error.src(), error.dst()), (OUR_IP, PEER_IP));
+    let icmp = Icmpv4Packet::new_checked(error.payload()).unwrap();
+    assert!(icmp.verify_checksum());
+    assert_eq!((icmp.msg_type(), icmp.code()), (3, 2));
+    assert_eq!(icmp.payload(), &unknown[..]);
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::Ipv4UnknownProtocol), 2);
+    assert_eq!(c.get(Stat::IcmpOutDestUnreachs), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}

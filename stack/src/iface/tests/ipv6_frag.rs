@@ -3,11 +3,13 @@
 //! errors: packet too big lowering the path MTU, errors reaching the
 //! connected sockets they concern.
 
-use super::ipv6::{ip6_icmp, ip6_udp, learn_peer, parse6, parse_udp6, stack6, GLOBAL, PEER6};
+use super::ipv6::{
+    echo6, ip6_icmp, ip6_udp, learn_peer, parse6, parse_udp6, stack6, GLOBAL, PEER6,
+};
 use super::*;
 use crate::udp::PeerError;
 use crate::wire::icmpv6::msg_type as icmp6;
-use crate::wire::ipv6::{next_header, Ipv6Header, Ipv6Packet};
+use crate::wire::ipv6::{multicast_mac, next_header, solicited_node, Ipv6Header, Ipv6Packet};
 use core::net::{Ipv6Addr, SocketAddrV6};
 
 /// Splits an IPv6 packet without extension headers into fragments of
@@ -125,7 +127,8 @@ fn overlapping_fragments_poison_the_whole_datagram() {
 fn incomplete_ipv6_datagrams_time_out() {
     let (mut iface, mut port) = stack6();
     let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(3000), None);
-    port.push_rx(&fragments(&packet, 1448, 5)[0]);
+    let first = fragments(&packet, 1448, 5)[0].clone();
+    port.push_rx(&first);
     poll(&mut iface, &mut port, &mut DropDatagrams);
     assert_eq!(port.buffers_in_use(), 1, "the reassembly buffer waits");
     iface.poll(
@@ -137,6 +140,42 @@ fn incomplete_ipv6_datagrams_time_out() {
         iface.counters().dropped(DropReason::Ipv6ReassemblyTimeout),
         1
     );
+    // RFC 8200 4.5: the first fragment came, so its source hears of the
+    // timeout, the fragment quoted (up to the minimum MTU in all).
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let (eth_dst, src, dst, _, message) = parse6(&out[0]);
+    assert_eq!((eth_dst, src, dst), (PEER_MAC, GLOBAL, PEER6));
+    assert_eq!((message[0], message[1]), (icmp6::TIME_EXCEEDED, 1));
+    assert_eq!(message[8..], first[14..14 + 1280 - 48]);
+    assert_eq!(iface.counters().get(Stat::Icmp6OutTimeExcds), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_timeout_without_the_first_fragment_sends_no_error() {
+    // RFC 8200 4.5 (and RFC 1122 3.3.2 for IPv4): the error only once the
+    // fragment with offset zero came; nor for a datagram to a group.
+    let (mut iface, mut port) = stack6();
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(3000), None);
+    port.push_rx(&fragments(&packet, 1448, 6)[1]);
+    let all_nodes = crate::iface::ALL_NODES;
+    let to_group = ip6_udp((PEER6, 4000), (all_nodes, 7), &message(3000), None);
+    let mut first = fragments(&to_group, 1448, 7)[0].clone();
+    first[..6].copy_from_slice(&crate::wire::ipv6::multicast_mac(all_nodes).0);
+    port.push_rx(&first);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.buffers_in_use(), 2, "both wait");
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(31_000_000_000),
+        &mut DropDatagrams,
+    );
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6ReassemblyTimeout),
+        2
+    );
+    assert!(port.take_tx().is_empty());
     assert_eq!(port.buffers_in_use(), 0);
 }
 
@@ -232,6 +271,51 @@ fn malformed_packets_get_the_parameter_problems_rfc_4443_asks_for() {
     }
     assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 2);
     assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 4);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn hop_by_hop_options_after_the_first_header_are_an_unrecognized_next_header() {
+    // RFC 8200 4.1: a next header of 0 in any header but the IPv6 header
+    // gets the unrecognized next header problem (code 1), pointing at it.
+    let (mut iface, mut port) = stack6();
+    let pad = vec![0, 0, 1, 4, 0, 0, 0, 0];
+    let mut late = ip6_icmp(PEER6, GLOBAL, 64, &[pad.clone(), pad], &echo6(1, b"x"));
+    late[40] = next_header::HOP_BY_HOP;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &late));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &late), (1, 40));
+    // Right after the fragment header of a first fragment: reassembled, it
+    // would pass as the first header, so the fragment is refused.
+    let packet = ip6_udp((PEER6, 4000), (GLOBAL, 7), &message(100), None);
+    let mut first = fragments(&packet, 48, 3)[0].clone();
+    first[14 + 40] = next_header::HOP_BY_HOP;
+    port.push_rx(&first);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &first[14..]), (1, 40));
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6UnknownNextHeader),
+        2
+    );
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn no_next_header_is_dropped_silently_not_answered_as_unknown() {
+    // RFC 8200 4.7: next header 59 says nothing follows; it is no
+    // unrecognized next header (Linux discards such a packet quietly).
+    let (mut iface, mut port) = stack6();
+    let mut nothing = ip6_icmp(PEER6, GLOBAL, 64, &[], &[0u8; 8]);
+    nothing[6] = next_header::NONE;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &nothing));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 0);
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6NoNextHeader), 1);
     assert_eq!(port.buffers_in_use(), 0);
 }
 
@@ -347,4 +431,157 @@ fn errors_reach_connected_sockets_and_packet_too_big_lowers_the_path_mtu() {
     // Other destinations keep the link MTU.
     assert_eq!(iface.counters().get(Stat::Ip6FragCreates), 2);
     let _ = parse_udp6;
+}
+
+#[test]
+fn a_packet_too_big_never_raises_the_path_mtu() {
+    // RFC 8201 4: a node must not increase its estimate of the path MTU
+    // in response to a Packet Too Big (a late or forged one reporting
+    // more than the path allows would bring back the losses).
+    let (mut iface, mut port) = stack6();
+    let router: Ipv6Addr = "2001:db8::fe".parse().unwrap();
+    for mtu in [1300, 1400] {
+        port.push_rx(&icmp6_error_about(
+            router,
+            icmp6::PACKET_TOO_BIG,
+            0,
+            mtu,
+            (GLOBAL, 5000),
+            (PEER6, 53),
+        ));
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+    }
+    assert_eq!(iface.counters().get(Stat::Icmp6InPktTooBigs), 2);
+    assert_eq!(iface.core.path_mtu6(PEER6, 1500), 1300);
+}
+
+#[test]
+fn a_first_fragment_must_hold_the_whole_tcp_header() {
+    // RFC 7112 / RFC 8200 4.5: the upper-layer header belongs in the
+    // first fragment. Eight bytes of a TCP header (ports and sequence
+    // number, the flags left to the next fragment) do not make one, as
+    // Linux counts it (ipv6frag_thdr_truncated: the 20-byte header).
+    let (mut iface, mut port) = stack6();
+    let mut p = vec![0u8; 40 + 8 + 8];
+    Ipv6Packet::new_unchecked(&mut p[..]).emit_header(&Ipv6Header {
+        src: PEER6,
+        dst: GLOBAL,
+        next_header: next_header::FRAGMENT,
+        payload_len: 16,
+        hop_limit: 64,
+    });
+    p[40] = next_header::TCP;
+    p[42..44].copy_from_slice(&1u16.to_be_bytes()); // offset 0, more
+    p[44..48].copy_from_slice(&4u32.to_be_bytes());
+    p[48..56].copy_from_slice(&[0x9c, 0x40, 0, 80, 0, 0, 0, 1]);
+    let frame = super::ipv6::frame6(OUR_MAC, &p);
+    port.push_rx(&frame);
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &frame[14..]), (3, 0));
+    assert_eq!(
+        iface.counters().dropped(DropReason::Ipv6FragmentIncomplete),
+        1
+    );
+    assert_eq!(port.buffers_in_use(), 0, "nothing kept in reassembly");
+}
+
+#[test]
+fn no_parameter_problem_answers_an_icmpv6_error() {
+    // RFC 4443 2.4 (e.1): no error message about an ICMPv6 error message,
+    // even one whose headers are at fault (else two nodes could answer
+    // each other's errors for ever); Linux looks past the extension
+    // headers for it (is_ineligible).
+    let (mut iface, mut port) = stack6();
+    let option = vec![0, 0, 0x80, 2, 0, 0, 1, 0];
+    let mut unreachable = vec![icmp6::DEST_UNREACHABLE, 4, 0, 0, 0, 0, 0, 0];
+    unreachable.extend_from_slice(&ip6_udp((GLOBAL, 53), (PEER6, 4000), b"x", None));
+    let error = ip6_icmp(
+        PEER6,
+        GLOBAL,
+        64,
+        std::slice::from_ref(&option),
+        &unreachable,
+    );
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &error));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert!(port.take_tx().is_empty());
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6BadOption), 1);
+    // An informational message with the same fault is answered.
+    let echo = ip6_icmp(PEER6, GLOBAL, 64, &[option], &echo6(1, b"x"));
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &echo));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &echo), (2, 42));
+    assert_eq!(iface.counters().get(Stat::Icmp6OutParmProblems), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_routing_header_with_segments_left_is_refused_with_a_parameter_problem() {
+    // RFC 8200 4.4 (and RFC 5095 for type 0): we process no routing type,
+    // so a routing header with segments left means the packet is not
+    // ours to deliver: discarded, with a parameter problem code 0 pointing
+    // at the routing type (as Linux). With none left it is skipped.
+    let (mut iface, mut port) = stack6();
+    // Routing header type 0, one address (16 bytes), segments left 1.
+    let mut routing = vec![0u8; 24];
+    routing[1] = 2;
+    routing[3] = 1;
+    routing[8..24].copy_from_slice(&PEER6.octets());
+    let mut packet = ip6_icmp(
+        PEER6,
+        GLOBAL,
+        64,
+        std::slice::from_ref(&routing),
+        &echo6(1, b"x"),
+    );
+    packet[6] = next_header::ROUTING;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &packet));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    assert_eq!(parameter_problem(&out[0], &packet), (0, 42));
+    assert_eq!(iface.counters().dropped(DropReason::Ipv6RoutingHeader), 1);
+    assert_eq!(iface.counters().get(Stat::Icmp6InEchos), 0);
+    // No segments left: the header is skipped and the echo answered.
+    routing[3] = 0;
+    let mut done = ip6_icmp(PEER6, GLOBAL, 64, &[routing], &echo6(2, b"x"));
+    done[6] = next_header::ROUTING;
+    port.push_rx(&super::ipv6::frame6(OUR_MAC, &done));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1);
+    assert_eq!(iface.counters().get(Stat::Icmp6InEchos), 1);
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn fragmented_neighbor_discovery_is_ignored() {
+    // RFC 6980 5: ND messages are never fragmented, and a node must
+    // silently ignore one that was (a fragmented router advertisement is
+    // how RA-Guard is evaded); Linux's suppress_frag_ndisc, atomic
+    // fragments included.
+    let (mut iface, mut port) = stack6();
+    let group = solicited_node(GLOBAL);
+    let ns = super::ipv6::ns(GLOBAL, Some(PEER_MAC));
+    let packet = ip6_icmp(PEER6, group, 255, &[], &ns);
+    for chunk in [16, 64] {
+        // Two fragments, then one atomic fragment.
+        for mut frame in fragments(&packet, chunk, 40 + chunk as u32) {
+            frame[14 + 7] = 255;
+            frame[..6].copy_from_slice(&multicast_mac(group).0);
+            port.push_rx(&frame);
+        }
+        poll(&mut iface, &mut port, &mut DropDatagrams);
+        assert!(port.take_tx().is_empty(), "{chunk}-byte fragments");
+    }
+    assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 2);
+    assert!(iface.neighbors6().is_empty());
+    // Whole, it is answered.
+    port.push_rx(&super::ipv6::frame6(multicast_mac(group), &packet));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(port.take_tx().len(), 1);
+    assert_eq!(port.buffers_in_use(), 0);
 }

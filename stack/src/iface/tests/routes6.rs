@@ -209,6 +209,47 @@ fn router_advertisements_give_a_default_route_only_when_asked() {
     assert_eq!(iface.counters().dropped(DropReason::NdInvalid), 1);
 }
 
+#[test]
+fn a_static_default_link_route_outlives_the_advertised_route_it_replaced() {
+    // A static default route beats advertised ones, however it was added:
+    // the advertising router's lifetime ending, or its withdrawal, must not
+    // take the operator's route with it.
+    let (mut iface, mut port, _) = stack_accepting_ra();
+    port.push_rx(&router_advert(60));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(
+        iface.route_to6(ip("2001:db9::1")).map(|r| r.1),
+        Some(PEER_LL)
+    );
+    iface.add_link_route6(Ipv6Cidr::DEFAULT, 0).unwrap();
+    let direct = Some(ip("2001:db9::1"));
+    assert_eq!(iface.route_to6(ip("2001:db9::1")).map(|r| r.1), direct);
+    port.push_rx(&router_advert(0));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    assert_eq!(iface.route_to6(ip("2001:db9::1")).map(|r| r.1), direct);
+    port.push_rx(&router_advert(60));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    iface.poll(
+        &mut port,
+        Instant::from_nanos(61_000_000_000),
+        &mut DropDatagrams,
+    );
+    assert_eq!(iface.route_to6(ip("2001:db9::1")).map(|r| r.1), direct);
+    // Removed, static or advertised, the default comes back with the
+    // router's next advertisement (as Linux installs it again).
+    for _ in 0..2 {
+        assert!(iface.remove_route6(Ipv6Cidr::DEFAULT));
+        port.push_rx(&router_advert(60));
+        iface.poll(
+            &mut port,
+            Instant::from_nanos(62_000_000_000),
+            &mut DropDatagrams,
+        );
+        let via = iface.route_to6(ip("2001:db9::1")).map(|r| r.1);
+        assert_eq!(via, Some(PEER_LL));
+    }
+}
+
 /// The stack of [`stack6`] knowing `PEER6` (at `PEER_MAC`), with a socket
 /// bound to our global address, port 5000.
 fn stack_knowing_peer6() -> (Interface<MemBuf>, MemPort, SocketId) {
