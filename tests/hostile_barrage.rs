@@ -54,7 +54,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("ipv4_total_length_below_header", "drop_ipv4_malformed"),
     ("ipv4_bad_checksum", "drop_ipv4_bad_checksum"),
     ("ipv4_with_options", "IcmpOutEchoReps"),
-    ("ipv4_ttl_zero", "drop_ipv4_ttl_expired"),
+    // Answered: a host takes any TTL (RFC 1122 3.2.1.7).
+    ("ipv4_ttl_zero", "IcmpOutEchoReps"),
     ("ipv4_loopback_source", "drop_ipv4_martian_source"),
     ("ipv4_broadcast_source", "drop_ipv4_martian_source"),
     ("ipv4_subnet_broadcast_source", "drop_ipv4_martian_source"),
@@ -85,7 +86,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("ipv6_fragments_overlapping", "drop_ipv6_reassembly_overlap"),
     ("ipv6_loopback_source", "drop_ipv6_martian"),
     ("ipv6_multicast_source", "drop_ipv6_bad_source"),
-    ("ipv6_hop_limit_zero", "drop_ipv6_hop_limit_zero"),
+    // Answered: a destination takes any hop limit (RFC 8200 3).
+    ("ipv6_hop_limit_zero", "Icmp6OutEchoReplies"),
     ("ipv6_not_for_us", "drop_ipv6_not_for_us"),
     // ICMPv6 and Neighbor Discovery
     ("icmp6_bad_checksum", "drop_icmp6_malformed"),

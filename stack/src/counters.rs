@@ -63,8 +63,6 @@ reasons! {
     Ipv4BadChecksum = "ipv4_bad_checksum",
     /// Source address that can never be a sender (multicast, broadcast, loopback, ours).
     Ipv4MartianSource = "ipv4_martian_source",
-    /// Time to live of zero.
-    Ipv4TtlExpired = "ipv4_ttl_expired",
     /// Destination is not one of our addresses (we do not forward).
     Ipv4NotForUs = "ipv4_not_for_us",
     /// A fragment that could not be queued even after evicting: no
@@ -139,8 +137,6 @@ reasons! {
     Ipv6Martian = "ipv6_martian",
     /// Destination is neither one of our addresses nor a group we joined.
     Ipv6NotForUs = "ipv6_not_for_us",
-    /// Hop limit of zero.
-    Ipv6HopLimitZero = "ipv6_hop_limit_zero",
     /// Extension-header chain malformed, too long or past the packet.
     Ipv6BadExtensions = "ipv6_bad_extensions",
     /// An IPv6 fragment that could not be queued even after evicting (as

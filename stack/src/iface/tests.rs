@@ -266,7 +266,13 @@ fn arp_requests_for_others_are_counted_and_ignored() {
 #[test]
 fn ping_gets_an_echo_reply() {
     let (mut iface, mut port) = stack();
-    port.push_rx(&echo_request(9, b"ping payload"));
+    // Whatever the request's TTL, 0 included: a host does not discard a
+    // datagram for a TTL under 2 (RFC 1122 3.2.1.7); the reply has ours.
+    let mut request = echo_request(9, b"ping payload");
+    let mut ip = Ipv4Packet::new_unchecked(&mut request[14..]);
+    ip.set_ttl(0);
+    ip.fill_checksum();
+    port.push_rx(&request);
     poll(&mut iface, &mut port, &mut DropDatagrams);
     let out = port.take_tx();
     assert_eq!(out.len(), 1);

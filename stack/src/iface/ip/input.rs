@@ -40,7 +40,7 @@ use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 impl<P: Port> Poll<'_, '_, P> {
     /// IPv4 in: version, header length, total length against the frame and
     /// the header checksum (per the checksum policy), martian sources, our
-    /// address or a broadcast one, TTL; a fragment goes to reassembly; then
+    /// address or a broadcast one (any TTL); a fragment goes to reassembly; then
     /// the protocol's input.
     pub(crate) fn ipv4_input(
         &mut self,
@@ -96,13 +96,9 @@ impl<P: Port> Poll<'_, '_, P> {
                 .counters
                 .count_drop(DropReason::Ipv4NotForUs);
         }
-        if ip.ttl() == 0 {
-            return self
-                .core
-                .lcore
-                .counters
-                .count_drop(DropReason::Ipv4TtlExpired);
-        }
+        // Whatever its TTL: a host MUST NOT discard a datagram for a TTL
+        // under 2 (RFC 1122 3.2.1.7); only forwarding does, and we do not
+        // forward.
         let local = Local {
             src,
             dst,
@@ -249,7 +245,7 @@ impl<P: Port> Poll<'_, '_, P> {
 
     /// IPv6 in: IPv6 on the link, version, payload length against the frame,
     /// sources no sender has (multicast, loopback, IPv4-mapped), the destination (ours, or
-    /// a group the link joined), hop limit; then `local6_input`.
+    /// a group the link joined), any hop limit; then `local6_input`.
     pub(crate) fn ipv6_input(
         &mut self,
         buf: P::Buf,
@@ -295,7 +291,7 @@ impl<P: Port> Poll<'_, '_, P> {
                 .counters
                 .count_drop(DropReason::Ipv6Malformed);
         }
-        let (src, dst, hop_limit) = (ip.src(), ip.dst(), ip.hop_limit());
+        let (src, dst) = (ip.src(), ip.dst());
         if src.is_multicast() {
             return self
                 .core
@@ -324,13 +320,8 @@ impl<P: Port> Poll<'_, '_, P> {
                 .counters
                 .count_drop(DropReason::Ipv6NotForUs);
         }
-        if hop_limit == 0 {
-            return self
-                .core
-                .lcore
-                .counters
-                .count_drop(DropReason::Ipv6HopLimitZero);
-        }
+        // A destination processes a packet whatever its hop limit, 0
+        // included (RFC 8200 3); only forwarding discards.
         self.local6_input(buf, arrival, delivered, false);
     }
 

@@ -62,7 +62,8 @@ fn each_ipv4_field_the_fast_path_tests_sends_the_frame_the_general_way() {
         ("nothing", |_| {}, 1, None),
         ("TOS (masked off)", |f| f[15] = 0xb8, 1, None),
         ("don't fragment (masked off)", |f| f[20] ^= 0x40, 1, None),
-        ("TTL 0", |f| f[22] = 0, 0, Some(DropReason::Ipv4TtlExpired)),
+        // A host takes any TTL (RFC 1122 3.2.1.7); the reply has its own.
+        ("TTL 0", |f| f[22] = 0, 1, None),
         ("more fragments", |f| f[20] |= 0x20, 0, None),
         ("fragment offset", |f| f[21] = 1, 0, None),
         (
@@ -92,12 +93,8 @@ fn each_ipv6_field_the_fast_path_tests_sends_the_frame_the_general_way() {
     let cases: [Case; 8] = [
         ("nothing", |_| {}, 1, None),
         ("traffic class (masked off)", |f| f[14] = 0x6b, 1, None),
-        (
-            "hop limit 0",
-            |f| f[21] = 0,
-            0,
-            Some(DropReason::Ipv6HopLimitZero),
-        ),
+        // A destination takes any hop limit (RFC 8200 3).
+        ("hop limit 0", |f| f[21] = 0, 1, None),
         (
             "next header TCP (too short a segment)",
             |f| f[20] = protocol::TCP,

@@ -266,11 +266,6 @@ fn hostile_and_malformed_ipv6_is_dropped_by_reason_and_the_stack_still_answers()
     version[0] = 0x40;
     let cases: Vec<(Vec<u8>, MacAddr, DropReason)> = vec![
         (
-            ip6_icmp(PEER6, GLOBAL, 0, &[], &echo6(1, b"x")),
-            OUR_MAC,
-            DropReason::Ipv6HopLimitZero,
-        ),
-        (
             ip6_icmp(PEER6, GLOBAL, 64, &vec![pad; 9], &echo6(1, b"x")),
             OUR_MAC,
             DropReason::Ipv6BadExtensions,

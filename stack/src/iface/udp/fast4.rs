@@ -40,8 +40,6 @@ const UDP_NOT_FRAGMENT_MASK: u64 = u64::from_le_bytes([
     0,
     0xff,
 ]);
-/// The TTL's byte in the same word.
-const TTL_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0, 0, 0xff, 0]);
 // The words above are laid out for these offsets.
 const _: () = assert!(at::ETHERTYPE == 12 && at::LENGTH == 16 && at::FLAGS_FRAG == 20);
 const _: () = assert!(at::TTL == 22 && at::PROTOCOL == 23);
@@ -70,9 +68,9 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, buf
     let Some(h) = data.first_chunk::<FAST_HEADERS>() else {
         return Fast::General(buf);
     };
-    // Ethernet: see `ethernet_mismatch`. IPv4: version 4, IHL 5, UDP, TTL
-    // > 0, not a fragment (MF clear, offset 0), total length within the
-    // frame. The fixed fields are tested on three 64-bit words at once,
+    // Ethernet: see `ethernet_mismatch`. IPv4: version 4, IHL 5, UDP (any
+    // TTL: RFC 1122 3.2.1.7), not a fragment (MF clear, offset 0), total
+    // length within the frame. The fixed fields are tested on three 64-bit words at once,
     // one branch for all.
     let frame_len = data.len();
     let total = usize::from(word(h, at::LENGTH));
@@ -80,10 +78,7 @@ pub(crate) fn try_udp<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, buf
     let mismatch = ethernet_mismatch(h, view)
         | ((word64_le(h, 8) & IPV4_NO_OPTIONS_MASK) ^ IPV4_NO_OPTIONS)
         | ((lengths_word & UDP_NOT_FRAGMENT_MASK) ^ UDP_NOT_FRAGMENT);
-    let plain = mismatch == 0
-        && lengths_word & TTL_MASK != 0
-        && total >= IP_LEN + UDP_LEN
-        && ETH_LEN + total <= frame_len;
+    let plain = mismatch == 0 && total >= IP_LEN + UDP_LEN && ETH_LEN + total <= frame_len;
     if !plain {
         return Fast::NotUdp4(buf);
     }

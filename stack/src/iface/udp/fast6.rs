@@ -28,10 +28,8 @@ const IPV6_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0xff, 0xff, 0xf0, 0]);
 /// UDP next.
 const UDP_NEXT: u64 = u64::from_le_bytes([0, 0, 0, 0, next_header::UDP, 0, 0, 0]);
 const UDP_NEXT_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0xff, 0, 0, 0]);
-/// The hop limit's byte in the same word.
-const HOP_LIMIT_MASK: u64 = u64::from_le_bytes([0, 0, 0, 0, 0, 0xff, 0, 0]);
 // The words above are laid out for these offsets.
-const _: () = assert!(at::VER_TC_FLOW == 14 && at::NEXT_HEADER == 20 && at::HOP_LIMIT == 21);
+const _: () = assert!(at::VER_TC_FLOW == 14 && at::NEXT_HEADER == 20);
 
 #[inline]
 fn address(h: &[u8; HEADERS6], at: usize) -> Ipv6Addr {
@@ -48,9 +46,9 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, bu
     let Some(h) = data.first_chunk::<HEADERS6>() else {
         return Fast::General(buf);
     };
-    // Ethernet: see `ethernet_to_us`. IPv6: version 6, UDP next, hop limit
-    // > 0, payload within the frame and exactly the UDP datagram, with a
-    // checksum (mandatory over IPv6).
+    // Ethernet: see `ethernet_to_us`. IPv6: version 6, UDP next (any hop
+    // limit: RFC 8200 3), payload within the frame and exactly the UDP
+    // datagram, with a checksum (mandatory over IPv6).
     let payload_len = usize::from(word(h, at::PAYLOAD_LEN));
     let udp_len = usize::from(word(h, at::UDP_LENGTH));
     let next_word = word64_le(h, 16);
@@ -58,7 +56,6 @@ pub(crate) fn try_udp6<B: Buf>(core: &Core<B>, view: &BurstView, link: usize, bu
         | ((word64_le(h, 8) & IPV6_MASK) ^ IPV6)
         | ((next_word & UDP_NEXT_MASK) ^ UDP_NEXT);
     let plain = mismatch == 0
-        && next_word & HOP_LIMIT_MASK != 0
         && udp_answerable(udp_len, word(h, at::SRC_PORT))
         && udp_len == payload_len
         && at::UDP + payload_len <= frame_len
