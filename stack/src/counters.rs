@@ -193,6 +193,10 @@ reasons! {
     /// no listener; one that found no connection is answered with a reset
     /// unless it was one.
     TcpNoSocket = "tcp_no_socket",
+    /// A TCP segment to a broadcast or group address, or that came in a
+    /// link-layer broadcast or multicast frame: TCP is unicast only (Linux
+    /// drops these too).
+    TcpNotUnicast = "tcp_not_unicast",
     /// A SYN for a listener whose backlog of handshakes is full, or, in
     /// queue mode, a SYN or a handshake's final ACK while its accept queue
     /// is full (the half-open connection is kept for the peer's next ACK).

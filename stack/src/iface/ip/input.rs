@@ -209,7 +209,7 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 self.udp_input(buf, arrival, l4, delivered)
             }
-            protocol::TCP if !local.broadcast => {
+            protocol::TCP if !local.broadcast && !arrival.to_group_mac => {
                 let start = ETH_LEN + local.header_len;
                 let end = ETH_LEN + local.total_len;
                 let addresses = (IpAddr::V4(local.src), IpAddr::V4(local.dst));
@@ -222,6 +222,11 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
+            protocol::TCP => self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::TcpNotUnicast),
             _ => {
                 self.core
                     .lcore
@@ -445,7 +450,7 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 self.udp_input(buf, arrival, l4, delivered)
             }
-            next_header::TCP if !dst.is_multicast() => {
+            next_header::TCP if !dst.is_multicast() && !arrival.to_group_mac => {
                 self.core.lcore.counters.count(Stat::Ip6InDelivers);
                 let scope = if src.is_unicast_link_local() {
                     arrival.link as u32
@@ -462,6 +467,11 @@ impl<P: Port> Poll<'_, '_, P> {
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
             }
+            next_header::TCP => self
+                .core
+                .lcore
+                .counters
+                .count_drop(DropReason::TcpNotUnicast),
             // RFC 8200 4.7: nothing follows, which is no unrecognized next
             // header (no parameter problem).
             next_header::NONE => self

@@ -832,3 +832,34 @@ fn a_listener_drops_unanswered_what_is_neither_an_ack_nor_a_plain_syn() {
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].flags, flags::RST);
 }
+
+#[test]
+fn a_syn_in_a_broadcast_or_multicast_frame_is_not_answered() {
+    // TCP is unicast: a segment that came as a link-layer broadcast (or a
+    // joined multicast), even to our address, or to a broadcast address, opens
+    // nothing and draws no reset (as Linux, which takes only frames to its
+    // MAC); counted, not taken for an unknown protocol.
+    let mut peer = Peer::listening(8);
+    let syn = TcpRepr {
+        flags: flags::SYN,
+        ..peer.repr(0)
+    };
+    let to_us = tcp_frame(PEER_IP.into(), OUR_IP.into(), &syn, &[]);
+    let mut broadcast_frame = to_us.clone();
+    broadcast_frame[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    let subnet = Ipv4Addr::new(10, 0, 0, 255);
+    let mut to_broadcast = tcp_frame(PEER_IP.into(), subnet.into(), &syn, &[]);
+    to_broadcast[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    for frame in [broadcast_frame, to_broadcast] {
+        peer.port.push_rx(&frame);
+    }
+    poll(&mut peer.iface, &mut peer.port, &mut DropDatagrams);
+    assert!(peer.port.take_tx().is_empty(), "no SYN-ACK, no reset");
+    let c = peer.iface.counters();
+    assert_eq!(c.dropped(DropReason::TcpNotUnicast), 2);
+    assert_eq!(c.total_dropped(), 2);
+    // The same SYN to our MAC opens the connection.
+    peer.port.push_rx(&to_us);
+    poll(&mut peer.iface, &mut peer.port, &mut DropDatagrams);
+    assert_eq!(sent(&mut peer.port).len(), 1);
+}
