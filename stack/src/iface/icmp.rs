@@ -103,10 +103,6 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
     const MALFORMED: DropReason;
     /// An error quoting a packet we did not send.
     const BAD_QUOTE: DropReason;
-    /// A "too big" about anything but a TCP segment (TCP checks its own)
-    /// lowers the path MTU: true for IPv6, whose sends fragment to it; IPv4
-    /// sends fragment to the link MTU, and only TCP reads its table.
-    const LEARNS_PATH_MTU: bool;
 
     /// True if `ip` names a group (no error answers a packet sent to one
     /// unless it says so).
@@ -178,8 +174,8 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
 /// An ICMP error about a packet we sent (RFC 1122 3.2.2, RFC 4443 2.4):
 /// its quote must name one of our addresses as source; one about a TCP
 /// segment goes to its connection ([`tcp::icmp_error`], which checks the
-/// quote further); otherwise a "too big" may lower the path MTU
-/// ([`IcmpFamily::LEARNS_PATH_MTU`]), and an error about a datagram of a
+/// quote further); otherwise a "too big" may lower the path MTU (never
+/// raise it, RFC 8201 4), and an error about a datagram of a
 /// UDP socket connected to the quoted destination is recorded for that
 /// socket.
 pub(super) fn error_input<P: Port, A: IcmpFamily>(
@@ -205,7 +201,10 @@ pub(super) fn error_input<P: Port, A: IcmpFamily>(
         let quoted = tcp::IcmpQuote::new(addresses, head, quote.sent);
         return tcp::icmp_error(core, out, now, quoted, tcp::IcmpKind::from(error));
     }
-    if let (true, PeerError::TooBig { mtu }) = (A::LEARNS_PATH_MTU, error) {
+    // A "too big" about anything but a TCP segment (TCP checks its own)
+    // lowers the path MTU: IPv6 sends fragment to it, IPv4 ones set DF only
+    // on what fits it and fragment the rest to it.
+    if let PeerError::TooBig { mtu } = error {
         core.learn_path_mtu(quote.peer.into(), mtu as usize, now);
     }
     let (Some(protocol::UDP), Some(ports)) = (quote.protocol, quote.transport.get(..4)) else {

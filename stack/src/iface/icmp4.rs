@@ -8,7 +8,7 @@
 
 use super::config::DEFAULT_HOP_LIMIT;
 use super::icmp::{error_input, reply_echo, IcmpError, IcmpFamily, IcmpIn, Invoking, Quote};
-use super::ip::{transmit_ipv4, turn_around_ipv4};
+use super::ip::{transmit_ipv4, turn_around_ipv4, MIN_PATH_MTU4};
 use super::poll::{Arrival, Poll};
 use super::transmit::Out;
 use super::{Core, Link};
@@ -118,7 +118,6 @@ impl IcmpFamily for Ipv4Addr {
     const IN_ERRORS: Stat = Stat::IcmpInErrors;
     const MALFORMED: DropReason = DropReason::IcmpMalformed;
     const BAD_QUOTE: DropReason = DropReason::IcmpBadQuote;
-    const LEARNS_PATH_MTU: bool = false;
 
     fn is_group(ip: Ipv4Addr) -> bool {
         // Directed broadcasts never get here: the receive path answers only
@@ -174,8 +173,10 @@ impl IcmpFamily for Ipv4Addr {
         let icmp = Icmpv4Packet::new_unchecked(message);
         match (icmp.msg_type(), icmp.code()) {
             (msg_type::DEST_UNREACHABLE, CODE_PORT_UNREACHABLE) => PeerError::Refused,
+            // No lower than MIN_PATH_MTU4 (a router of RFC 792's day says
+            // 0: the floor then too).
             (msg_type::DEST_UNREACHABLE, CODE_FRAGMENTATION_NEEDED) => PeerError::TooBig {
-                mtu: u32::from(icmp.next_hop_mtu()),
+                mtu: u32::from(icmp.next_hop_mtu()).max(MIN_PATH_MTU4 as u32),
             },
             (msg_type::DEST_UNREACHABLE, _) => PeerError::Unreachable,
             (msg_type::TIME_EXCEEDED, _) => PeerError::TimeExceeded,

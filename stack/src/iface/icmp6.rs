@@ -164,7 +164,6 @@ impl IcmpFamily for Ipv6Addr {
     const IN_ERRORS: Stat = Stat::Icmp6InErrors;
     const MALFORMED: DropReason = DropReason::Icmp6Malformed;
     const BAD_QUOTE: DropReason = DropReason::Icmp6BadQuote;
-    const LEARNS_PATH_MTU: bool = true;
 
     fn is_group(ip: Ipv6Addr) -> bool {
         ip.is_multicast()

@@ -13,7 +13,9 @@ pub(crate) mod input;
 mod output;
 
 pub(crate) use fragment::MIN_MTU;
-pub(crate) use output::{transmit6, transmit_ipv4, turn_around_ethernet, turn_around_ipv4};
+pub(crate) use output::{
+    transmit6, transmit_ipv4, turn_around_ethernet, turn_around_ipv4, MIN_PATH_MTU4,
+};
 
 use crate::udp::{Datagram, SocketId};
 

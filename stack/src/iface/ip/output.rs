@@ -26,13 +26,29 @@ pub(crate) trait Sending: Fragmenting {
 }
 
 impl Sending for V4 {
-    /// The link's: IPv4's learned path MTUs size TCP's segments, which
-    /// carry DF, and are not applied here.
+    /// The link's for a frame with DF (TCP sizes its segments to the path
+    /// MTU itself; a router tells when one does not fit), and for every
+    /// frame while no path MTU is learned; otherwise the path MTU to the
+    /// destination, for a datagram UDP sent without DF because it exceeds
+    /// it (fragmented here, as Linux's IP_PMTUDISC_WANT, rather than lost
+    /// on the path for ever).
     #[inline]
-    fn mtu<B: Buf>(_core: &Core<B>, _frame: &[u8], link_mtu: usize) -> usize {
-        link_mtu
+    fn mtu<B: Buf>(core: &Core<B>, frame: &[u8], link_mtu: usize) -> usize {
+        if core.shared.ip.v4.path_mtus.is_empty() || frame.len() <= ETH_LEN + MIN_PATH_MTU4 {
+            return link_mtu;
+        }
+        match frame.get(ETH_LEN..).map(Ipv4Packet::new_checked) {
+            Some(Ok(ip)) if !ip.dont_fragment() => core.path_mtu::<V4>(ip.dst(), link_mtu),
+            _ => link_mtu,
+        }
     }
 }
+
+/// The smallest IPv4 path MTU a "fragmentation needed" about a datagram
+/// may teach: every host takes 576-byte datagrams (RFC 1122), TCP's floor
+/// for the same table too; a lower report is raised to it, so a forged
+/// one cannot make every datagram a shower of tiny fragments.
+pub(crate) const MIN_PATH_MTU4: usize = 576;
 
 impl Sending for V6 {
     /// The path MTU to the destination (the link's, or less if a packet

@@ -362,3 +362,61 @@ fn a_packet_too_big_lowers_an_ipv6_connection_to_the_new_mtu_at_once() {
     assert_eq!(out[0].1, 1220);
     assert_eq!(iface.core.path_mtu6(PEER6, 1500), 1280);
 }
+
+/// The IP lengths and DF bits of the IPv4 frames `port` sent.
+fn ip_lengths_and_df(port: &mut MemPort) -> Vec<(usize, bool)> {
+    port.take_tx()
+        .iter()
+        .map(|f| {
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            (usize::from(ip.total_len()), ip.dont_fragment())
+        })
+        .collect()
+}
+
+#[test]
+fn a_fragmentation_needed_about_udp_lowers_what_udp_sends() {
+    // UDP sets DF on what fits; a router's "fragmentation needed" about a
+    // datagram teaches the path MTU, after which larger datagrams leave in
+    // fragments that fit it (as Linux's IP_PMTUDISC_WANT) instead of being
+    // lost on the path every time, and smaller ones keep DF.
+    let (mut iface, mut port) = stack_knowing_peer();
+    let socket = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    let to = SocketAddrV4::new(PEER_IP, 9);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, to, &[7u8; 1400])
+        .unwrap();
+    let out = port.take_tx();
+    assert!(Ipv4Packet::new_checked(&out[0][14..])
+        .unwrap()
+        .dont_fragment());
+    port.push_rx(&frag_needed(1300, &out[0]));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, to, &[7u8; 1400])
+        .unwrap();
+    let sent = ip_lengths_and_df(&mut port);
+    assert!(
+        sent.len() == 2 && sent.iter().all(|&(len, df)| len <= 1300 && !df),
+        "{sent:?}"
+    );
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, to, &[7u8; 1200])
+        .unwrap();
+    assert_eq!(ip_lengths_and_df(&mut port), [(1228, true)]);
+    // A forged report of a tiny MTU teaches no less than 576 bytes.
+    let out = {
+        iface
+            .send_to(&mut port, Instant::ZERO, socket, to, &[7u8; 1200])
+            .unwrap();
+        port.take_tx()
+    };
+    port.push_rx(&frag_needed(68, &out[0]));
+    poll(&mut iface, &mut port, &mut DropDatagrams);
+    iface
+        .send_to(&mut port, Instant::ZERO, socket, to, &[7u8; 500])
+        .unwrap();
+    assert_eq!(ip_lengths_and_df(&mut port), [(528, true)]);
+}

@@ -54,6 +54,12 @@ pub(crate) trait UdpFamily: NextHopAddr {
     /// A socket address's address and port.
     fn split(addr: Self::SocketAddr) -> (Self, u16);
 
+    /// The MTU a datagram to `dst` over a link of `link_mtu` is sized
+    /// against: over IPv4, a learned path MTU (DF is set only on what fits
+    /// it, and what does not is fragmented to it); over IPv6, whose
+    /// transmit fragments to the path MTU itself, the link's.
+    fn send_mtu<B: Buf>(core: &Core<B>, dst: Self, link_mtu: usize) -> usize;
+
     /// The sum of the UDP pseudo-header for `udp_len` bytes from `src` to
     /// `dst`.
     fn pseudo_header(src: Self, dst: Self, udp_len: u16) -> u64;

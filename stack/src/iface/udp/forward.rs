@@ -209,7 +209,9 @@ fn forward_untemplated<P: Port>(
     let routes = &core.lcore.udp_routes;
     if let Some(send) = routes.cached_send(from, dst, generation) {
         if let Some(link) = core.shared.links.get(usize::from(send.route.link)) {
-            let made = template::build(&send, dst, link.mac, link.mtu, generation);
+            // A learned path MTU holds until the generation moves on.
+            let mtu = Ipv4Addr::send_mtu(core, *dst.ip(), link.mtu);
+            let made = template::build(&send, dst, link.mac, mtu, generation);
             core.lcore.udp_routes.keep_template(from, made);
             match stamp(core, out, buf, from, dst, generation) {
                 Ok(sent) => return sent,
@@ -250,6 +252,7 @@ fn forward_general<A: UdpFamily, P: Port>(
         core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };
+    let mtu = A::send_mtu(core, A::split(dst).0, mtu);
     let (start, end) = (payload_start as usize, payload_end as usize);
     let udp_len = UDP_LEN + end.saturating_sub(start);
     if udp_len > A::MAX_UDP_LEN {

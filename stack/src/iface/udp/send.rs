@@ -175,6 +175,7 @@ fn send_on_path<A: UdpFamily, P: Port>(
         return Err(SendError::NoRoute);
     };
     let (dst_ip, dst_port) = A::split(dst);
+    let mtu = A::send_mtu(core, dst_ip, mtu);
     let src_ip = A::source(local, dst_ip, path.source);
     if UDP_LEN + buf.len() > A::MAX_UDP_LEN {
         return Err(SendError::TooLarge);

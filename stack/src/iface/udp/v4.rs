@@ -65,6 +65,15 @@ impl UdpFamily for Ipv4Addr {
         (*addr.ip(), addr.port())
     }
 
+    /// Without a learned path MTU (the common case) no lookup.
+    #[inline]
+    fn send_mtu<B: Buf>(core: &Core<B>, dst: Ipv4Addr, link_mtu: usize) -> usize {
+        if core.shared.ip.v4.path_mtus.is_empty() {
+            return link_mtu;
+        }
+        core.path_mtu4(dst, link_mtu)
+    }
+
     #[inline]
     fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> u64 {
         checksum::pseudo_header_v4(src, dst, protocol::UDP, udp_len)

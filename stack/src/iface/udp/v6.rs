@@ -63,6 +63,11 @@ impl UdpFamily for Ipv6Addr {
     }
 
     #[inline]
+    fn send_mtu<B: Buf>(_core: &Core<B>, _dst: Ipv6Addr, link_mtu: usize) -> usize {
+        link_mtu
+    }
+
+    #[inline]
     fn pseudo_header(src: Ipv6Addr, dst: Ipv6Addr, udp_len: u16) -> u64 {
         pseudo_header(src, dst, next_header::UDP, u32::from(udp_len))
     }
