@@ -477,6 +477,7 @@ pub(crate) fn is_ours(local4: &[Ipv4Addr], links: &[Link], ip: IpAddr) -> bool {
 }
 
 /// Applies binds, connects and closes from application threads.
+#[inline(never)]
 fn run_commands<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
     shared: &Shared<B>,
@@ -561,6 +562,7 @@ fn close_queued<B: Buf>(core: &mut Core<B>, socket: SocketId) {
 
 /// Sends up to `limit` datagrams queued by application threads (each poll
 /// [`MAX_SENDS_PER_POLL`]; a close, the whole queue).
+#[inline(never)]
 fn send_queued<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
     shared: &Shared<B>,
@@ -586,6 +588,7 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
 /// Reassembly timeouts (with their errors); on the home pipeline also the shared state's
 /// timers: learned path MTUs and advertised routes expiring, duplicate
 /// address detection, neighbour retries and expiry on every link.
+#[inline(never)]
 fn run_timers<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
     probes: &mut Vec<Probe<Ipv4Addr>>,
