@@ -55,6 +55,29 @@ impl ChecksumPolicy {
 /// default for both).
 pub(crate) const DEFAULT_HOP_LIMIT: u8 = 64;
 
+/// The TTL of a datagram to `dst`: 1 to a multicast group, which then
+/// stays on the link (Linux's `IP_MULTICAST_TTL` default, RFC 1112 6.1),
+/// else [`DEFAULT_HOP_LIMIT`].
+#[inline]
+pub(crate) fn hop_limit_to4(dst: Ipv4Addr) -> u8 {
+    if dst.is_multicast() {
+        1
+    } else {
+        DEFAULT_HOP_LIMIT
+    }
+}
+
+/// The hop limit of a packet to `dst`: 1 to a multicast group (Linux's
+/// `IPV6_MULTICAST_HOPS` default, RFC 3493 5.2), else [`DEFAULT_HOP_LIMIT`].
+#[inline]
+pub(crate) fn hop_limit_to6(dst: Ipv6Addr) -> u8 {
+    if dst.is_multicast() {
+        1
+    } else {
+        DEFAULT_HOP_LIMIT
+    }
+}
+
 /// One port of an interface. Links are numbered in the order given; that
 /// number is the port of a route and the device of SO_BINDTODEVICE.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! of [`SegmentOut`] over the pipeline's state and the poll's transmit
 //! context.
 
-use super::config::DEFAULT_HOP_LIMIT;
+use super::config::{hop_limit_to4, hop_limit_to6};
 use super::ip;
 use super::next_hop::send_to_neighbor;
 use super::transmit::{set_destination_mac, Out, SendError};
@@ -62,7 +62,7 @@ fn frame_ipv4<B: Buf>(
         dst,
         protocol,
         payload_len: payload_len as u16,
-        ttl: DEFAULT_HOP_LIMIT,
+        ttl: hop_limit_to4(dst),
         ident,
         dont_fragment: true,
         tos: 0,
@@ -96,7 +96,7 @@ fn frame_ipv6<B: Buf>(
         dst,
         next_header,
         payload_len: payload_len as u16,
-        hop_limit: DEFAULT_HOP_LIMIT,
+        hop_limit: hop_limit_to6(dst),
     });
     Ok(())
 }

@@ -865,3 +865,32 @@ fn sending_to_our_own_ipv6_address_is_refused_without_a_solicitation() {
         Err(ConfigError::GatewayIsOurs(GLOBAL.into()))
     );
 }
+
+#[test]
+fn a_datagram_to_a_group_stays_on_the_link() {
+    // Hop limit 1 to a multicast group (Linux's IPV6_MULTICAST_HOPS
+    // default), the group's MAC, no solicitation.
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            core::net::SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let group: Ipv6Addr = "ff02::1:3".parse().unwrap();
+    iface
+        .send_to(
+            &mut port,
+            Instant::ZERO,
+            socket,
+            core::net::SocketAddrV6::new(group, 5355, 0, 0),
+            b"all",
+        )
+        .unwrap();
+    let out = port.take_tx();
+    assert_eq!(out.len(), 1);
+    let eth = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert_eq!(eth.dst(), multicast_mac(group));
+    let ip = Ipv6Packet::new_checked(eth.payload()).unwrap();
+    assert_eq!((ip.dst(), ip.hop_limit()), (group, 1));
+}

@@ -250,14 +250,17 @@ fn datagrams_to_a_subnet_broadcast_or_a_group_go_to_its_mac_without_arp() {
     let socket = iface
         .udp_bind(SocketAddrV4::new(OUR_IP, 0), BindOptions::default())
         .unwrap();
+    // A group's datagram stays on the link (TTL 1, Linux's
+    // IP_MULTICAST_TTL default); a subnet broadcast has the usual TTL.
     let rows = [
-        (Ipv4Addr::new(10, 0, 0, 255), MacAddr::BROADCAST),
+        (Ipv4Addr::new(10, 0, 0, 255), MacAddr::BROADCAST, 64),
         (
             Ipv4Addr::new(239, 129, 2, 3),
             MacAddr([0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]),
+            1,
         ),
     ];
-    for (group, mac) in rows {
+    for (group, mac, ttl) in rows {
         let dst = SocketAddrV4::new(group, 9);
         iface
             .send_to(&mut port, Instant::ZERO, socket, dst, b"all")
@@ -268,6 +271,7 @@ fn datagrams_to_a_subnet_broadcast_or_a_group_go_to_its_mac_without_arp() {
         assert_eq!(eth.ethertype(), EtherType::Ipv4, "{group}: no ARP");
         assert_eq!(eth.dst(), mac, "{group}");
         let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
-        assert_eq!((ip.src(), ip.dst()), (OUR_IP, group));
+        assert_eq!((ip.src(), ip.dst(), ip.ttl()), (OUR_IP, group, ttl));
+        assert!(ip.verify_checksum());
     }
 }

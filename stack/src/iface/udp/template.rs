@@ -18,7 +18,7 @@
 //! The headers it writes are the ones the general way writes (a test
 //! compares them byte for byte, identification and checksum aside).
 
-use super::super::config::DEFAULT_HOP_LIMIT;
+use super::super::config::hop_limit_to4;
 use super::v4::{at, FAST_HEADERS};
 use crate::port::MacAddr;
 use crate::udp::table::{CachedSend, ForwardTemplate};
@@ -66,7 +66,7 @@ pub(super) fn build(
     h[at::VER_IHL] = 0x45;
     h[at::TOS] = send.tos;
     h[at::FLAGS_FRAG] = 0x40; // DF, offset 0: only frames that fit use it
-    h[at::TTL] = DEFAULT_HOP_LIMIT;
+    h[at::TTL] = hop_limit_to4(*dst.ip());
     h[at::PROTOCOL] = protocol::UDP;
     h[at::SRC..at::SRC + 4].copy_from_slice(&src_ip.octets());
     h[at::DST..at::DST + 4].copy_from_slice(&dst.ip().octets());

@@ -5,7 +5,7 @@
 //! forward ([`readdress_plain`]), the last two on one fixed-size array
 //! indexed by the named offsets of [`at`].
 
-use super::super::config::DEFAULT_HOP_LIMIT;
+use super::super::config::{hop_limit_to4, DEFAULT_HOP_LIMIT};
 use super::super::poll::{Arrival, Poll};
 use super::super::state::{Core, Link};
 use super::super::transmit::SendError;
@@ -260,7 +260,7 @@ pub(super) fn udp_ip_header(
         dst: *dst.ip(),
         protocol: protocol::UDP,
         payload_len: udp_len as u16,
-        ttl: DEFAULT_HOP_LIMIT,
+        ttl: hop_limit_to4(*dst.ip()),
         ident,
         dont_fragment: IP_LEN + udp_len <= mtu,
         tos,

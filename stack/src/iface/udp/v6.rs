@@ -6,7 +6,7 @@
 //! ([`turn_around_plain_udp6`]) and readdressing a plain frame for a
 //! forward, the last two indexed by the named offsets of [`at`].
 
-use super::super::config::DEFAULT_HOP_LIMIT;
+use super::super::config::{hop_limit_to6, DEFAULT_HOP_LIMIT};
 use super::super::icmp::Invoking;
 use super::super::icmp6::Icmp6Error;
 use super::super::poll::{Arrival, Poll};
@@ -209,7 +209,7 @@ impl UdpFamily for Ipv6Addr {
             dst: dst.0,
             next_header: next_header::UDP,
             payload_len: udp_len as u16,
-            hop_limit: DEFAULT_HOP_LIMIT,
+            hop_limit: hop_limit_to6(dst.0),
         });
         ip.set_traffic_class(class);
         h[at::SRC_PORT..at::SRC_PORT + 2].copy_from_slice(&src.1.to_be_bytes());
@@ -233,8 +233,9 @@ pub(crate) struct Path6 {
 }
 
 /// Picks the way to `dst` for a sender bound to `local`: a link-local
-/// destination names its link by the scope id (the link number; the only
-/// IPv6 link when there is one), anything else takes the IPv6 routes.
+/// destination, or a link-scoped group, names its link by the scope id (the
+/// link number; the only IPv6 link when there is one), anything else takes
+/// the IPv6 routes.
 pub(crate) fn path6<B: Buf>(
     core: &mut Core<B>,
     local: Ipv6Addr,
@@ -248,7 +249,10 @@ pub(crate) fn path6<B: Buf>(
 /// The link, next hop and route source towards `dst` (see [`path6`]).
 fn route6<B: Buf>(core: &mut Core<B>, dst: &SocketAddrV6) -> Option<(usize, Ipv6Addr, Ipv6Addr)> {
     let ip = *dst.ip();
-    if !ip.is_unicast_link_local() {
+    // A link-scoped group (ff01::/16, ff02::/16) is named by its link as a
+    // link-local address is: no route leads to it.
+    let link_scoped_group = ip.is_multicast() && ip.segments()[0] & 0x000f <= 2;
+    if !ip.is_unicast_link_local() && !link_scoped_group {
         core.lcore.counters.count(Stat::RouteLookups);
         let generation = core.generation();
         let hop =
@@ -305,7 +309,7 @@ pub(super) fn write_udp6_headers(
         dst,
         next_header: next_header::UDP,
         payload_len: udp_len as u16,
-        hop_limit: DEFAULT_HOP_LIMIT,
+        hop_limit: hop_limit_to6(dst),
     });
     if class != 0 {
         Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).set_traffic_class(class);
