@@ -13,9 +13,10 @@
 //! `Incomplete` entry that gets no answer after `max_probes` requests, or a
 //! `Probe` entry after its probes, is removed and its waiting packets are
 //! dropped and returned for counting. A `Stale` entry nobody uses is
-//! forgotten after `stale_time`. Capacity is bounded; when full, new entries
-//! are refused (never evicting a reachable neighbour for a peer-chosen
-//! address). So are the packets waiting across all entries
+//! forgotten after `stale_time`. Capacity is bounded; when full, a new entry
+//! takes the place of a stale one nobody waits on, else it is refused
+//! (never evicting a reachable neighbour for a peer-chosen address). So are
+//! the packets waiting across all entries
 //! ([`NeighborConfig::max_waiting`]): each pins a packet buffer, and a flood
 //! towards unanswering addresses must not pin the pool a receive ring
 //! refills from.
@@ -110,6 +111,10 @@ pub struct Probe<A> {
     /// Where to send the request (`Probe` state), or `None` to multicast.
     pub mac: Option<MacAddr>,
 }
+
+/// Entries a full cache looks at for one to forget ([`NeighborCache`]'s
+/// `has_room`).
+const EVICTION_LOOK: usize = 16;
 
 #[derive(Debug)]
 struct Entry<B> {
@@ -239,6 +244,34 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         self.entries.len()
     }
 
+    /// True if a new entry fits, making room in a full cache by forgetting
+    /// a stale one that no packet waits on, among the first
+    /// [`EVICTION_LOOK`] the map yields: its keyed hash makes that an
+    /// arbitrary pick an on-link flood cannot steer, and the look is
+    /// bounded. A reachable neighbour is never forgotten for a new one.
+    /// Without it a flood of requests from made-up neighbours filled the
+    /// cache, and no new next hop could be resolved until the flood's
+    /// entries were forgotten, `stale_time` after they went stale; now only
+    /// while they are reachable (Linux's forced garbage collection likewise
+    /// drops unused entries).
+    fn has_room(&mut self) -> bool {
+        if self.entries.len() < self.config.capacity {
+            return true;
+        }
+        let victim = (self.entries.iter())
+            .take(EVICTION_LOOK)
+            .find(|(_, e)| e.state == NeighborState::Stale && e.waiting.is_empty())
+            .map(|(ip, _)| *ip);
+        match victim {
+            Some(ip) => {
+                self.entries.remove(&ip);
+                self.generation += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// True if there are no entries.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -268,8 +301,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
             self.waiting += 1;
             return Resolution::Queued;
         }
-        let full = self.entries.len() >= self.config.capacity;
-        if full || queue_len == 0 || self.waiting >= self.config.max_waiting {
+        if queue_len == 0 || self.waiting >= self.config.max_waiting || !self.has_room() {
             return Resolution::Full(packet);
         }
         self.waiting += 1;
@@ -301,7 +333,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         now: Instant,
     ) -> ArrayVec<B, MAX_QUEUE> {
         let reachable_until = now + self.config.reachable_time;
-        let room = self.entries.len() < self.config.capacity;
+        let room = create && !self.entries.contains_key(&ip) && self.has_room();
         match self.entries.get_mut(&ip) {
             Some(entry) => {
                 if entry.mac != Some(mac) || entry.state != NeighborState::Reachable {
@@ -347,7 +379,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         create: bool,
         now: Instant,
     ) -> ArrayVec<B, MAX_QUEUE> {
-        let room = self.entries.len() < self.config.capacity;
+        let room = create && !self.entries.contains_key(&ip) && self.has_room();
         let stale_until = now + self.config.stale_time;
         match self.entries.get_mut(&ip) {
             Some(entry) if entry.mac == Some(mac) => ArrayVec::new(),
@@ -536,6 +568,52 @@ mod tests {
             cache.resolve(IP, 3, t(1)),
             Resolution::Ready(3, MAC)
         ));
+    }
+
+    #[test]
+    fn a_full_cache_forgets_a_stale_entry_for_a_new_next_hop() {
+        // A flood of requests from made-up neighbours (stale entries) fills
+        // the cache; a next hop we need still gets an entry in place of one
+        // of them. Reachable neighbours and entries with waiting packets
+        // are kept.
+        let mut cache: NeighborCache<u32> = NeighborCache::new(NeighborConfig {
+            capacity: 4,
+            ..NeighborConfig::default()
+        });
+        let ip = |i: u8| Ipv4Addr::new(10, 0, 1, i);
+        assert!(matches!(
+            cache.resolve(ip(0), 0, t(0)),
+            Resolution::QueuedSendRequest
+        ));
+        cache.learn(ip(1), MAC, true, t(0));
+        for i in 2..4 {
+            cache.observe(ip(i), MAC, true, t(0));
+        }
+        assert_eq!(cache.len(), 4);
+        let before = cache.generation();
+        for next_hop in [IP, ip(100)] {
+            assert!(matches!(
+                cache.resolve(next_hop, 9, t(1)),
+                Resolution::QueuedSendRequest
+            ));
+        }
+        assert_eq!(cache.len(), 4);
+        assert!(cache.generation() > before, "views follow the evictions");
+        assert_eq!(cache.state(ip(0)), Some(NeighborState::Incomplete));
+        assert_eq!(cache.state(ip(1)), Some(NeighborState::Reachable));
+        // No stale entry left: a third is refused.
+        assert!(matches!(
+            cache.resolve(ip(101), 3, t(1)),
+            Resolution::Full(3)
+        ));
+        // Only entries with waiting packets: nothing may go.
+        let mut busy: NeighborCache<u32> = NeighborCache::new(NeighborConfig {
+            capacity: 2,
+            ..NeighborConfig::default()
+        });
+        busy.resolve(ip(1), 1, t(0));
+        busy.resolve(ip(2), 2, t(0));
+        assert!(matches!(busy.resolve(ip(3), 3, t(0)), Resolution::Full(3)));
     }
 
     #[test]
