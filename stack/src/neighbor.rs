@@ -13,9 +13,11 @@
 //! `Incomplete` entry that gets no answer after `max_probes` requests, or a
 //! `Probe` entry after its probes, is removed and its waiting packets are
 //! dropped and returned for counting. A `Stale` entry nobody uses is
-//! forgotten after `stale_time`. Capacity is bounded; when full, a new entry
-//! takes the place of a stale one nobody waits on, else it is refused
-//! (never evicting a reachable neighbour for a peer-chosen address). So are
+//! forgotten after `stale_time`. Capacity is bounded; when full, an entry for
+//! a next hop we need takes the place of a stale one nobody waits on, else
+//! it is refused; a neighbour a peer announces is refused (never evicting
+//! for a peer-chosen address: a flood must neither push out a reachable
+//! neighbour nor have the views rebuilt per packet). So are
 //! the packets waiting across all entries
 //! ([`NeighborConfig::max_waiting`]): each pins a packet buffer, and a flood
 //! towards unanswering addresses must not pin the pool a receive ring
@@ -244,16 +246,18 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         self.entries.len()
     }
 
-    /// True if a new entry fits, making room in a full cache by forgetting
-    /// a stale one that no packet waits on, among the first
+    /// True if a next hop we need fits, making room in a full cache by
+    /// forgetting a stale entry that no packet waits on, among the first
     /// [`EVICTION_LOOK`] the map yields: its keyed hash makes that an
     /// arbitrary pick an on-link flood cannot steer, and the look is
-    /// bounded. A reachable neighbour is never forgotten for a new one.
-    /// Without it a flood of requests from made-up neighbours filled the
-    /// cache, and no new next hop could be resolved until the flood's
-    /// entries were forgotten, `stale_time` after they went stale; now only
-    /// while they are reachable (Linux's forced garbage collection likewise
-    /// drops unused entries).
+    /// bounded. A reachable neighbour is never forgotten, and a neighbour
+    /// a peer announces (`learn`, `observe`) never makes room: each
+    /// eviction rebuilds the views, which a flood must not be able to ask
+    /// for per packet. Without it a flood of requests from made-up
+    /// neighbours filled the cache, and no new next hop could be resolved
+    /// until the flood's entries were forgotten, `stale_time` after they
+    /// went stale; now only while they are reachable (Linux's forced
+    /// garbage collection likewise drops unused entries).
     fn has_room(&mut self) -> bool {
         if self.entries.len() < self.config.capacity {
             return true;
@@ -333,7 +337,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         now: Instant,
     ) -> ArrayVec<B, MAX_QUEUE> {
         let reachable_until = now + self.config.reachable_time;
-        let room = create && !self.entries.contains_key(&ip) && self.has_room();
+        let room = self.entries.len() < self.config.capacity;
         match self.entries.get_mut(&ip) {
             Some(entry) => {
                 if entry.mac != Some(mac) || entry.state != NeighborState::Reachable {
@@ -379,7 +383,7 @@ impl<B, A: NeighborAddr> NeighborCache<B, A> {
         create: bool,
         now: Instant,
     ) -> ArrayVec<B, MAX_QUEUE> {
-        let room = create && !self.entries.contains_key(&ip) && self.has_room();
+        let room = self.entries.len() < self.config.capacity;
         let stale_until = now + self.config.stale_time;
         match self.entries.get_mut(&ip) {
             Some(entry) if entry.mac == Some(mac) => ArrayVec::new(),
@@ -606,6 +610,19 @@ mod tests {
             cache.resolve(ip(101), 3, t(1)),
             Resolution::Full(3)
         ));
+        // A neighbour announcing itself makes no room: each eviction
+        // rebuilds the views, and a flood must not buy one per packet.
+        let mut flooded: NeighborCache<u32> = NeighborCache::new(NeighborConfig {
+            capacity: 2,
+            ..NeighborConfig::default()
+        });
+        flooded.observe(ip(1), MAC, true, t(0));
+        flooded.observe(ip(2), MAC, true, t(0));
+        let generation = flooded.generation();
+        flooded.observe(ip(3), MAC, true, t(0));
+        flooded.learn(ip(4), MAC, true, t(0));
+        assert_eq!((flooded.state(ip(3)), flooded.state(ip(4))), (None, None));
+        assert_eq!(flooded.generation(), generation);
         // Only entries with waiting packets: nothing may go.
         let mut busy: NeighborCache<u32> = NeighborCache::new(NeighborConfig {
             capacity: 2,
