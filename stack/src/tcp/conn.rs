@@ -54,6 +54,12 @@ pub enum State {
     Closed,
 }
 
+/// The least time between two duplicate ACKs answering pure ACKs refused
+/// as out of the window or by PAWS (Linux's `tcp_invalid_ratelimit`): two
+/// peers that disagree on the window would otherwise answer each other's
+/// ACKs for ever, an ACK storm (RFC 5961 10 mentions it).
+pub const OOW_ACK_INTERVAL: Duration = Duration::from_millis(500);
+
 /// How long an orphaned connection waits in FIN-WAIT-2 for the peer's FIN
 /// (Linux's `tcp_fin_timeout` default).
 pub const FIN_WAIT2_ORPHANED: Duration = Duration::from_secs(60);
@@ -276,6 +282,9 @@ pub struct Connection {
     /// A challenge ACK (RFC 5961) is owed: sent like `ack_now`, but kept
     /// apart so the caller's rate limit can withhold it alone.
     pub(crate) challenge: bool,
+    /// When a duplicate ACK last answered a pure ACK refused as out of the
+    /// window or by PAWS ([`OOW_ACK_INTERVAL`]).
+    pub(crate) last_oow_ack: Option<Instant>,
     /// Full-sized segments received since our last ACK.
     pub(crate) unacked_segments: u8,
     /// A reset to send: (seq, ack if the reset carries one).
@@ -404,6 +413,7 @@ impl Connection {
             retries: 0,
             ack_now: false,
             challenge: false,
+            last_oow_ack: None,
             unacked_segments: 0,
             rst_pending: None,
             fast_retransmit: false,

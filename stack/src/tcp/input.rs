@@ -11,7 +11,7 @@
 
 use super::buffer::Refused;
 use super::congestion::{CongestionControl, DupAckAction};
-use super::conn::{Connection, State, TcpError, Timestamps};
+use super::conn::{Connection, State, TcpError, Timestamps, OOW_ACK_INTERVAL};
 use super::pool::BufferPool;
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
@@ -199,7 +199,7 @@ impl Connection {
                     self.challenge = true;
                     return Verdict::Refused(Refusal::BadSyn);
                 }
-                self.ack_now = true;
+                self.ack_now = self.oow_ack_due(payload.is_empty() && !fin, now);
                 return Verdict::Refused(Refusal::Paws);
             }
         }
@@ -219,7 +219,7 @@ impl Connection {
                 self.challenge = true;
                 return Verdict::Refused(Refusal::BadSyn);
             }
-            self.ack_now = true;
+            self.ack_now = self.oow_ack_due(payload.is_empty() && !fin, now);
             return Verdict::Refused(Refusal::OutOfWindow);
         }
         // 2. Resets (RFC 5961 3.2).
@@ -314,6 +314,24 @@ impl Connection {
             }
         }
         Verdict::Accepted
+    }
+
+    /// Whether a segment refused as out of the window or by PAWS gets its
+    /// duplicate ACK: a segment with data or a FIN always (it is no part of
+    /// an ACK loop), a pure ACK at most once per [`OOW_ACK_INTERVAL`] (as
+    /// Linux's `tcp_oow_rate_limited`).
+    fn oow_ack_due(&mut self, pure_ack: bool, now: Instant) -> bool {
+        if !pure_ack {
+            return true;
+        }
+        if self
+            .last_oow_ack
+            .is_some_and(|last| now - last < OOW_ACK_INTERVAL)
+        {
+            return false;
+        }
+        self.last_oow_ack = Some(now);
+        true
     }
 
     /// True if `seg` would complete our passive open (SYN-RECEIVED to

@@ -332,6 +332,28 @@ fn data_for_an_orphaned_connection_is_answered_with_a_reset() {
     assert_eq!(t.conn.state(), State::Closed);
 }
 
+#[test]
+fn pure_acks_out_of_the_window_get_one_duplicate_ack_per_half_second() {
+    // Two peers that disagree on the window answer each other's ACKs: one
+    // duplicate ACK per 500 ms for pure ACKs (as Linux's
+    // tcp_oow_rate_limited), every time for a segment with data.
+    let mut t = established();
+    t.run(
+        "
+        +0.1 < . 100001:100001(0) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        +0.1 < . 100001:100001(0) ack 1 win 8000
+        +0.1 < . 100001:100001(0) ack 1 win 8000
+        +0.1 < P. 100001:100011(10) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        +0.3 < . 100001:100001(0) ack 1 win 8000
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+}
+
 /// The peer's SYN as a script writes it.
 fn syn(line: &str) -> TcpRepr {
     inbound_repr(&parse_line(line, Instant::ZERO))
