@@ -2,7 +2,9 @@
 //! alike: the link's neighbour cache gives the MAC, or keeps the frame in
 //! the neighbour's bounded queue while a request (ARP, or a Neighbor
 //! Discovery solicitation) is out; once the neighbour answers, the frames
-//! that waited for it leave.
+//! that waited for it leave. A next hop that is one of our own addresses
+//! is refused (`SendError::OwnAddress`): the stack has no loopback, and no
+//! request ever asks the link for our own MAC.
 //!
 //! The packet path reads the link's neighbour view in the shared snapshot;
 //! only a neighbour that is unknown, unresolved or stale takes the shared
