@@ -268,15 +268,7 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                 if next == next_header::HOP_BY_HOP && index != 0 {
                     // RFC 8200 4.1: an unrecognized next header, reported
                     // at the byte that names it.
-                    return Ok(Extensions {
-                        protocol: next,
-                        protocol_at,
-                        bad_option: None,
-                        routing_left: None,
-                        offset,
-                        fragment,
-                        fragment_at,
-                    });
+                    return Ok(stopped(next, protocol_at, offset, (fragment, fragment_at)));
                 }
                 let header = payload
                     .get(offset..offset + 2)
@@ -287,28 +279,19 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                     .ok_or(WireError::Truncated)?;
                 if next == next_header::ROUTING && whole[3] != 0 {
                     return Ok(Extensions {
-                        protocol: next,
-                        protocol_at,
-                        bad_option: None,
                         routing_left: Some(HEADER_LEN + offset + 2),
-                        offset,
-                        fragment,
-                        fragment_at,
+                        ..stopped(next, protocol_at, offset, (fragment, fragment_at))
                     });
                 }
                 if next != next_header::ROUTING {
                     if let Some((at, action)) = first_bad_option(whole)? {
+                        let bad = BadOption {
+                            at: HEADER_LEN + offset + at,
+                            action,
+                        };
                         return Ok(Extensions {
-                            protocol: next,
-                            protocol_at,
-                            bad_option: Some(BadOption {
-                                at: HEADER_LEN + offset + at,
-                                action,
-                            }),
-                            routing_left: None,
-                            offset,
-                            fragment,
-                            fragment_at,
+                            bad_option: Some(bad),
+                            ..stopped(next, protocol_at, offset, (fragment, fragment_at))
                         });
                     }
                 }
@@ -334,31 +317,41 @@ pub fn walk_extensions(mut next: u8, payload: &[u8]) -> WireResult<Extensions> {
                 next = header[0];
                 offset += 8;
                 if field & 0xfff8 != 0 {
-                    return Ok(Extensions {
-                        protocol: next,
-                        protocol_at,
-                        bad_option: None,
-                        routing_left: None,
-                        offset,
-                        fragment,
-                        fragment_at,
-                    });
+                    return Ok(stopped(next, protocol_at, offset, (fragment, fragment_at)));
                 }
             }
             protocol => {
-                return Ok(Extensions {
+                return Ok(stopped(
                     protocol,
                     protocol_at,
-                    bad_option: None,
-                    routing_left: None,
                     offset,
-                    fragment,
-                    fragment_at,
-                })
+                    (fragment, fragment_at),
+                ));
             }
         }
     }
     Err(WireError::Malformed)
+}
+
+/// Where the walk stopped, at `protocol` (named at `protocol_at`), `offset`
+/// bytes into the payload, with the fragment header met on the way: no
+/// bad option, no routing header left (the callers that found one say so).
+#[inline]
+fn stopped(
+    protocol: u8,
+    protocol_at: usize,
+    offset: usize,
+    (fragment, fragment_at): (Option<FragmentHeader>, Option<usize>),
+) -> Extensions {
+    Extensions {
+        protocol,
+        protocol_at,
+        bad_option: None,
+        routing_left: None,
+        offset,
+        fragment,
+        fragment_at,
+    }
 }
 
 /// The sum of the IPv6 pseudo-header for upper-layer checksums (RFC 8200
