@@ -410,7 +410,7 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
             let home = lanes
                 .first()
                 .map_or_else(String::new, |l| neighbors(&l.iface));
-            home + &cycle_lines(&lanes) + &fault_lines(&lanes)
+            home + &cycle_lines(&lanes) + &app::lanes_fault_lines(&lanes)
         })
         .unwrap_or_default();
     println!("\nSignal {} received, exiting.", signals.received());
@@ -458,22 +458,6 @@ fn cycle_lines(lanes: &[app::Finished<Echo>]) -> String {
                 1 => out.push_str(&format!("{PROGRAM}: {line}\n")),
                 _ => out.push_str(&format!("{PROGRAM}: lane {n} {line}\n")),
             }
-        }
-    }
-    out
-}
-
-/// `--faults`' counts of every lane: lane 0's lines as with one lane,
-/// the others' prefixed `lane N `.
-fn fault_lines(lanes: &[app::Finished<Echo>]) -> String {
-    let mut out = String::new();
-    for (n, finished) in lanes.iter().enumerate() {
-        for line in finished.fault_lines().lines() {
-            if n > 0 {
-                out.push_str(&format!("lane {n} "));
-            }
-            out.push_str(line);
-            out.push('\n');
         }
     }
     out

@@ -391,6 +391,7 @@ fn report(lanes: &[app::Finished<Load>], counters: &[Arc<Counters>]) -> String {
             if failed > 0 || verified < connections { " FAILED" } else { "" }
         )),
     }
+    report.push_str(&app::lanes_fault_lines(lanes));
     report.push_str(&app::lane_counters_block(counters));
     report
 }

@@ -82,7 +82,7 @@ pub use args::{parse_ip, parse_route, IpArg, RouteArg, StackArgs};
 pub use counters::{counters_block, counters_text, lanes_text, print_counters, sum_snapshots};
 pub use setup::{packet_pool, pool_need, port_banner, run_app, set_up, AppSpec, Lane, Stack};
 pub use worker::{
-    lane_counters_block, launch_worker, print_lane_counters, run_on_worker,
+    lane_counters_block, lanes_fault_lines, launch_worker, print_lane_counters, run_on_worker,
     run_on_worker_counting_cycles, run_on_workers, run_on_workers_counting_cycles, stop_signal,
     App, CounterReport, Finished, Poller, Signals, Tick, Worker, Workers, NO_WORKER_LCORE,
 };

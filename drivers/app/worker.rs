@@ -300,6 +300,22 @@ impl<H> Finished<H> {
     }
 }
 
+/// `--faults`' counts of every lane: lane 0's lines as with one lane, the
+/// others' prefixed `lane N `.
+pub fn lanes_fault_lines<H>(lanes: &[Finished<H>]) -> String {
+    let mut out = String::new();
+    for (n, finished) in lanes.iter().enumerate() {
+        for line in finished.fault_lines().lines() {
+            if n > 0 {
+                out.push_str(&format!("lane {n} "));
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The running poll loop: stop it with [`Worker::stop`].
 pub struct Worker<H> {
     handle: LaunchHandle,
