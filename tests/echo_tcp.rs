@@ -47,19 +47,6 @@ fn dropped_by_faults(stdout: &str) -> (u64, String) {
     (dropped, faults.to_owned())
 }
 
-/// `len` bytes that do not repeat with any short period.
-fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Sends `data` through a socat TCP client in the namespace and returns
 /// what came back.
 fn echo(ns: &Netns, address: &str, data: &[u8]) -> Vec<u8> {
@@ -81,7 +68,7 @@ fn megabytes_come_back_intact_over_ipv4_and_ipv6() {
         (format!("TCP:{STACK_IP}:7"), 1),
         (format!("TCP6:[{STACK6}]:7"), 2),
     ] {
-        let data = payload(3 << 20, seed);
+        let data = common::payload(3 << 20, seed);
         let back = echo(&s.ns, &address, &data);
         assert_eq!(back.len(), data.len(), "{address}");
         assert!(back == data, "{address}: the echo differs");
@@ -102,7 +89,7 @@ fn echo_through_faults(faults: &str, len: usize, seeds: (u64, u64), patience: u3
         (format!("TCP:{STACK_IP}:7"), seeds.0),
         (format!("TCP6:[{STACK6}]:7"), seeds.1),
     ] {
-        let data = payload(len, seed);
+        let data = common::payload(len, seed);
         let out = common::socat_patient(&s.ns.name, &address, &data, patience);
         if out.stdout != data {
             let same = (out.stdout.iter().zip(&data))
@@ -154,7 +141,7 @@ fn many_connections_at_once_each_get_their_own_bytes() {
         .map(|i| {
             let ns = s.ns.name.clone();
             std::thread::spawn(move || {
-                let data = payload(200_000, 100 + i);
+                let data = common::payload(200_000, 100 + i);
                 let out = common::socat_patient(&ns, &format!("TCP:{STACK_IP}:7"), &data, 20);
                 out.stdout == data
             })
@@ -178,7 +165,7 @@ fn application_threads_echo_through_queue_mode_streams() {
         (format!("TCP:{STACK_IP}:7"), 7),
         (format!("TCP6:[{STACK6}]:7"), 8),
     ] {
-        let data = payload(2 << 20, seed);
+        let data = common::payload(2 << 20, seed);
         let back = echo(&s.ns, &address, &data);
         assert_eq!(back.len(), data.len(), "{address}");
         assert!(back == data, "{address}: the echo differs");

@@ -61,19 +61,6 @@ fn dropped_by_our_port(stdout: &str) -> u64 {
         .unwrap_or_else(|| panic!("a fault summary: {stdout}"))
 }
 
-/// `len` bytes that do not repeat with any short period.
-fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// The kernel, with `settings`, as the client of our echo: two connections
 /// of [`BYTES`] each, checked byte for byte; our side must have opened both
 /// and reset none.
@@ -86,7 +73,7 @@ fn kernel_client(settings: &[&str]) {
     let s = echo_with_kernel("dpkv", &args, "dpstack-tcpv-", KERNEL_MAC, &[&v4]);
     configure(&s.ns, settings);
     for seed in [3, 4] {
-        let data = payload(BYTES, seed);
+        let data = common::payload(BYTES, seed);
         let out = common::socat_patient(&s.ns.name, &format!("TCP:{STACK_IP}:7"), &data, 20);
         assert!(
             out.status.success(),

@@ -746,3 +746,16 @@ pub fn kernel_rr_in(ns: &Netns, program: &str, target: &str) -> LatencySummary {
     summary.assert_sane();
     summary
 }
+
+/// `len` bytes that do not repeat with any short period.
+pub fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
