@@ -15,7 +15,7 @@
 use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
-use super::congestion::{Algorithm, Congestion, HyStart};
+use super::congestion::{Algorithm, Congestion, CwndUse, HyStart};
 use super::pacing::Pacer;
 use super::plpmtud::PathProbe;
 use super::pool::BufferPool;
@@ -241,6 +241,9 @@ pub struct Connection {
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
     pub(crate) cc: Congestion,
+    /// Whether the congestion window limits the sender, which alone lets
+    /// ACKs grow it.
+    pub(crate) cwnd_use: CwndUse,
     /// When new data last left (RFC 5681 4.1's idle restart).
     pub(crate) last_sent: Instant,
     /// HyStart++ over the first slow start.
@@ -393,6 +396,7 @@ impl Connection {
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
+            cwnd_use: CwndUse::new(iss),
             last_sent: Instant::ZERO,
             hystart: HyStart::new(config.hystart),
             pacer: Pacer::new(config.pacing),

@@ -517,7 +517,13 @@ impl Connection {
         let srtt = self.rtt.srtt().unwrap_or_default();
         let ack = (acked, ack_no, self.snd_nxt);
         let grow = self.hystart.on_ack(&mut self.cc, ack, sample);
-        if self.cc.on_ack(grow, ack_no, flight, now, srtt) {
+        let cwnd_limited = self
+            .cwnd_use
+            .allows_growth(self.cc.window(), self.cc.in_slow_start());
+        if self
+            .cc
+            .on_ack(grow, ack_no, flight, now, srtt, cwnd_limited)
+        {
             // RFC 6582: a partial acknowledgment retransmits the next hole.
             self.fast_retransmit = true;
         }
