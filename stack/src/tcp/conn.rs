@@ -185,6 +185,9 @@ pub struct Connection {
     pub(crate) rcv_shift: u8,
     /// The right edge of the window we last advertised.
     pub(crate) rcv_adv: Seq,
+    /// The last ACK we sent (RFC 7323's Last.ACK.sent, Linux's rcv_wup):
+    /// only a segment starting at or before it updates TS.Recent.
+    pub(crate) last_ack_sent: Seq,
     pub(crate) recv_buf: RecvBuffer,
     /// Receive-window auto-tuning's measurements.
     pub(crate) tuning: RcvTuning,
@@ -241,8 +244,7 @@ pub struct Connection {
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
     pub(crate) cc: Congestion,
-    /// Whether the congestion window limits the sender, which alone lets
-    /// ACKs grow it.
+    /// Whether the congestion window limits the sender (only then may it grow).
     pub(crate) cwnd_use: CwndUse,
     /// When new data last left (RFC 5681 4.1's idle restart).
     pub(crate) last_sent: Instant,
@@ -368,6 +370,7 @@ impl Connection {
             rcv_nxt: Seq(0),
             rcv_shift: 0,
             rcv_adv: Seq(0),
+            last_ack_sent: Seq(0),
             recv_buf: RecvBuffer::new(config.recv_buffer),
             tuning: RcvTuning::default(),
             fin_received: false,
@@ -508,6 +511,7 @@ impl Connection {
         self.irs = Seq(syn.seq);
         self.rcv_nxt = self.irs + 1u32;
         self.rcv_adv = self.rcv_nxt;
+        self.last_ack_sent = self.rcv_nxt;
         let options = &syn.options;
         self.mss = options.mss.unwrap_or(DEFAULT_MSS).min(self.our_mss).max(64);
         match (self.offer_rfc7323, options.window_scale) {

@@ -267,11 +267,14 @@ impl Connection {
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         // Timestamps to echo (RFC 7323 4.3): from segments that start at or
-        // before the left edge, once their ACK is taken (as Linux): a
-        // segment refused for its ACK may be a blind injection, whose TSval
-        // would make PAWS refuse the real peer.
+        // before Last.ACK.sent (not RCV.NXT: while an ACK is delayed over
+        // several segments it echoes the first one's TSval, so the peer's
+        // RTT sample includes the delay), once their ACK is taken (as
+        // Linux): a segment refused for its ACK may be a blind injection,
+        // whose TSval would make PAWS refuse the real peer. PAWS above
+        // already refused a TSval older than TS.Recent.
         if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
-            if seq <= self.rcv_nxt {
+            if seq <= self.last_ack_sent {
                 *ts = Timestamps::new(value, now);
             }
         }

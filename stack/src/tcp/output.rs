@@ -297,6 +297,7 @@ impl Connection {
     /// D-SACK is reported once).
     pub(crate) fn acked(&mut self, header: TcpRepr) -> TcpRepr {
         if header.flags & flags::ACK != 0 {
+            self.last_ack_sent = Seq(header.ack);
             self.sack_rx.dsack = None;
             self.ack_now = false;
             self.challenge = false;
