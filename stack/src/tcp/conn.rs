@@ -246,7 +246,7 @@ pub struct Connection {
     pub(crate) cc: Congestion,
     /// Whether the congestion window limits the sender (only then may it grow).
     pub(crate) cwnd_use: CwndUse,
-    /// When new data last left (RFC 5681 4.1's idle restart).
+    /// When new data (before it, our first SYN) last left (RFC 5681 4.1).
     pub(crate) last_sent: Instant,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,

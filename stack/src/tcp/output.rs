@@ -86,6 +86,8 @@ impl Connection {
         let header = self.header(self.iss, flags::SYN, options);
         if self.snd_max == self.iss {
             self.timing = Some((self.iss + 1u32, now));
+            // The oldest TSval a SYN-ACK may echo (see `syn_sent`).
+            self.last_sent = now;
         }
         self.snd_nxt = self.iss + 1u32;
         self.snd_max = self.snd_max.max(self.snd_nxt);
