@@ -214,6 +214,11 @@ reasons! {
     /// A TCP segment refused by PAWS (RFC 7323 5.3: a timestamp older than
     /// the last one taken), answered with an ACK. Linux: `PAWSEstab`.
     TcpPawsEstab = "tcp_paws_estab",
+    /// A SYN-ACK (or reset) in SYN-SENT echoing a timestamp that is not
+    /// zero and none we sent: before our first SYN or after our clock now.
+    /// Answered with a reset unless it was one; the connection waits for
+    /// the real SYN-ACK. Linux: `PAWSActiveRejected`.
+    TcpPawsActive = "tcp_paws_active",
     /// A TCP segment outside the receive window (RFC 9293 3.10.7.4, first
     /// check), answered with an ACK. Linux: `TCP_INVALID_SEQUENCE`.
     TcpOutOfWindow = "tcp_out_of_window",

@@ -6,6 +6,12 @@
 //! the two (static dispatch: nothing boxed per packet), chosen by
 //! [`TcpConfig::congestion`](super::TcpConfig::congestion) or per
 //! connection. Time comes in as an argument; nothing reads a clock.
+//!
+//! The window grows only while it limits the sender ([`CwndUse`], as
+//! Linux's `tcp_is_cwnd_limited`; RFC 7661's concern): an application that
+//! sends less than the window allows would otherwise grow it without bound
+//! on ACKs of data the window never carried, and a later burst would go
+//! at a window the path never validated.
 
 pub mod cubic;
 pub mod hystart;
@@ -40,9 +46,19 @@ pub enum Algorithm {
 pub trait CongestionControl {
     /// New data was acknowledged: `acked` bytes, up to `ack`, with
     /// `flight` bytes still outstanding, at `now`, the smoothed RTT
-    /// `rtt` (zero before a sample). True for a partial acknowledgment
-    /// in NewReno recovery (the next hole is to go at once).
-    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, now: Instant, rtt: Duration) -> bool;
+    /// `rtt` (zero before a sample); outside recovery the window grows
+    /// only if `cwnd_limited` ([`CwndUse::allows_growth`]). True for a
+    /// partial acknowledgment in NewReno recovery (the next hole is to go
+    /// at once).
+    fn on_ack(
+        &mut self,
+        acked: u32,
+        ack: Seq,
+        flight: u32,
+        now: Instant,
+        rtt: Duration,
+        cwnd_limited: bool,
+    ) -> bool;
     /// A duplicate ACK without SACK; the third enters fast recovery.
     fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction;
     /// SACK loss recovery begins (a congestion event) until `point`.
@@ -109,8 +125,16 @@ macro_rules! dispatch {
 }
 
 impl CongestionControl for Congestion {
-    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, now: Instant, rtt: Duration) -> bool {
-        dispatch!(self, c => c.on_ack(acked, ack, flight, now, rtt))
+    fn on_ack(
+        &mut self,
+        acked: u32,
+        ack: Seq,
+        flight: u32,
+        now: Instant,
+        rtt: Duration,
+        cwnd_limited: bool,
+    ) -> bool {
+        dispatch!(self, c => c.on_ack(acked, ack, flight, now, rtt, cwnd_limited))
     }
     fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
         dispatch!(self, c => c.on_dup_ack(flight, highest, una))
@@ -135,6 +159,58 @@ impl CongestionControl for Congestion {
     }
     fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant) {
         dispatch!(self, c => c.restart_after_idle(idle, rto, now))
+    }
+}
+
+/// Whether the congestion window, rather than the application or the
+/// peer's window, limits the sender, tracked per round of data as Linux's
+/// `tcp_cwnd_validate` (`is_cwnd_limited`, `max_packets_out`,
+/// `cwnd_usage_seq`), in bytes.
+///
+/// Invariant: `round_end` is `SND.NXT` of a send no older than the flight
+/// it started, so it is never more than a window behind `SND.UNA` when
+/// compared (every send compares it).
+#[derive(Debug, Clone, Copy)]
+pub struct CwndUse {
+    /// A send this round left the window without room for a segment.
+    limited: bool,
+    /// The largest flight of this round, in bytes.
+    max_flight: u32,
+    /// The round ends once this is acknowledged (`SND.NXT` at its start).
+    round_end: Seq,
+}
+
+impl CwndUse {
+    /// Nothing sent yet, from `iss`: not limited.
+    pub fn new(iss: Seq) -> CwndUse {
+        CwndUse {
+            limited: false,
+            max_flight: 0,
+            round_end: iss,
+        }
+    }
+
+    /// A segment left: `flight` bytes are now in flight, `full` if the
+    /// congestion window has no room for another segment, `una` and `nxt`
+    /// the send sequence. A new round starts once the last one is
+    /// acknowledged, on a full window, or on a larger flight while not
+    /// limited.
+    #[inline]
+    pub fn sent(&mut self, full: bool, flight: u32, una: Seq, nxt: Seq) {
+        if una >= self.round_end || full || (!self.limited && flight > self.max_flight) {
+            self.limited = full;
+            self.max_flight = flight;
+            self.round_end = nxt;
+        }
+    }
+
+    /// True if an ACK may grow a window of `cwnd` bytes (Linux's
+    /// `tcp_is_cwnd_limited`): the window was full this round or, in slow
+    /// start, it is under twice the largest flight (so slow start still
+    /// doubles what was sent).
+    #[inline]
+    pub fn allows_growth(&self, cwnd: u32, slow_start: bool) -> bool {
+        self.limited || (slow_start && cwnd < self.max_flight.saturating_mul(2))
     }
 }
 
@@ -211,7 +287,15 @@ impl CongestionControl for NewReno {
     /// `flight` bytes still outstanding after it. Returns true for a
     /// partial acknowledgment in recovery (RFC 6582 3.2 step 3: the next
     /// unacknowledged segment is to be retransmitted at once).
-    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, _: Instant, _: Duration) -> bool {
+    fn on_ack(
+        &mut self,
+        acked: u32,
+        ack: Seq,
+        flight: u32,
+        _: Instant,
+        _: Duration,
+        cwnd_limited: bool,
+    ) -> bool {
         self.dup_acks = 0;
         if let Some(recover) = self.recover {
             if self.pipe_based {
@@ -232,6 +316,12 @@ impl CongestionControl for NewReno {
             // Partial: deflate by what was acknowledged, add one segment back.
             self.cwnd = self.cwnd.saturating_sub(acked) + self.mss.min(acked);
             return true;
+        }
+        if !cwnd_limited {
+            // The application or the peer's window held the sender back:
+            // these ACKs say nothing of a larger window (Linux's
+            // tcp_reno_cong_avoid returns here too).
+            return false;
         }
         if self.cwnd < self.ssthresh {
             // Slow start: the window grows by what was acknowledged (RFC
@@ -308,7 +398,7 @@ mod tests {
     fn slow_start_then_avoidance_then_fast_recovery() {
         let mut c = NewReno::new(1000);
         assert_eq!(c.window(), 10_000);
-        c.on_ack(1000, Seq(1000), 0, Instant::ZERO, Duration::ZERO);
+        c.on_ack(1000, Seq(1000), 0, Instant::ZERO, Duration::ZERO, true);
         assert_eq!(c.window(), 11_000);
         // Three duplicates with 10,000 bytes in flight.
         assert_eq!(
@@ -327,10 +417,17 @@ mod tests {
         c.on_dup_ack(10_000, Seq(20_000), Seq(1000));
         assert_eq!(c.window(), 9_000, "inflated per duplicate");
         // A partial ACK: still in recovery, retransmit the next hole.
-        assert!(c.on_ack(2_000, Seq(3_000), 8_000, Instant::ZERO, Duration::ZERO));
+        assert!(c.on_ack(
+            2_000,
+            Seq(3_000),
+            8_000,
+            Instant::ZERO,
+            Duration::ZERO,
+            true
+        ));
         assert!(c.in_recovery());
         // The full ACK ends it.
-        assert!(!c.on_ack(17_000, Seq(20_000), 0, Instant::ZERO, Duration::ZERO));
+        assert!(!c.on_ack(17_000, Seq(20_000), 0, Instant::ZERO, Duration::ZERO, true));
         assert!(!c.in_recovery());
         assert_eq!(
             c.window(),
@@ -342,11 +439,11 @@ mod tests {
         c.on_timeout(20_000);
         assert_eq!((c.window(), c.ssthresh()), (1000, 10_000));
         for _ in 0..9 {
-            c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO);
+            c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
         }
         assert_eq!(c.window(), 10_000, "slow start up to ssthresh");
         for _ in 0..10 {
-            c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO);
+            c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
         }
         assert_eq!(c.window(), 11_000);
     }

@@ -15,7 +15,7 @@
 use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
 use super::congestion::CongestionControl;
-use super::congestion::{Algorithm, Congestion, HyStart};
+use super::congestion::{Algorithm, Congestion, CwndUse, HyStart};
 use super::pacing::Pacer;
 use super::plpmtud::PathProbe;
 use super::pool::BufferPool;
@@ -185,6 +185,9 @@ pub struct Connection {
     pub(crate) rcv_shift: u8,
     /// The right edge of the window we last advertised.
     pub(crate) rcv_adv: Seq,
+    /// The last ACK we sent (RFC 7323's Last.ACK.sent, Linux's rcv_wup):
+    /// only a segment starting at or before it updates TS.Recent.
+    pub(crate) last_ack_sent: Seq,
     pub(crate) recv_buf: RecvBuffer,
     /// Receive-window auto-tuning's measurements.
     pub(crate) tuning: RcvTuning,
@@ -241,7 +244,9 @@ pub struct Connection {
     /// The segment being timed (Karn): its end and when it left.
     pub(crate) timing: Option<(Seq, Instant)>,
     pub(crate) cc: Congestion,
-    /// When new data last left (RFC 5681 4.1's idle restart).
+    /// Whether the congestion window limits the sender (only then may it grow).
+    pub(crate) cwnd_use: CwndUse,
+    /// When new data (before it, our first SYN) last left (RFC 5681 4.1).
     pub(crate) last_sent: Instant,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,
@@ -365,6 +370,7 @@ impl Connection {
             rcv_nxt: Seq(0),
             rcv_shift: 0,
             rcv_adv: Seq(0),
+            last_ack_sent: Seq(0),
             recv_buf: RecvBuffer::new(config.recv_buffer),
             tuning: RcvTuning::default(),
             fin_received: false,
@@ -393,6 +399,7 @@ impl Connection {
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             timing: None,
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
+            cwnd_use: CwndUse::new(iss),
             last_sent: Instant::ZERO,
             hystart: HyStart::new(config.hystart),
             pacer: Pacer::new(config.pacing),
@@ -504,6 +511,7 @@ impl Connection {
         self.irs = Seq(syn.seq);
         self.rcv_nxt = self.irs + 1u32;
         self.rcv_adv = self.rcv_nxt;
+        self.last_ack_sent = self.rcv_nxt;
         let options = &syn.options;
         self.mss = options.mss.unwrap_or(DEFAULT_MSS).min(self.our_mss).max(64);
         match (self.offer_rfc7323, options.window_scale) {

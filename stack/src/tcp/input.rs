@@ -1,6 +1,7 @@
 //! Segment arrival (RFC 9293 3.10.7), with RFC 5961's defences against
-//! blind resets, SYNs and ACKs, RFC 7323's PAWS, RFC 1337's TIME-WAIT that
-//! no reset ends (and RFC 6191's test of a SYN that may), and the ACK
+//! blind resets, SYNs and ACKs, RFC 7323's PAWS (and, as Linux, a SYN-ACK
+//! refused for echoing a timestamp we never sent), RFC 1337's TIME-WAIT
+//! that no reset ends (and RFC 6191's test of a SYN that may), and the ACK
 //! processing that drives retransmission, RTT samples and congestion
 //! control.
 //!
@@ -43,6 +44,11 @@ pub enum Refusal {
         /// A challenge ACK answers it.
         challenged: bool,
     },
+    /// In SYN-SENT, a segment acknowledging our SYN whose TSecr is not
+    /// zero and no TSval we sent: older than our first SYN or newer than
+    /// our clock (Linux's `PAWSActiveRejected`): an old duplicate or a
+    /// forgery. Answered with a reset, unless it is one.
+    PawsActive,
     /// A reset not exactly at `RCV.NXT` (RFC 5961 3.2): in the window, a
     /// challenge ACK; outside it (or without an ACK in SYN-SENT), nothing.
     BadReset {
@@ -69,6 +75,7 @@ impl Refusal {
             Refusal::BadAck { challenged } | Refusal::BadReset { challenged } => challenged,
             Refusal::BadSyn => true,
             Refusal::Paws
+            | Refusal::PawsActive
             | Refusal::OutOfWindow
             | Refusal::BadFlags
             | Refusal::TimeWaitReset
@@ -114,6 +121,15 @@ impl Connection {
             self.rst_pending = Some((ack_no, None));
             return Verdict::Refused(Refusal::BadAck { challenged: false });
         }
+        // RFC 7323 leaves a SYN-ACK's TSecr unchecked; Linux
+        // (tcp_rcv_synsent_state_process) refuses one that echoes no TSval
+        // of ours, reset or not, and so do we: it answers no SYN we sent.
+        if ack && self.echo_not_ours(seg, now) {
+            if !rst {
+                self.rst_pending = Some((ack_no, None));
+            }
+            return Verdict::Refused(Refusal::PawsActive);
+        }
         if rst {
             if ack {
                 self.enter_closed(Some(TcpError::Refused));
@@ -142,6 +158,17 @@ impl Connection {
             self.snd_nxt = self.iss;
         }
         Verdict::Accepted
+    }
+
+    /// True if `seg`, in SYN-SENT, echoes a TSval that is not zero and
+    /// that we cannot have sent: before our first SYN left (`last_sent`)
+    /// or after `now` (Linux's `between(tsecr, retrans_stamp, now)`).
+    fn echo_not_ours(&self, seg: &TcpRepr, now: Instant) -> bool {
+        let Some((_, echo)) = seg.options.timestamps.filter(|_| self.offer_rfc7323) else {
+            return false;
+        };
+        let first = self.ts_now(self.last_sent);
+        echo != 0 && echo.wrapping_sub(first) > self.ts_now(now).wrapping_sub(first)
     }
 
     /// RFC 9293 3.10.7.4, for SYN-RECEIVED and every later state.
@@ -267,11 +294,14 @@ impl Connection {
             return Verdict::Refused(Refusal::BadAck { challenged: true });
         }
         // Timestamps to echo (RFC 7323 4.3): from segments that start at or
-        // before the left edge, once their ACK is taken (as Linux): a
-        // segment refused for its ACK may be a blind injection, whose TSval
-        // would make PAWS refuse the real peer.
+        // before Last.ACK.sent (not RCV.NXT: while an ACK is delayed over
+        // several segments it echoes the first one's TSval, so the peer's
+        // RTT sample includes the delay), once their ACK is taken (as
+        // Linux): a segment refused for its ACK may be a blind injection,
+        // whose TSval would make PAWS refuse the real peer. PAWS above
+        // already refused a TSval older than TS.Recent.
         if let (Some(ts), Some((value, _))) = (self.timestamps.as_mut(), seg.options.timestamps) {
-            if seq <= self.rcv_nxt {
+            if seq <= self.last_ack_sent {
                 *ts = Timestamps::new(value, now);
             }
         }
@@ -517,7 +547,13 @@ impl Connection {
         let srtt = self.rtt.srtt().unwrap_or_default();
         let ack = (acked, ack_no, self.snd_nxt);
         let grow = self.hystart.on_ack(&mut self.cc, ack, sample);
-        if self.cc.on_ack(grow, ack_no, flight, now, srtt) {
+        let cwnd_limited = self
+            .cwnd_use
+            .allows_growth(self.cc.window(), self.cc.in_slow_start());
+        if self
+            .cc
+            .on_ack(grow, ack_no, flight, now, srtt, cwnd_limited)
+        {
             // RFC 6582: a partial acknowledgment retransmits the next hole.
             self.fast_retransmit = true;
         }

@@ -86,6 +86,8 @@ impl Connection {
         let header = self.header(self.iss, flags::SYN, options);
         if self.snd_max == self.iss {
             self.timing = Some((self.iss + 1u32, now));
+            // The oldest TSval a SYN-ACK may echo (see `syn_sent`).
+            self.last_sent = now;
         }
         self.snd_nxt = self.iss + 1u32;
         self.snd_max = self.snd_max.max(self.snd_nxt);
@@ -165,13 +167,14 @@ impl Connection {
                 self.last_sent = now;
             }
         }
+        let in_flight = self.in_flight();
         let usable = match self.recovery {
             // PRR (RFC 6937) sets what recovery sends, within the peer's
             // window.
             Some(r) => r.sndcnt.min(self.snd_wnd.saturating_sub(self.flight())) as usize,
             None => {
                 let window = self.snd_wnd.min(self.cc.window() + self.limited_transmit());
-                window.saturating_sub(self.in_flight()) as usize
+                window.saturating_sub(in_flight) as usize
             }
         };
         let options = self.options_for(false, now);
@@ -239,6 +242,11 @@ impl Connection {
         if small && copied > 0 {
             self.snd_sml = self.snd_nxt;
         }
+        // Did this segment fill the congestion window (no room left for
+        // another)? Only then may the ACKs of this round grow it.
+        let flight = in_flight + copied as u32 + u32::from(fin);
+        let full = self.cc.window().saturating_sub(flight) < u32::from(self.mss);
+        self.cwnd_use.sent(full, flight, self.snd_una, self.snd_nxt);
         if self.snd_nxt > self.snd_max {
             self.snd_max = self.snd_nxt;
             // Marks a quarter of a round trip apart: RACK's send times.
@@ -291,6 +299,7 @@ impl Connection {
     /// D-SACK is reported once).
     pub(crate) fn acked(&mut self, header: TcpRepr) -> TcpRepr {
         if header.flags & flags::ACK != 0 {
+            self.last_ack_sent = Seq(header.ack);
             self.sack_rx.dsack = None;
             self.ack_now = false;
             self.challenge = false;

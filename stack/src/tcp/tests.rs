@@ -22,6 +22,7 @@ use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
 use std::collections::VecDeque;
 
 mod close;
+mod cwnd_validation;
 mod handshake;
 mod hystart;
 mod loss;

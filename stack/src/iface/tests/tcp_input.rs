@@ -529,6 +529,45 @@ fn two_stacks_alike_draw_unrelated_isns_ports_and_timestamp_offsets() {
 }
 
 #[test]
+fn a_syn_ack_echoing_no_timestamp_of_ours_is_counted_and_reset() {
+    // As Linux's PAWSActiveRejected: in SYN-SENT, a SYN-ACK echoing a
+    // TSval ahead of our clock is no answer to our SYN.
+    let (mut iface, mut port) = stack_knowing_peer();
+    let at = Instant::from_nanos(1_000_000);
+    let to = SocketAddrV4::new(PEER_IP, PEER_PORT);
+    iface
+        .tcp_connect(core::slice::from_mut(&mut port), at, to)
+        .unwrap();
+    let [syn] = <[TcpRepr; 1]>::try_from(sent(&mut port)).unwrap();
+    let (our_ts, _) = syn.options.timestamps.expect("offered");
+    let mut peer = Peer::on(iface, port);
+    peer.iss = syn.seq;
+    let syn_ack = |echo: u32| TcpRepr {
+        dst_port: syn.src_port,
+        flags: flags::SYN | flags::ACK,
+        options: TcpOptions {
+            mss: Some(1460),
+            timestamps: Some((PEER_TS, echo)),
+            ..TcpOptions::default()
+        },
+        ..peer.repr(0)
+    };
+    let forged = syn_ack(our_ts.wrapping_add(60_000));
+    let genuine = syn_ack(our_ts);
+    let result = refused(
+        &mut peer,
+        (forged, &[]),
+        DropReason::TcpPawsActive,
+        false,
+        Answer::Reset,
+    );
+    assert_eq!(result, Ok(()));
+    assert_eq!(peer.state(), State::SynSent);
+    let out = peer.send(&genuine, &[]);
+    assert_eq!(peer.state(), State::Established, "{out:?}");
+}
+
+#[test]
 fn challenge_acks_are_limited_per_second_across_the_stack() {
     // RFC 5961 7, Linux's tcp_challenge_ack_limit (1000): a flood of
     // in-window resets not at RCV.NXT, all within one second.

@@ -125,12 +125,24 @@ impl Cubic {
 }
 
 impl CongestionControl for Cubic {
-    fn on_ack(&mut self, acked: u32, ack: Seq, flight: u32, now: Instant, rtt: Duration) -> bool {
+    fn on_ack(
+        &mut self,
+        acked: u32,
+        ack: Seq,
+        flight: u32,
+        now: Instant,
+        rtt: Duration,
+        cwnd_limited: bool,
+    ) -> bool {
         if self.reno.in_recovery() || self.reno.in_slow_start() {
-            return self.reno.on_ack(acked, ack, flight, now, rtt);
+            return self.reno.on_ack(acked, ack, flight, now, rtt, cwnd_limited);
         }
         self.reno.dup_acks = 0;
-        self.avoid(acked, now, rtt);
+        // Not limited by the window: no growth (Linux's cubictcp_cong_avoid
+        // returns before bictcp_update).
+        if cwnd_limited {
+            self.avoid(acked, now, rtt);
+        }
         false
     }
 
@@ -194,7 +206,7 @@ mod tests {
     fn round_trip(c: &mut Cubic, start: Instant, rtt: Duration) -> Instant {
         let segments = c.window() / 1000;
         for i in 0..segments {
-            c.on_ack(1000, Seq(0), 0, start + rtt * i / segments, rtt);
+            c.on_ack(1000, Seq(0), 0, start + rtt * i / segments, rtt, true);
         }
         start + rtt
     }
@@ -206,11 +218,11 @@ mod tests {
         // Slow start to 100 segments, then a loss with them in flight.
         let mut now = Instant::ZERO;
         while c.window() < 100_000 {
-            c.on_ack(1000, Seq(0), 0, now, rtt);
+            c.on_ack(1000, Seq(0), 0, now, rtt, true);
         }
         c.enter_recovery(100_000, Seq(1));
         assert_eq!(c.window(), 70_000, "β = 0.7");
-        assert!(!c.on_ack(1000, Seq(1), 0, now, rtt), "recovery ends");
+        assert!(!c.on_ack(1000, Seq(1), 0, now, rtt, true), "recovery ends");
         assert_eq!(c.w_max(), 100.0);
         // Each round trip, the window is W_cubic one RTT on (RFC 9438
         // 4.2), within a segment or 2% while the cubic dominates.
@@ -239,12 +251,12 @@ mod tests {
         let rtt = Duration::from_millis(1);
         // A loss at the initial 10 segments: W_max 10, 7 kept.
         c.enter_recovery(10_000, Seq(1));
-        c.on_ack(1000, Seq(1), 0, now, rtt);
+        c.on_ack(1000, Seq(1), 0, now, rtt, true);
         assert_eq!((c.w_max(), c.window(), c.ssthresh()), (10.0, 7000, 7000));
         // Another below W_max: the flow gives some of its share up
         // (RFC 9438 4.7), W_max = 7 * (1 + β) / 2.
         c.enter_recovery(7000, Seq(2));
-        c.on_ack(1000, Seq(2), 0, now, rtt);
+        c.on_ack(1000, Seq(2), 0, now, rtt, true);
         assert!((c.w_max() - 7.0 * (1.0 + BETA) / 2.0).abs() < 1e-9);
         assert_eq!(c.window(), 4900);
         // A 1 ms RTT leaves the cubic nearly flat for 50 ms; Reno's AIMD

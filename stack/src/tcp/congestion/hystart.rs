@@ -156,6 +156,7 @@ mod tests {
                         0,
                         crate::time::Instant::ZERO,
                         Duration::ZERO,
+                        true,
                     );
                 }
                 self.next = end;

@@ -407,6 +407,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
 fn count_refusal(counters: &Counters, refusal: Refusal) {
     counters.count_drop(match refusal {
         Refusal::Paws => DropReason::TcpPawsEstab,
+        Refusal::PawsActive => DropReason::TcpPawsActive,
         Refusal::OutOfWindow => DropReason::TcpOutOfWindow,
         Refusal::BadAck { .. } => DropReason::TcpBadAck,
         Refusal::BadReset { .. } => DropReason::TcpBadRst,

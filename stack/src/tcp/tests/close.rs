@@ -222,6 +222,33 @@ fn a_segment_whose_ack_is_refused_does_not_move_ts_recent() {
 }
 
 #[test]
+fn a_delayed_ack_echoes_the_tsval_of_the_first_segment_it_covers() {
+    // RFC 7323 4.3: TS.Recent is taken only from a segment that starts at
+    // or before Last.ACK.sent (Linux: rcv_wup), so an ACK delayed over
+    // several segments echoes the earliest one's TSval and the peer's RTT
+    // sample includes the delay, as the RFC wants.
+    let mut t = Script::passive(
+        &config(),
+        "0 < S 0:0(0) win 8000 <mss 1000,TS val 100 ecr 0>",
+    );
+    t.run(
+        "
+        +0 > S. 0:0(0) ack 1 <mss 1460,TS val 0 ecr 100>
+        +0.01 < . 1:1(0) ack 1 win 8000 <TS val 101 ecr 0>
+        +0.01 < P. 1:101(100) ack 1 win 8000 <TS val 110 ecr 0>
+        // Beyond Last.ACK.sent (1) while the ACK of the first waits.
+        +0.01 < P. 101:201(100) ack 1 win 8000 <TS val 120 ecr 0>
+        +0.03 > . 1:1(0) ack 201 <TS val * ecr 110>
+        // That ACK went: a segment at 201 is echoed again.
+        +0.01 < P. 201:301(100) ack 1 win 8000 <TS val 130 ecr 0>
+        +0.04 > . 1:1(0) ack 301 <TS val * ecr 130>
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.read_all().len(), 300);
+}
+
+#[test]
 fn ts_recent_older_than_24_days_no_longer_refuses_segments() {
     // RFC 7323 5.5 (Linux's TCP_PAWS_24DAYS): a millisecond TSval moves
     // past half the 32-bit space in 24.8 days, after which every segment

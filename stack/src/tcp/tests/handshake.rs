@@ -175,3 +175,39 @@ fn segments_without_syn_scale_their_window_already_in_syn_received() {
     t.quiet();
     assert_eq!(t.conn.state(), State::Established);
 }
+
+#[test]
+fn a_syn_ack_echoing_a_timestamp_we_never_sent_is_reset() {
+    // As Linux (tcp_rcv_synsent_state_process, PAWSActiveRejected): a
+    // SYN-ACK whose TSecr is not zero and not between our first SYN's
+    // TSval and our clock now answers no SYN of ours (an old duplicate or
+    // a forgery). Taken, it would open the connection with the wrong
+    // peer's sequence numbers; it gets a reset, and the connection waits
+    // for the real one.
+    let mut t = Script::active(&config());
+    t.run(
+        "
+        0 > S 0:0(0) win 65535 <mss 1460,sackOK,TS val 0 ecr 0,nop,wscale 1>
+        // Ahead of our clock (100 ms now), then behind our first SYN.
+        +0.1 < S. 0:0(0) ack 1 win 5840 <mss 1200,TS val 500 ecr 5000>
+        +0 > R 1:1(0)
+        +0 < S. 0:0(0) ack 1 win 5840 <mss 1200,TS val 500 ecr 4294967295>
+        +0 > R 1:1(0)
+        // Nor does such a reset refuse the connection (and no reset
+        // answers a reset).
+        +0 < R. 0:0(0) ack 1 win 0 <TS val 500 ecr 5000>
+        // Our SYN again at 1 s: an echo of either TSval is ours.
+        1 > S 0:0(0) <mss 1460,sackOK,TS val 1000 ecr 0,nop,wscale 1>
+        +0.1 < S. 0:0(0) ack 1 win 5840 <mss 1200,sackOK,TS val 600 ecr 1000,nop,wscale 2>
+        +0 > . 1:1(0) ack 1 <TS val 1100 ecr 600>
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    let refused = Verdict::Refused(Refusal::PawsActive);
+    assert_eq!(
+        t.verdicts,
+        [refused, refused, refused, Verdict::Accepted],
+        "counted as refused"
+    );
+}
