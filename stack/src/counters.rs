@@ -105,6 +105,13 @@ reasons! {
     UdpNoSocket = "udp_no_socket",
     /// The socket's receive queue was full.
     UdpQueueFull = "udp_queue_full",
+    /// A copy of a datagram to a broadcast address or a group, for one
+    /// more socket that hears it, could not be made: no buffer.
+    UdpCopyNoBuffer = "udp_copy_no_buffer",
+    /// A socket that hears a datagram to a broadcast address or a group got
+    /// no copy: more sockets hear it than one datagram is copied to
+    /// (`udp::table::BROADCAST_RECEIVERS`).
+    UdpFanoutLimit = "udp_fanout_limit",
     /// An ICMP error was not sent because of the rate limit.
     IcmpRateLimited = "icmp_rate_limited",
     /// No route to the destination of an outgoing packet.

@@ -938,6 +938,7 @@ fn a_payload_changed_in_place_is_replied_with_a_fresh_checksum() {
     );
 }
 
+mod fanout;
 mod links;
 
 mod ipv6;
