@@ -969,3 +969,4 @@ mod soak;
 mod syn_cookies;
 mod tcp_memory;
 mod transmit;
+mod udp_errors;
