@@ -99,8 +99,6 @@ reasons! {
     UdpMalformed = "udp_malformed",
     /// UDP checksum wrong.
     UdpBadChecksum = "udp_bad_checksum",
-    /// UDP datagram from source port 0: nothing can be sent back to it.
-    UdpSourcePortZero = "udp_source_port_zero",
     /// No socket bound to the destination port.
     UdpNoSocket = "udp_no_socket",
     /// The socket's receive queue was full.
@@ -120,6 +118,9 @@ reasons! {
     TxNeighborUnresolved = "tx_neighbor_unresolved",
     /// An outgoing packet to one of our own addresses (no loopback).
     TxOwnAddress = "tx_own_address",
+    /// A datagram sent, forwarded or replied to port 0, refused (Linux's
+    /// EINVAL): no socket can listen there.
+    TxPortZero = "tx_port_zero",
     /// The device refused the packet after the retries.
     TxDeviceFull = "tx_device_full",
     /// No buffer could be allocated for an outgoing packet.

@@ -191,6 +191,9 @@ pub(super) fn queue_send<P: BufPool>(
     payload: &[u8],
     dst: SocketAddr,
 ) -> Result<usize, SocketError> {
+    if dst.port() == 0 {
+        return Err(SocketError::PortZero);
+    }
     let mut buf = pool.alloc().ok_or(SocketError::NoBuffer)?;
     if buf.tailroom() < payload.len() {
         buf = pool.alloc_large().ok_or(SocketError::TooLarge)?;
@@ -229,6 +232,9 @@ pub(super) fn queue_forward<P: BufPool>(
     datagram: Datagram<P::Buf>,
     dst: SocketAddr,
 ) -> Result<usize, SocketError> {
+    if dst.port() == 0 {
+        return Err(SocketError::PortZero);
+    }
     let range = datagram.payload_range();
     if datagram.buf.headroom() + range.start < HEADERS {
         // Not with the stack's own buffers (an mbuf keeps 128 bytes in
