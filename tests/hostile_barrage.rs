@@ -103,7 +103,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("udp_length_past_packet", "drop_udp_malformed"),
     ("udp_length_below_header", "drop_udp_malformed"),
     ("udp_bad_checksum", "drop_udp_bad_checksum"),
-    ("udp_source_port_zero", "drop_udp_source_port_zero"),
+    ("udp_source_port_zero", "drop_tx_port_zero"),
     ("udp_destination_port_zero", "drop_udp_no_socket"),
     // TCP
     ("tcp_data_offset_below_header", "drop_tcp_malformed"),

@@ -106,6 +106,7 @@ fn is_rx_drop(reason: DropReason) -> bool {
         DropReason::TxNoRoute
             | DropReason::TxNeighborUnresolved
             | DropReason::TxOwnAddress
+            | DropReason::TxPortZero
             | DropReason::TxDeviceFull
             | DropReason::TxNoBuffer
             | DropReason::TxTooBig

@@ -99,12 +99,17 @@ reasons! {
     UdpMalformed = "udp_malformed",
     /// UDP checksum wrong.
     UdpBadChecksum = "udp_bad_checksum",
-    /// UDP datagram from source port 0: nothing can be sent back to it.
-    UdpSourcePortZero = "udp_source_port_zero",
     /// No socket bound to the destination port.
     UdpNoSocket = "udp_no_socket",
     /// The socket's receive queue was full.
     UdpQueueFull = "udp_queue_full",
+    /// A copy of a datagram to a broadcast address or a group, for one
+    /// more socket that hears it, could not be made: no buffer.
+    UdpCopyNoBuffer = "udp_copy_no_buffer",
+    /// A socket that hears a datagram to a broadcast address or a group got
+    /// no copy: more sockets hear it than one datagram is copied to
+    /// (`udp::table::BROADCAST_RECEIVERS`).
+    UdpFanoutLimit = "udp_fanout_limit",
     /// An ICMP error was not sent because of the rate limit.
     IcmpRateLimited = "icmp_rate_limited",
     /// No route to the destination of an outgoing packet.
@@ -113,6 +118,9 @@ reasons! {
     TxNeighborUnresolved = "tx_neighbor_unresolved",
     /// An outgoing packet to one of our own addresses (no loopback).
     TxOwnAddress = "tx_own_address",
+    /// A datagram sent, forwarded or replied to port 0, refused (Linux's
+    /// EINVAL): no socket can listen there.
+    TxPortZero = "tx_port_zero",
     /// The device refused the packet after the retries.
     TxDeviceFull = "tx_device_full",
     /// No buffer could be allocated for an outgoing packet.

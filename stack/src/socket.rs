@@ -57,6 +57,9 @@ pub enum SocketError {
     TooLarge,
     /// `recv` timed out.
     TimedOut,
+    /// The destination port is 0, which no socket can listen on (Linux's
+    /// `EINVAL` for a `sendto` to port 0).
+    PortZero,
     /// The peer (or a router) answered an earlier datagram of this
     /// connected socket with an error.
     Peer(PeerError),
@@ -84,6 +87,7 @@ impl core::fmt::Display for SocketError {
             SocketError::NoBuffer => f.write_str("no packet buffer available"),
             SocketError::TooLarge => f.write_str("payload too large for one buffer"),
             SocketError::TimedOut => f.write_str("timed out"),
+            SocketError::PortZero => f.write_str("destination port 0 (no socket listens there)"),
             SocketError::Peer(e) => e.fmt(f),
             SocketError::PeerOn(socket, e) => write!(f, "socket {}: {e}", socket.index()),
             SocketError::NotMember => f.write_str("not a socket of this group"),

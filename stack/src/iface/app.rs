@@ -50,7 +50,9 @@ pub trait InlineHandler<B: Buf> {
     const WHOLE_BURSTS: bool = false;
 
     /// With [`InlineHandler::WHOLE_BURSTS`]: the datagrams of one rx burst for
-    /// inline sockets, across sockets, in arrival order; each names its
+    /// inline sockets, across sockets, in arrival order (copies of a
+    /// broadcast for several sockets may outnumber the burst's frames: the
+    /// rest then come in a further call); each names its
     /// socket ([`Datagram::socket`]), source ([`Datagram::src`]) and
     /// receive time ([`Datagram::received_at`]). Datagrams left in `batch`
     /// are freed afterwards. Unless overridden, each run of one socket's

@@ -2,7 +2,9 @@
 //! order, to socket queues (queue mode) or to the handler (inline mode),
 //! consecutive datagrams of one socket in one call, the whole burst in one
 //! call or each datagram alone, as the handler asks; ICMP errors and TCP
-//! events of the burst follow.
+//! events of the burst follow. A datagram to a broadcast address or a
+//! group goes to every socket that hears it, each other than the lookup's
+//! pick in a copy (`deliver_to_all`, out of line).
 //!
 //! Invariants: every datagram is handed over or dropped and counted; each
 //! datagram carries its socket and the poll's time when handed over; a
@@ -12,7 +14,7 @@
 
 use super::poll::Poll;
 use super::transmit::Out;
-use super::udp::{try_udp, try_udp6, BurstView, Fast};
+use super::udp::{copy_datagram, other_hearers, try_udp, try_udp6, BurstView, Fast};
 use super::{Batch, Core, InlineHandler, LcoreContext, RX_BURST};
 use crate::counters::{Counters, DropReason, Stat};
 use crate::port::{Buf, Port};
@@ -147,8 +149,49 @@ fn deliver_general<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     let mut delivered = None;
     Poll::new(ctx.core, &mut ctx.out, ctx.now).receive_frame(link, buf, &mut delivered);
     if let Some((socket, datagram)) = delivered {
+        if datagram.to_broadcast {
+            return deliver_to_all(ctx, queues, handler, delivery, socket, datagram);
+        }
         deliver(ctx, queues, handler, delivery, socket, datagram);
     }
+}
+
+/// Hands a datagram sent to a broadcast address or a group to every socket
+/// that hears it: a copy to each of the others (at most
+/// `BROADCAST_RECEIVERS` in all; a copy without a buffer, and each socket
+/// past the bound, is a counted drop), then the datagram itself to
+/// `socket`, the one the lookup picked. Out of line: never for unicast.
+#[cold]
+#[inline(never)]
+fn deliver_to_all<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
+    ctx: &mut LcoreContext<'_, P>,
+    queues: &[Option<Arc<SocketQueue<B>>>],
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+    socket: SocketId,
+    datagram: Datagram<B>,
+) {
+    let (others, left_out) = other_hearers(ctx.core, &datagram, socket);
+    for _ in 0..left_out {
+        ctx.core
+            .lcore
+            .counters
+            .count_drop(DropReason::UdpFanoutLimit);
+    }
+    let link = usize::from(datagram.link);
+    for other in others {
+        let Some(copy) = (ctx.out.port(link)).and_then(|port| copy_datagram(port, &datagram))
+        else {
+            ctx.core
+                .lcore
+                .counters
+                .count_drop(DropReason::UdpCopyNoBuffer);
+            continue;
+        };
+        ctx.core.lcore.counters.count(Stat::UdpInDatagrams);
+        deliver(ctx, queues, handler, delivery, other, copy);
+    }
+    deliver(ctx, queues, handler, delivery, socket, datagram);
 }
 
 /// Counts what the fast paths took of a burst: `v4` datagrams over IPv4
@@ -238,9 +281,9 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
         if H::EACH_DATAGRAM {
             return handler.on_datagram(datagram, ctx);
         }
-        // A burst holds at most RX_BURST frames, so there is always room.
-        if delivery.burst.try_push(datagram).is_err() {
-            ctx.core.lcore.counters.count_drop(DropReason::UdpQueueFull);
+        // A burst's frames fit; copies of a broadcast may not.
+        if let Err(full) = delivery.burst.try_push(datagram) {
+            hand_over_burst(ctx, handler, delivery, full.element());
         }
         return;
     }
@@ -254,6 +297,22 @@ fn deliver<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
     if delivery.batch.try_push(datagram).is_err() {
         ctx.core.lcore.counters.count_drop(DropReason::UdpQueueFull);
     }
+}
+
+/// Hands a full burst batch to the handler ([`InlineHandler::WHOLE_BURSTS`])
+/// before `datagram` starts the next: copies of broadcasts can outnumber
+/// the frames of a burst. Out of line: a burst's own frames always fit.
+#[cold]
+#[inline(never)]
+fn hand_over_burst<B: Buf, P: Port<Buf = B>, H: InlineHandler<B>>(
+    ctx: &mut LcoreContext<'_, P>,
+    handler: &mut H,
+    delivery: &mut Delivery<B>,
+    datagram: Datagram<B>,
+) {
+    handler.on_burst(&mut delivery.burst, ctx);
+    delivery.burst.clear();
+    delivery.burst.push(datagram);
 }
 
 /// Hands one socket's consecutive datagrams over: to its queue (queue mode;

@@ -128,6 +128,14 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
     /// counters).
     fn peer_error(counters: &Counters, message: &[u8]) -> PeerError;
 
+    /// True if error `message` (its 8-byte header checked) is "hard":
+    /// reported to a connected UDP socket, as Linux does without
+    /// IP_RECVERR (`icmp_err_convert`'s fatal errors, `icmpv6_err_convert`
+    /// for IPv6, and a "too big" under the default path MTU discovery); a
+    /// soft one (network or host unreachable, time exceeded) is transient
+    /// and not the socket's business.
+    fn is_hard(message: &[u8]) -> bool;
+
     /// The UDP socket that sent from `ours` to `peer` and is connected to
     /// `peer`: only those hear errors (as the kernel without IP_RECVERR).
     fn connected_socket<B: Buf>(
@@ -175,9 +183,9 @@ pub(super) trait IcmpFamily: NextHopAddr + Into<IpAddr> {
 /// its quote must name one of our addresses as source; one about a TCP
 /// segment goes to its connection ([`tcp::icmp_error`], which checks the
 /// quote further); otherwise a "too big" may lower the path MTU (never
-/// raise it, RFC 8201 4), and an error about a datagram of a
-/// UDP socket connected to the quoted destination is recorded for that
-/// socket.
+/// raise it, RFC 8201 4), and a hard error ([`IcmpFamily::is_hard`])
+/// about a datagram of a UDP socket connected to the quoted destination is
+/// recorded for that socket.
 pub(super) fn error_input<P: Port, A: IcmpFamily>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
@@ -210,6 +218,9 @@ pub(super) fn error_input<P: Port, A: IcmpFamily>(
     let (Some(protocol::UDP), Some(ports)) = (quote.protocol, quote.transport.get(..4)) else {
         return;
     };
+    if !A::is_hard(message) {
+        return;
+    }
     let our_port = u16::from_be_bytes([ports[0], ports[1]]);
     let peer_port = u16::from_be_bytes([ports[2], ports[3]]);
     let ours = (quote.ours, our_port);

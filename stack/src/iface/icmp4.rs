@@ -184,6 +184,22 @@ impl IcmpFamily for Ipv4Addr {
         }
     }
 
+    /// Linux's `__udp4_lib_err`: a parameter problem, fragmentation needed
+    /// (EMSGSIZE under IP_PMTUDISC_WANT) and the unreachable codes
+    /// `icmp_err_convert` marks fatal: protocol and port unreachable,
+    /// network or host unknown, host isolated, administratively prohibited
+    /// (9, 10, 13), precedence violation and cutoff. Network and host
+    /// unreachable (also for the TOS), source route failed, codes past 15
+    /// and time exceeded are soft.
+    fn is_hard(message: &[u8]) -> bool {
+        let icmp = Icmpv4Packet::new_unchecked(message);
+        match icmp.msg_type() {
+            msg_type::DEST_UNREACHABLE => matches!(icmp.code(), 2..=4 | 6..=10 | 13..=15),
+            msg_type::PARAMETER_PROBLEM => true,
+            _ => false,
+        }
+    }
+
     fn connected_socket<B: Buf>(
         core: &Core<B>,
         link: usize,

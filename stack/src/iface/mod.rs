@@ -551,13 +551,22 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
     }
 }
 
+/// Closes a queue-mode socket: out of the table, its queue let go, and
+/// the datagrams it received but nobody read dropped with it (as Linux
+/// frees a closed socket's queue; a group's queue lives on with its other
+/// members' datagrams, and the closed socket's id may name the next one
+/// bound).
 fn close_queued<B: Buf>(core: &mut Core<B>, socket: SocketId) {
-    core.shared.edit_later(|shared| {
+    let queue = core.shared.edit_later(|shared| {
         shared.udp.close(socket);
-        if let Some(slot) = shared.queues.get_mut(socket.index() as usize) {
-            *slot = None;
-        }
+        let slot = shared.queues.get_mut(socket.index() as usize);
+        slot.and_then(Option::take)
     });
+    if let Some(queue) = queue {
+        for _ in 0..queue.purge(socket) {
+            core.lcore.counters.count_drop(DropReason::UdpQueueFull);
+        }
+    }
 }
 
 /// Sends up to `limit` datagrams queued by application threads (each poll

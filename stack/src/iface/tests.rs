@@ -938,6 +938,7 @@ fn a_payload_changed_in_place_is_replied_with_a_fresh_checksum() {
     );
 }
 
+mod fanout;
 mod links;
 
 mod ipv6;
@@ -968,3 +969,4 @@ mod soak;
 mod syn_cookies;
 mod tcp_memory;
 mod transmit;
+mod udp_errors;

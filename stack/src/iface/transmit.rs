@@ -34,6 +34,9 @@ pub enum SendError {
     /// addresses: the stack has no loopback, and asking the link for our
     /// own MAC would only time out.
     OwnAddress,
+    /// The destination port is 0, which no socket can listen on (Linux's
+    /// `EINVAL` for a `sendto` to port 0).
+    PortZero,
 }
 
 impl core::fmt::Display for SendError {
@@ -47,6 +50,7 @@ impl core::fmt::Display for SendError {
             SendError::OwnAddress => {
                 "the destination is one of the stack's own addresses (no loopback)"
             }
+            SendError::PortZero => "destination port 0 (no socket listens there)",
         })
     }
 }

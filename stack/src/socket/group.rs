@@ -195,7 +195,10 @@ impl<P: BufPool> UdpGroup<P> {
     }
 
     /// Closes a member socket; false if it is not one. Datagrams it
-    /// received before stay in the queue.
+    /// received that are still queued are dropped with it once the lcore
+    /// takes the close (as Linux frees a closed socket's queue): its id
+    /// may name the next member bound. A reader may still get the ones it
+    /// takes before then.
     pub fn close(&self, socket: SocketId) -> bool {
         let mut members = self.lock_members();
         let Some(at) = members.iter().position(|&m| m == socket) else {

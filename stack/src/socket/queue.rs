@@ -66,6 +66,34 @@ impl<B: Buf> SocketQueue<B> {
         (pushed, dropped)
     }
 
+    /// Lcore side, at `socket`'s close: drops the datagrams queued for it
+    /// and keeps the others, in order; returns how many of those found no
+    /// room again (only if other pipelines filled the queue meanwhile).
+    /// Linux frees a closed socket's queue with it; a group's queue
+    /// outlives its members, and the closed member's id names the next
+    /// socket bound, which must not be handed what this one received.
+    /// Control path: one pass over what the queue holds, taken out and put
+    /// back (a reader meanwhile finds it empty, and is woken after).
+    pub(crate) fn purge(&self, socket: SocketId) -> usize {
+        let queued = self.datagrams.len();
+        if queued == 0 {
+            return 0;
+        }
+        let mut kept = Vec::with_capacity(queued);
+        for _ in 0..queued {
+            match self.datagrams.pop() {
+                Some(datagram) if datagram.socket != socket => kept.push(datagram),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let (pushed, dropped) = self.push_all(kept.into_iter());
+        if pushed > 0 {
+            self.wake();
+        }
+        dropped
+    }
+
     /// Lcore side: records an error for the next receive (the latest one
     /// wins, as the kernel's `sk_err`); the caller wakes the receivers.
     pub(crate) fn set_error(&self, socket: SocketId, error: PeerError) {
@@ -191,6 +219,9 @@ pub(super) fn queue_send<P: BufPool>(
     payload: &[u8],
     dst: SocketAddr,
 ) -> Result<usize, SocketError> {
+    if dst.port() == 0 {
+        return Err(SocketError::PortZero);
+    }
     let mut buf = pool.alloc().ok_or(SocketError::NoBuffer)?;
     if buf.tailroom() < payload.len() {
         buf = pool.alloc_large().ok_or(SocketError::TooLarge)?;
@@ -229,6 +260,9 @@ pub(super) fn queue_forward<P: BufPool>(
     datagram: Datagram<P::Buf>,
     dst: SocketAddr,
 ) -> Result<usize, SocketError> {
+    if dst.port() == 0 {
+        return Err(SocketError::PortZero);
+    }
     let range = datagram.payload_range();
     if datagram.buf.headroom() + range.start < HEADERS {
         // Not with the stack's own buffers (an mbuf keeps 128 bytes in

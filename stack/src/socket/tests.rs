@@ -288,6 +288,34 @@ fn send_to_from_an_app_thread_leaves_through_the_lcore() {
 }
 
 #[test]
+fn a_send_or_forward_to_port_zero_is_refused_on_the_callers_thread() {
+    let lcore = Lcore::start(16);
+    let socket = lcore
+        .handle
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 6000))
+        .unwrap();
+    lcore.learn_peer();
+    let port_zero = SocketAddrV4::new(PEER_IP, 0);
+    assert_eq!(socket.send_to(b"x", port_zero), Err(SocketError::PortZero));
+    assert_eq!(
+        socket.send_batch([(port_zero.into(), &b"x"[..])]),
+        Err(SocketError::PortZero)
+    );
+    lcore.inject(&[frame_to(6000, b"forward me")]);
+    let mut got = Vec::new();
+    socket
+        .recv_batch(&mut got, 1, Some(Duration::from_secs(5)))
+        .unwrap();
+    let datagram = got.pop().expect("one datagram");
+    assert_eq!(
+        socket.forward(datagram, port_zero),
+        Err(SocketError::PortZero)
+    );
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(lcore.counters.get(Stat::UdpOutDatagrams), 0);
+}
+
+#[test]
 fn dropping_a_socket_closes_it() {
     let lcore = Lcore::start(16);
     let socket = lcore

@@ -207,18 +207,24 @@ impl<B: Buf> Datagram<B> {
 /// An ICMP or ICMPv6 error a peer (or a router on the way) sent about a
 /// datagram from a connected socket: the socket's next receive reports it
 /// (queue mode) or [`crate::iface::InlineHandler::on_error`] gets it (inline).
+/// Only hard errors reach a UDP socket, as in Linux without IP_RECVERR: a
+/// network or host unreachable and a time exceeded are soft and not
+/// reported (TCP reads them too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerError {
     /// Port unreachable: nobody listens there (`ECONNREFUSED`).
     Refused,
-    /// Host, network or administratively unreachable (`EHOSTUNREACH`).
+    /// Unreachable for good: protocol unreachable, administratively
+    /// prohibited, host or network unknown (`EHOSTUNREACH` and kin; a
+    /// TCP connect also hears a plain network or host unreachable).
     Unreachable,
     /// Packet too big: the path carries at most `mtu` bytes (`EMSGSIZE`).
     TooBig {
         /// The path MTU the router reported.
         mtu: u32,
     },
-    /// Hop limit (TTL) exceeded on the way, or reassembly timed out there.
+    /// Hop limit (TTL) exceeded on the way, or reassembly timed out there
+    /// (soft: TCP reads it, a UDP socket never gets it).
     TimeExceeded,
     /// The peer found a header of ours malformed (`EPROTO`).
     ParameterProblem,

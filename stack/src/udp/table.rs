@@ -12,9 +12,12 @@
 //! device) is marked in its slot, and lookup just compares that socket's
 //! address: the common server case costs one slot read and one compare.
 //! Otherwise each candidate is scored by [`score`], which has exactly one call site
-//! ([`UdpTable::lookup`]) so it stays inlined (in Linux a second call site
-//! of the UDP scoring function made the compiler stop inlining it, a cost
-//! felt on every datagram). When the best candidate belongs to an SO_REUSEPORT group, a
+//! on the per-packet path ([`UdpTable::lookup`]) and is forced inline (in
+//! Linux a second call site of the UDP scoring function made the compiler
+//! stop inlining it, a cost felt on every datagram). A datagram to a
+//! broadcast address or a group goes to every socket [`score`] lets hear
+//! it ([`UdpTable::hearers`], Linux's multicast delivery): the one lookup
+//! picks, and a copy to each other. When the best candidate belongs to an SO_REUSEPORT group, a
 //! keyed hash of the 4-tuple picks the member, or a member pinned to the
 //! pipeline the datagram arrived on (SO_INCOMING_CPU; the `group` submodule),
 //! unless the group holds connected sockets: then scoring goes on, so the
@@ -230,6 +233,20 @@ impl Probe {
     }
 }
 
+impl Probe {
+    fn of_v6(key: &FlowKey6) -> Probe {
+        Probe {
+            v4: false,
+            src: key.src.ip().to_bits(),
+            dst: key.dst.ip().to_bits(),
+            src_port: key.src.port(),
+            dst_port: key.dst.port(),
+            device: u32::from(key.device),
+            lcore: key.lcore,
+        }
+    }
+}
+
 /// A received datagram's addresses as lookup compares them (keys).
 #[derive(Debug, Clone, Copy)]
 struct Probe {
@@ -243,6 +260,13 @@ struct Probe {
     /// The pipeline it arrived on.
     lcore: u16,
 }
+
+/// The most sockets one datagram to a broadcast address or a group reaches
+/// (the socket lookup picks and the first others that hear it, in the
+/// port's chain order): each takes a buffer copy, so the work per packet
+/// stays bounded however many sockets share the port. Linux has no bound;
+/// the sockets left out are counted (`DropReason::UdpFanoutLimit`).
+pub const BROADCAST_RECEIVERS: usize = 32;
 
 /// Ephemeral ports, as Linux's default range.
 pub const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 32768..=60999;
@@ -762,6 +786,35 @@ impl UdpTable {
         self.lookup_chain(&probe, head_of(slot))
     }
 
+    /// Every socket that hears an IPv4 datagram with `key` sent to a
+    /// broadcast address, in the port's chain order: each whose port,
+    /// address (the destination, or ANY), peer if connected, device and
+    /// family match, reuseport members one by one (Linux's
+    /// `__udp4_lib_mcast_deliver`). Not per unicast packet.
+    pub fn hearers(&self, key: &FlowKey) -> impl Iterator<Item = SocketId> + '_ {
+        self.hearers_of(Probe::of_v4(key))
+    }
+
+    /// [`UdpTable::hearers`] for an IPv6 datagram sent to a group (Linux's
+    /// `__udp6_lib_mcast_deliver`; every socket hears the groups its link
+    /// joined, as with Linux's default `IPV6_MULTICAST_ALL`).
+    pub fn hearers6(&self, key: &FlowKey6) -> impl Iterator<Item = SocketId> + '_ {
+        self.hearers_of(Probe::of_v6(key))
+    }
+
+    /// The sockets of `probe`'s port that [`score`] lets receive it.
+    fn hearers_of(&self, probe: Probe) -> impl Iterator<Item = SocketId> + '_ {
+        let mut at = head_of(self.ports[usize::from(probe.dst_port)]);
+        core::iter::from_fn(move || loop {
+            let hot = self.hot.get(at as usize)?;
+            let id = at;
+            at = hot.next_on_port;
+            if score(hot, &probe).is_some() {
+                return Some(SocketId(id));
+            }
+        })
+    }
+
     /// The general lookup: walks the port's chain, scoring each socket.
     #[inline(never)]
     fn lookup_chain(&self, probe: &Probe, head: u32) -> Option<SocketId> {
@@ -878,7 +931,8 @@ fn sip(k0: u64, k1: u64, value: u64) -> u64 {
 /// else higher for more specific matches (as Linux's `compute_score`: an
 /// IPv4 socket beats an IPv6 one for IPv4 traffic; exact local address,
 /// connected remote address and port, bound device, 4 points each). One
-/// call site: [`UdpTable::lookup_chain`].
+/// call site per packet, [`UdpTable::lookup_chain`]; the broadcast
+/// fan-out's walk ([`UdpTable::hearers`]) is the other.
 #[inline(always)]
 fn score(socket: &Hot, probe: &Probe) -> Option<u32> {
     if socket.local_port != probe.dst_port {

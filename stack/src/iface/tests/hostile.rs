@@ -180,8 +180,31 @@ fn a_plain_udp_echo_over_the_mtu_leaves_in_fragments() {
     assert_eq!(port.buffers_in_use(), 0);
 }
 
+/// Records each datagram's source, then replies to it.
+#[derive(Default)]
+struct EchoRecording {
+    sources: Vec<SocketAddr>,
+}
+
+impl InlineHandler<MemBuf> for EchoRecording {
+    fn on_datagrams<P: Port<Buf = MemBuf>>(
+        &mut self,
+        _: SocketId,
+        batch: &mut Batch<MemBuf>,
+        ctx: &mut LcoreContext<'_, P>,
+    ) {
+        for datagram in batch.drain(..) {
+            self.sources.push(datagram.src());
+            ctx.reply(datagram);
+        }
+    }
+}
+
 #[test]
-fn udp_from_source_port_zero_is_dropped_on_every_path() {
+fn udp_from_source_port_zero_is_delivered_on_every_path_but_never_answered_to_port_zero() {
+    // Linux delivers a datagram from source port 0 (nothing in
+    // __udp4_lib_rcv looks at it) and answers a closed port with port
+    // unreachable; only a send to port 0 is refused (EINVAL).
     let (mut iface, mut port) = stack6();
     iface
         .udp_bind(
@@ -191,8 +214,8 @@ fn udp_from_source_port_zero_is_dropped_on_every_path() {
         .unwrap();
     let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
     let broadcast = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 255), 7);
-    let frames = [
-        // IPv4 fast path, and the general path (a broadcast).
+    let to_bound = [
+        // IPv4 fast path's frame, and the general path (a broadcast).
         udp_frame(0, 7, b"fast"),
         ethernet(
             MacAddr::BROADCAST,
@@ -205,34 +228,43 @@ fn udp_from_source_port_zero_is_dropped_on_every_path() {
                 &udp(SocketAddrV4::new(PEER_IP, 0), broadcast, b"general"),
             ),
         ),
-        // A closed port: no port unreachable either.
-        udp_frame(0, 9999, b"closed"),
-        // IPv6 fast path, and the general path (to a group).
+        // IPv6 fast path's frame, and the general path (to a group).
         frame6(OUR_MAC, &ip6_udp((PEER6, 0), (GLOBAL, 7), b"fast6", None)),
         frame6(
             multicast_mac(all_nodes),
             &ip6_udp((PEER_LL, 0), (all_nodes, 7), b"general6", None),
         ),
+    ];
+    let to_closed = [
+        udp_frame(0, 9999, b"closed"),
         frame6(
             OUR_MAC,
             &ip6_udp((PEER6, 0), (GLOBAL, 9999), b"closed", None),
         ),
     ];
-    for frame in &frames {
+    for frame in to_bound.iter().chain(&to_closed) {
         port.push_rx(frame);
     }
-    poll(&mut iface, &mut port, &mut Echo);
-    assert!(port.take_tx().is_empty(), "nothing sent to port 0");
-    let c = iface.counters();
-    assert_eq!(
-        c.dropped(DropReason::UdpSourcePortZero),
-        frames.len() as u64
+    let mut echo = EchoRecording::default();
+    poll(&mut iface, &mut port, &mut echo);
+    assert_eq!(echo.sources.len(), to_bound.len());
+    assert!(
+        echo.sources.iter().all(|s| s.port() == 0),
+        "{:?}",
+        echo.sources
     );
-    assert_eq!(c.total_dropped(), frames.len() as u64);
-    assert_eq!(c.get(Stat::UdpInDatagrams), 0);
-    // From any other port, the same datagrams are answered (the closed
-    // ports with port unreachable).
-    for frame in &frames {
+    let c = iface.counters();
+    assert_eq!(c.get(Stat::UdpInDatagrams), to_bound.len() as u64);
+    // The echoes to port 0 are refused; the closed ports answer.
+    assert_eq!(c.dropped(DropReason::TxPortZero), to_bound.len() as u64);
+    assert_eq!(c.dropped(DropReason::UdpNoSocket), to_closed.len() as u64);
+    assert_eq!(c.total_dropped(), (to_bound.len() + to_closed.len()) as u64);
+    let sent = port.take_tx();
+    assert_eq!(sent.len(), to_closed.len(), "port unreachables only");
+    assert_eq!(c.get(Stat::UdpOutDatagrams), 0);
+    // From any other port, the same datagrams are echoed (the closed
+    // ports answered with port unreachable as before).
+    for frame in to_bound.iter().chain(&to_closed) {
         let mut frame = frame.clone();
         let ipv6 = frame[12..14] == [0x86, 0xdd];
         let udp_at = if ipv6 { 14 + 40 } else { 14 + 20 };
@@ -243,7 +275,52 @@ fn udp_from_source_port_zero_is_dropped_on_every_path() {
         port.push_rx(&frame);
     }
     poll(&mut iface, &mut port, &mut Echo);
-    assert_eq!(port.take_tx().len(), frames.len());
+    assert_eq!(port.take_tx().len(), to_bound.len() + to_closed.len());
+    assert_eq!(port.buffers_in_use(), 0);
+}
+
+#[test]
+fn a_send_to_port_zero_is_refused_with_a_typed_error() {
+    let (mut iface, mut port) = stack6();
+    let socket = iface
+        .udp_bind(
+            SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 7, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let destinations: [SocketAddr; 3] = [
+        SocketAddrV4::new(PEER_IP, 0).into(),
+        SocketAddrV6::new(PEER6, 0, 0, 0).into(),
+        SocketAddrV6::new(PEER_IP.to_ipv6_mapped(), 0, 0, 0).into(),
+    ];
+    for dst in destinations {
+        assert_eq!(
+            iface.send_to(&mut port, Instant::ZERO, socket, dst, b"x"),
+            Err(SendError::PortZero),
+            "{dst}"
+        );
+    }
+    // A forward to port 0 (IPv4 in place, IPv6, and across families).
+    for (frame, dst) in [
+        (udp_frame(40000, 7, b"fwd"), destinations[0]),
+        (
+            frame6(
+                OUR_MAC,
+                &ip6_udp((PEER6, 40000), (GLOBAL, 7), b"fwd6", None),
+            ),
+            destinations[1],
+        ),
+        (udp_frame(40001, 7, b"fwd"), destinations[1]),
+    ] {
+        port.push_rx(&frame);
+        let mut forward = ForwardTo::new(socket, dst);
+        poll(&mut iface, &mut port, &mut forward);
+        assert_eq!(forward.results, [Err(SendError::PortZero)], "{dst}");
+    }
+    assert!(port.take_tx().is_empty(), "nothing sent to port 0");
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::TxPortZero), 6);
+    assert_eq!(c.get(Stat::UdpOutDatagrams), 0);
     assert_eq!(port.buffers_in_use(), 0);
 }
 

@@ -120,8 +120,9 @@ pub(super) fn ethernet_mismatch<const N: usize>(h: &[u8; N], view: &BurstView) -
 }
 
 /// The UDP header is one a fast path takes: its length field holds at
-/// least the header, and its source port is not 0 (port 0 cannot be
-/// answered: the general path drops it, counted).
+/// least the header, and its source port is not 0 (the general path
+/// delivers that one not `plain`, so a reply, which cannot go to port 0,
+/// is refused there and the plain turn-around never sees it).
 #[inline(always)]
 pub(super) fn udp_answerable(udp_len: usize, src_port: u16) -> bool {
     udp_len >= UDP_LEN && src_port != 0

@@ -30,7 +30,7 @@ use super::super::buffers::cut_to_payload;
 use super::super::state::Core;
 use super::super::transmit::{Out, SendError};
 use super::family::UdpFamily;
-use super::send::{path_to, send_framed};
+use super::send::{path_to, port_zero, send_framed};
 use super::template;
 use super::v4::FAST_HEADERS;
 use crate::counters::{DropReason, Stat};
@@ -190,7 +190,8 @@ fn send_stamped<P: Port>(
     Ok(())
 }
 
-/// [`forward_plain`] without a template that holds: if the sending socket
+/// [`forward_plain`] without a template that holds (a destination port 0 is
+/// refused here, so no template is ever made for it): if the sending socket
 /// keeps a valid route to `dst`, its template is made from that route (and
 /// kept for the next packets) and stamped on the frame; the frame goes the
 /// general way if there is no such route or it does not fit the MTU (it is
@@ -205,6 +206,11 @@ fn forward_untemplated<P: Port>(
     from: SocketId,
     dst: SocketAddrV4,
 ) -> Result<(), SendError> {
+    // Before a template is made: one for port 0 would serve every next
+    // forward there.
+    if dst.port() == 0 {
+        return Err(port_zero(core));
+    }
     let generation = core.generation();
     let routes = &core.lcore.udp_routes;
     if let Some(send) = routes.cached_send(from, dst, generation) {
@@ -246,6 +252,9 @@ fn forward_general<A: UdpFamily, P: Port>(
         end: payload_end,
         plain,
     } = payload;
+    if A::split(dst).1 == 0 {
+        return Err(port_zero(core));
+    }
     let (local, local_port) = A::local(core, from)?;
     let path = path_to::<A, _>(core, from, &dst)?;
     let Some((mac, mtu)) = core.shared.links.get(path.link).map(|l| (l.mac, l.mtu)) else {

@@ -1,7 +1,8 @@
 //! UDP in, the general path, both families ([`Poll::udp_input`]): what the IP
-//! layer handed over is checked (length, checksum, source port) and looked
-//! up; a datagram for a closed port is answered with the family's port
-//! unreachable.
+//! layer handed over is checked (length, checksum) and looked up; a
+//! datagram for a closed port is answered with the family's port
+//! unreachable. A datagram from source port 0 is delivered, as Linux does
+//! (only a send to port 0 is refused, `SendError::PortZero`).
 //!
 //! Per packet, owning lcore only: no allocation, no panic. A datagram ends
 //! in exactly one of: handed back in `delivered`, or a counted drop (with
@@ -17,9 +18,8 @@ use crate::wire::udp::{UdpPacket, HEADER_LEN as UDP_LEN};
 
 impl<P: Port> Poll<'_, '_, P> {
     /// Receives the UDP datagram at `l4.start..l4.end` of `buf`: length and
-    /// checksum checked (a zero checksum is "none" over IPv4 only), source
-    /// port 0 refused (nothing can answer it), the socket looked up, the
-    /// datagram handed back for delivery.
+    /// checksum checked (a zero checksum is "none" over IPv4 only), the
+    /// socket looked up, the datagram handed back for delivery.
     pub(crate) fn udp_input<A: UdpFamily>(
         &mut self,
         buf: P::Buf,
@@ -45,14 +45,6 @@ impl<P: Port> Poll<'_, '_, P> {
         };
         if refused_zero || !core.shared.config.checksum.accepts(l4.l4_checksum, verify) {
             return core.lcore.counters.count_drop(DropReason::UdpBadChecksum);
-        }
-        if udp.src_port() == 0 {
-            // Port 0 is no destination: an answer (an echo, a port
-            // unreachable) could only go nowhere.
-            return core
-                .lcore
-                .counters
-                .count_drop(DropReason::UdpSourcePortZero);
         }
         let (src, dst) = ((l4.src, udp.src_port()), (l4.dst, udp.dst_port()));
         let Some(socket) = A::lookup(core, src, dst, link) else {

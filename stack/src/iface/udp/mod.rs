@@ -1,8 +1,9 @@
 //! UDP in the pipeline, both families, in one place: the fast paths that
 //! take the common datagram straight from the frame (`fast4`, `fast6`,
 //! and what they share in `fast`), the general receive path (`input`),
-//! replies built in the request's buffer (`reply`), sends from a socket
-//! (`send`) and zero-copy forwarding (`forward`).
+//! the copies of a broadcast or group datagram for every socket that hears
+//! it (`fanout`), replies built in the request's buffer (`reply`), sends
+//! from a socket (`send`) and zero-copy forwarding (`forward`).
 //!
 //! Written once over the address family where the two do the same thing:
 //! [`family::UdpFamily`] says what differs (addresses, pseudo-header,
@@ -16,6 +17,7 @@
 //! errors. Nothing below imports it back.
 
 mod family;
+mod fanout;
 mod fast;
 mod fast4;
 mod fast6;
@@ -28,6 +30,7 @@ mod v4;
 mod v6;
 
 pub(crate) use family::UdpIn;
+pub(crate) use fanout::{copy as copy_datagram, other_hearers};
 pub(crate) use fast::{BurstView, Fast};
 pub(crate) use fast4::try_udp;
 pub(crate) use fast6::try_udp6;

@@ -99,6 +99,11 @@ fn rebuild_reply<A: UdpFamily, P: Port>(
     };
     let (mac, mtu) = (here.mac, here.mtu);
     let ((peer, ours), (peer_port, our_port)) = A::addresses(buf.data(), payload.start);
+    if peer_port == 0 {
+        // Delivered, as in Linux, but no reply goes to port 0 (a plain
+        // request never comes from it: the fast paths leave those here).
+        return core.lcore.counters.count_drop(DropReason::TxPortZero);
+    }
     let source = if to_group {
         match A::reply_source(here, peer) {
             Some(ip) => ip,

@@ -120,6 +120,9 @@ fn send<A: UdpFamily, P: Port>(
     dst: A::SocketAddr,
     payload: &[u8],
 ) -> Result<(), SendError> {
+    if A::split(dst).1 == 0 {
+        return Err(port_zero(core));
+    }
     let local = A::local(core, socket)?;
     let path = path_to::<A, _>(core, socket, &dst)?;
     let headers = ETH_LEN + A::IP_LEN + UDP_LEN;
@@ -153,9 +156,20 @@ fn send_in<A: UdpFamily, P: Port>(
     dst: A::SocketAddr,
     buf: P::Buf,
 ) -> Result<(), SendError> {
+    if A::split(dst).1 == 0 {
+        return Err(port_zero(core));
+    }
     let local = A::local(core, socket)?;
     let path = path_to::<A, _>(core, socket, &dst)?;
     send_on_path(core, out, now, (socket, local), dst, buf, path)
+}
+
+/// Refuses a datagram to port 0, as Linux's `sendto` does (`EINVAL`): no
+/// socket can listen there. Counted.
+#[cold]
+pub(super) fn port_zero<B: Buf>(core: &Core<B>) -> SendError {
+    core.lcore.counters.count_drop(DropReason::TxPortZero);
+    SendError::PortZero
 }
 
 /// Prepends the headers to the payload in `buf` (source: the socket's

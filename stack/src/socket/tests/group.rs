@@ -291,3 +291,45 @@ fn a_send_to_a_family_the_socket_cannot_speak_is_a_counted_drop() {
         lcore.counters.nonzero()
     );
 }
+
+#[test]
+fn a_closed_members_queued_datagrams_go_with_it_not_to_a_member_bound_after() {
+    // Linux frees a closed socket's queue with it. A group's queue outlives
+    // its members, and a closed member's id names the next socket bound:
+    // its datagrams must not come out under that new member's name.
+    let lcore = Lcore::start(16);
+    let group = lcore.handle.udp_group(64);
+    let bind = |port| {
+        group
+            .bind(SocketAddrV4::new(OUR_IP, port), BindOptions::default())
+            .unwrap()
+            .0
+    };
+    let (closing, staying) = (bind(5000), bind(5001));
+    lcore.inject(&[
+        frame_to(5000, b"to the closed one"),
+        frame_to(5001, b"kept"),
+        frame_to(5000, b"to the closed one"),
+    ]);
+    for _ in 0..2000 {
+        if group.queued() == 3 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(group.queued(), 3);
+    assert!(group.close(closing));
+    // The bind waits for the lcore, which takes the close first.
+    let newcomer = bind(5002);
+    assert_eq!(newcomer, closing, "the closed member's id is reused");
+    let mut got = Vec::new();
+    group
+        .recv_batch(&mut got, 8, Some(Duration::from_millis(100)))
+        .unwrap();
+    let seen: Vec<(SocketId, Vec<u8>)> = got
+        .iter()
+        .map(|d| (d.socket(), d.payload().to_vec()))
+        .collect();
+    assert_eq!(seen, [(staying, b"kept".to_vec())]);
+    assert_eq!(group.queued(), 0);
+}
