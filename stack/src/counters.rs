@@ -260,6 +260,11 @@ reasons! {
     /// multicast or broadcast MAC, which no neighbour has (ARP refuses
     /// such senders too).
     NdGroupLinkAddress = "nd_group_link_address",
+    /// Multicast listener query failing RFC 3810 5.1.14's checks (not
+    /// from a link-local address, hop limit not 1, no Router Alert option)
+    /// or malformed (RFC 3810 8.1: a length neither MLDv1's nor MLDv2's, a
+    /// group field that is neither unspecified nor multicast).
+    MldInvalid = "mld_invalid",
 }
 
 /// Number of drop reasons.
@@ -378,6 +383,12 @@ protocol_counters! {
     Icmp6OutRouterSolicits,
     /// Router advertisements received and accepted.
     Icmp6InRouterAdvertisements,
+    /// Multicast listener queries received and accepted (RFC 3810).
+    /// Linux: `Icmp6InGroupMembQueries`.
+    Icmp6InGroupMembQueries,
+    /// MLDv2 listener reports sent (RFC 3810: state changes on joins and
+    /// leaves, answers to queries). Linux: `Icmp6OutMLDv2Reports`.
+    Icmp6OutMldv2Reports,
     /// Addresses that duplicate address detection found in use (unused).
     Ip6DadDuplicates,
     /// ICMP(v6) errors handed to the sockets they concern.
