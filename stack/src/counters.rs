@@ -386,6 +386,10 @@ protocol_counters! {
     /// Multicast listener queries received and accepted (RFC 3810).
     /// Linux: `Icmp6InGroupMembQueries`.
     Icmp6InGroupMembQueries,
+    /// Router advertisement MTU options ignored (RFC 4861 6.3.4): below
+    /// the IPv6 minimum of 1280 or above the link's own MTU. The rest of
+    /// the advertisement is taken.
+    Icmp6InRaMtuIgnored,
     /// MLDv2 listener reports sent (RFC 3810: state changes on joins and
     /// leaves, answers to queries). Linux: `Icmp6OutMLDv2Reports`.
     Icmp6OutMldv2Reports,

@@ -171,6 +171,7 @@ impl<B: Buf> Interface<B> {
                 mac: l.mac,
                 addresses: l.addresses.clone(),
                 mtu: l.mtu,
+                mtu6: l.mtu,
                 neighbors: Arc::new(caches.v4.view()),
                 ipv6: l.ipv6,
                 addresses6: if dad > 0 { Vec::new() } else { addresses6 },

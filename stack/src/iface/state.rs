@@ -54,6 +54,9 @@ pub(crate) struct Link {
     pub(crate) mac: MacAddr,
     pub(crate) addresses: Vec<Ipv4Cidr>,
     pub(crate) mtu: usize,
+    /// IPv6's MTU on the link: `mtu`, or less once a router advertised
+    /// less (RFC 4861 6.3.4; never below 1280).
+    pub(crate) mtu6: usize,
     pub(crate) neighbors: Arc<NeighborView<Ipv4Addr>>,
     /// IPv6 runs on the link.
     pub(crate) ipv6: bool,
