@@ -393,6 +393,12 @@ protocol_counters! {
     /// MLDv2 listener reports sent (RFC 3810: state changes on joins and
     /// leaves, answers to queries). Linux: `Icmp6OutMLDv2Reports`.
     Icmp6OutMldv2Reports,
+    /// MLDv1 reports sent (while an MLDv1 querier is present). Linux:
+    /// `Icmp6OutGroupMembResponses`.
+    Icmp6OutGroupMembResponses,
+    /// MLDv1 done messages sent (a group left while an MLDv1 querier is
+    /// present). Linux: `Icmp6OutGroupMembReductions`.
+    Icmp6OutGroupMembReductions,
     /// Addresses that duplicate address detection found in use (unused).
     Ip6DadDuplicates,
     /// ICMP(v6) errors handed to the sockets they concern.

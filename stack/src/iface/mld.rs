@@ -16,8 +16,12 @@
 //!   5.1.14; else dropped, `MldInvalid`); answered after a random delay up
 //!   to the query's Maximum Response Delay with a MODE_IS_EXCLUDE record
 //!   per group asked about (all of them for a general query), the pending
-//!   answers merged as RFC 3810 6.2 says. An MLDv1 query is not answered
-//!   (no MLDv1 compatibility mode, `Icmp6Unhandled`).
+//!   answers merged as RFC 3810 6.2 says.
+//! - *MLDv1 routers* (RFC 3810 8.2.1): an MLDv1 query puts the link in
+//!   MLDv1 compatibility mode for [`OLDER_VERSION_QUERIER_PRESENT`]: joins
+//!   and answers are then MLDv1 reports, each to its group, and a leave is
+//!   one MLDv1 done to all-routers (RFC 2710). Another listener's report
+//!   does not suppress ours (RFC 2710 4's optional saving).
 //!
 //! Reports leave from the link-local address, or from `::` while it is
 //! tentative (RFC 3810 5.2.13), to ff02::16 with hop limit 1 behind the
@@ -33,12 +37,12 @@ use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, Port};
 use crate::time::{Duration, Instant};
 use crate::wire::ethernet::{EtherType, EthernetFrame, HEADER_LEN as ETH_LEN};
-use crate::wire::icmpv6::Icmpv6Packet;
+use crate::wire::icmpv6::{msg_type, Icmpv6Packet};
 use crate::wire::ipv6::{multicast_mac, next_header};
 use crate::wire::ipv6::{Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN};
-use crate::wire::mld::ROUTER_ALERT_HOP_BY_HOP;
-use crate::wire::mld::{emit_report, has_router_alert, record_type, MldQuery};
+use crate::wire::mld::{emit_report, emit_v1, has_router_alert, record_type, MldQuery};
 use crate::wire::mld::{ALL_MLDV2_ROUTERS, RECORD_LEN, REPORT_HEADER_LEN};
+use crate::wire::mld::{QUERY_V1_LEN, ROUTER_ALERT_HOP_BY_HOP};
 use core::net::Ipv6Addr;
 
 /// RFC 3810 9.1's default Robustness Variable: each state change is
@@ -48,6 +52,14 @@ pub(crate) const ROBUSTNESS: u8 = 2;
 /// RFC 3810 9.11's Unsolicited Report Interval: the longest wait between
 /// the reports of one state change.
 pub(crate) const UNSOLICITED_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// RFC 3810 9.12's Older Version Querier Present Timeout with the default
+/// Robustness Variable (2), Query Interval (125 s) and Query Response
+/// Interval (10 s): how long one MLDv1 query keeps the link in MLDv1 mode.
+pub(crate) const OLDER_VERSION_QUERIER_PRESENT: Duration = Duration::from_secs(2 * 125 + 10);
+
+/// ff02::2, the all-routers group an MLDv1 done goes to (RFC 2710 3).
+const ALL_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
 
 /// MLD messages carry this hop limit (RFC 3810 5).
 const MLD_HOP_LIMIT: u8 = 1;
@@ -102,14 +114,14 @@ pub(super) fn query<B: Buf>(
         Ok(query) if valid => query,
         _ => return core.lcore.counters.count_drop(DropReason::MldInvalid),
     };
-    if query.version == 1 {
-        return core.lcore.counters.count_drop(DropReason::Icmp6Unhandled);
-    }
     let general = query.group.is_unspecified();
     if !general && !query.group.is_multicast() {
         return core.lcore.counters.count_drop(DropReason::MldInvalid);
     }
     core.lcore.counters.count(Stat::Icmp6InGroupMembQueries);
+    if query.version == 1 {
+        older_querier(core, link, now);
+    }
     let wait = random_delay(
         delay_key(core),
         salt(query.group, link),
@@ -139,6 +151,23 @@ pub(super) fn query<B: Buf>(
             l.query_due = Some(due);
         }
     });
+}
+
+/// An MLDv1 querier was heard on `link`: MLDv1 for the next
+/// [`OLDER_VERSION_QUERIER_PRESENT`] (the shared state written at most once
+/// a second, however many such queries come).
+fn older_querier<B: Buf>(core: &mut Core<B>, link: usize, now: Instant) {
+    let until = now + OLDER_VERSION_QUERIER_PRESENT;
+    let Some(mld) = core.shared.links.get(link).map(|l| &l.mld) else {
+        return;
+    };
+    if mld
+        .v1_until
+        .is_none_or(|known| known + Duration::from_secs(1) < until)
+    {
+        core.shared
+            .edit(|shared| shared.links[link].mld.v1_until = Some(until));
+    }
 }
 
 /// True if the IPv6 packet in `buf` whose upper-layer message starts at
@@ -184,6 +213,7 @@ pub(super) fn run<P: Port>(
         return;
     }
     let key = delay_key(core);
+    let v1 = mld.v1_until.is_some_and(|until| now < until);
     // Decided under the lock, sent after it.
     let mut changes = Vec::new();
     let mut current = Vec::new();
@@ -219,6 +249,9 @@ pub(super) fn run<P: Port>(
         for l in &mut mld.groups {
             if l.changes_left > 0 && now >= l.change_due {
                 l.changes_left -= 1;
+                if v1 && !l.member {
+                    l.changes_left = 0; // MLDv1 says done once
+                }
                 let wait = random_delay(key, salt(l.group, link), now, UNSOLICITED_REPORT_INTERVAL);
                 l.change_due = now + wait.max(Duration::from_millis(1));
                 changes.push((
@@ -237,8 +270,34 @@ pub(super) fn run<P: Port>(
         }
         mld.groups.retain(|l| l.member || l.changes_left > 0);
     });
+    if v1 {
+        for (kind, group) in changes.into_iter().chain(current) {
+            send_v1(core, out, link, kind, group);
+        }
+        return;
+    }
     send_reports(core, out, link, &changes);
     send_reports(core, out, link, &current);
+}
+
+/// Sends what an MLDv2 record of `kind` about `group` says as MLDv1 does:
+/// a done for a leave (to all-routers), else a report (to the group).
+fn send_v1<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    kind: u8,
+    group: Ipv6Addr,
+) {
+    let (kind, dst, stat) = if kind == record_type::CHANGE_TO_INCLUDE_MODE {
+        let stat = Stat::Icmp6OutGroupMembReductions;
+        (msg_type::MLD_DONE, ALL_ROUTERS, stat)
+    } else {
+        let stat = Stat::Icmp6OutGroupMembResponses;
+        (msg_type::MLD_REPORT_V1, group, stat)
+    };
+    let emit = |message: &mut [u8]| emit_v1(message, kind, group);
+    send_mld(core, out, link, dst, (QUERY_V1_LEN, emit), stat);
 }
 
 /// Sends `records` on `link` in as few MLDv2 reports as the link's MTU
@@ -249,40 +308,59 @@ fn send_reports<P: Port>(
     link: usize,
     records: &[(u8, Ipv6Addr)],
 ) {
-    let Some(here) = core.shared.links.get(link) else {
+    let Some(mtu) = core.shared.links.get(link).map(|l| l.mtu6) else {
         return;
     };
-    let (our_mac, mtu) = (here.mac, here.mtu);
-    let src = here.link_local6().unwrap_or(Ipv6Addr::UNSPECIFIED);
     let headers = IP6_LEN + ROUTER_ALERT_HOP_BY_HOP.len() + REPORT_HEADER_LEN;
     let per_report = (mtu.saturating_sub(headers) / RECORD_LEN).max(1);
     for chunk in records.chunks(per_report) {
-        let message_len = REPORT_HEADER_LEN + RECORD_LEN * chunk.len();
-        let payload_len = ROUTER_ALERT_HOP_BY_HOP.len() + message_len;
-        let len = ETH_LEN + IP6_LEN + payload_len;
-        let Some(mut buf) = new_frame(&core.lcore.counters, out, link, len) else {
-            return;
-        };
-        let frame = buf.data_mut();
-        let mut eth = EthernetFrame::new_unchecked(&mut *frame);
-        eth.set_dst(multicast_mac(ALL_MLDV2_ROUTERS));
-        eth.set_src(our_mac);
-        eth.set_ethertype(EtherType::Ipv6);
-        Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
-            src,
-            dst: ALL_MLDV2_ROUTERS,
-            next_header: next_header::HOP_BY_HOP,
-            payload_len: payload_len as u16,
-            hop_limit: MLD_HOP_LIMIT,
-        });
-        let options = ETH_LEN + IP6_LEN;
-        let message_at = options + ROUTER_ALERT_HOP_BY_HOP.len();
-        frame[options..message_at].copy_from_slice(&ROUTER_ALERT_HOP_BY_HOP);
-        let message = &mut frame[message_at..];
-        emit_report(message, chunk);
-        Icmpv6Packet::new_unchecked(message).fill_checksum(src, ALL_MLDV2_ROUTERS);
-        core.lcore.counters.count(Stat::Icmp6OutMldv2Reports);
-        core.lcore.counters.count(Stat::Ip6OutRequests);
-        out.push(link, buf, &core.lcore.counters);
+        let len = REPORT_HEADER_LEN + RECORD_LEN * chunk.len();
+        let emit = |message: &mut [u8]| emit_report(message, chunk);
+        let stat = Stat::Icmp6OutMldv2Reports;
+        send_mld(core, out, link, ALL_MLDV2_ROUTERS, (len, emit), stat);
     }
+}
+
+/// Sends one MLD message on `link` to `dst`: `emit` writes its `len`
+/// bytes; hop limit 1, the Router Alert option, from the link-local
+/// address (`::` while it is tentative); counts `stat`.
+fn send_mld<P: Port>(
+    core: &mut Core<P::Buf>,
+    out: &mut Out<'_, P>,
+    link: usize,
+    dst: Ipv6Addr,
+    (message_len, emit): (usize, impl FnOnce(&mut [u8])),
+    stat: Stat,
+) {
+    let Some(here) = core.shared.links.get(link) else {
+        return;
+    };
+    let our_mac = here.mac;
+    let src = here.link_local6().unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let payload_len = ROUTER_ALERT_HOP_BY_HOP.len() + message_len;
+    let len = ETH_LEN + IP6_LEN + payload_len;
+    let Some(mut buf) = new_frame(&core.lcore.counters, out, link, len) else {
+        return;
+    };
+    let frame = buf.data_mut();
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    eth.set_dst(multicast_mac(dst));
+    eth.set_src(our_mac);
+    eth.set_ethertype(EtherType::Ipv6);
+    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+        src,
+        dst,
+        next_header: next_header::HOP_BY_HOP,
+        payload_len: payload_len as u16,
+        hop_limit: MLD_HOP_LIMIT,
+    });
+    let options = ETH_LEN + IP6_LEN;
+    let message_at = options + ROUTER_ALERT_HOP_BY_HOP.len();
+    frame[options..message_at].copy_from_slice(&ROUTER_ALERT_HOP_BY_HOP);
+    let message = &mut frame[message_at..];
+    emit(message);
+    Icmpv6Packet::new_unchecked(message).fill_checksum(src, dst);
+    core.lcore.counters.count(stat);
+    core.lcore.counters.count(Stat::Ip6OutRequests);
+    out.push(link, buf, &core.lcore.counters);
 }

@@ -189,6 +189,9 @@ pub(crate) struct MldState {
     /// When the answer to a general query is due (RFC 3810's Interface
     /// Timer).
     pub(crate) general_due: Option<Instant>,
+    /// Until when the link speaks MLDv1, an MLDv1 querier having been
+    /// heard (RFC 3810 8.2.1's Older Version Querier Present Timeout).
+    pub(crate) v1_until: Option<Instant>,
 }
 
 /// One group's MLD state on a link.

@@ -1,6 +1,6 @@
 //! Multicast Listener Discovery version 2 (RFC 3810) on the wire: the
 //! query a router sends (parsed, [`MldQuery`]), the listener report a host
-//! sends ([`emit_report`]) and the hop-by-hop header with the Router Alert
+//! sends ([`emit_report`]; MLDv1's report and done, [`emit_v1`]) and the hop-by-hop header with the Router Alert
 //! option every MLD message travels behind ([`ROUTER_ALERT_HOP_BY_HOP`],
 //! [`has_router_alert`]).
 //!
@@ -123,6 +123,14 @@ pub fn emit_report(message: &mut [u8], records: &[(u8, Ipv6Addr)]) {
     }
 }
 
+/// Writes an MLDv1 message (RFC 2710 3: a report or a done, `kind`) about
+/// `group` into `message` ([`QUERY_V1_LEN`] bytes, the layout MLDv1's
+/// messages share). The checksum is left to the caller.
+pub fn emit_v1(message: &mut [u8], kind: u8, group: Ipv6Addr) {
+    message[..8].copy_from_slice(&[kind, 0, 0, 0, 0, 0, 0, 0]);
+    message[8..QUERY_V1_LEN].copy_from_slice(&group.octets());
+}
+
 /// True if `options`, the body of a hop-by-hop options header (from its
 /// first byte, the next header), holds a Router Alert option for MLD
 /// (RFC 2711, value 0). Stops at the first malformed option.
@@ -185,6 +193,16 @@ mod tests {
         let mut m = [0xaa; REPORT_HEADER_LEN + RECORD_LEN];
         emit_report(&mut m, &[(record_type::CHANGE_TO_EXCLUDE_MODE, group)]);
         let mut expected = vec![143, 0, 0, 0, 0, 0, 0, 1, 4, 0, 0, 0];
+        expected.extend_from_slice(&group.octets());
+        assert_eq!(m[..], expected[..]);
+    }
+
+    #[test]
+    fn mldv1_messages_golden_bytes() {
+        let group: Ipv6Addr = "ff02::1:ff00:1".parse().unwrap();
+        let mut m = [0xaa; QUERY_V1_LEN];
+        emit_v1(&mut m, msg_type::MLD_DONE, group);
+        let mut expected = vec![132, 0, 0, 0, 0, 0, 0, 0];
         expected.extend_from_slice(&group.octets());
         assert_eq!(m[..], expected[..]);
     }

@@ -42,12 +42,12 @@ fn stack_with_mld() -> (Interface<MemBuf>, MemPort) {
 /// An MLDv2 report as sent: its source and its records (type, group).
 type Report = (Ipv6Addr, Vec<(u8, Ipv6Addr)>);
 
-/// Parses `frame` as an MLDv2 report, checking everything RFC 3810 5.2
-/// asks of one: to ff02::16 (and its MAC), hop limit 1, a hop-by-hop
-/// header with the Router Alert option (MLD), ICMPv6 type 143 with a
-/// valid checksum, records without sources. `None` if it is no MLD
-/// message at all.
-fn parse_report(frame: &[u8]) -> Option<Report> {
+/// Parses `frame` as an MLD message, checking what RFC 3810 5 and RFC
+/// 2710 3 ask of every one: hop limit 1, a hop-by-hop header with the
+/// Router Alert option (MLD), the destination's MAC, a valid ICMPv6
+/// checksum. Returns its source, destination and message; `None` if it is
+/// no MLD message at all.
+fn parse_mld(frame: &[u8]) -> Option<(Ipv6Addr, Ipv6Addr, Vec<u8>)> {
     let eth = EthernetFrame::new_checked(frame).unwrap();
     if eth.ethertype() != EtherType::Ipv6 {
         return None;
@@ -56,8 +56,7 @@ fn parse_report(frame: &[u8]) -> Option<Report> {
     if ip.next_header() != next_header::HOP_BY_HOP {
         return None;
     }
-    assert_eq!(eth.dst(), multicast_mac(ALL_MLDV2_ROUTERS));
-    assert_eq!(ip.dst(), ALL_MLDV2_ROUTERS);
+    assert_eq!(eth.dst(), multicast_mac(ip.dst()));
     assert_eq!(ip.hop_limit(), 1);
     let payload = ip.payload();
     assert_eq!(payload[0], next_header::ICMPV6);
@@ -70,6 +69,15 @@ fn parse_report(frame: &[u8]) -> Option<Report> {
     let message = &payload[hop_by_hop..];
     let icmp = Icmpv6Packet::new_checked(message).unwrap();
     assert!(icmp.verify_checksum(ip.src(), ip.dst()), "ICMPv6 checksum");
+    Some((ip.src(), ip.dst(), message.to_vec()))
+}
+
+/// Parses `frame` as an MLDv2 report ([`parse_mld`]): to ff02::16,
+/// ICMPv6 type 143, records without sources. `None` if it is no MLD
+/// message at all.
+fn parse_report(frame: &[u8]) -> Option<Report> {
+    let (src, dst, message) = parse_mld(frame)?;
+    assert_eq!(dst, ALL_MLDV2_ROUTERS);
     assert_eq!((message[0], message[1]), (143, 0), "an MLDv2 report");
     let count = usize::from(u16::from_be_bytes([message[6], message[7]]));
     assert_eq!(message.len(), 8 + 20 * count, "records without sources");
@@ -81,7 +89,7 @@ fn parse_report(frame: &[u8]) -> Option<Report> {
             (r[0], group)
         })
         .collect();
-    Some((ip.src(), records))
+    Some((src, records))
 }
 
 /// The MLD reports among `frames`, in order.
@@ -113,11 +121,28 @@ fn query(
     max_response_ms: u16,
     alert: bool,
 ) -> Vec<u8> {
+    let mut v1 = query_v1((src, dst, hop), group, max_response_ms, alert);
+    let at = v1.len();
+    v1.extend_from_slice(&[0x02, 125, 0, 0]); // QRV 2, QQIC 125 s, no source
+    let ip = &mut v1[14..];
+    let payload_len = u16::from_be_bytes([ip[4], ip[5]]) + 4;
+    ip[4..6].copy_from_slice(&payload_len.to_be_bytes());
+    let message_at = at - 24;
+    Icmpv6Packet::new_unchecked(&mut v1[message_at..]).fill_checksum(src, dst);
+    v1
+}
+
+/// [`query`] as MLDv1 sends it (24 bytes, RFC 2710 3).
+fn query_v1(
+    (src, dst, hop): (Ipv6Addr, Ipv6Addr, u8),
+    group: Ipv6Addr,
+    max_response_ms: u16,
+    alert: bool,
+) -> Vec<u8> {
     let mut message = vec![130, 0, 0, 0];
     message.extend_from_slice(&max_response_ms.to_be_bytes());
     message.extend_from_slice(&[0, 0]);
     message.extend_from_slice(&group.octets());
-    message.extend_from_slice(&[0x02, 125, 0, 0]); // QRV 2, QQIC 125 s, no source
     let hop_by_hop: &[u8] = if alert {
         &[next_header::ICMPV6, 0, 5, 2, 0, 0, 1, 0]
     } else {
@@ -249,4 +274,66 @@ fn mld_turned_off_reports_nothing() {
     ));
     assert!(reports_between(&mut iface, &mut port, (0, 3000)).is_empty());
     assert_eq!(iface.counters().dropped(DropReason::Icmp6Unhandled), 1);
+}
+
+#[test]
+fn an_mldv1_querier_is_answered_in_mldv1_until_it_is_gone() {
+    let (mut iface, mut port) = stack_with_mld();
+    let ll = link_local_from_mac(OUR_MAC);
+    reports_between(&mut iface, &mut port, (0, 3000));
+    let mld_between = |iface: &mut Interface<MemBuf>, port: &mut MemPort, from, to| {
+        let mut sent = Vec::new();
+        for millis in (from..to).step_by(100) {
+            iface.poll(port, at(millis), &mut DropDatagrams);
+            sent.extend(port.take_tx().iter().filter_map(|f| parse_mld(f)));
+        }
+        sent
+    };
+    // An MLDv1 general query: an MLDv1 report per group, to the group.
+    port.push_rx(&query_v1(
+        (PEER_LL, ALL_NODES, 1),
+        Ipv6Addr::UNSPECIFIED,
+        1000,
+        true,
+    ));
+    let answers = mld_between(&mut iface, &mut port, 3000, 6000);
+    let v1 = |kind: u8, group: Ipv6Addr| {
+        let mut m = vec![kind, 0, 0, 0, 0, 0, 0, 0];
+        m.extend_from_slice(&group.octets());
+        m
+    };
+    let mut seen: Vec<(Ipv6Addr, Ipv6Addr, Vec<u8>)> = answers
+        .into_iter()
+        .map(|(src, dst, mut m)| {
+            m[2..4].copy_from_slice(&[0, 0]); // the checksum, checked
+            (src, dst, m)
+        })
+        .collect();
+    seen.sort();
+    let mut expected: Vec<_> = [solicited_node(ll), solicited_node(GLOBAL)]
+        .into_iter()
+        .map(|g| (ll, g, v1(131, g)))
+        .collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+    assert_eq!(iface.counters().get(Stat::Icmp6OutGroupMembResponses), 2);
+    // A leave while the MLDv1 querier is present: one done, to all-routers.
+    iface.remove_address(None, GLOBAL.into()).unwrap();
+    let left = mld_between(&mut iface, &mut port, 6000, 9000);
+    let group = solicited_node(GLOBAL);
+    let all_routers = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!((left[0].0, left[0].1), (ll, all_routers));
+    assert_eq!(left[0].2[..1], [132]);
+    assert_eq!(left[0].2[8..], group.octets());
+    // 260 s after the MLDv1 query (RFC 3810 9.12), MLDv2 again.
+    let later = 3000 + 260_000;
+    iface.poll(&mut port, at(later), &mut DropDatagrams);
+    let prefix = crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap();
+    iface.add_address(0, Prefix::V6(prefix)).unwrap();
+    let joined = reports_between(&mut iface, &mut port, (later + 100, later + 200));
+    assert_eq!(
+        joined,
+        [(later + 100, (ll, vec![(CHANGE_TO_EXCLUDE, group)]))]
+    );
 }
