@@ -31,7 +31,7 @@ const GROUPS: &[(&str, &[&str], &[&str])] = &[
     ("UDP", &["Udp"], &["udp_"]),
     ("TCP", &["Tcp"], &["tcp_"]),
     ("IPv6", &["Ip6"], &["ipv6_"]),
-    ("ICMPv6", &["Icmp6"], &["icmp6_", "nd_"]),
+    ("ICMPv6", &["Icmp6"], &["icmp6_", "nd_", "mld_"]),
     ("Transmit", &[], &["tx_"]),
 ];
 

@@ -119,7 +119,7 @@ fn is_rx_drop(reason: DropReason) -> bool {
 }
 
 /// A frame's outcomes other than a drop.
-const OUTCOMES: [Stat; 9] = [
+const OUTCOMES: [Stat; 10] = [
     Stat::ArpInReplies,
     Stat::ArpInRequests,
     Stat::ArpInGratuitous,
@@ -129,6 +129,7 @@ const OUTCOMES: [Stat; 9] = [
     Stat::Icmp6InNeighborSolicits,
     Stat::Icmp6InNeighborAdvertisements,
     Stat::Icmp6InRouterAdvertisements,
+    Stat::Icmp6InGroupMembQueries,
 ];
 
 /// Stages a frame may end in without a counter of its own.

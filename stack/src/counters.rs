@@ -273,6 +273,11 @@ reasons! {
     /// multicast or broadcast MAC, which no neighbour has (ARP refuses
     /// such senders too).
     NdGroupLinkAddress = "nd_group_link_address",
+    /// Multicast listener query failing RFC 3810 5.1.14's checks (not
+    /// from a link-local address, hop limit not 1, no Router Alert option)
+    /// or malformed (RFC 3810 8.1: a length neither MLDv1's nor MLDv2's, a
+    /// group field that is neither unspecified nor multicast).
+    MldInvalid = "mld_invalid",
 }
 
 /// Number of drop reasons.
@@ -391,6 +396,22 @@ protocol_counters! {
     Icmp6OutRouterSolicits,
     /// Router advertisements received and accepted.
     Icmp6InRouterAdvertisements,
+    /// Multicast listener queries received and accepted (RFC 3810).
+    /// Linux: `Icmp6InGroupMembQueries`.
+    Icmp6InGroupMembQueries,
+    /// Router advertisement MTU options ignored (RFC 4861 6.3.4): below
+    /// the IPv6 minimum of 1280 or above the link's own MTU. The rest of
+    /// the advertisement is taken.
+    Icmp6InRaMtuIgnored,
+    /// MLDv2 listener reports sent (RFC 3810: state changes on joins and
+    /// leaves, answers to queries). Linux: `Icmp6OutMLDv2Reports`.
+    Icmp6OutMldv2Reports,
+    /// MLDv1 reports sent (while an MLDv1 querier is present). Linux:
+    /// `Icmp6OutGroupMembResponses`.
+    Icmp6OutGroupMembResponses,
+    /// MLDv1 done messages sent (a group left while an MLDv1 querier is
+    /// present). Linux: `Icmp6OutGroupMembReductions`.
+    Icmp6OutGroupMembReductions,
     /// Addresses that duplicate address detection found in use (unused).
     Ip6DadDuplicates,
     /// ICMP(v6) errors handed to the sockets they concern.

@@ -164,6 +164,12 @@ pub struct InterfaceConfig {
     /// installs `::/0` through its sender for that long (unless a static
     /// default route exists).
     pub accept_ra: bool,
+    /// Multicast Listener Discovery (RFC 3810, on by default): each IPv6
+    /// link's solicited-node groups are reported to its routers when
+    /// joined and left, and queries are answered, so that switches that
+    /// snoop MLD keep forwarding our neighbour solicitations. Off, no
+    /// report is sent and queries are dropped (`Icmp6Unhandled`).
+    pub mld: bool,
     /// TCP tunables.
     pub tcp: crate::tcp::TcpConfig,
 }
@@ -187,6 +193,7 @@ impl InterfaceConfig {
             tx_retries: 4,
             dad_transmits: 1,
             accept_ra: false,
+            mld: true,
             tcp: crate::tcp::TcpConfig::default(),
         }
     }

@@ -12,6 +12,7 @@ use super::config::DEFAULT_HOP_LIMIT;
 use super::icmp::Invoking;
 use super::icmp::{error_input, reply_echo, IcmpError, IcmpFamily, IcmpIn, Quote};
 use super::ip::MIN_MTU;
+use super::mld;
 use super::nd;
 use super::poll::{Arrival, Poll};
 use super::transmit::Out;
@@ -95,6 +96,7 @@ impl<P: Port> Poll<'_, '_, P> {
             msg_type::ROUTER_ADVERTISEMENT => {
                 nd::router_advert(core, out, link, now, &buf, &message)
             }
+            msg_type::MLD_QUERY => mld::query(core, link, now, &buf, &message),
             msg_type::DEST_UNREACHABLE
             | msg_type::PACKET_TOO_BIG
             | msg_type::TIME_EXCEEDED

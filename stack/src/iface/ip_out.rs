@@ -247,10 +247,10 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
     }
 
     fn path_mtu(&self, link: usize, remote: IpAddr) -> Option<usize> {
-        let link_mtu = self.core.shared.links.get(link)?.mtu;
+        let here = self.core.shared.links.get(link)?;
         Some(match remote {
-            IpAddr::V4(dst) => self.core.path_mtu4(dst, link_mtu),
-            IpAddr::V6(dst) => self.core.path_mtu6(dst, link_mtu),
+            IpAddr::V4(dst) => self.core.path_mtu4(dst, here.mtu),
+            IpAddr::V6(dst) => self.core.path_mtu6(dst, here.mtu6),
         })
     }
 

@@ -4,7 +4,8 @@
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
 //! from each port, run each frame through Ethernet, ARP or Neighbor
 //! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `nd`, `ip`,
-//! `icmp`, `icmp4`, `icmp6`, `udp`, `tcp`),
+//! `icmp`, `icmp4`, `icmp6`, `udp`, `tcp`; MLD reports the IPv6 groups,
+//! `mld`),
 //! hand the datagrams to the application grouped per socket
 //! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
@@ -34,6 +35,7 @@ mod inspect;
 mod ip;
 mod ip_out;
 mod limit;
+mod mld;
 mod nd;
 mod next_hop;
 mod poll;
@@ -80,7 +82,9 @@ use transmit::Out;
 
 use ip::family::{IpLcore, IpShared};
 use state::{special_addresses, special_bit, LcoreState, Master};
-pub(crate) use state::{Core, Link, LinkNeighbors, QueueTable, SharedState, Tentative};
+pub(crate) use state::{
+    Core, Link, LinkNeighbors, Listening, MldState, QueueTable, SharedState, Tentative,
+};
 use tables::{CowArc, SharedView, Tables};
 
 /// The IPv4/UDP stack of one lcore over one or more ports. See the module
@@ -167,12 +171,14 @@ impl<B: Buf> Interface<B> {
                 mac: l.mac,
                 addresses: l.addresses.clone(),
                 mtu: l.mtu,
+                mtu6: l.mtu,
                 neighbors: Arc::new(caches.v4.view()),
                 ipv6: l.ipv6,
                 addresses6: if dad > 0 { Vec::new() } else { addresses6 },
                 tentative6,
                 duplicates6: Vec::new(),
                 groups6,
+                mld: MldState::default(),
                 neighbors6: Arc::new(caches.v6.view()),
             });
             neighbors.push(caches);
@@ -383,6 +389,9 @@ impl<B: Buf> Interface<B> {
             *announced = true;
             for link in 0..links {
                 arp::announce(core, &mut out, link);
+                // The solicited-node groups are reported before duplicate
+                // address detection asks in them (RFC 4862 5.4.2).
+                mld::run(core, &mut out, link, now);
                 nd::start(core, &mut out, link, now);
             }
         }
@@ -595,8 +604,8 @@ fn send_queued<B: Buf, P: Port<Buf = B>>(
 }
 
 /// Reassembly timeouts (with their errors); on the home pipeline also the shared state's
-/// timers: learned path MTUs and advertised routes expiring, duplicate
-/// address detection, neighbour retries and expiry on every link.
+/// timers: learned path MTUs and advertised routes expiring, MLD reports,
+/// duplicate address detection, neighbour retries and expiry on every link.
 #[inline(never)]
 fn run_timers<B: Buf, P: Port<Buf = B>>(
     core: &mut Core<B>,
@@ -629,6 +638,7 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
         });
     }
     for link in 0..core.shared.links.len() {
+        mld::run(core, out, link, now);
         nd::run_dad(core, out, link, now);
         arp::poll_neighbors(core, out, link, now, probes);
         nd::poll_neighbors(core, out, link, now);

@@ -15,7 +15,7 @@
 
 use super::buffers::new_frame;
 use super::icmp::IcmpIn;
-use super::ip::transmit6;
+use super::ip::{transmit6, MIN_MTU};
 use super::next_hop::{release_waiting, NextHopAddr};
 use super::transmit::{Out, SendError};
 use super::{Core, Link, Tentative, ALL_NODES};
@@ -214,7 +214,8 @@ fn advertisement<P: Port>(
 /// A router advertisement (RFC 4861 6.1.2 validity: hop limit 255, from a
 /// link-local address; and no group MAC as its link-layer address). The
 /// router's MAC is learned (stale); with
-/// [`super::InterfaceConfig::accept_ra`], a non-zero router lifetime
+/// [`super::InterfaceConfig::accept_ra`], its MTU option sets the link's
+/// IPv6 MTU ([`advertised_mtu`]), a non-zero router lifetime
 /// installs (or refreshes) the default route through it, and zero from the
 /// current default router removes it. A static default route is left alone.
 pub(super) fn router_advert<P: Port>(
@@ -240,6 +241,9 @@ pub(super) fn router_advert<P: Port>(
         return core.lcore.counters.count_drop(DropReason::Icmp6Unhandled);
     }
     core.lcore.counters.count(Stat::Icmp6InRouterAdvertisements);
+    if let Some(mtu) = advert.mtu {
+        advertised_mtu(core, link, mtu);
+    }
     if let Some(mac) = advert.source_mac {
         let waiting = core
             .shared
@@ -280,6 +284,22 @@ pub(super) fn router_advert<P: Port>(
             });
         }
     });
+}
+
+/// A router advertisement's MTU option (RFC 4861 6.3.4): the link's IPv6
+/// MTU if it is at least the IPv6 minimum and at most what the link
+/// carries; ignored otherwise (counted, `Icmp6InRaMtuIgnored`).
+fn advertised_mtu<B: Buf>(core: &mut Core<B>, link: usize, mtu: u32) {
+    let Some(here) = core.shared.links.get(link) else {
+        return;
+    };
+    let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
+    if !(MIN_MTU..=here.mtu).contains(&mtu) {
+        return core.lcore.counters.count(Stat::Icmp6InRaMtuIgnored);
+    }
+    if here.mtu6 != mtu {
+        core.shared.edit(|shared| shared.links[link].mtu6 = mtu);
+    }
 }
 
 /// A link's first poll: duplicate address detection starts, and with

@@ -54,6 +54,9 @@ pub(crate) struct Link {
     pub(crate) mac: MacAddr,
     pub(crate) addresses: Vec<Ipv4Cidr>,
     pub(crate) mtu: usize,
+    /// IPv6's MTU on the link: `mtu`, or less once a router advertised
+    /// less (RFC 4861 6.3.4; never below 1280).
+    pub(crate) mtu6: usize,
     pub(crate) neighbors: Arc<NeighborView<Ipv4Addr>>,
     /// IPv6 runs on the link.
     pub(crate) ipv6: bool,
@@ -66,6 +69,9 @@ pub(crate) struct Link {
     /// Multicast groups joined: all-nodes and each address's solicited-node
     /// group.
     pub(crate) groups6: Vec<Ipv6Addr>,
+    /// What Multicast Listener Discovery still has to report of
+    /// `groups6` (`mld`).
+    pub(crate) mld: MldState,
     pub(crate) neighbors6: Arc<NeighborView<Ipv6Addr>>,
 }
 
@@ -171,6 +177,36 @@ pub(crate) struct Tentative {
     /// When to send the next one, or to take the address into use;
     /// `None` before the first.
     pub(crate) deadline: Option<Instant>,
+}
+
+/// A link's Multicast Listener Discovery state (RFC 3810 as a listener):
+/// the groups reported and what is still to send of them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MldState {
+    /// Each group of `groups6` MLD reports, and each group left whose
+    /// leave is still being repeated.
+    pub(crate) groups: Vec<Listening>,
+    /// When the answer to a general query is due (RFC 3810's Interface
+    /// Timer).
+    pub(crate) general_due: Option<Instant>,
+    /// Until when the link speaks MLDv1, an MLDv1 querier having been
+    /// heard (RFC 3810 8.2.1's Older Version Querier Present Timeout).
+    pub(crate) v1_until: Option<Instant>,
+}
+
+/// One group's MLD state on a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Listening {
+    pub(crate) group: Ipv6Addr,
+    /// Joined (else left: its leave is still being repeated).
+    pub(crate) member: bool,
+    /// State change reports still to send.
+    pub(crate) changes_left: u8,
+    /// When the next state change report is due.
+    pub(crate) change_due: Instant,
+    /// When the answer to a query for this group is due (its Multicast
+    /// Address Timer).
+    pub(crate) query_due: Option<Instant>,
 }
 
 /// [`Core::class`]: one of our addresses.

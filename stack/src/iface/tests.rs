@@ -16,7 +16,8 @@ const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
 fn stack() -> (Interface<MemBuf>, MemPort) {
-    let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    let mut config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    config.mld = false; // no MLD reports among the frames (MLD has its own tests)
     let mut iface = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig {
         mac: OUR_MAC,
@@ -198,7 +199,8 @@ fn poll<H: InlineHandler<MemBuf>>(
 
 #[test]
 fn the_first_poll_announces_our_address() {
-    let config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    let mut config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
+    config.mld = false; // no MLD reports among the frames (MLD has its own tests)
     let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig::default());
     iface.poll(&mut port, Instant::ZERO, &mut DropDatagrams);
@@ -945,6 +947,7 @@ mod ipv6;
 mod ipv6_frag;
 
 mod dad;
+mod mld;
 
 mod routes6;
 

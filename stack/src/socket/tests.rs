@@ -66,6 +66,7 @@ impl Lcore {
     fn start(queue_len: usize) -> Lcore {
         let mut config = InterfaceConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
         config.dad_transmits = 0; // only IPv4 frames in these tests
+        config.mld = false;
         let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
         let port = MemPort::new(MemPortConfig {
             mac: OUR_MAC,

@@ -29,6 +29,12 @@ pub mod msg_type {
     pub const ECHO_REQUEST: u8 = 128;
     /// Echo reply.
     pub const ECHO_REPLY: u8 = 129;
+    /// Multicast listener query (MLD, RFC 3810 5.1).
+    pub const MLD_QUERY: u8 = 130;
+    /// Version 1 multicast listener report (MLDv1, RFC 2710 3).
+    pub const MLD_REPORT_V1: u8 = 131;
+    /// Multicast listener done (MLDv1, RFC 2710 3).
+    pub const MLD_DONE: u8 = 132;
     /// Router solicitation.
     pub const ROUTER_SOLICITATION: u8 = 133;
     /// Router advertisement.
@@ -37,6 +43,8 @@ pub mod msg_type {
     pub const NEIGHBOR_SOLICITATION: u8 = 135;
     /// Neighbour advertisement.
     pub const NEIGHBOR_ADVERTISEMENT: u8 = 136;
+    /// Version 2 multicast listener report (RFC 3810 5.2).
+    pub const MLD_REPORT_V2: u8 = 143;
 }
 
 /// Destination-unreachable code for a closed port.

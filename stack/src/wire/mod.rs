@@ -19,6 +19,7 @@ pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod mld;
 pub mod tcp;
 pub mod udp;
 

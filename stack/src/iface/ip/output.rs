@@ -10,7 +10,7 @@
 use super::fragment::{fragment, Fragmenting, MIN_MTU};
 use crate::counters::DropReason;
 use crate::iface::config::DEFAULT_HOP_LIMIT;
-use crate::iface::state::Core;
+use crate::iface::state::{Core, Link};
 use crate::iface::transmit::{Out, SendError};
 use crate::port::{Buf, MacAddr, Port};
 use crate::route::{V4, V6};
@@ -23,6 +23,9 @@ pub(crate) trait Sending: Fragmenting {
     /// The MTU for `frame` (an Ethernet frame of this family) on a link of
     /// `link_mtu`.
     fn mtu<B: Buf>(core: &Core<B>, frame: &[u8], link_mtu: usize) -> usize;
+
+    /// The family's MTU on `link`.
+    fn link_mtu(link: &Link) -> usize;
 }
 
 impl Sending for V4 {
@@ -41,6 +44,11 @@ impl Sending for V4 {
             Some(Ok(ip)) if !ip.dont_fragment() => core.path_mtu::<V4>(ip.dst(), link_mtu),
             _ => link_mtu,
         }
+    }
+
+    #[inline]
+    fn link_mtu(link: &Link) -> usize {
+        link.mtu
     }
 }
 
@@ -63,6 +71,12 @@ impl Sending for V6 {
             _ => link_mtu,
         }
     }
+
+    /// The link's, or less if a router advertised less.
+    #[inline]
+    fn link_mtu(link: &Link) -> usize {
+        link.mtu6
+    }
 }
 
 /// Sends a finished frame of family `F` out of `link`, in fragments if it
@@ -76,7 +90,7 @@ pub(crate) fn transmit<F: Sending, P: Port>(
     if !F::OUT_REQUESTS_PER_FRAME {
         core.lcore.counters.count(F::OUT_REQUESTS);
     }
-    let Some(link_mtu) = core.shared.links.get(link).map(|l| l.mtu) else {
+    let Some(link_mtu) = core.shared.links.get(link).map(F::link_mtu) else {
         core.lcore.counters.count_drop(DropReason::TxNoRoute);
         return Err(SendError::NoRoute);
     };

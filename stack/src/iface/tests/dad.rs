@@ -18,7 +18,9 @@ fn stack_under_dad() -> (Interface<MemBuf>, MemPort, Vec<Vec<u8>>) {
     let mut link = LinkConfig::new(OUR_MAC, Ipv4Cidr::new(OUR_IP, 24).unwrap());
     link.addresses6
         .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
-    let mut iface = Interface::new(InterfaceConfig::with_links(vec![link])).unwrap();
+    let mut config = InterfaceConfig::with_links(vec![link]);
+    config.mld = false; // no MLD reports among the frames (MLD has its own tests)
+    let mut iface = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig {
         mac: OUR_MAC,
         ..MemPortConfig::default()
@@ -118,6 +120,7 @@ fn more_transmits_take_longer() {
         .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
     let mut config = InterfaceConfig::with_links(vec![link]);
     config.dad_transmits = 3;
+    config.mld = false; // no MLD reports among the frames (MLD has its own tests)
     let mut iface: Interface<MemBuf> = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig::default());
     let mut solicitations = 0;

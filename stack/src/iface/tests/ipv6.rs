@@ -24,6 +24,7 @@ pub(super) fn stack6() -> (Interface<MemBuf>, MemPort) {
         .push(crate::route::Ipv6Cidr::new(GLOBAL, 64).unwrap());
     let mut config = InterfaceConfig::with_links(vec![link]);
     config.dad_transmits = 0; // addresses in use at once (DAD has its own tests)
+    config.mld = false; // no MLD reports among the frames (MLD has its own tests)
     let mut iface = Interface::new(config).unwrap();
     let mut port = MemPort::new(MemPortConfig {
         mac: OUR_MAC,

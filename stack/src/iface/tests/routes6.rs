@@ -8,7 +8,7 @@ use super::*;
 use crate::route::Ipv6Cidr;
 use crate::wire::icmpv6::{msg_type as icmp6, NdpRepr};
 use crate::wire::ipv6::{multicast_mac, solicited_node};
-use core::net::{Ipv6Addr, SocketAddrV6};
+use core::net::{Ipv6Addr, SocketAddrV4, SocketAddrV6};
 
 fn ip(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
@@ -338,4 +338,92 @@ fn an_ipv6_forward_keeps_the_sending_socket_s_route_until_a_route_changes() {
     // Seven sent, the eighth waiting for the gateway: all in their own
     // buffers.
     assert_eq!(iface.counters().get(Stat::UdpForwardedInPlace), 8);
+}
+
+/// A router advertisement from `PEER_LL` (lifetime 60 s) with an MTU
+/// option of `mtu`.
+fn router_advert_mtu(mtu: u32) -> Vec<u8> {
+    let mut m = vec![icmp6::ROUTER_ADVERTISEMENT, 0, 0, 0, 64, 0, 0, 60];
+    m.extend_from_slice(&[0; 8]);
+    m.extend_from_slice(&[5, 1, 0, 0]);
+    m.extend_from_slice(&mtu.to_be_bytes());
+    let all_nodes = ip("ff02::1");
+    super::ipv6::frame6(
+        multicast_mac(all_nodes),
+        &ip6_icmp(PEER_LL, all_nodes, 255, &[], &m),
+    )
+}
+
+#[test]
+fn an_advertised_mtu_becomes_the_link_s_ipv6_mtu_within_bounds() {
+    // RFC 4861 6.3.4: the MTU option sets the link's IPv6 MTU if it is at
+    // least 1280 and at most what the link carries; otherwise ignored.
+    let (mut iface, mut port, _) = stack_accepting_ra();
+    super::ipv6::learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
+    let socket = iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 5000, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    let v4 = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    let payload = [7u8; 1400];
+    let frames_of_a_send = |iface: &mut Interface<MemBuf>, port: &mut MemPort, mtu: u32| {
+        port.push_rx(&router_advert_mtu(mtu));
+        poll(iface, port, &mut DropDatagrams);
+        port.take_tx();
+        let to = SocketAddrV6::new(PEER6, 53, 0, 0);
+        iface.send_to(port, at_ms(1), socket, to, &payload).unwrap();
+        let sent = port.take_tx();
+        assert!(sent.iter().all(|f| f.len() <= 14 + 1500));
+        (sent.len(), sent.iter().map(Vec::len).max().unwrap_or(0))
+    };
+    assert_eq!(
+        frames_of_a_send(&mut iface, &mut port, 1500),
+        (1, 14 + 40 + 8 + 1400)
+    );
+    let (fragments, largest) = frames_of_a_send(&mut iface, &mut port, 1280);
+    assert_eq!(fragments, 2, "1448 bytes over an MTU of 1280");
+    assert!(largest <= 14 + 1280, "{largest}");
+    // TCP sizes its segments to it too.
+    let to = SocketAddrV6::new(PEER6, 80, 0, 0);
+    iface
+        .tcp_connect(core::slice::from_mut(&mut port), at_ms(1), to)
+        .unwrap();
+    let syn = port.take_tx();
+    let options = &syn[0][14 + 40 + 20..];
+    assert_eq!(options[..2], [2, 4], "the MSS option first");
+    let mss = u16::from_be_bytes([options[2], options[3]]);
+    assert_eq!(mss, 1280 - 40 - 20);
+    assert_eq!(iface.counters().get(Stat::Icmp6InRaMtuIgnored), 0);
+    // Below the minimum, or above the link's own: ignored (and counted).
+    assert_eq!(frames_of_a_send(&mut iface, &mut port, 1200).0, 2);
+    assert_eq!(frames_of_a_send(&mut iface, &mut port, 9000).0, 2);
+    assert_eq!(iface.counters().get(Stat::Icmp6InRaMtuIgnored), 2);
+    // IPv6's alone: IPv4 still sends 1428 bytes whole.
+    learn_peer4(&mut iface, &mut port);
+    let to = SocketAddrV4::new(PEER_IP, 53);
+    iface
+        .send_to(&mut port, at_ms(1), v4, to, &payload)
+        .unwrap();
+    assert_eq!(port.take_tx().len(), 1);
+    // Back up to the link's MTU.
+    assert_eq!(frames_of_a_send(&mut iface, &mut port, 1500).0, 1);
+}
+
+fn at_ms(millis: u64) -> Instant {
+    Instant::from_nanos(millis * 1_000_000)
+}
+
+/// Teaches the stack `PEER_IP` at `PEER_MAC` (its ARP request).
+fn learn_peer4(iface: &mut Interface<MemBuf>, port: &mut MemPort) {
+    port.push_rx(&arp(
+        crate::wire::arp::ArpOperation::Request,
+        (PEER_MAC, PEER_IP),
+        (MacAddr::default(), OUR_IP),
+    ));
+    poll(iface, port, &mut DropDatagrams);
+    port.take_tx();
 }
