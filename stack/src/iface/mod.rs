@@ -387,13 +387,7 @@ impl<B: Buf> Interface<B> {
         }
         if !*announced {
             *announced = true;
-            for link in 0..links {
-                arp::announce(core, &mut out, link);
-                // The solicited-node groups are reported before duplicate
-                // address detection asks in them (RFC 4862 5.4.2).
-                mld::run(core, &mut out, link, now);
-                nd::start(core, &mut out, link, now);
-            }
+            announce(core, &mut out, links, now);
         }
         tcp::take_steered(core, &mut out, now);
         let mut delivery = Delivery::new();
@@ -482,6 +476,27 @@ pub(crate) fn is_ours(local4: &[Ipv4Addr], links: &[Link], ip: IpAddr) -> bool {
         IpAddr::V6(v6) => links
             .iter()
             .any(|l| l.has_address6(v6) || l.is_tentative6(v6)),
+    }
+}
+
+/// The first poll's announcements on every link: a gratuitous ARP, the
+/// MLD reports of its groups, duplicate address detection. Out of line:
+/// once in the loop's life, it must not weigh on the receive loop's
+/// register allocation.
+#[cold]
+#[inline(never)]
+fn announce<B: Buf, P: Port<Buf = B>>(
+    core: &mut Core<B>,
+    out: &mut Out<'_, P>,
+    links: usize,
+    now: Instant,
+) {
+    for link in 0..links {
+        arp::announce(core, out, link);
+        // The solicited-node groups are reported before duplicate address
+        // detection asks in them (RFC 4862 5.4.2).
+        mld::run(core, out, link, now);
+        nd::start(core, out, link, now);
     }
 }
 

@@ -275,7 +275,7 @@ pub(super) fn udp_ip_header(
 /// byte set to the socket's `tos` (only touched when it differs). Those words
 /// change, so the IPv4 checksum is updated incrementally (RFC 1624), which
 /// is exact because the receive path verified the request's checksum.
-#[inline]
+#[inline(always)]
 pub(super) fn turn_around_plain_udp(h: &mut [u8; FAST_HEADERS], tos: u8) {
     if let Some(macs) = h.first_chunk_mut::<12>() {
         swap_addresses(macs);
