@@ -4,7 +4,9 @@
 //!    build with one message naming the setup command.
 //! 2. Compiles `drivers/shim/shim.c`: out-of-line copies of DPDK's `static
 //!    inline` fast-path functions (rx/tx burst, mbuf alloc/free, rdtsc) and of
-//!    the macros over TLS (`rte_errno`, `rte_lcore_id`).
+//!    the macros over TLS (`rte_errno`, `rte_lcore_id`); and
+//!    `drivers/shim/unmap_guard.c`, the `munmap` that waits for memif bursts
+//!    in flight (docs/ARCHITECTURE.md, "Driver layer invariants").
 //! 3. Runs bindgen over `drivers/shim/dpdk.h`, allowlisted to what dpstack
 //!    uses (an unrestricted run drags in clang intrinsics that do not compile).
 //!
@@ -34,6 +36,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=drivers/shim/dpdk.h");
     println!("cargo:rerun-if-changed=drivers/shim/shim.c");
+    println!("cargo:rerun-if-changed=drivers/shim/unmap_guard.c");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_LIBDIR");
 
@@ -173,6 +176,7 @@ fn compile_shim(cflags: &[String]) {
     let mut build = cc::Build::new();
     build
         .file("drivers/shim/shim.c")
+        .file("drivers/shim/unmap_guard.c")
         .opt_level(3)
         .warnings(true);
     for flag in cflags {

@@ -11,8 +11,12 @@
 //! Invariants: the port is stopped and closed when the last handle (the
 //! `EthPort` or any `EthQueue`) is dropped, so a queue never outlives its
 //! port's configuration; the burst calls allocate nothing and take no lock.
+//! A queue of a port whose driver unmaps memory under running bursts
+//! (net_memif, when its peer goes away) brackets each burst with its
+//! [`guard`] (a store before and after), which the unmapping waits for.
 
 mod details;
+mod guard;
 mod info;
 mod rss;
 
@@ -30,6 +34,7 @@ use crate::mempool::{Mempool, PoolNeed};
 use crate::stack::port::{MacAddr, Port};
 use crate::sys;
 use arrayvec::ArrayVec;
+use guard::BurstGuard;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -266,6 +271,9 @@ struct PortShared {
     tx_taken: AtomicU64,
     rx_queues: u16,
     tx_queues: u16,
+    /// The driver unmaps memory under running bursts when the link goes
+    /// down (net_memif): every queue handle takes a [`BurstGuard`].
+    guard_bursts: bool,
 }
 
 impl Drop for PortShared {
@@ -326,6 +334,7 @@ impl EthPort {
             return Err(DpdkError::NoSuchPort(id));
         }
         let too_few = configure(id, config, pool)?;
+        let guard_bursts = guard::needs_guard(&PortInfo::query(id)?.driver);
         let port = EthPort {
             shared: Arc::new(PortShared {
                 id,
@@ -336,6 +345,7 @@ impl EthPort {
                 tx_taken: AtomicU64::new(0),
                 rx_queues: config.rx_queues,
                 tx_queues: config.tx_queues,
+                guard_bursts,
             }),
         };
         port.start().map_err(too_few)?;
@@ -523,6 +533,7 @@ impl EthPort {
                 s.id, s.rx_queues, s.tx_queues
             )));
         }
+        let guard = (s.guard_bursts.then(|| BurstGuard::take(s.id))).transpose()?;
         let (rx_bit, tx_bit) = (queue_bit(rxq), queue_bit(txq));
         if rx_bit != 0 && s.rx_taken.fetch_or(rx_bit, Ordering::SeqCst) & rx_bit != 0 {
             return Err(DpdkError::InvalidArgument(format!(
@@ -546,6 +557,7 @@ impl EthPort {
             pool: s.pool,
             large_pool: None,
             mac: s.mac,
+            guard,
             shared: Arc::clone(s),
         })
     }
@@ -574,6 +586,8 @@ pub struct EthQueue {
     pool: Mempool,
     large_pool: Option<Mempool>,
     mac: MacAddr,
+    /// Brackets every burst on a port whose driver unmaps under them.
+    guard: Option<BurstGuard>,
     shared: Arc<PortShared>,
 }
 
@@ -633,7 +647,13 @@ impl Port for EthQueue {
         // each is an mbuf we now own.
         unsafe {
             let slots = bufs.as_mut_ptr().add(len).cast::<*mut sys::rte_mbuf>();
+            if let Some(guard) = &self.guard {
+                guard.enter();
+            }
             let got = sys::dps_rx_burst(self.port, rxq, slots, room);
+            if let Some(guard) = &self.guard {
+                guard.leave();
+            }
             bufs.set_len(len + usize::from(got));
             usize::from(got)
         }
@@ -652,12 +672,18 @@ impl Port for EthQueue {
         // moving the unsent tail to the front and shortening the vector.
         unsafe {
             let base = bufs.as_mut_ptr();
+            if let Some(guard) = &self.guard {
+                guard.enter();
+            }
             let sent = usize::from(sys::dps_tx_burst(
                 self.port,
                 txq,
                 base.cast::<*mut sys::rte_mbuf>(),
                 offered as u16,
             ));
+            if let Some(guard) = &self.guard {
+                guard.leave();
+            }
             if sent < len {
                 std::ptr::copy(base.add(sent), base, len - sent);
             }

@@ -43,6 +43,12 @@ unsigned dps_mempool_avail_count(const struct rte_mempool *mp);
 unsigned dps_mempool_in_use_count(const struct rte_mempool *mp);
 uint16_t dps_pktmbuf_data_room_size(struct rte_mempool *mp);
 
+/* The unmap guard (unmap_guard.c): a counter per queue handle of a port whose
+ * PMD unmaps memory under running bursts; NULL when all are taken. `fenced`:
+ * the bursts must make their odd store a full barrier. */
+uint64_t *dps_unmap_guard_take(int *fenced);
+void dps_unmap_guard_release(uint64_t *bursts);
+
 /* RSS: DPDK's software Toeplitz over `input_len` host-order 32-bit words. */
 uint32_t dps_softrss(const uint32_t *input, uint32_t input_len, const uint8_t *key);
 

@@ -158,6 +158,13 @@ impl AppProcess {
         self.child.as_ref().expect("running").id()
     }
 
+    /// Whether the app is still running (it has neither exited nor been
+    /// killed).
+    pub fn running(&mut self) -> bool {
+        let child = self.child.as_mut().expect("not waited for yet");
+        child.try_wait().expect("wait").is_none()
+    }
+
     /// Sends `signal` to the running app (e.g. SIGUSR1 for its counters).
     pub fn signal(&self, signal: i32) {
         let child = self.child.as_ref().expect("running");
@@ -193,12 +200,26 @@ impl AppProcess {
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
         }
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        if signal.is_some() {
+            self.remove_runtime_dir();
+        }
         let stdout = std::mem::take(&mut *self.stdout.lock().expect("not poisoned"));
         ConsoleOutput {
             code: status.code(),
-            signal: std::os::unix::process::ExitStatusExt::signal(&status),
+            signal,
             stdout,
             stderr,
+        }
+    }
+
+    /// Removes the exited child's EAL runtime directory if it is empty
+    /// (only then: never anything a live process still uses): an app killed
+    /// by a signal cannot remove it itself.
+    fn remove_runtime_dir(&self) {
+        if let Some(dir) = &self.runtime_dir {
+            let _ = std::fs::remove_dir(dir);
+            cleanup::release(&Leftover::EmptyDir(dir.clone()));
         }
     }
 }
@@ -208,11 +229,7 @@ impl Drop for AppProcess {
         if let Some(child) = self.child.as_mut() {
             let _ = child.kill();
             let _ = child.wait();
-            if let Some(dir) = &self.runtime_dir {
-                // Only if empty: never anything a live process still uses.
-                let _ = std::fs::remove_dir(dir);
-                cleanup::release(&Leftover::EmptyDir(dir.clone()));
-            }
+            self.remove_runtime_dir();
         }
     }
 }
