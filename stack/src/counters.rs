@@ -510,6 +510,10 @@ protocol_counters! {
     /// Times pacing (`TcpConfig::pacing`) held a connection's next data
     /// segment until its release time.
     TcpPacingWaits,
+    /// TCP data segments that arrived marked CE (congestion experienced)
+    /// on connections with ECN, each echoed with ECE (RFC 3168 6.1.3).
+    /// Linux counts every IP packet marked CE as `InCEPkts`.
+    TcpInCE,
 }
 
 /// Number of protocol counters.

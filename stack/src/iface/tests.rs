@@ -947,6 +947,7 @@ mod dad;
 
 mod routes6;
 
+mod ecn;
 mod pmtu;
 mod tcp;
 mod tcp_input;

@@ -17,6 +17,7 @@ use super::pool::BufferPool;
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpRepr};
+use crate::wire::Ecn;
 
 /// What became of a segment, for the caller's counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +87,26 @@ impl Refusal {
 
 impl Connection {
     /// Processes one arriving segment (`seg`'s header, `payload` its
-    /// data). Data is stored in receive storage from `pool`; send storage
-    /// the segment's ACK leaves empty goes back to it.
+    /// data) whose IP header was not ECN-marked: [`Self::on_segment_ecn`].
     pub fn on_segment(
         &mut self,
         seg: &TcpRepr,
         payload: &[u8],
+        now: Instant,
+        pool: &mut BufferPool,
+    ) -> Verdict {
+        self.on_segment_ecn(seg, payload, Ecn::NotEct, now, pool)
+    }
+
+    /// Processes one arriving segment (`seg`'s header, `payload` its
+    /// data, `ecn` its IP header's ECN field, see [`super::ecn`]). Data is
+    /// stored in receive storage from `pool`; send storage the segment's
+    /// ACK leaves empty goes back to it.
+    pub fn on_segment_ecn(
+        &mut self,
+        seg: &TcpRepr,
+        payload: &[u8],
+        ecn: Ecn,
         now: Instant,
         pool: &mut BufferPool,
     ) -> Verdict {
@@ -100,6 +115,11 @@ impl Connection {
             State::SynSent => self.syn_sent(seg, now),
             _ => self.synchronized(seg, payload, now, pool),
         };
+        if verdict == Verdict::Accepted && seg.flags & flags::SYN == 0 {
+            let asks = self.ecn.received(seg.flags, payload.len(), ecn);
+            self.ack_now |= asks.ack_now;
+            self.loss.ce_received += u32::from(asks.congestion);
+        }
         if self.send_buf.is_empty() {
             self.send_buf.release_idle(pool);
         }
@@ -362,6 +382,18 @@ impl Connection {
         }
         self.last_oow_ack = Some(now);
         true
+    }
+
+    /// True if both sides agreed to ECN (RFC 3168, [`super::ecn`]).
+    pub fn ecn_enabled(&self) -> bool {
+        self.ecn.on
+    }
+
+    /// The SYN this passive open came from arrived with `field` in its IP
+    /// header ([`super::ecn`]: a marked one refuses ECN). Before the
+    /// SYN-ACK goes.
+    pub(crate) fn syn_arrived_with(&mut self, field: Ecn) {
+        self.ecn.syn_arrived_with(field);
     }
 
     /// True if `seg` would complete our passive open (SYN-RECEIVED to

@@ -43,6 +43,7 @@ use crate::wire::checksum;
 use crate::wire::ipv4::protocol;
 use crate::wire::ipv6::{next_header, pseudo_header};
 use crate::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr, HEADER_LEN as TCP_LEN};
+use crate::wire::Ecn;
 use core::cmp::Reverse;
 use core::net::{IpAddr, SocketAddr};
 use std::collections::BinaryHeap;

@@ -28,6 +28,8 @@ pub(crate) struct TcpIn {
     pub(crate) scope: u32,
     /// What the device said of the checksum.
     pub(crate) offload: ChecksumStatus,
+    /// The ECN field of its IP header.
+    pub(crate) ecn: Ecn,
     /// Another pipeline received it and handed it over (it was counted
     /// there as received).
     pub(crate) steered: bool,
@@ -75,6 +77,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             segment,
             scope,
             offload,
+            ecn,
             steered,
         } = arrived;
         if !steered {
@@ -105,6 +108,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
                 segment: segment.clone(),
                 scope,
                 offload,
+                ecn,
                 steered: true,
             },
         };
@@ -143,7 +147,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             }
             if let (Some((slot, pool)), None) = (self.slot_and_pool(id), iss_floor) {
                 let was_open = slot.conn.state() == State::Established;
-                let verdict = slot.conn.on_segment(&repr, payload, now, pool);
+                let verdict = slot.conn.on_segment_ecn(&repr, payload, ecn, now, pool);
                 slot.quiet = false;
                 // Out of order, each segment is answered at once: the
                 // duplicate ACKs are what the peer counts to retransmit (RFC
@@ -207,7 +211,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let mss = mss_for(ip, &tuple, scope);
             let ts_offset = self.ts_offset(&tuple);
             let start = (iss, mss, ts_offset);
-            let conn = Connection::accept(&self.config, &repr, start, now);
+            let mut conn = Connection::accept(&self.config, &repr, start, now);
+            conn.syn_arrived_with(ecn);
             let id = self.add(Slot::passive(conn, tuple, l, scope, true));
             if self
                 .table

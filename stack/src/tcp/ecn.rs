@@ -1,0 +1,114 @@
+//! Explicit Congestion Notification (RFC 3168) for one connection, as
+//! Linux's default (`net.ipv4.tcp_ecn = 2`): agreed to when the peer's SYN
+//! asks for it, never asked for.
+//!
+//! Negotiation (6.1.1): a SYN with both ECE and CWR asks for ECN; the
+//! SYN-ACK agrees with ECE alone. A SYN whose IP header is itself
+//! ECN-marked is answered without ECE: RFC 3168 forbids ECT on a SYN, so
+//! the path rewrites the field and its marks mean nothing (as Linux's
+//! `tcp_ecn_create_request`). Once agreed, the receiver (6.1.3) answers a
+//! data segment marked CE (congestion experienced: a router marked it
+//! instead of dropping it) with ECE on every segment it sends until a
+//! segment with CWR arrives; the first ACK owing ECE goes at once (as
+//! Linux's quick ACK), so does the ACK of data with CWR. Without ECN
+//! agreed, nothing here changes a segment, and CE marks are ignored.
+//!
+//! The IP layer hands the ECN field of each segment in
+//! (`Connection::on_segment_ecn`, which asks [`EcnState::received`]); the
+//! flags go on in `Connection::poll_transmit` ([`EcnState::outgoing`]).
+//! This module knows nothing of the connection, which holds an
+//! [`EcnState`].
+
+use crate::wire::tcp::flags;
+use crate::wire::Ecn;
+
+/// Whether connections use ECN (Linux's `net.ipv4.tcp_ecn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EcnMode {
+    /// Never (`tcp_ecn = 0`): a SYN asking for ECN is answered without it.
+    Off,
+    /// Agreed to when the peer's SYN asks for it, never asked for
+    /// (`tcp_ecn = 2`, Linux's default).
+    #[default]
+    Accept,
+}
+
+/// A connection's ECN state. All false without ECN.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EcnState {
+    /// Both sides agreed to ECN.
+    pub(crate) on: bool,
+    /// A CE-marked data segment arrived: every segment we send carries ECE
+    /// until one with CWR arrives.
+    ece_owed: bool,
+}
+
+/// What an arriving segment asks of the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Received {
+    /// An ACK is to go at once.
+    pub(crate) ack_now: bool,
+    /// It was data marked CE (`TcpInCE`).
+    pub(crate) congestion: bool,
+}
+
+/// True if `syn_flags` ask for ECN: ECE and CWR both (RFC 3168 6.1.1).
+fn asks_for_ecn(syn_flags: u8) -> bool {
+    syn_flags & (flags::ECE | flags::CWR) == flags::ECE | flags::CWR
+}
+
+impl EcnState {
+    /// A passive open's state from the peer's SYN under `mode`.
+    pub(crate) fn from_syn(mode: EcnMode, syn_flags: u8) -> EcnState {
+        EcnState {
+            on: mode != EcnMode::Off && asks_for_ecn(syn_flags),
+            ..EcnState::default()
+        }
+    }
+
+    /// The SYN of a passive open arrived with `field` in its IP header:
+    /// one marked ECT or CE refuses ECN (see the module documentation).
+    pub(crate) fn syn_arrived_with(&mut self, field: Ecn) {
+        if field != Ecn::NotEct {
+            self.on = false;
+        }
+    }
+
+    /// A segment other than a SYN, with `seg_flags` and `data` bytes, was
+    /// accepted, its IP header marked `field` (RFC 3168 6.1.3).
+    pub(crate) fn received(&mut self, seg_flags: u8, data: usize, field: Ecn) -> Received {
+        let mut asks = Received::default();
+        if !self.on {
+            return asks;
+        }
+        if seg_flags & flags::CWR != 0 {
+            // The sender reduced its window: the echo ends. Its window may
+            // be a segment or two now, so its data is not kept waiting.
+            self.ece_owed = false;
+            asks.ack_now = data > 0;
+        }
+        if field == Ecn::Ce && data > 0 {
+            asks.congestion = true;
+            if !self.ece_owed {
+                self.ece_owed = true;
+                asks.ack_now = true;
+            }
+        }
+        asks
+    }
+
+    /// ECN's flags on a segment about to leave with `header_flags`: ECE
+    /// on a SYN-ACK agreeing to ECN, and on everything else but resets
+    /// while an echo is owed. Returns the segment's IP ECN field.
+    pub(crate) fn outgoing(&mut self, header_flags: &mut u8) -> Ecn {
+        if !self.on {
+            return Ecn::NotEct;
+        }
+        let syn = *header_flags & flags::SYN != 0;
+        let rst = *header_flags & flags::RST != 0;
+        if syn || (!rst && self.ece_owed) {
+            *header_flags |= flags::ECE;
+        }
+        Ecn::NotEct
+    }
+}

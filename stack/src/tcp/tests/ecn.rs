@@ -1,0 +1,120 @@
+//! Explicit Congestion Notification (RFC 3168): negotiation on a passive
+//! open, the receiver's echo of CE marks until CWR.
+
+use super::*;
+
+/// A passive connection whose peer asked for ECN with `syn` flags (`SEW`
+/// asks), its SYN's IP header carrying `field`, under `config`; the
+/// handshake done at 10 ms, no timestamps, MSS 1000.
+fn opened(config: &TcpConfig, syn: &str, field: &str, agreed: bool) -> Script {
+    let mut t = Script::passive(
+        config,
+        &format!("0 < {field} {syn} 0:0(0) win 65535 <mss 1000,nop,nop,sackOK>"),
+    );
+    let syn_ack = if agreed { "SE." } else { "S." };
+    t.run(&format!(
+        "
+        +0 > [noecn] {syn_ack} 0:0(0) ack 1 <mss 1460,nop,nop,sackOK>
+        +0.010 < . 1:1(0) ack 1 win 257
+        "
+    ));
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert_eq!(t.conn.ecn_enabled(), agreed, "{syn} {field}");
+    t
+}
+
+#[test]
+fn a_syn_asking_for_ecn_is_answered_with_ece_alone() {
+    opened(&config(), "SEW", "[noecn]", true);
+}
+
+#[test]
+fn ecn_is_not_agreed_to_unless_asked_for_properly() {
+    // ECE alone, CWR alone, nothing: not a request (RFC 3168 6.1.1).
+    for syn in ["SE", "SW", "S"] {
+        opened(&config(), syn, "[noecn]", false);
+    }
+    // A SYN itself marked: the path rewrites the ECN field (RFC 3168
+    // forbids ECT on a SYN; Linux refuses ECN then too).
+    for field in ["[ect0]", "[ect1]", "[ce]"] {
+        opened(&config(), "SEW", field, false);
+    }
+    // ECN turned off (Linux's tcp_ecn = 0).
+    let off = TcpConfig {
+        ecn: EcnMode::Off,
+        ..config()
+    };
+    opened(&off, "SEW", "[noecn]", false);
+}
+
+#[test]
+fn ce_marked_data_is_echoed_on_every_segment_until_cwr_arrives() {
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.run(
+        "
+        +0.010 < [ce] P. 1:1001(1000) ack 1 win 257
+        // The first segment owing the echo goes at once.
+        +0 > [noecn] E. 1:1(0) ack 1001
+        +0.010 < [ect0] P. 1001:2001(1000) ack 1 win 257
+        // Later ones wait as usual, and still echo.
+        +0.040 > E. 1:1(0) ack 2001
+        ",
+    );
+    // Our data carries it too.
+    t.write(&[7; 100]);
+    t.run(
+        "
+        +0 > EP. 1:101(100) ack 2001
+        +0.010 < [ect0] WP. 2001:3001(1000) ack 101 win 257
+        // CWR ends the echo; its data is acknowledged at once, since the
+        // sender's window may be a segment now.
+        +0 > . 101:101(0) ack 3001
+        +0.010 < [ect0] P. 3001:4001(1000) ack 101 win 257
+        +0.040 > . 101:101(0) ack 4001
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.take_loss_events().ce_received, 1);
+}
+
+#[test]
+fn a_cwr_segment_marked_ce_starts_the_echo_again() {
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.run(
+        "
+        +0.010 < [ce] P. 1:1001(1000) ack 1 win 257
+        +0 > E. 1:1(0) ack 1001
+        +0.010 < [ce] WP. 1001:2001(1000) ack 1 win 257
+        +0 > E. 1:1(0) ack 2001
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.take_loss_events().ce_received, 2);
+}
+
+#[test]
+fn ce_marks_without_data_or_without_ecn_are_ignored() {
+    // A pure ACK marked CE (no ECN-capable sender marks one) owes nothing.
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.run("+0.010 < [ce] . 1:1(0) ack 1 win 257");
+    t.quiet();
+    t.run(
+        "
+        +0.010 < [ect0] P. 1:1001(1000) ack 1 win 257
+        +0.040 > . 1:1(0) ack 1001
+        ",
+    );
+    // Without ECN agreed, a mark is no signal.
+    let mut t = opened(&config(), "S", "[noecn]", false);
+    t.run(
+        "
+        +0.010 < [ce] P. 1:1001(1000) ack 1 win 257
+        +0.040 > . 1:1(0) ack 1001
+        +0.010 < [ce] WP. 1001:2001(1000) ack 1 win 257
+        +0.040 > . 1:1(0) ack 2001
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.take_loss_events().ce_received, 0);
+}
