@@ -514,6 +514,10 @@ protocol_counters! {
     /// on connections with ECN, each echoed with ECE (RFC 3168 6.1.3).
     /// Linux counts every IP packet marked CE as `InCEPkts`.
     TcpInCE,
+    /// Times a TCP connection with ECN reduced its congestion window on
+    /// the peer's echo of congestion (ECE; at most once per window of data,
+    /// RFC 3168 6.1.2).
+    TcpEceReductions,
 }
 
 /// Number of protocol counters.

@@ -10,8 +10,15 @@
 //! data segment marked CE (congestion experienced: a router marked it
 //! instead of dropping it) with ECE on every segment it sends until a
 //! segment with CWR arrives; the first ACK owing ECE goes at once (as
-//! Linux's quick ACK), so does the ACK of data with CWR. Without ECN
-//! agreed, nothing here changes a segment, and CE marks are ignored.
+//! Linux's quick ACK), so does the ACK of data with CWR. The sender
+//! (6.1.2) sends new data as ECT(0), never a pure ACK, a retransmission, a
+//! window probe or a SYN (6.1.1, 6.1.4-6.1.6; Linux's `tcp_ecn_send` too:
+//! only segments with data at `SND.MAX`). An ACK with ECE reduces the
+//! congestion window as a loss would, without resending anything, once per
+//! window of data and not during loss recovery; after any reduction (an
+//! echo, a loss, a timeout) the next new data segment carries CWR. Echoes
+//! that come before it are the peer's repetitions of the same one. Without
+//! ECN agreed, nothing here changes a segment, and CE marks are ignored.
 //!
 //! The IP layer hands the ECN field of each segment in
 //! (`Connection::on_segment_ecn`, which asks [`EcnState::received`]); the
@@ -19,6 +26,7 @@
 //! This module knows nothing of the connection, which holds an
 //! [`EcnState`].
 
+use super::seq::Seq;
 use crate::wire::tcp::flags;
 use crate::wire::Ecn;
 
@@ -41,6 +49,13 @@ pub(crate) struct EcnState {
     /// A CE-marked data segment arrived: every segment we send carries ECE
     /// until one with CWR arrives.
     ece_owed: bool,
+    /// Our window was reduced: the next new data segment carries CWR.
+    cwr_owed: bool,
+    /// Our window was reduced with this much sent: echoes are not answered
+    /// again until an ACK goes beyond it (as Linux's CWR state: past it, so
+    /// that the data that carried CWR is known to have arrived). Cleared by
+    /// that ACK (so it never lingers to compare wrongly 2^31 bytes on).
+    reduced_until: Option<Seq>,
 }
 
 /// What an arriving segment asks of the connection.
@@ -97,10 +112,35 @@ impl EcnState {
         asks
     }
 
-    /// ECN's flags on a segment about to leave with `header_flags`: ECE
-    /// on a SYN-ACK agreeing to ECN, and on everything else but resets
-    /// while an echo is owed. Returns the segment's IP ECN field.
-    pub(crate) fn outgoing(&mut self, header_flags: &mut u8) -> Ecn {
+    /// An acceptable ACK with `seg_flags` moved `SND.UNA` to `snd_una`
+    /// (`recovering`: loss recovery already reduced the window). True if
+    /// it echoes congestion the sender is to answer now.
+    pub(crate) fn echo_to_answer(&mut self, seg_flags: u8, snd_una: Seq, recovering: bool) -> bool {
+        if !self.on {
+            return false;
+        }
+        if self.reduced_until.is_some_and(|end| snd_una > end) {
+            self.reduced_until = None;
+        }
+        let echo = seg_flags & flags::ECE != 0;
+        echo && !recovering && !self.cwr_owed && self.reduced_until.is_none()
+    }
+
+    /// Our congestion window was reduced with `snd_max` sent, for any
+    /// reason (RFC 3168 6.1.2): CWR goes on the next new data.
+    pub(crate) fn reduced(&mut self, snd_max: Seq) {
+        if self.on {
+            self.cwr_owed = true;
+            self.reduced_until = Some(snd_max);
+        }
+    }
+
+    /// ECN's flags on a segment about to leave with `header_flags`
+    /// (`new_data`: it carries data from `SND.MAX` on): ECE on a SYN-ACK
+    /// agreeing to ECN, and on everything else but resets while an echo is
+    /// owed; CWR on new data once owed. Returns the segment's IP ECN field:
+    /// ECT(0) for new data.
+    pub(crate) fn outgoing(&mut self, header_flags: &mut u8, new_data: bool) -> Ecn {
         if !self.on {
             return Ecn::NotEct;
         }
@@ -109,6 +149,12 @@ impl EcnState {
         if syn || (!rst && self.ece_owed) {
             *header_flags |= flags::ECE;
         }
-        Ecn::NotEct
+        if !new_data || syn {
+            return Ecn::NotEct;
+        }
+        if core::mem::take(&mut self.cwr_owed) {
+            *header_flags |= flags::CWR;
+        }
+        Ecn::Ect0
     }
 }

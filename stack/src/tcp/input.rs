@@ -115,10 +115,8 @@ impl Connection {
             State::SynSent => self.syn_sent(seg, now),
             _ => self.synchronized(seg, payload, now, pool),
         };
-        if verdict == Verdict::Accepted && seg.flags & flags::SYN == 0 {
-            let asks = self.ecn.received(seg.flags, payload.len(), ecn);
-            self.ack_now |= asks.ack_now;
-            self.loss.ce_received += u32::from(asks.congestion);
+        if self.ecn.on && verdict == Verdict::Accepted && seg.flags & flags::SYN == 0 {
+            self.ecn_in(seg.flags, payload.len(), ecn);
         }
         if self.send_buf.is_empty() {
             self.send_buf.release_idle(pool);
@@ -384,6 +382,23 @@ impl Connection {
         true
     }
 
+    /// ECN's part of an accepted segment other than a SYN, with
+    /// `seg_flags` and `data` bytes, marked `field` ([`super::ecn`]): the
+    /// echo we owe, and the peer's echo of congestion, answered once per
+    /// window of data by reducing the window as a loss would, with nothing
+    /// to resend (RFC 3168 6.1.2).
+    fn ecn_in(&mut self, seg_flags: u8, data: usize, field: Ecn) {
+        let asks = self.ecn.received(seg_flags, data, field);
+        self.ack_now |= asks.ack_now;
+        self.loss.ce_received += u32::from(asks.congestion);
+        let recovering = self.recovery.is_some() || self.cc.in_recovery();
+        if self.ecn.echo_to_answer(seg_flags, self.snd_una, recovering) {
+            self.cc.on_ecn_echo(self.flight());
+            self.ecn.reduced(self.snd_max);
+            self.loss.ece_reductions += 1;
+        }
+    }
+
     /// True if both sides agreed to ECN (RFC 3168, [`super::ecn`]).
     pub fn ecn_enabled(&self) -> bool {
         self.ecn.on
@@ -494,6 +509,7 @@ impl Connection {
                 self.fast_retransmit = true;
                 self.timing = None;
                 self.loss.reno_recoveries += 1;
+                self.ecn.reduced(self.snd_max);
                 if self.path_probe.in_flight() == Some(self.snd_una) {
                     // The probe is what NewReno resends (at the current MSS).
                     if self.path_probe.on_loss(now).is_some() {

@@ -28,8 +28,10 @@ impl Connection {
         now: Instant,
         payload: &mut [u8],
     ) -> Option<(TcpRepr, usize, Ecn)> {
+        let sent_before = self.snd_max;
         let (mut header, len) = self.next_segment(now, payload)?;
-        let ecn = self.ecn.outgoing(&mut header.flags);
+        let new_data = len > 0 && Seq(header.seq) == sent_before;
+        let ecn = self.ecn.outgoing(&mut header.flags, new_data);
         Some((header, len, ecn))
     }
 

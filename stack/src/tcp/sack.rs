@@ -132,6 +132,9 @@ pub struct LossEvents {
     /// Data segments that arrived marked CE on connections with ECN
     /// (`TcpInCE`).
     pub ce_received: u32,
+    /// Echoes of congestion (ECE) that reduced the congestion window
+    /// (`TcpEceReductions`).
+    pub ece_reductions: u32,
 }
 
 /// The receiver's side: what goes into the SACK blocks of our ACKs.

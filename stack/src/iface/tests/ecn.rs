@@ -1,9 +1,10 @@
-//! ECN (RFC 3168) through the whole receive path: the IP layer hands TCP
-//! each segment's ECN field, from IPv4's TOS byte and IPv6's traffic class
-//! alike, and a listener agrees to ECN only on a SYN that asks for it and
-//! is not itself marked.
+//! ECN (RFC 3168) through the whole stack: the IP layer hands TCP each
+//! segment's ECN field, from IPv4's TOS byte and IPv6's traffic class
+//! alike, and writes the one TCP asks for on what it sends; a listener
+//! agrees to ECN only on a SYN that asks for it and is not itself marked.
 
 use super::ipv6::{learn_peer, stack6, GLOBAL, PEER6};
+use super::tcp::EchoTcp;
 use super::tcp_input::tcp_frame;
 use super::*;
 use crate::wire::ipv6::{next_header, Ipv6Packet};
@@ -103,6 +104,17 @@ impl Peer {
     /// Sends a segment with `bits` and `payload` in an IP header marked
     /// `field`, 1 ms after the last; what the stack answered.
     fn send(&mut self, bits: u8, payload: &[u8], field: Ecn) -> Vec<(Ecn, TcpRepr)> {
+        self.send_to(bits, payload, field, &mut DropDatagrams)
+    }
+
+    /// [`Peer::send`], with `handler` serving the stack's connections.
+    fn send_to<H: InlineHandler<MemBuf>>(
+        &mut self,
+        bits: u8,
+        payload: &[u8],
+        field: Ecn,
+        handler: &mut H,
+    ) -> Vec<(Ecn, TcpRepr)> {
         let repr = TcpRepr {
             src_port: PEER_PORT,
             dst_port: PORT,
@@ -118,8 +130,7 @@ impl Peer {
         let frame = marked(tcp_frame(self.ends.0, self.ends.1, &repr, payload), field);
         self.port.push_rx(&frame);
         self.now = self.now + Duration::from_millis(1);
-        self.iface
-            .poll(&mut self.port, self.now, &mut DropDatagrams);
+        self.iface.poll(&mut self.port, self.now, handler);
         self.next = self.next.wrapping_add(payload.len() as u32);
         self.next = self.next.wrapping_add(u32::from(bits & flags::SYN != 0));
         sent_marked(&mut self.port)
@@ -189,5 +200,31 @@ fn a_marked_syn_or_one_not_asking_gets_no_ecn_and_marks_are_then_ignored() {
             assert_eq!(acks, [flags::ACK], "{row}: {out:?}");
             assert_eq!(peer.iface.counters().get(Stat::TcpInCE), 0, "{row}");
         }
+    }
+}
+
+#[test]
+fn new_data_leaves_ect0_and_an_echo_reduces_the_window_in_both_families() {
+    let data = flags::ACK | flags::PSH;
+    for (family, ends) in families() {
+        let mut peer = Peer::new(ends);
+        peer.open(ASK, Ecn::NotEct);
+        // The stack echoes the peer's data: new data, ECT(0).
+        let out = peer.send_to(data, &[5; 100], Ecn::NotEct, &mut EchoTcp);
+        let [(field, echo)] = out.as_slice() else {
+            panic!("{family}: one echo: {out:?}");
+        };
+        assert_eq!((*field, echo.flags), (Ecn::Ect0, data), "{family}");
+        // The peer echoes congestion: the window is reduced, nothing sent.
+        peer.ack = echo.seq.wrapping_add(100);
+        let out = peer.send(flags::ACK | flags::ECE, &[], Ecn::NotEct);
+        assert!(out.is_empty(), "{family}: {out:?}");
+        let reductions = peer.iface.counters().get(Stat::TcpEceReductions);
+        assert_eq!(reductions, 1, "{family}");
+        // The next new data carries CWR.
+        let out = peer.send_to(data, &[6; 100], Ecn::NotEct, &mut EchoTcp);
+        let sent: Vec<(Ecn, u8)> = out.iter().map(|(f, s)| (*f, s.flags)).collect();
+        assert_eq!(sent, [(Ecn::Ect0, data | flags::CWR)], "{family}");
+        assert_eq!(peer.iface.counters().total_dropped(), 0, "{family}");
     }
 }

@@ -503,22 +503,24 @@ pub(super) fn emit<O: SegmentOut>(
     };
     repr.emit(&mut room[..header_len]);
     room[header_len..].copy_from_slice(payload);
-    finish(ip, now, (tuple, scope), buf);
+    finish(ip, now, (tuple, scope), Ecn::NotEct, buf);
 }
 
 /// Fills the checksum of the segment that is all of `buf` and sends it by
-/// route; returns the next hop to remember, if one was found.
+/// route, `ecn` in its IP header; returns the next hop to remember, if one
+/// was found.
 pub(super) fn finish<O: SegmentOut>(
     ip: &mut O,
     now: Instant,
     (tuple, scope): (&FourTuple, u32),
+    ecn: Ecn,
     mut buf: O::Buf,
 ) -> Option<O::Hop> {
     let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
     let len = buf.len();
     TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
     ip.counters().count(Stat::TcpOutSegs);
-    ip.send(now, (src, dst, scope), buf)
+    ip.send(now, (src, dst, scope), ecn, buf)
 }
 
 impl<B: Buf, H: Copy> Endpoint<B, H> {
@@ -531,14 +533,14 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         now: Instant,
         id: ConnId,
         (tuple, scope): (&FourTuple, u32),
-        mut buf: B,
+        (ecn, mut buf): (Ecn, B),
     ) {
         let hop = self.slot(id).and_then(|s| s.hop);
         if let Some(hop) = hop {
             let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
             let len = buf.len();
             TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
-            match ip.send_cached(hop, (src, dst), buf) {
+            match ip.send_cached(hop, (src, dst), ecn, buf) {
                 Ok(()) => {
                     ip.counters().count(Stat::TcpOutSegs);
                     return;
@@ -547,7 +549,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
                 Err(back) => buf = back,
             }
         }
-        let found = finish(ip, now, (tuple, scope), buf);
+        let found = finish(ip, now, (tuple, scope), ecn, buf);
         if let Some(slot) = self.slot(id) {
             slot.hop = found;
         }
@@ -606,7 +608,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let Some(area) = buf.append(HEADROOM + room) else {
                 return ip.counters().count_drop(DropReason::TxNoBuffer);
             };
-            let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {
+            let polled = slot.conn.poll_transmit_ecn(now, &mut area[HEADROOM..]);
+            let Some((repr, len, ecn)) = polled else {
                 buf.trim(buf.len());
                 self.held_tx = Some((link, buf));
                 return;
@@ -620,7 +623,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             if repr.flags & flags::RST != 0 {
                 ip.counters().count(Stat::TcpOutRsts);
             }
-            self.finish_for(ip, now, id, (&tuple, scope), buf);
+            self.finish_for(ip, now, id, (&tuple, scope), (ecn, buf));
         }
     }
 }

@@ -15,7 +15,7 @@ fn opened(config: &TcpConfig, syn: &str, field: &str, agreed: bool) -> Script {
     t.run(&format!(
         "
         +0 > [noecn] {syn_ack} 0:0(0) ack 1 <mss 1460,nop,nop,sackOK>
-        +0.010 < . 1:1(0) ack 1 win 257
+        +0.010 < . 1:1(0) ack 1 win 65535
         "
     ));
     t.quiet();
@@ -117,4 +117,113 @@ fn ce_marks_without_data_or_without_ecn_are_ignored() {
     );
     t.quiet();
     assert_eq!(t.conn.take_loss_events().ce_received, 0);
+}
+
+#[test]
+fn only_new_data_goes_ect0() {
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.write(&[1; 2000]);
+    t.run(
+        "
+        +0 > [ect0] . 1:1001(1000) ack 1
+        +0 > [ect0] P. 1001:2001(1000) ack 1
+        // Retransmissions do not (RFC 3168 6.1.5), whatever sends them: a
+        // tail loss probe, a timeout.
+        +0.020 > [noecn] P. 1001:2001(1000) ack 1
+        +0.2 > [noecn] . 1:1001(1000) ack 1
+        +0.010 < P. 1:101(100) ack 2001 win 65535
+        // Nor do pure ACKs (6.1.4).
+        +0.040 > [noecn] . 2001:2001(0) ack 101
+        ",
+    );
+    // A FIN without data carries nothing to mark (as Linux).
+    t.close();
+    t.run("+0 > [noecn] F. 2001:2001(0) ack 101");
+    t.quiet();
+    // Without ECN agreed, data goes unmarked.
+    let mut t = opened(&config(), "S", "[noecn]", false);
+    t.write(&[1; 100]);
+    t.run("+0 > [noecn] P. 1:101(100) ack 1");
+}
+
+#[test]
+fn an_echo_halves_the_window_once_per_window_then_cwr_goes_on_new_data() {
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.write(&[1; 4000]);
+    t.run(
+        "
+        +0 > [ect0] . 1:1001(1000) ack 1
+        +0 > [ect0] . 1001:2001(1000) ack 1
+        +0 > [ect0] . 2001:3001(1000) ack 1
+        +0 > [ect0] P. 3001:4001(1000) ack 1
+        // Congestion echoed: half the flight of 3000, at least two
+        // segments; nothing is resent.
+        +0.010 < E. 1:1(0) ack 1001 win 65535
+        ",
+    );
+    t.quiet();
+    let window = |t: &Script| (t.conn.cc.ssthresh(), t.conn.cc.window());
+    assert_eq!(window(&t), (2000, 2000));
+    assert_eq!(t.conn.take_loss_events().ece_reductions, 1);
+    t.write(&[2; 1000]);
+    t.run(
+        "
+        // The peer repeats its echo until our CWR arrives: no new reduction.
+        +0.001 < E. 1:1(0) ack 2001 win 65535
+        +0.001 < E. 1:1(0) ack 3001 win 65535
+        // The first new data carries CWR.
+        +0 > [ect0] WP. 4001:5001(1000) ack 1
+        // Up to the data sent when the window was reduced: the same
+        // window (and the peer may not have our CWR yet).
+        +0.001 < E. 1:1(0) ack 4001 win 65535
+        +0.010 < . 1:1(0) ack 5001 win 65535
+        ",
+    );
+    t.quiet();
+    assert_eq!(window(&t).0, 2000);
+    assert_eq!(t.conn.take_loss_events().ece_reductions, 0);
+    // A later window's echo is answered again, and CWR follows again.
+    t.write(&[3; 1000]);
+    t.run(
+        "
+        +0 > [ect0] P. 5001:6001(1000) ack 1
+        +0.010 < E. 1:1(0) ack 6001 win 65535
+        ",
+    );
+    assert_eq!(t.conn.take_loss_events().ece_reductions, 1);
+    t.write(&[4; 1000]);
+    t.run("+0 > [ect0] WP. 6001:7001(1000) ack 1");
+    t.quiet();
+}
+
+#[test]
+fn a_loss_reduction_sends_cwr_and_echoes_in_recovery_change_nothing() {
+    // No SACK: NewReno's fast retransmit.
+    let mut t = Script::passive(&config(), "0 < SEW 0:0(0) win 65535 <mss 1000>");
+    t.run(
+        "
+        +0 > SE. 0:0(0) ack 1 <mss 1460>
+        +0.010 < . 1:1(0) ack 1 win 65535
+        ",
+    );
+    t.write(&[1; 5000]);
+    t.run(
+        "
+        +0 > [ect0] . 1:1001(1000) ack 1
+        +0 > [ect0] . 1001:2001(1000) ack 1
+        +0 > [ect0] . 2001:3001(1000) ack 1
+        +0 > [ect0] . 3001:4001(1000) ack 1
+        +0 > [ect0] P. 4001:5001(1000) ack 1
+        +0.010 < . 1:1(0) ack 1 win 65535
+        +0 < . 1:1(0) ack 1 win 65535
+        +0 < E. 1:1(0) ack 1 win 65535
+        +0 > [noecn] . 1:1001(1000) ack 1
+        +0 < E. 1:1(0) ack 1 win 65535
+        +0.010 < E. 1:1(0) ack 5001 win 65535
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.take_loss_events().ece_reductions, 0);
+    t.write(&[2; 1000]);
+    t.run("+0 > [ect0] WP. 5001:6001(1000) ack 1");
 }
