@@ -396,7 +396,7 @@ impl Connection {
             path_probe: PathProbe::default(),
             dup_acks: 0,
             loss: LossEvents::default(),
-            ecn: EcnState::default(),
+            ecn: EcnState::new(config.ecn),
             tlp_at: None,
             tlp_due: false,
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
@@ -471,7 +471,7 @@ impl Connection {
         let state = State::SynReceived;
         let mut conn = Connection::new(config, state, ports, iss, our_mss, ts_offset);
         conn.take_syn(syn, now);
-        conn.ecn = EcnState::from_syn(config.ecn, syn.flags);
+        conn.ecn.passive_open(syn.flags);
         conn
     }
 

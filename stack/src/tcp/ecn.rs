@@ -1,9 +1,13 @@
 //! Explicit Congestion Notification (RFC 3168) for one connection, as
 //! Linux's default (`net.ipv4.tcp_ecn = 2`): agreed to when the peer's SYN
-//! asks for it, never asked for.
+//! asks for it, asked for only under [`EcnMode::Request`] (`tcp_ecn = 1`).
 //!
 //! Negotiation (6.1.1): a SYN with both ECE and CWR asks for ECN; the
-//! SYN-ACK agrees with ECE alone. A SYN whose IP header is itself
+//! SYN-ACK agrees with ECE alone. A SYN-ACK with anything else (no ECE, or
+//! ECE and CWR both, a peer that reflects the flags it does not know)
+//! leaves ECN off. A retransmitted SYN asks for nothing, in case a
+//! middlebox drops SYNs with those flags (6.1.1.1; as Linux, which then
+//! still takes a SYN-ACK that agrees). A SYN whose IP header is itself
 //! ECN-marked is answered without ECE: RFC 3168 forbids ECT on a SYN, so
 //! the path rewrites the field and its marks mean nothing (as Linux's
 //! `tcp_ecn_create_request`). Once agreed, the receiver (6.1.3) answers a
@@ -39,11 +43,16 @@ pub enum EcnMode {
     /// (`tcp_ecn = 2`, Linux's default).
     #[default]
     Accept,
+    /// Agreed to, and asked for in the SYN of every connect (`tcp_ecn =
+    /// 1`).
+    Request,
 }
 
 /// A connection's ECN state. All false without ECN.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct EcnState {
+    /// What the configuration allows.
+    mode: EcnMode,
     /// Both sides agreed to ECN.
     pub(crate) on: bool,
     /// A CE-marked data segment arrived: every segment we send carries ECE
@@ -73,12 +82,28 @@ fn asks_for_ecn(syn_flags: u8) -> bool {
 }
 
 impl EcnState {
-    /// A passive open's state from the peer's SYN under `mode`.
-    pub(crate) fn from_syn(mode: EcnMode, syn_flags: u8) -> EcnState {
+    /// A connection's state under `mode`, before any SYN.
+    pub(crate) fn new(mode: EcnMode) -> EcnState {
         EcnState {
-            on: mode != EcnMode::Off && asks_for_ecn(syn_flags),
+            mode,
             ..EcnState::default()
         }
+    }
+
+    /// A passive open: the peer's SYN came with `syn_flags`.
+    pub(crate) fn passive_open(&mut self, syn_flags: u8) {
+        self.on = self.mode != EcnMode::Off && asks_for_ecn(syn_flags);
+    }
+
+    /// In SYN-SENT, the peer's SYN-ACK (or, opening at the same time, its
+    /// SYN) came with `syn_flags`: ECN is on if we asked and it agreed.
+    pub(crate) fn answered(&mut self, syn_flags: u8) {
+        let agreed = if syn_flags & flags::ACK != 0 {
+            syn_flags & (flags::ECE | flags::CWR) == flags::ECE
+        } else {
+            asks_for_ecn(syn_flags)
+        };
+        self.on = self.mode == EcnMode::Request && agreed;
     }
 
     /// The SYN of a passive open arrived with `field` in its IP header:
@@ -136,11 +161,16 @@ impl EcnState {
     }
 
     /// ECN's flags on a segment about to leave with `header_flags`
-    /// (`new_data`: it carries data from `SND.MAX` on): ECE on a SYN-ACK
-    /// agreeing to ECN, and on everything else but resets while an echo is
-    /// owed; CWR on new data once owed. Returns the segment's IP ECN field:
-    /// ECT(0) for new data.
-    pub(crate) fn outgoing(&mut self, header_flags: &mut u8, new_data: bool) -> Ecn {
+    /// (`new_data`: it carries data from `SND.MAX` on; `first`: nothing was
+    /// sent before it): ECE and CWR on the first SYN of a connect under
+    /// [`EcnMode::Request`]; ECE on a SYN-ACK agreeing to ECN, and on
+    /// everything else but resets while an echo is owed; CWR on new data
+    /// once owed. Returns the segment's IP ECN field: ECT(0) for new data.
+    pub(crate) fn outgoing(&mut self, header_flags: &mut u8, new_data: bool, first: bool) -> Ecn {
+        let syn_only = *header_flags & (flags::SYN | flags::ACK) == flags::SYN;
+        if syn_only && first && self.mode == EcnMode::Request {
+            *header_flags |= flags::ECE | flags::CWR;
+        }
         if !self.on {
             return Ecn::NotEct;
         }

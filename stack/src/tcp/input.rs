@@ -159,6 +159,7 @@ impl Connection {
             return Verdict::Refused(Refusal::BadFlags);
         }
         self.take_syn(seg, now);
+        self.ecn.answered(seg.flags);
         if ack {
             self.snd_una = ack_no;
             self.snd_wl2 = ack_no;

@@ -31,7 +31,8 @@ impl Connection {
         let sent_before = self.snd_max;
         let (mut header, len) = self.next_segment(now, payload)?;
         let new_data = len > 0 && Seq(header.seq) == sent_before;
-        let ecn = self.ecn.outgoing(&mut header.flags, new_data);
+        let first = sent_before == self.iss;
+        let ecn = self.ecn.outgoing(&mut header.flags, new_data, first);
         Some((header, len, ecn))
     }
 

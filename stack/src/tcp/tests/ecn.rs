@@ -1,5 +1,6 @@
-//! Explicit Congestion Notification (RFC 3168): negotiation on a passive
-//! open, the receiver's echo of CE marks until CWR.
+//! Explicit Congestion Notification (RFC 3168): negotiation on passive
+//! and active opens, the receiver's echo of CE marks until CWR, the
+//! sender's ECT(0) on new data and its answer to an echo.
 
 use super::*;
 
@@ -226,4 +227,109 @@ fn a_loss_reduction_sends_cwr_and_echoes_in_recovery_change_nothing() {
     assert_eq!(t.conn.take_loss_events().ece_reductions, 0);
     t.write(&[2; 1000]);
     t.run("+0 > [ect0] WP. 5001:6001(1000) ack 1");
+}
+
+/// The scripts' configuration, asking for ECN on connects.
+fn requesting() -> TcpConfig {
+    TcpConfig {
+        ecn: EcnMode::Request,
+        ..config()
+    }
+}
+
+#[test]
+fn a_connect_asks_for_ecn_and_a_syn_ack_with_ece_alone_agrees() {
+    let mut t = Script::active(&requesting());
+    t.run(
+        "
+        // Never ECT on a SYN (RFC 3168 6.1.1).
+        0 > [noecn] SEW 0:0(0)
+        +0.1 < SE. 0:0(0) ack 1 win 65535 <mss 1000>
+        +0 > [noecn] . 1:1(0) ack 1
+        ",
+    );
+    assert!(t.conn.ecn_enabled());
+    t.write(&[1; 100]);
+    t.run(
+        "
+        +0 > [ect0] P. 1:101(100) ack 1
+        +0.1 < [ce] P. 1:101(100) ack 101 win 65535
+        +0 > [noecn] E. 101:101(0) ack 101
+        ",
+    );
+    t.quiet();
+}
+
+#[test]
+fn a_syn_ack_that_does_not_agree_properly_leaves_ecn_off() {
+    // No ECE; ECE and CWR both (a peer reflecting flags it does not
+    // know); CWR alone (RFC 3168 6.1.1).
+    for syn_ack in ["S.", "SEW.", "SW."] {
+        let mut t = Script::active(&requesting());
+        t.run(&format!(
+            "
+            0 > SEW 0:0(0)
+            +0.1 < {syn_ack} 0:0(0) ack 1 win 65535 <mss 1000>
+            +0 > . 1:1(0) ack 1
+            "
+        ));
+        assert!(!t.conn.ecn_enabled(), "{syn_ack}");
+        t.write(&[1; 100]);
+        t.run(
+            "
+            +0 > [noecn] P. 1:101(100) ack 1
+            // Marks mean nothing then: no echo, no reduction.
+            +0.1 < [ce] EP. 1:101(100) ack 101 win 65535
+            +0.040 > [noecn] . 101:101(0) ack 101
+            ",
+        );
+        t.quiet();
+        let events = t.conn.take_loss_events();
+        assert_eq!((events.ce_received, events.ece_reductions), (0, 0));
+    }
+}
+
+#[test]
+fn only_the_first_syn_asks_and_only_when_configured() {
+    // A retransmitted SYN asks for nothing (a middlebox may drop SYNs
+    // with ECE and CWR, RFC 3168 6.1.1.1); a SYN-ACK agreeing to the first
+    // still turns ECN on, as in Linux.
+    let mut t = Script::active(&requesting());
+    t.run(
+        "
+        0 > SEW 0:0(0)
+        1 > S 0:0(0)
+        +0.1 < SE. 0:0(0) ack 1 win 65535 <mss 1000>
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    assert!(t.conn.ecn_enabled());
+    // By default a connect does not ask, and a SYN-ACK with ECE is no
+    // agreement to anything.
+    let mut t = Script::active(&config());
+    t.run(
+        "
+        0 > S 0:0(0)
+        +0.1 < SE. 0:0(0) ack 1 win 65535 <mss 1000>
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    assert!(!t.conn.ecn_enabled());
+}
+
+#[test]
+fn opening_at_the_same_time_agrees_when_both_ask() {
+    let mut t = Script::active(&requesting());
+    t.run(
+        "
+        0 > SEW 0:0(0)
+        +0.01 < SEW 0:0(0) win 65535 <mss 1000>
+        +0 > SE. 0:0(0) ack 1
+        +0.01 < SE. 0:0(0) ack 1 win 65535
+        +0 > . 1:1(0) ack 1
+        ",
+    );
+    t.quiet();
+    assert_eq!(t.conn.state(), State::Established);
+    assert!(t.conn.ecn_enabled());
 }
