@@ -48,7 +48,8 @@ pub enum EcnMode {
     Request,
 }
 
-/// A connection's ECN state. All false without ECN.
+/// A connection's ECN state: its mode, then flags that stay false
+/// without ECN.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct EcnState {
     /// What the configuration allows.
@@ -79,6 +80,13 @@ pub(crate) struct Received {
 /// True if `syn_flags` ask for ECN: ECE and CWR both (RFC 3168 6.1.1).
 fn asks_for_ecn(syn_flags: u8) -> bool {
     syn_flags & (flags::ECE | flags::CWR) == flags::ECE | flags::CWR
+}
+
+/// True if a listener under `mode` agrees to ECN for a SYN with
+/// `syn_flags` whose IP header carried `field` (see the module
+/// documentation).
+pub(crate) fn agrees(mode: EcnMode, syn_flags: u8, field: Ecn) -> bool {
+    mode != EcnMode::Off && asks_for_ecn(syn_flags) && field == Ecn::NotEct
 }
 
 impl EcnState {
@@ -116,6 +124,7 @@ impl EcnState {
 
     /// A segment other than a SYN, with `seg_flags` and `data` bytes, was
     /// accepted, its IP header marked `field` (RFC 3168 6.1.3).
+    #[inline]
     pub(crate) fn received(&mut self, seg_flags: u8, data: usize, field: Ecn) -> Received {
         let mut asks = Received::default();
         if !self.on {
@@ -140,6 +149,7 @@ impl EcnState {
     /// An acceptable ACK with `seg_flags` moved `SND.UNA` to `snd_una`
     /// (`recovering`: loss recovery already reduced the window). True if
     /// it echoes congestion the sender is to answer now.
+    #[inline]
     pub(crate) fn echo_to_answer(&mut self, seg_flags: u8, snd_una: Seq, recovering: bool) -> bool {
         if !self.on {
             return false;
@@ -166,12 +176,13 @@ impl EcnState {
     /// [`EcnMode::Request`]; ECE on a SYN-ACK agreeing to ECN, and on
     /// everything else but resets while an echo is owed; CWR on new data
     /// once owed. Returns the segment's IP ECN field: ECT(0) for new data.
+    #[inline]
     pub(crate) fn outgoing(&mut self, header_flags: &mut u8, new_data: bool, first: bool) -> Ecn {
-        let syn_only = *header_flags & (flags::SYN | flags::ACK) == flags::SYN;
-        if syn_only && first && self.mode == EcnMode::Request {
-            *header_flags |= flags::ECE | flags::CWR;
-        }
         if !self.on {
+            let syn_only = *header_flags & (flags::SYN | flags::ACK) == flags::SYN;
+            if first && syn_only && self.mode == EcnMode::Request {
+                *header_flags |= flags::ECE | flags::CWR;
+            }
             return Ecn::NotEct;
         }
         let syn = *header_flags & flags::SYN != 0;

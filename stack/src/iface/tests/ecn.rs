@@ -1,7 +1,8 @@
 //! ECN (RFC 3168) through the whole stack: the IP layer hands TCP each
 //! segment's ECN field, from IPv4's TOS byte and IPv6's traffic class
 //! alike, and writes the one TCP asks for on what it sends; a listener
-//! agrees to ECN only on a SYN that asks for it and is not itself marked.
+//! agrees to ECN only on a SYN that asks for it and is not itself marked,
+//! also when it answers with a SYN cookie.
 
 use super::ipv6::{learn_peer, stack6, GLOBAL, PEER6};
 use super::tcp::EchoTcp;
@@ -59,9 +60,9 @@ pub(super) fn sent_marked(port: &mut MemPort) -> Vec<(Ecn, TcpRepr)> {
         .collect()
 }
 
-/// A stack listening on `[::]:7` that knows the peer's MAC over both
-/// families.
-fn listening() -> (Interface<MemBuf>, MemPort) {
+/// A stack listening on `[::]:7` with a backlog of `backlog` handshakes
+/// that knows the peer's MAC over both families.
+fn listening(backlog: usize) -> (Interface<MemBuf>, MemPort) {
     let (mut iface, mut port) = stack6();
     port.push_rx(&arp(
         ArpOperation::Request,
@@ -72,7 +73,7 @@ fn listening() -> (Interface<MemBuf>, MemPort) {
     port.take_tx();
     learn_peer(&mut iface, &mut port, PEER6, GLOBAL);
     iface
-        .tcp_listen("[::]:7".parse::<core::net::SocketAddr>().unwrap(), 8)
+        .tcp_listen("[::]:7".parse::<core::net::SocketAddr>().unwrap(), backlog)
         .unwrap();
     (iface, port)
 }
@@ -82,21 +83,32 @@ struct Peer {
     iface: Interface<MemBuf>,
     port: MemPort,
     ends: (IpAddr, IpAddr),
+    /// The peer's port.
+    from: u16,
     /// The peer's next sequence number, and what it acknowledges.
     next: u32,
     ack: u32,
+    /// The timestamps option the peer sends, if any (TSval, TSecr).
+    timestamps: Option<(u32, u32)>,
     now: Instant,
 }
 
 impl Peer {
     fn new(ends: (IpAddr, IpAddr)) -> Peer {
-        let (iface, port) = listening();
+        Peer::with_backlog(ends, 8)
+    }
+
+    /// [`Peer::new`], the listener's backlog `backlog`.
+    fn with_backlog(ends: (IpAddr, IpAddr), backlog: usize) -> Peer {
+        let (iface, port) = listening(backlog);
         Peer {
             iface,
             port,
             ends,
+            from: PEER_PORT,
             next: PEER_ISN,
             ack: 0,
+            timestamps: None,
             now: Instant::from_nanos(1_000_000),
         }
     }
@@ -116,7 +128,7 @@ impl Peer {
         handler: &mut H,
     ) -> Vec<(Ecn, TcpRepr)> {
         let repr = TcpRepr {
-            src_port: PEER_PORT,
+            src_port: self.from,
             dst_port: PORT,
             seq: self.next,
             ack: self.ack,
@@ -124,6 +136,7 @@ impl Peer {
             window: 8000,
             options: TcpOptions {
                 mss: (bits & flags::SYN != 0).then_some(1460),
+                timestamps: self.timestamps,
                 ..TcpOptions::default()
             },
         };
@@ -226,5 +239,47 @@ fn new_data_leaves_ect0_and_an_echo_reduces_the_window_in_both_families() {
         let sent: Vec<(Ecn, u8)> = out.iter().map(|(f, s)| (*f, s.flags)).collect();
         assert_eq!(sent, [(Ecn::Ect0, data | flags::CWR)], "{family}");
         assert_eq!(peer.iface.counters().total_dropped(), 0, "{family}");
+    }
+}
+
+#[test]
+fn a_syn_cookie_carries_the_agreement_to_ecn() {
+    for (family, ends) in families() {
+        let mut peer = Peer::with_backlog(ends, 1);
+        // A handshake from another port takes the backlog.
+        peer.from = PEER_PORT + 1;
+        assert_eq!(peer.send(ASK, &[], Ecn::NotEct).len(), 1, "{family}");
+        // The next SYN gets a cookie, which agrees to ECN; the agreement
+        // rides in the TSval, with the window scale and SACK bits.
+        for (bits, agreed) in [(flags::SYN, false), (ASK, true)] {
+            peer.from += 1;
+            peer.next = PEER_ISN;
+            peer.timestamps = Some((100, 0));
+            let out = peer.send(bits, &[], Ecn::NotEct);
+            let [(_, syn_ack)] = out.as_slice() else {
+                panic!("{family}: one SYN-ACK: {out:?}");
+            };
+            let ece = if agreed { flags::ECE } else { 0 };
+            assert_eq!(syn_ack.flags, flags::SYN | flags::ACK | ece, "{family}");
+            let (tsval, _) = syn_ack.options.timestamps.expect("timestamps");
+            peer.ack = syn_ack.seq.wrapping_add(1);
+            peer.timestamps = Some((101, tsval));
+            assert!(peer.send(flags::ACK, &[], Ecn::NotEct).is_empty());
+            // Data marked CE is echoed only where ECN was agreed.
+            let out = peer.send(flags::ACK, &[1; 1460], Ecn::Ce);
+            let out = [out, peer.send(flags::ACK, &[2; 1460], Ecn::NotEct)].concat();
+            let acks: Vec<u8> = out.iter().map(|(_, s)| s.flags).collect();
+            let row = format!("{family}, SYN flags {bits:#x}");
+            let want = if agreed {
+                vec![flags::ACK | ece]
+            } else {
+                vec![flags::ACK]
+            };
+            assert_eq!(acks, want, "{row}: {out:?}");
+        }
+        let counters = peer.iface.counters();
+        assert_eq!(counters.get(Stat::TcpSyncookiesRecv), 2, "{family}");
+        assert_eq!(counters.get(Stat::TcpInCE), 1, "{family}");
+        assert_eq!(counters.total_dropped(), 0, "{family}");
     }
 }

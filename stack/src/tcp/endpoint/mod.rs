@@ -31,6 +31,7 @@ use crate::port::{Buf, ChecksumStatus};
 use crate::tcp::challenge::ChallengeAckLimit;
 use crate::tcp::conn::{ts_clock, window_shift_for, DEFAULT_MSS};
 use crate::tcp::cookie::{self, SynCookies};
+use crate::tcp::ecn;
 use crate::tcp::ids::GENERATION_MASK;
 use crate::tcp::table::{ConnTable, ConnectMode, FourTuple, Placed, PortSearch, TableValue};
 use crate::tcp::wheel::TimerWheel;

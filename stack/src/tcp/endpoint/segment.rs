@@ -199,7 +199,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let listener = &mut self.listeners[l];
             if listener.pending >= listener.backlog {
                 if self.config.syn_cookies {
-                    return self.send_cookie(ip, now, l, (&tuple, scope), &repr);
+                    return self.send_cookie(ip, now, l, (&tuple, scope), (&repr, ecn));
                 }
                 return ip.counters().count_drop(DropReason::TcpListenOverflow);
             }
@@ -263,16 +263,17 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         }
     }
 
-    /// Answers `syn` for listener `l`, whose backlog is full, with a SYN-ACK
-    /// whose ISS is a SYN cookie: nothing is kept (RFC 4987 3.6). Window
-    /// scale and SACK go only with timestamps, which carry them back.
+    /// Answers `syn` (its IP header's ECN field `field`) for listener `l`,
+    /// whose backlog is full, with a SYN-ACK whose ISS is a SYN cookie:
+    /// nothing is kept (RFC 4987 3.6). Window scale, SACK and ECN go only
+    /// with timestamps, which carry them back.
     fn send_cookie<O: SegmentOut<Buf = B, Hop = H>>(
         &mut self,
         ip: &mut O,
         now: Instant,
         l: usize,
         (tuple, scope): (&FourTuple, u32),
-        syn: &TcpRepr,
+        (syn, field): (&TcpRepr, Ecn),
     ) {
         self.listeners[l].cookie_sent = Some(now);
         let peer_mss = syn.options.mss.unwrap_or(DEFAULT_MSS);
@@ -281,9 +282,10 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         let stamped = syn.options.timestamps.filter(|_| config.rfc7323);
         let peer_scale = syn.options.window_scale.filter(|_| stamped.is_some());
         let sack = stamped.is_some() && config.sack && syn.options.sack_permitted;
+        let ecn = stamped.is_some() && ecn::agrees(config.ecn, syn.flags, field);
         let timestamps = stamped.map(|(value, _)| {
             let ts_now = ts_clock(now, self.ts_offset(tuple));
-            (cookie::ts_with_options(ts_now, peer_scale, sack), value)
+            (cookie::ts_with_ecn(ts_now, peer_scale, sack, ecn), value)
         });
         let recv_buffer = self.config.recv_buffer.max(1);
         let repr = TcpRepr {
@@ -291,7 +293,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             dst_port: tuple.remote.port(),
             seq: cookie,
             ack: syn.seq.wrapping_add(1),
-            flags: flags::SYN | flags::ACK,
+            flags: flags::SYN | flags::ACK | if ecn { flags::ECE } else { 0 },
             window: recv_buffer.min(usize::from(u16::MAX)) as u16,
             options: TcpOptions {
                 mss: Some(mss_for(ip, tuple, scope)),
@@ -348,12 +350,17 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             .options
             .timestamps
             .map_or((None, false), |(_, echo)| cookie::options_from_ts(echo));
+        // The SYN asked for ECN, and we agreed, if the cookie says so.
+        let ecn = ack
+            .options
+            .timestamps
+            .is_some_and(|(_, echo)| cookie::ecn_from_ts(echo));
         let syn = TcpRepr {
             src_port: ack.src_port,
             dst_port: ack.dst_port,
             seq: peer_isn,
             ack: 0,
-            flags: flags::SYN,
+            flags: flags::SYN | if ecn { flags::ECE | flags::CWR } else { 0 },
             window: ack.window,
             options: TcpOptions {
                 mss: Some(peer_mss),
