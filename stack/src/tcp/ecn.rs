@@ -21,7 +21,8 @@
 //! congestion window as a loss would, without resending anything, once per
 //! window of data and not during loss recovery; after any reduction (an
 //! echo, a loss, a timeout) the next new data segment carries CWR. Echoes
-//! that come before it are the peer's repetitions of the same one. Without
+//! that come before it are the peer's repetitions of the same one. No ACK
+//! with ECE grows the window (as in Linux's CWR state). Without
 //! ECN agreed, nothing here changes a segment, and CE marks are ignored.
 //!
 //! The IP layer hands the ECN field of each segment in

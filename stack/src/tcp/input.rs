@@ -596,9 +596,12 @@ impl Connection {
         let srtt = self.rtt.srtt().unwrap_or_default();
         let ack = (acked, ack_no, self.snd_nxt);
         let grow = self.hystart.on_ack(&mut self.cc, ack, sample);
-        let cwnd_limited = self
-            .cwnd_use
-            .allows_growth(self.cc.window(), self.cc.in_slow_start());
+        // An ACK echoing congestion (ECN) grows nothing (RFC 3168 6.1.2).
+        let echo = self.ecn.on && seg.flags & flags::ECE != 0;
+        let cwnd_limited = !echo
+            && self
+                .cwnd_use
+                .allows_growth(self.cc.window(), self.cc.in_slow_start());
         if self
             .cc
             .on_ack(grow, ack_no, flight, now, srtt, cwnd_limited)

@@ -333,3 +333,32 @@ fn opening_at_the_same_time_agrees_when_both_ask() {
     assert_eq!(t.conn.state(), State::Established);
     assert!(t.conn.ecn_enabled());
 }
+
+#[test]
+fn acks_echoing_congestion_do_not_grow_the_window() {
+    // RFC 3168 6.1.2: the window does not grow on an ACK with ECE, also on
+    // the echoes repeated before our CWR arrives (Linux's CWR state).
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.write(&[1; 20_000]);
+    // The initial window, 10 segments, all out: the window limits.
+    for _ in 0..10 {
+        assert!(t.sent.pop_front().is_some());
+    }
+    t.quiet();
+    t.run("+0.010 < E. 1:1(0) ack 1001 win 65535");
+    let reduced = t.conn.cc.window();
+    assert_eq!(reduced, 4500, "half the flight of 9000");
+    // Five more echoes: a window's worth of ACKs, which would otherwise
+    // grow it by a segment in congestion avoidance.
+    t.run(
+        "
+        +0.001 < E. 1:1(0) ack 2001 win 65535
+        +0.001 < E. 1:1(0) ack 3001 win 65535
+        +0.001 < E. 1:1(0) ack 4001 win 65535
+        +0.001 < E. 1:1(0) ack 5001 win 65535
+        +0.001 < E. 1:1(0) ack 6001 win 65535
+        ",
+    );
+    assert_eq!(t.conn.cc.window(), reduced);
+    assert_eq!(t.conn.take_loss_events().ece_reductions, 1);
+}
