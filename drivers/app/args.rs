@@ -41,6 +41,11 @@ pub struct StackArgs {
     /// window and round trip (as Linux's internal pacing).
     #[arg(long)]
     pub pacing: bool,
+    /// Ask for Explicit Congestion Notification (RFC 3168) on the TCP
+    /// connections this app opens (Linux's tcp_ecn=1); without it, ECN is
+    /// used only when a peer asks for it (Linux's default, tcp_ecn=2).
+    #[arg(long)]
+    pub ecn: bool,
     /// The ports' MTU; above 1500 (jumbo frames) the packet buffers grow to
     /// hold a whole frame and TCP's MSS follows.
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
@@ -201,7 +206,7 @@ mod tests {
         let args = parse(&[]);
         assert!(args.ip.is_empty());
         assert_eq!((args.mtu, args.total_num_mbufs), (1500, 8191));
-        assert!(!args.no_dad && !args.accept_ra && !args.pacing);
+        assert!(!args.no_dad && !args.accept_ra && !args.pacing && !args.ecn);
         assert!(args.faults.is_none() && args.stats_period.is_none());
         assert_eq!(args.nb_cores, 1);
     }

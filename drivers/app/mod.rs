@@ -4,7 +4,7 @@
 //! - [`args`]: the stack's options as one clap struct, [`StackArgs`], that an
 //!   app flattens into its own (`#[command(flatten)]`): one `--ip
 //!   ADDR/PREFIX` syntax for both families and every port, `--gateway`,
-//!   `--route`, `--mtu`, `--no-dad`, `--accept-ra`, `--pacing`,
+//!   `--route`, `--mtu`, `--no-dad`, `--accept-ra`, `--pacing`, `--ecn`,
 //!   `--total-num-mbufs`, `--faults`, `--stats-period`, `--nb-cores`;
 //! - [`setup`]: [`run_app`], the body of `main` (arguments, the embedded
 //!   EAL default, exit codes 0/1/2), and [`set_up`]: EAL -> pool -> ports ->

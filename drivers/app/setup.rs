@@ -15,6 +15,7 @@ use crate::mbuf::Mbuf;
 use crate::mempool::{Mempool, PoolConfig, PoolNeed};
 use crate::stack::iface::{Interface, InterfaceConfig, LinkConfig};
 use crate::stack::route::Ipv4Cidr;
+use crate::stack::tcp::EcnMode;
 use crate::DpdkError;
 use clap::Parser;
 use std::process::ExitCode;
@@ -239,7 +240,7 @@ pub fn port_banner(program: &str, port: &EthPort, args: &StackArgs) -> String {
 
 /// EAL (from `eal_args`), the packet pool, one port for each port's worth of
 /// `--ip` addresses (at least one), and the [`Interface`] over them with
-/// `args`' gateway, routes, MTU, DAD, RA and pacing; `configure` adjusts
+/// `args`' gateway, routes, MTU, DAD, RA, pacing and ECN; `configure` adjusts
 /// the interface's config last (buffer sizes, an app's own defaults).
 pub fn set_up(
     spec: &AppSpec,
@@ -312,6 +313,9 @@ pub fn set_up(
     }
     config.accept_ra = args.accept_ra;
     config.tcp.pacing = args.pacing;
+    if args.ecn {
+        config.tcp.ecn = EcnMode::Request;
+    }
     configure(&mut config);
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
     for &route in &args.routes {

@@ -539,6 +539,14 @@ protocol_counters! {
     /// Times pacing (`TcpConfig::pacing`) held a connection's next data
     /// segment until its release time.
     TcpPacingWaits,
+    /// TCP data segments that arrived marked CE (congestion experienced)
+    /// on connections with ECN, each echoed with ECE (RFC 3168 6.1.3).
+    /// Linux counts every IP packet marked CE as `InCEPkts`.
+    TcpInCE,
+    /// Times a TCP connection with ECN reduced its congestion window on
+    /// the peer's echo of congestion (ECE; at most once per window of data,
+    /// RFC 3168 6.1.2).
+    TcpEceReductions,
 }
 
 /// Number of protocol counters.

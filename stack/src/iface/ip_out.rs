@@ -24,6 +24,7 @@ use crate::wire::ipv4::{protocol, Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::ipv6::{
     multicast_mac, next_header, Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN,
 };
+use crate::wire::Ecn;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV6};
 
 /// A next hop a connection remembers (early demux on send): its link and
@@ -36,12 +37,12 @@ pub(crate) struct CachedHop {
 }
 
 /// Writes Ethernet (source, type) and IPv4 headers in front of the payload
-/// in `buf`, for `link`.
+/// in `buf`, for `link`; `(protocol, tos)`: the protocol and TOS byte.
 fn frame_ipv4<B: Buf>(
     core: &mut Core<B>,
     link: usize,
     (src, dst): (Ipv4Addr, Ipv4Addr),
-    protocol: u8,
+    (protocol, tos): (u8, u8),
     buf: &mut B,
 ) -> Result<(), SendError> {
     let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
@@ -65,18 +66,19 @@ fn frame_ipv4<B: Buf>(
         ttl: hop_limit_to4(dst),
         ident,
         dont_fragment: true,
-        tos: 0,
+        tos,
     });
     Ok(())
 }
 
 /// Writes Ethernet (source, type) and IPv6 headers in front of the payload
-/// in `buf`, for `link`.
+/// in `buf`, for `link`; `(next_header, class)`: the upper-layer protocol
+/// and traffic class.
 fn frame_ipv6<B: Buf>(
     core: &mut Core<B>,
     link: usize,
     (src, dst): (Ipv6Addr, Ipv6Addr),
-    next_header: u8,
+    (next_header, class): (u8, u8),
     buf: &mut B,
 ) -> Result<(), SendError> {
     let Some(our_mac) = core.shared.links.get(link).map(|l| l.mac) else {
@@ -91,24 +93,29 @@ fn frame_ipv6<B: Buf>(
     let mut eth = EthernetFrame::new_unchecked(&mut *frame);
     eth.set_src(our_mac);
     eth.set_ethertype(EtherType::Ipv6);
-    Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]).emit_header(&Ipv6Header {
+    let mut ip = Ipv6Packet::new_unchecked(&mut frame[ETH_LEN..]);
+    ip.emit_header(&Ipv6Header {
         src,
         dst,
         next_header,
         payload_len: payload_len as u16,
         hop_limit: hop_limit_to6(dst),
     });
+    if class != 0 {
+        ip.set_traffic_class(class);
+    }
     Ok(())
 }
 
 /// Sends through a remembered next hop if it is still valid: no route
 /// lookup, no neighbour lookup. Hands `buf` back when it is not.
+/// `protocol`: the upper-layer protocol and TOS byte (traffic class).
 fn send_cached<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     hop: CachedHop,
     (src, dst): (IpAddr, IpAddr),
-    protocol: u8,
+    protocol: (u8, u8),
     mut buf: P::Buf,
 ) -> Result<Result<(), SendError>, P::Buf> {
     let current = match dst {
@@ -136,14 +143,15 @@ fn send_cached<P: Port>(
     })
 }
 
-/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv4;
-/// returns the next hop to remember when its MAC was known.
+/// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv4
+/// (`protocol`: the protocol and TOS byte); returns the next hop to
+/// remember when its MAC was known.
 pub(crate) fn send_ipv4<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,
     (src, dst): (Ipv4Addr, Ipv4Addr),
-    protocol: u8,
+    protocol: (u8, u8),
     mut buf: P::Buf,
 ) -> Result<Option<CachedHop>, SendError> {
     let generation = core.generation();
@@ -169,14 +177,15 @@ pub(crate) fn send_ipv4<P: Port>(
 }
 
 /// Sends the upper-layer packet in `buf` from `src` to `dst` over IPv6 (a
-/// link-local `dst` names its link by `scope`); returns the next hop to
+/// link-local `dst` names its link by `scope`; `next_header`: the
+/// upper-layer protocol and traffic class); returns the next hop to
 /// remember when its MAC was known.
 pub(crate) fn send_ipv6<P: Port>(
     core: &mut Core<P::Buf>,
     out: &mut Out<'_, P>,
     now: Instant,
     (src, dst, scope): (Ipv6Addr, Ipv6Addr, u32),
-    next_header: u8,
+    next_header: (u8, u8),
     mut buf: P::Buf,
 ) -> Result<Option<CachedHop>, SendError> {
     let Some(path) = udp::path6(core, src, &SocketAddrV6::new(dst, 0, 0, scope)) else {
@@ -274,18 +283,20 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
         &mut self,
         now: Instant,
         (src, dst, scope): (IpAddr, IpAddr, u32),
+        ecn: Ecn,
         buf: P::Buf,
     ) -> Option<CachedHop> {
+        let tos = ecn as u8;
         let sent = match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
-                send_ipv4(self.core, self.out, now, (s, d), protocol::TCP, buf)
+                send_ipv4(self.core, self.out, now, (s, d), (protocol::TCP, tos), buf)
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => send_ipv6(
                 self.core,
                 self.out,
                 now,
                 (s, d, scope),
-                next_header::TCP,
+                (next_header::TCP, tos),
                 buf,
             ),
             _ => Err(SendError::NoRoute),
@@ -298,6 +309,7 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
         &mut self,
         hop: CachedHop,
         (src, dst): (IpAddr, IpAddr),
+        ecn: Ecn,
         buf: P::Buf,
     ) -> Result<(), P::Buf> {
         let protocol = if dst.is_ipv4() {
@@ -305,6 +317,7 @@ impl<P: Port> SegmentOut for IpOut<'_, '_, '_, P> {
         } else {
             next_header::TCP
         };
+        let protocol = (protocol, ecn as u8);
         send_cached(self.core, self.out, hop, (src, dst), protocol, buf).map(|_| ())
     }
 }

@@ -951,6 +951,7 @@ mod mld;
 
 mod routes6;
 
+mod ecn;
 mod pmtu;
 mod tcp;
 mod tcp_input;

@@ -1,6 +1,7 @@
 //! TCP tunables, shared by every connection of an interface.
 
 use super::congestion::Algorithm;
+use super::ecn::EcnMode;
 use crate::rss::RssPlacement;
 use crate::time::Duration;
 
@@ -47,6 +48,9 @@ pub struct TcpConfig {
     /// round trip (see [`crate::tcp::pacing`]); changed per connection
     /// with `Connection::set_pacing`. Off by default.
     pub pacing: bool,
+    /// Explicit Congestion Notification (RFC 3168; Linux's `tcp_ecn`):
+    /// by default agreed to when a peer asks for it, never asked for.
+    pub ecn: EcnMode,
     /// Local ports connects pick from (inclusive; Linux's default range).
     pub ephemeral_ports: (u16, u16),
     /// How the port's RSS spreads TCP and which queue this endpoint's lcore
@@ -109,6 +113,7 @@ impl Default for TcpConfig {
             congestion: Algorithm::Cubic,
             hystart: true,
             pacing: false,
+            ecn: EcnMode::Accept,
             ephemeral_ports: (32768, 60999),
             rss: None,
             keepalive: None,

@@ -65,6 +65,10 @@ pub trait CongestionControl {
     fn enter_recovery(&mut self, flight: u32, point: Seq);
     /// The retransmission timer expired.
     fn on_timeout(&mut self, flight: u32);
+    /// The peer echoed congestion (ECN, RFC 3168 6.1.2) with `flight`
+    /// bytes outstanding: `ssthresh` and the window go down as for a loss,
+    /// with no recovery entered and nothing to resend.
+    fn on_ecn_echo(&mut self, flight: u32);
     /// The congestion window, in bytes.
     fn window(&self) -> u32;
     /// The slow-start threshold, in bytes.
@@ -144,6 +148,9 @@ impl CongestionControl for Congestion {
     }
     fn on_timeout(&mut self, flight: u32) {
         dispatch!(self, c => c.on_timeout(flight))
+    }
+    fn on_ecn_echo(&mut self, flight: u32) {
+        dispatch!(self, c => c.on_ecn_echo(flight))
     }
     fn window(&self) -> u32 {
         dispatch!(self, c => c.window())
@@ -378,6 +385,14 @@ impl CongestionControl for NewReno {
         self.acked_in_ca = 0;
     }
 
+    /// An echo of congestion: half the flight, as at the start of a
+    /// recovery (RFC 3168 6.1.2 halves the window).
+    fn on_ecn_echo(&mut self, flight: u32) {
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.acked_in_ca = 0;
+    }
+
     /// The retransmission timer expired (RFC 5681 (4)): one segment, and
     /// recovery abandoned.
     fn on_timeout(&mut self, flight: u32) {
@@ -446,5 +461,18 @@ mod tests {
             c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
         }
         assert_eq!(c.window(), 11_000);
+    }
+
+    #[test]
+    fn an_ecn_echo_reduces_as_a_loss_without_recovery() {
+        let mut c = NewReno::new(1000);
+        c.on_ecn_echo(10_000);
+        assert_eq!((c.ssthresh(), c.window()), (5_000, 5_000));
+        assert!(!c.in_recovery());
+        let mut c = Cubic::new(1000);
+        c.on_ecn_echo(10_000);
+        assert_eq!((c.ssthresh(), c.window()), (7_000, 7_000), "β 0.7");
+        assert_eq!(c.w_max(), 10.0, "W_max: the window before");
+        assert!(!c.in_recovery());
     }
 }

@@ -14,8 +14,8 @@
 
 use super::autotune::RcvTuning;
 use super::buffer::{RecvBuffer, SendBuffer};
-use super::congestion::CongestionControl;
-use super::congestion::{Algorithm, Congestion, CwndUse, HyStart};
+use super::congestion::{Algorithm, Congestion, CongestionControl, CwndUse, HyStart};
+use super::ecn::EcnState;
 use super::pacing::Pacer;
 use super::plpmtud::PathProbe;
 use super::pool::BufferPool;
@@ -236,6 +236,8 @@ pub struct Connection {
     pub(crate) dup_acks: u32,
     /// Recovery events for the lcore's counters.
     pub(crate) loss: LossEvents,
+    /// ECN (RFC 3168, [`super::ecn`]): agreed, and what is owed.
+    pub(crate) ecn: EcnState,
     /// The tail loss probe's deadline (RFC 8985 7), and a probe owed.
     pub(crate) tlp_at: Option<Instant>,
     pub(crate) tlp_due: bool,
@@ -394,6 +396,7 @@ impl Connection {
             path_probe: PathProbe::default(),
             dup_acks: 0,
             loss: LossEvents::default(),
+            ecn: EcnState::new(config.ecn),
             tlp_at: None,
             tlp_due: false,
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
@@ -468,6 +471,7 @@ impl Connection {
         let state = State::SynReceived;
         let mut conn = Connection::new(config, state, ports, iss, our_mss, ts_offset);
         conn.take_syn(syn, now);
+        conn.ecn.passive_open(syn.flags);
         conn
     }
 

@@ -12,10 +12,11 @@
 //!
 //! Options a cookie cannot hold travel in the SYN-ACK's TSval, as Linux
 //! does: its low 6 bits carry the window scale the peer offered (4 bits,
-//! 15 for none) and whether it permitted SACK (1 bit); the peer echoes them
-//! in TSecr. Our TSval is moved back (never forward) to those bits, so our
-//! timestamps stay monotonic. Without timestamps a cookie connection has
-//! neither window scaling nor SACK, as in Linux.
+//! 15 for none), whether it permitted SACK (1 bit) and whether we agreed
+//! to ECN (1 bit); the peer echoes them in TSecr. Our TSval is moved back
+//! (never forward) to those bits, so our timestamps stay monotonic.
+//! Without timestamps a cookie connection has neither window scaling, SACK
+//! nor ECN, as in Linux.
 
 use super::table::FourTuple;
 use crate::time::Instant;
@@ -33,6 +34,7 @@ const PERIOD_NANOS: u64 = 64_000_000_000;
 const OPTION_BITS: u32 = 0x3f;
 const NO_SCALE: u32 = 0xf;
 const SACK_BIT: u32 = 0x10;
+const ECN_BIT: u32 = 0x20;
 
 /// Makes and checks cookies under one secret key.
 #[derive(Clone)]
@@ -100,10 +102,15 @@ fn period(now: Instant) -> u32 {
 }
 
 /// Our TSval `ts_now` moved back to the nearest value whose low 6 bits
-/// hold the peer's `window_scale` and `sack`.
+/// hold the peer's `window_scale` and `sack` (and no ECN).
 pub fn ts_with_options(ts_now: u32, window_scale: Option<u8>, sack: bool) -> u32 {
+    ts_with_ecn(ts_now, window_scale, sack, false)
+}
+
+/// [`ts_with_options`], the bits saying too whether we agreed to `ecn`.
+pub fn ts_with_ecn(ts_now: u32, window_scale: Option<u8>, sack: bool, ecn: bool) -> u32 {
     let scale = window_scale.map_or(NO_SCALE, |s| u32::from(s.min(14)));
-    let bits = scale | if sack { SACK_BIT } else { 0 };
+    let bits = scale | if sack { SACK_BIT } else { 0 } | if ecn { ECN_BIT } else { 0 };
     let candidate = (ts_now & !OPTION_BITS) | bits;
     if candidate > ts_now {
         candidate.wrapping_sub(OPTION_BITS + 1)
@@ -118,6 +125,12 @@ pub fn options_from_ts(ts_echo: u32) -> (Option<u8>, bool) {
     let scale = ts_echo & NO_SCALE;
     let window_scale = (scale != NO_SCALE).then_some(scale as u8);
     (window_scale, ts_echo & SACK_BIT != 0)
+}
+
+/// Whether we agreed to ECN, from the TSecr of the ACK that returns a
+/// cookie.
+pub fn ecn_from_ts(ts_echo: u32) -> bool {
+    ts_echo & ECN_BIT != 0
 }
 
 #[cfg(test)]

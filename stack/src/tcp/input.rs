@@ -17,6 +17,7 @@ use super::pool::BufferPool;
 use super::seq::Seq;
 use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpRepr};
+use crate::wire::Ecn;
 
 /// What became of a segment, for the caller's counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +87,26 @@ impl Refusal {
 
 impl Connection {
     /// Processes one arriving segment (`seg`'s header, `payload` its
-    /// data). Data is stored in receive storage from `pool`; send storage
-    /// the segment's ACK leaves empty goes back to it.
+    /// data) whose IP header was not ECN-marked: [`Self::on_segment_ecn`].
     pub fn on_segment(
         &mut self,
         seg: &TcpRepr,
         payload: &[u8],
+        now: Instant,
+        pool: &mut BufferPool,
+    ) -> Verdict {
+        self.on_segment_ecn(seg, payload, Ecn::NotEct, now, pool)
+    }
+
+    /// Processes one arriving segment (`seg`'s header, `payload` its
+    /// data, `ecn` its IP header's ECN field, see [`super::ecn`]). Data is
+    /// stored in receive storage from `pool`; send storage the segment's
+    /// ACK leaves empty goes back to it.
+    pub fn on_segment_ecn(
+        &mut self,
+        seg: &TcpRepr,
+        payload: &[u8],
+        ecn: Ecn,
         now: Instant,
         pool: &mut BufferPool,
     ) -> Verdict {
@@ -100,6 +115,9 @@ impl Connection {
             State::SynSent => self.syn_sent(seg, now),
             _ => self.synchronized(seg, payload, now, pool),
         };
+        if self.ecn.on && verdict == Verdict::Accepted && seg.flags & flags::SYN == 0 {
+            self.ecn_in(seg.flags, payload.len(), ecn);
+        }
         if self.send_buf.is_empty() {
             self.send_buf.release_idle(pool);
         }
@@ -141,6 +159,7 @@ impl Connection {
             return Verdict::Refused(Refusal::BadFlags);
         }
         self.take_syn(seg, now);
+        self.ecn.answered(seg.flags);
         if ack {
             self.snd_una = ack_no;
             self.snd_wl2 = ack_no;
@@ -364,6 +383,35 @@ impl Connection {
         true
     }
 
+    /// ECN's part of an accepted segment other than a SYN, with
+    /// `seg_flags` and `data` bytes, marked `field` ([`super::ecn`]): the
+    /// echo we owe, and the peer's echo of congestion, answered once per
+    /// window of data by reducing the window as a loss would, with nothing
+    /// to resend (RFC 3168 6.1.2).
+    fn ecn_in(&mut self, seg_flags: u8, data: usize, field: Ecn) {
+        let asks = self.ecn.received(seg_flags, data, field);
+        self.ack_now |= asks.ack_now;
+        self.loss.ce_received += u32::from(asks.congestion);
+        let recovering = self.recovery.is_some() || self.cc.in_recovery();
+        if self.ecn.echo_to_answer(seg_flags, self.snd_una, recovering) {
+            self.cc.on_ecn_echo(self.flight());
+            self.ecn.reduced(self.snd_max);
+            self.loss.ece_reductions += 1;
+        }
+    }
+
+    /// True if both sides agreed to ECN (RFC 3168, [`super::ecn`]).
+    pub fn ecn_enabled(&self) -> bool {
+        self.ecn.on
+    }
+
+    /// The SYN this passive open came from arrived with `field` in its IP
+    /// header ([`super::ecn`]: a marked one refuses ECN). Before the
+    /// SYN-ACK goes.
+    pub(crate) fn syn_arrived_with(&mut self, field: Ecn) {
+        self.ecn.syn_arrived_with(field);
+    }
+
     /// True if `seg` would complete our passive open (SYN-RECEIVED to
     /// ESTABLISHED: it acknowledges our SYN). A caller that cannot take the
     /// connection yet (its accept queue is full) drops such a segment
@@ -462,6 +510,7 @@ impl Connection {
                 self.fast_retransmit = true;
                 self.timing = None;
                 self.loss.reno_recoveries += 1;
+                self.ecn.reduced(self.snd_max);
                 if self.path_probe.in_flight() == Some(self.snd_una) {
                     // The probe is what NewReno resends (at the current MSS).
                     if self.path_probe.on_loss(now).is_some() {
@@ -547,9 +596,12 @@ impl Connection {
         let srtt = self.rtt.srtt().unwrap_or_default();
         let ack = (acked, ack_no, self.snd_nxt);
         let grow = self.hystart.on_ack(&mut self.cc, ack, sample);
-        let cwnd_limited = self
-            .cwnd_use
-            .allows_growth(self.cc.window(), self.cc.in_slow_start());
+        // An ACK echoing congestion (ECN) grows nothing (RFC 3168 6.1.2).
+        let echo = self.ecn.on && seg.flags & flags::ECE != 0;
+        let cwnd_limited = !echo
+            && self
+                .cwnd_use
+                .allows_growth(self.cc.window(), self.cc.in_slow_start());
         if self
             .cc
             .on_ack(grow, ack_no, flight, now, srtt, cwnd_limited)

@@ -13,7 +13,8 @@
 //! (RFC 6675 loss recovery from the scoreboard), [`rack`] (lost
 //! retransmissions by RACK's rule), [`table`] (the connection
 //! table `connect()` searches), [`wheel`] (the per-lcore timer wheel),
-//! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore), and
+//! [`challenge`] (RFC 5961's limit on challenge ACKs, per lcore), [`ecn`]
+//! (Explicit Congestion Notification, RFC 3168), and
 //! `endpoint` (the lcore's connections, listeners, queue pump and timers,
 //! talking to the IP layer through its `SegmentOut` trait). Options
 //! (MSS, window scale, timestamps, SACK permitted, SACK blocks) are parsed
@@ -27,6 +28,7 @@ mod config;
 pub mod congestion;
 pub mod conn;
 pub mod cookie;
+pub mod ecn;
 pub(crate) mod endpoint;
 pub mod ids;
 pub mod input;
@@ -48,6 +50,7 @@ pub mod wheel;
 pub use config::TcpConfig;
 pub use congestion::Algorithm as CongestionAlgorithm;
 pub use conn::{ConnStats, Connection, State, TcpError};
+pub use ecn::EcnMode;
 pub use input::{Refusal, Verdict};
 pub use pool::{BufferBudget, BufferPool};
 pub use sack::LossEvents;

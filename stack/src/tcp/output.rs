@@ -10,12 +10,34 @@ use super::conn::{Connection, State};
 use super::seq::Seq;
 use crate::time::Instant;
 use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
+use crate::wire::Ecn;
 
 impl Connection {
     /// The next segment to send, if any: its header, with its payload
     /// copied into the front of `payload` (which should hold an MSS; the
     /// returned length says how much was used).
     pub fn poll_transmit(&mut self, now: Instant, payload: &mut [u8]) -> Option<(TcpRepr, usize)> {
+        let (header, len, _) = self.poll_transmit_ecn(now, payload)?;
+        Some((header, len))
+    }
+
+    /// [`Self::poll_transmit`], with the ECN field its IP header is to
+    /// carry (see [`super::ecn`]).
+    pub fn poll_transmit_ecn(
+        &mut self,
+        now: Instant,
+        payload: &mut [u8],
+    ) -> Option<(TcpRepr, usize, Ecn)> {
+        let sent_before = self.snd_max;
+        let (mut header, len) = self.next_segment(now, payload)?;
+        let new_data = len > 0 && Seq(header.seq) == sent_before;
+        let first = sent_before == self.iss;
+        let ecn = self.ecn.outgoing(&mut header.flags, new_data, first);
+        Some((header, len, ecn))
+    }
+
+    /// The next segment, before ECN's part.
+    fn next_segment(&mut self, now: Instant, payload: &mut [u8]) -> Option<(TcpRepr, usize)> {
         if let Some((seq, ack)) = self.rst_pending.take() {
             return Some((self.reset(seq, ack), 0));
         }

@@ -119,6 +119,7 @@ impl Connection {
         let flight = self.flight();
         self.recovery = Some(Recovery::new(self.snd_una, self.snd_max, flight));
         self.cc.enter_recovery(flight, self.snd_max);
+        self.ecn.reduced(self.snd_max);
         self.loss.sack_recoveries += 1;
         // RFC 6675 5 step 4.2: the first hole goes at once, whatever pipe
         // says (as the third duplicate's fast retransmit).

@@ -129,6 +129,12 @@ pub struct LossEvents {
     /// Segments whose data the zero receive window refused, taken for
     /// their ACK (`TCPZeroWindowDrop`).
     pub zero_window_drops: u32,
+    /// Data segments that arrived marked CE on connections with ECN
+    /// (`TcpInCE`).
+    pub ce_received: u32,
+    /// Echoes of congestion (ECE) that reduced the congestion window
+    /// (`TcpEceReductions`).
+    pub ece_reductions: u32,
 }
 
 /// The receiver's side: what goes into the SACK blocks of our ACKs.

@@ -10,8 +10,10 @@
 //!
 //! Sequence numbers are relative: inbound ones to the peer's ISN, outbound
 //! ones to ours, acknowledgments the other way round. Flags: `S` SYN, `F`
-//! FIN, `R` RST, `P` PSH, `.` ACK. An expectation checks flags, sequence
-//! range and length always, and the ACK, window and options when written.
+//! FIN, `R` RST, `P` PSH, `.` ACK, `E` ECE, `W` CWR. An expectation checks
+//! flags, sequence range and length always, and the ACK, window, options
+//! and IP ECN field (`[noecn]`, `[ect0]`, `[ect1]`, `[ce]` before the
+//! flags; inbound segments carry `[noecn]` unless written) when written.
 //! Times: `+N` after the previous line, or absolute seconds. Timers run as
 //! the clock moves.
 
@@ -19,10 +21,12 @@ use super::congestion::{Algorithm, CongestionControl};
 use super::*;
 use crate::time::{Duration, Instant};
 use crate::wire::tcp::{flags, TcpOptions, TcpRepr};
+use crate::wire::Ecn;
 use std::collections::VecDeque;
 
 mod close;
 mod cwnd_validation;
+mod ecn;
 mod handshake;
 mod hystart;
 mod loss;
@@ -44,6 +48,7 @@ const PEER_PORT: u16 = 40000;
 struct Line {
     time: Instant,
     inbound: bool,
+    ecn: Option<Ecn>,
     flags: u8,
     seq: u32,
     len: usize,
@@ -71,6 +76,8 @@ fn parse_flags(word: &str) -> u8 {
             'R' => flags::RST,
             'P' => flags::PSH,
             '.' => flags::ACK,
+            'E' => flags::ECE,
+            'W' => flags::CWR,
             other => panic!("unknown flag {other:?} in {word:?}"),
         }
     })
@@ -127,6 +134,13 @@ fn parse_line(text: &str, previous: Instant) -> Line {
         ">" => false,
         other => panic!("direction {other:?}"),
     };
+    let (ecn, words) = match words[2] {
+        "[noecn]" => (Some(Ecn::NotEct), &words[1..]),
+        "[ect0]" => (Some(Ecn::Ect0), &words[1..]),
+        "[ect1]" => (Some(Ecn::Ect1), &words[1..]),
+        "[ce]" => (Some(Ecn::Ce), &words[1..]),
+        _ => (None, &words[..]),
+    };
     let segment_flags = parse_flags(words[2]);
     let (range, len) = words[3].split_once('(').unwrap();
     let len: usize = len.trim_end_matches(')').parse().unwrap();
@@ -144,6 +158,7 @@ fn parse_line(text: &str, previous: Instant) -> Line {
     Line {
         time,
         inbound,
+        ecn,
         flags: segment_flags,
         seq,
         len,
@@ -165,6 +180,9 @@ struct Script {
     now: Instant,
     /// Segments sent and not yet matched: when, header, payload.
     sent: VecDeque<(Instant, TcpRepr, Vec<u8>)>,
+    /// The IP ECN field of each segment sent, in step with `sent` at its
+    /// back (tests that drain `sent` leave older ones in front).
+    sent_ecn: VecDeque<Ecn>,
     verdicts: Vec<Verdict>,
 }
 
@@ -183,14 +201,16 @@ impl Script {
     /// A passive connection made from the script's first line (a SYN).
     fn passive(config: &TcpConfig, syn_line: &str) -> Script {
         let line = parse_line(syn_line.trim(), Instant::ZERO);
-        assert!(line.inbound && line.flags == flags::SYN);
+        assert!(line.inbound && line.flags & !(flags::ECE | flags::CWR) == flags::SYN);
         let syn = inbound_repr(&line);
-        let conn = Connection::accept(config, &syn, (Seq(OUR_ISS), 1460, 0), line.time);
+        let mut conn = Connection::accept(config, &syn, (Seq(OUR_ISS), 1460, 0), line.time);
+        conn.syn_arrived_with(line.ecn.unwrap_or_default());
         let mut script = Script {
             conn,
             pool: BufferPool::unlimited(),
             now: line.time,
             sent: VecDeque::new(),
+            sent_ecn: VecDeque::new(),
             verdicts: Vec::new(),
         };
         script.collect();
@@ -205,6 +225,7 @@ impl Script {
             pool: BufferPool::unlimited(),
             now: Instant::ZERO,
             sent: VecDeque::new(),
+            sent_ecn: VecDeque::new(),
             verdicts: Vec::new(),
         };
         script.collect();
@@ -243,17 +264,25 @@ impl Script {
                 let payload: Vec<u8> = (0..line.len)
                     .map(|i| peer_byte(line.seq as usize + i - 1))
                     .collect();
-                let verdict = self
-                    .conn
-                    .on_segment(&repr, &payload, self.now, &mut self.pool);
+                let ecn = line.ecn.unwrap_or_default();
+                let verdict =
+                    self.conn
+                        .on_segment_ecn(&repr, &payload, ecn, self.now, &mut self.pool);
                 self.verdicts.push(verdict);
                 self.collect();
             } else {
+                let stale = self.sent_ecn.len() - self.sent.len();
+                self.sent_ecn.drain(..stale);
                 let (at, got, payload) = self
                     .sent
                     .pop_front()
                     .unwrap_or_else(|| panic!("expected {text:?}, nothing was sent"));
+                let ecn = self.sent_ecn.pop_front().unwrap_or_default();
                 check(&line, &got, payload.len(), text);
+                if let Some(expected) = line.ecn {
+                    let shown = describe(&got, payload.len());
+                    assert_eq!(ecn, expected, "ECN field: expected {text:?}, got {shown:?}");
+                }
                 let early = line.time.saturating_duration_since(at);
                 let late = at.saturating_duration_since(line.time);
                 assert!(
@@ -281,9 +310,10 @@ impl Script {
 
     fn collect(&mut self) {
         let mut payload = [0u8; 2048];
-        while let Some((repr, len)) = self.conn.poll_transmit(self.now, &mut payload) {
+        while let Some((repr, len, ecn)) = self.conn.poll_transmit_ecn(self.now, &mut payload) {
             self.sent
                 .push_back((self.now, repr, payload[..len].to_vec()));
+            self.sent_ecn.push_back(ecn);
         }
     }
 
@@ -370,6 +400,8 @@ fn describe(repr: &TcpRepr, len: usize) -> String {
         (flags::RST, 'R'),
         (flags::PSH, 'P'),
         (flags::ACK, '.'),
+        (flags::ECE, 'E'),
+        (flags::CWR, 'W'),
     ] {
         if repr.flags & bit != 0 {
             flag_text.push(c);

@@ -166,6 +166,7 @@ impl Connection {
         self.timing = None; // Karn: no sample from a retransmission
         if !handshake {
             self.cc.on_timeout(self.flight());
+            self.ecn.reduced(self.snd_max);
             self.path_mtu_on_timeout(now);
         }
         // SACK recovery is over. The scoreboard is kept through one

@@ -39,6 +39,37 @@ pub enum WireError {
 /// A result of parsing.
 pub type WireResult<T> = Result<T, WireError>;
 
+/// The ECN field of an IP header (RFC 3168 5): the low two bits of the
+/// IPv4 TOS byte or of the IPv6 traffic class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Ecn {
+    /// Not ECN-capable transport (`00`).
+    #[default]
+    NotEct = 0,
+    /// ECN-capable transport, ECT(1) (`01`).
+    Ect1 = 1,
+    /// ECN-capable transport, ECT(0) (`10`), what TCP sends.
+    Ect0 = 2,
+    /// Congestion experienced (`11`): a router marked the packet instead of
+    /// dropping it.
+    Ce = 3,
+}
+
+impl Ecn {
+    /// The codepoint in the low two bits of `byte` (a TOS byte or traffic
+    /// class).
+    #[inline]
+    pub const fn from_bits(byte: u8) -> Ecn {
+        match byte & 3 {
+            0 => Ecn::NotEct,
+            1 => Ecn::Ect1,
+            2 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+}
+
 pub(crate) fn read_u16(bytes: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([bytes[at], bytes[at + 1]])
 }

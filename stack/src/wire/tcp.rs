@@ -42,6 +42,13 @@ pub mod flags {
     pub const ACK: u8 = 0x10;
     /// Urgent pointer field is significant.
     pub const URG: u8 = 0x20;
+    /// ECN-Echo (RFC 3168): in a SYN, with [`CWR`], ECN is asked for; in a
+    /// SYN-ACK without it, agreed to; otherwise, congestion was
+    /// experienced.
+    pub const ECE: u8 = 0x40;
+    /// Congestion Window Reduced (RFC 3168): the sender reduced its
+    /// window on an ECE.
+    pub const CWR: u8 = 0x80;
 }
 
 mod kind {

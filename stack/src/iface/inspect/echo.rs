@@ -92,7 +92,7 @@ impl<B: Buf> Interface<B> {
                 };
                 let buf = echo_buffer(&mut out, usize::from(hop.port), (ident, seq), data, None)?;
                 let ends = (hop.source, dst);
-                ip_out::send_ipv4(core, &mut out, now, ends, protocol::ICMP, buf).map(|_| ())
+                ip_out::send_ipv4(core, &mut out, now, ends, (protocol::ICMP, 0), buf).map(|_| ())
             }
             IpAddr::V6(dst) => {
                 let target = SocketAddrV6::new(dst, 0, 0, 0);
@@ -103,7 +103,8 @@ impl<B: Buf> Interface<B> {
                 let ends = Some((path.source, dst));
                 let buf = echo_buffer(&mut out, path.link, (ident, seq), data, ends)?;
                 let ends = (path.source, dst, 0);
-                ip_out::send_ipv6(core, &mut out, now, ends, next_header::ICMPV6, buf).map(|_| ())
+                ip_out::send_ipv6(core, &mut out, now, ends, (next_header::ICMPV6, 0), buf)
+                    .map(|_| ())
             }
         };
         out.flush(&core.lcore.counters);

@@ -29,12 +29,12 @@ use crate::wire::icmpv6::{
     CODE_ERRONEOUS_FIELD, CODE_INCOMPLETE_CHAIN, CODE_UNRECOGNIZED_NEXT_HEADER,
     CODE_UNRECOGNIZED_OPTION,
 };
-use crate::wire::ipv4::{protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
+use crate::wire::ipv4::{field as ipv4_field, protocol, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::ipv6::HEADER_LEN as IP6_LEN;
 use crate::wire::ipv6::{next_header, walk_extensions, Extensions, FragmentHeader, Ipv6Packet};
 use crate::wire::tcp::HEADER_LEN as TCP_LEN;
 use crate::wire::udp::HEADER_LEN as UDP_LEN;
-use crate::wire::WireError;
+use crate::wire::{Ecn, WireError};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 impl<P: Port> Poll<'_, '_, P> {
@@ -213,11 +213,14 @@ impl<P: Port> Poll<'_, '_, P> {
                 let start = ETH_LEN + local.header_len;
                 let end = ETH_LEN + local.total_len;
                 let addresses = (IpAddr::V4(local.src), IpAddr::V4(local.dst));
+                // The TOS byte's low bits (its header was read just now).
+                let tos = buf.data().get(ETH_LEN + ipv4_field::TOS).copied();
                 let segment = TcpIn {
                     ends: addresses,
                     segment: start..end,
                     scope: 0,
                     offload: local.l4_checksum,
+                    ecn: Ecn::from_bits(tos.unwrap_or(0)),
                     steered: false,
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)
@@ -457,12 +460,16 @@ impl<P: Port> Poll<'_, '_, P> {
                 } else {
                     0
                 };
+                // The traffic class's low bits: the high nibble of its second
+                // byte (the header was read just now).
+                let class = buf.data().get(ETH_LEN + 1).map_or(0, |b| b >> 4);
                 let segment = TcpIn {
                     ends: (IpAddr::V6(src), IpAddr::V6(dst)),
                     segment: start..end,
                     scope,
                     // A reassembled datagram's buffer is fresh: `Unknown`.
                     offload: buf.rx_offload().l4_checksum,
+                    ecn: Ecn::from_bits(class),
                     steered: false,
                 };
                 tcp::input(self.core, self.out, self.now, buf, segment)

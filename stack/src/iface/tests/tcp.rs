@@ -1,10 +1,12 @@
 //! TCP through the whole stack: two interfaces wired together through
 //! their in-memory ports, a listener echoing on one, a client on the other;
 //! transfers compared byte for byte, with and without seeded loss,
-//! duplication and reordering on the wire; refusal by a closed port.
+//! duplication, reordering and ECN marks on the wire; refusal by a closed
+//! port.
 
 use super::*;
-use crate::tcp::TcpError;
+use crate::tcp::{EcnMode, TcpError};
+use crate::wire::ipv6::Ipv6Packet;
 
 /// Echoes whatever arrives, as far as the send buffer takes it; closes
 /// after the peer did.
@@ -93,6 +95,28 @@ struct Faults {
     drop: u32,
     duplicate: u32,
     reorder: u32,
+    /// Per mille of ECN-capable (ECT) frames marked CE, as a router's AQM
+    /// would instead of dropping them (rolled apart from the others).
+    ce: u32,
+}
+
+/// Marks `frame` CE (congestion experienced) if it is ECN-capable.
+fn mark_ce(frame: &mut [u8]) {
+    match frame.get(12..14) {
+        Some([0x08, 0x00]) => {
+            let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
+            if ip.tos() & 3 != 0 {
+                ip.set_tos(ip.tos() | 3);
+            }
+        }
+        Some([0x86, 0xdd]) => {
+            let mut ip = Ipv6Packet::new_unchecked(&mut frame[14..]);
+            if ip.traffic_class() & 3 != 0 {
+                ip.set_traffic_class(ip.traffic_class() | 3);
+            }
+        }
+        _ => {}
+    }
 }
 
 struct Wire {
@@ -115,7 +139,10 @@ impl Wire {
         for frame in std::mem::take(&mut self.held) {
             to.push_rx(&frame);
         }
-        for frame in from.take_tx() {
+        for mut frame in from.take_tx() {
+            if self.faults.ce > 0 && self.roll() < self.faults.ce {
+                mark_ce(&mut frame);
+            }
             let roll = self.roll();
             let f = self.faults;
             if roll < f.drop {
@@ -143,6 +170,7 @@ pub(super) fn host(mac: MacAddr, ip: Ipv4Addr, ip6: &str) -> (Interface<MemBuf>,
 struct Knobs {
     sack: bool,
     pacing: bool,
+    ecn: EcnMode,
     /// Send and receive buffer bytes.
     buffer: usize,
 }
@@ -152,6 +180,7 @@ impl Default for Knobs {
         Knobs {
             sack: true,
             pacing: false,
+            ecn: EcnMode::Accept,
             buffer: 32 * 1024,
         }
     }
@@ -168,6 +197,7 @@ fn host_with(mac: MacAddr, ip: Ipv4Addr, ip6: &str, knobs: Knobs) -> (Interface<
     config.tcp.recv_buffer = knobs.buffer;
     config.tcp.sack = knobs.sack;
     config.tcp.pacing = knobs.pacing;
+    config.tcp.ecn = knobs.ecn;
     let iface = Interface::new(config).unwrap();
     let port = MemPort::new(MemPortConfig {
         mac,
@@ -236,12 +266,14 @@ fn echo_counting(
 }
 
 /// The counters [`echo_counting`] reports, in this order.
-const COUNTED: [Stat; 5] = [
+const COUNTED: [Stat; 7] = [
     Stat::TcpRetransTimeouts,
     Stat::TcpSackRecovery,
     Stat::TcpRenoRecovery,
     Stat::TcpFastRetrans,
     Stat::TcpPacingWaits,
+    Stat::TcpInCE,
+    Stat::TcpEceReductions,
 ];
 
 #[test]
@@ -253,6 +285,39 @@ fn data_is_echoed_intact_over_ipv4_and_ipv6() {
         assert_eq!(client.got.len(), client.data.len(), "{server}");
         assert!(client.got == client.data, "{server}: the echo differs");
         assert_eq!(client.closed, Some(None), "{server}: an orderly close");
+    }
+}
+
+#[test]
+fn a_client_asking_for_ecn_gets_marks_instead_of_losses_both_ways() {
+    // The wire marks a fortieth of ECN-capable frames CE, as a router's
+    // AQM would. The client asks for ECN, the server agrees (its default):
+    // both sides' data goes ECT, marks are echoed and answered, and
+    // nothing is lost or resent.
+    let marking = Faults {
+        ce: 25,
+        ..Faults::default()
+    };
+    for server in ["10.0.0.1:7", "[2001:db8::1]:7"] {
+        let knobs = Knobs {
+            ecn: EcnMode::Request,
+            ..Knobs::default()
+        };
+        let (client, _, stats) = echo_counting(1 << 20, server, marking, 3, knobs);
+        assert!(client.got == client.data, "{server}: the echo differs");
+        assert_eq!(client.closed, Some(None), "{server}: an orderly close");
+        let [timeouts, sack, reno, fast, _, ce, reductions] = stats;
+        assert_eq!((timeouts, sack, reno, fast), (0, 0, 0, 0), "{server}");
+        assert!(ce >= 10, "{server}: {ce} CE marks received");
+        assert!(
+            (1..=ce).contains(&reductions),
+            "{server}: {reductions} reductions for {ce} marks"
+        );
+        // The same wire, nobody asking: nothing is ECN-capable, so nothing
+        // is marked.
+        let (client, _, stats) = echo_counting(1 << 20, server, marking, 3, Knobs::default());
+        assert!(client.got == client.data, "{server}: the echo differs");
+        assert_eq!(stats[5..], [0, 0], "{server}: no ECN, no marks");
     }
 }
 
@@ -299,6 +364,7 @@ fn data_survives_seeded_loss_duplication_and_reordering() {
         drop: 50,
         duplicate: 20,
         reorder: 50,
+        ..Faults::default()
     };
     let mut timeouts = 0;
     for seed in [7, 8, 9] {

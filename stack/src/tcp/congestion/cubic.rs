@@ -171,6 +171,15 @@ impl CongestionControl for Cubic {
         self.congestion_event(cwnd, flight);
     }
 
+    /// CUBIC's decrease, as for a loss (RFC 9438 4.6 counts an ECN echo
+    /// as a congestion event).
+    fn on_ecn_echo(&mut self, flight: u32) {
+        let cwnd = self.reno.cwnd;
+        self.reno.on_ecn_echo(flight);
+        self.congestion_event(cwnd, flight);
+        self.reno.cwnd = self.reno.ssthresh;
+    }
+
     fn window(&self) -> u32 {
         self.reno.window()
     }

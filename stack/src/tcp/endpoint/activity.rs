@@ -300,4 +300,6 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     counters.add(Stat::TcpRcvQDrop, u64::from(events.rcv_memory_drops));
     counters.add_drops(DropReason::TcpMemLimit, u64::from(events.rcv_memory_drops));
     counters.add(Stat::TcpMemoryLimited, u64::from(events.memory_limited));
+    counters.add(Stat::TcpInCE, u64::from(events.ce_received));
+    counters.add(Stat::TcpEceReductions, u64::from(events.ece_reductions));
 }

@@ -15,6 +15,7 @@
 use crate::counters::Counters;
 use crate::port::{Buf, ChecksumStatus};
 use crate::time::Instant;
+use crate::wire::Ecn;
 use core::net::IpAddr;
 
 /// Where the route to a peer leaves, and from which of our addresses.
@@ -64,22 +65,25 @@ pub(crate) trait SegmentOut {
 
     /// Sends the segment that is all of `buf` (checksum filled) from
     /// `ends.0` to `ends.1` (`ends.2`: a link-local peer's scope) by route
-    /// and neighbour; returns the next hop to remember when its MAC was
-    /// known (`None` too when the send failed, counted).
+    /// and neighbour, `ecn` in its IP header's ECN field; returns the next
+    /// hop to remember when its MAC was known (`None` too when the send
+    /// failed, counted).
     fn send(
         &mut self,
         now: Instant,
         ends: (IpAddr, IpAddr, u32),
+        ecn: Ecn,
         buf: Self::Buf,
     ) -> Option<Self::Hop>;
 
     /// Sends the segment in `buf` (checksum filled) from `ends.0` to
-    /// `ends.1` through `hop` if it is still valid, with no route or neighbour lookup; hands `buf` back if
-    /// it is not.
+    /// `ends.1` through `hop` if it is still valid, with no route or neighbour lookup, `ecn` in its
+    /// IP header's ECN field; hands `buf` back if it is not.
     fn send_cached(
         &mut self,
         hop: Self::Hop,
         ends: (IpAddr, IpAddr),
+        ecn: Ecn,
         buf: Self::Buf,
     ) -> Result<(), Self::Buf>;
 }

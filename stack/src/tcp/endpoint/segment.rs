@@ -28,6 +28,8 @@ pub(crate) struct TcpIn {
     pub(crate) scope: u32,
     /// What the device said of the checksum.
     pub(crate) offload: ChecksumStatus,
+    /// The ECN field of its IP header.
+    pub(crate) ecn: Ecn,
     /// Another pipeline received it and handed it over (it was counted
     /// there as received).
     pub(crate) steered: bool,
@@ -75,6 +77,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             segment,
             scope,
             offload,
+            ecn,
             steered,
         } = arrived;
         if !steered {
@@ -105,6 +108,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
                 segment: segment.clone(),
                 scope,
                 offload,
+                ecn,
                 steered: true,
             },
         };
@@ -143,7 +147,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             }
             if let (Some((slot, pool)), None) = (self.slot_and_pool(id), iss_floor) {
                 let was_open = slot.conn.state() == State::Established;
-                let verdict = slot.conn.on_segment(&repr, payload, now, pool);
+                let verdict = slot.conn.on_segment_ecn(&repr, payload, ecn, now, pool);
                 slot.quiet = false;
                 // Out of order, each segment is answered at once: the
                 // duplicate ACKs are what the peer counts to retransmit (RFC
@@ -195,7 +199,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let listener = &mut self.listeners[l];
             if listener.pending >= listener.backlog {
                 if self.config.syn_cookies {
-                    return self.send_cookie(ip, now, l, (&tuple, scope), &repr);
+                    return self.send_cookie(ip, now, l, (&tuple, scope), (&repr, ecn));
                 }
                 return ip.counters().count_drop(DropReason::TcpListenOverflow);
             }
@@ -207,7 +211,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let mss = mss_for(ip, &tuple, scope);
             let ts_offset = self.ts_offset(&tuple);
             let start = (iss, mss, ts_offset);
-            let conn = Connection::accept(&self.config, &repr, start, now);
+            let mut conn = Connection::accept(&self.config, &repr, start, now);
+            conn.syn_arrived_with(ecn);
             let id = self.add(Slot::passive(conn, tuple, l, scope, true));
             if self
                 .table
@@ -258,16 +263,17 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         }
     }
 
-    /// Answers `syn` for listener `l`, whose backlog is full, with a SYN-ACK
-    /// whose ISS is a SYN cookie: nothing is kept (RFC 4987 3.6). Window
-    /// scale and SACK go only with timestamps, which carry them back.
+    /// Answers `syn` (its IP header's ECN field `field`) for listener `l`,
+    /// whose backlog is full, with a SYN-ACK whose ISS is a SYN cookie:
+    /// nothing is kept (RFC 4987 3.6). Window scale, SACK and ECN go only
+    /// with timestamps, which carry them back.
     fn send_cookie<O: SegmentOut<Buf = B, Hop = H>>(
         &mut self,
         ip: &mut O,
         now: Instant,
         l: usize,
         (tuple, scope): (&FourTuple, u32),
-        syn: &TcpRepr,
+        (syn, field): (&TcpRepr, Ecn),
     ) {
         self.listeners[l].cookie_sent = Some(now);
         let peer_mss = syn.options.mss.unwrap_or(DEFAULT_MSS);
@@ -276,9 +282,10 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         let stamped = syn.options.timestamps.filter(|_| config.rfc7323);
         let peer_scale = syn.options.window_scale.filter(|_| stamped.is_some());
         let sack = stamped.is_some() && config.sack && syn.options.sack_permitted;
+        let ecn = stamped.is_some() && ecn::agrees(config.ecn, syn.flags, field);
         let timestamps = stamped.map(|(value, _)| {
             let ts_now = ts_clock(now, self.ts_offset(tuple));
-            (cookie::ts_with_options(ts_now, peer_scale, sack), value)
+            (cookie::ts_with_ecn(ts_now, peer_scale, sack, ecn), value)
         });
         let recv_buffer = self.config.recv_buffer.max(1);
         let repr = TcpRepr {
@@ -286,7 +293,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             dst_port: tuple.remote.port(),
             seq: cookie,
             ack: syn.seq.wrapping_add(1),
-            flags: flags::SYN | flags::ACK,
+            flags: flags::SYN | flags::ACK | if ecn { flags::ECE } else { 0 },
             window: recv_buffer.min(usize::from(u16::MAX)) as u16,
             options: TcpOptions {
                 mss: Some(mss_for(ip, tuple, scope)),
@@ -343,12 +350,17 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             .options
             .timestamps
             .map_or((None, false), |(_, echo)| cookie::options_from_ts(echo));
+        // The SYN asked for ECN, and we agreed, if the cookie says so.
+        let ecn = ack
+            .options
+            .timestamps
+            .is_some_and(|(_, echo)| cookie::ecn_from_ts(echo));
         let syn = TcpRepr {
             src_port: ack.src_port,
             dst_port: ack.dst_port,
             seq: peer_isn,
             ack: 0,
-            flags: flags::SYN,
+            flags: flags::SYN | if ecn { flags::ECE | flags::CWR } else { 0 },
             window: ack.window,
             options: TcpOptions {
                 mss: Some(peer_mss),
@@ -498,22 +510,24 @@ pub(super) fn emit<O: SegmentOut>(
     };
     repr.emit(&mut room[..header_len]);
     room[header_len..].copy_from_slice(payload);
-    finish(ip, now, (tuple, scope), buf);
+    finish(ip, now, (tuple, scope), Ecn::NotEct, buf);
 }
 
 /// Fills the checksum of the segment that is all of `buf` and sends it by
-/// route; returns the next hop to remember, if one was found.
+/// route, `ecn` in its IP header; returns the next hop to remember, if one
+/// was found.
 pub(super) fn finish<O: SegmentOut>(
     ip: &mut O,
     now: Instant,
     (tuple, scope): (&FourTuple, u32),
+    ecn: Ecn,
     mut buf: O::Buf,
 ) -> Option<O::Hop> {
     let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
     let len = buf.len();
     TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
     ip.counters().count(Stat::TcpOutSegs);
-    ip.send(now, (src, dst, scope), buf)
+    ip.send(now, (src, dst, scope), ecn, buf)
 }
 
 impl<B: Buf, H: Copy> Endpoint<B, H> {
@@ -526,14 +540,14 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         now: Instant,
         id: ConnId,
         (tuple, scope): (&FourTuple, u32),
-        mut buf: B,
+        (ecn, mut buf): (Ecn, B),
     ) {
         let hop = self.slot(id).and_then(|s| s.hop);
         if let Some(hop) = hop {
             let (src, dst) = (tuple.local.ip(), tuple.remote.ip());
             let len = buf.len();
             TcpPacket::new_unchecked(buf.data_mut()).fill_checksum(pseudo(src, dst, len));
-            match ip.send_cached(hop, (src, dst), buf) {
+            match ip.send_cached(hop, (src, dst), ecn, buf) {
                 Ok(()) => {
                     ip.counters().count(Stat::TcpOutSegs);
                     return;
@@ -542,7 +556,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
                 Err(back) => buf = back,
             }
         }
-        let found = finish(ip, now, (tuple, scope), buf);
+        let found = finish(ip, now, (tuple, scope), ecn, buf);
         if let Some(slot) = self.slot(id) {
             slot.hop = found;
         }
@@ -601,7 +615,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             let Some(area) = buf.append(HEADROOM + room) else {
                 return ip.counters().count_drop(DropReason::TxNoBuffer);
             };
-            let Some((repr, len)) = slot.conn.poll_transmit(now, &mut area[HEADROOM..]) else {
+            let polled = slot.conn.poll_transmit_ecn(now, &mut area[HEADROOM..]);
+            let Some((repr, len, ecn)) = polled else {
                 buf.trim(buf.len());
                 self.held_tx = Some((link, buf));
                 return;
@@ -615,7 +630,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
             if repr.flags & flags::RST != 0 {
                 ip.counters().count(Stat::TcpOutRsts);
             }
-            self.finish_for(ip, now, id, (&tuple, scope), buf);
+            self.finish_for(ip, now, id, (&tuple, scope), (ecn, buf));
         }
     }
 }
