@@ -30,6 +30,7 @@ pub mod conn;
 pub mod cookie;
 pub mod ecn;
 pub(crate) mod endpoint;
+mod header;
 pub mod ids;
 pub mod input;
 mod output;
