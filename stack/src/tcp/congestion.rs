@@ -59,10 +59,13 @@ pub trait CongestionControl {
         rtt: Duration,
         cwnd_limited: bool,
     ) -> bool;
-    /// A duplicate ACK without SACK; the third enters fast recovery.
-    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction;
-    /// SACK loss recovery begins (a congestion event) until `point`.
-    fn enter_recovery(&mut self, flight: u32, point: Seq);
+    /// A duplicate ACK without SACK; the third enters fast recovery, a
+    /// congestion event unless `reduce` is false (the window was already
+    /// reduced for the window of data the loss is in, RFC 3168 6.1.2).
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq, reduce: bool) -> DupAckAction;
+    /// SACK loss recovery begins until `point`: a congestion event unless
+    /// `reduce` is false (as for [`Self::on_dup_ack`]).
+    fn enter_recovery(&mut self, flight: u32, point: Seq, reduce: bool);
     /// The retransmission timer expired.
     fn on_timeout(&mut self, flight: u32);
     /// The peer echoed congestion (ECN, RFC 3168 6.1.2) with `flight`
@@ -140,11 +143,11 @@ impl CongestionControl for Congestion {
     ) -> bool {
         dispatch!(self, c => c.on_ack(acked, ack, flight, now, rtt, cwnd_limited))
     }
-    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
-        dispatch!(self, c => c.on_dup_ack(flight, highest, una))
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq, reduce: bool) -> DupAckAction {
+        dispatch!(self, c => c.on_dup_ack(flight, highest, una, reduce))
     }
-    fn enter_recovery(&mut self, flight: u32, point: Seq) {
-        dispatch!(self, c => c.enter_recovery(flight, point))
+    fn enter_recovery(&mut self, flight: u32, point: Seq, reduce: bool) {
+        dispatch!(self, c => c.enter_recovery(flight, point, reduce))
     }
     fn on_timeout(&mut self, flight: u32) {
         dispatch!(self, c => c.on_timeout(flight))
@@ -261,10 +264,15 @@ fn initial_window(mss: u32) -> u32 {
 
 impl CongestionControl for NewReno {
     /// SACK loss recovery begins (RFC 6675 5 step 4.2): `ssthresh` and
-    /// `cwnd` to half of what was in flight, until `point` is acknowledged.
-    fn enter_recovery(&mut self, flight: u32, point: Seq) {
-        self.ssthresh = (flight / 2).max(2 * self.mss);
-        self.cwnd = self.ssthresh;
+    /// `cwnd` to half of what was in flight (unless not to `reduce`),
+    /// until `point` is acknowledged.
+    fn enter_recovery(&mut self, flight: u32, point: Seq, reduce: bool) {
+        if reduce {
+            self.ssthresh = (flight / 2).max(2 * self.mss);
+            self.cwnd = self.ssthresh;
+        } else {
+            self.cwnd = self.cwnd.min(self.ssthresh);
+        }
         self.recover = Some(point);
         self.pipe_based = true;
         self.dup_acks = 0;
@@ -348,7 +356,7 @@ impl CongestionControl for NewReno {
 
     /// A duplicate ACK arrived with `flight` bytes outstanding and
     /// `highest` the highest sequence number sent so far.
-    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq, reduce: bool) -> DupAckAction {
         if self.recover.is_some() {
             // Each further duplicate means a segment left the network.
             self.cwnd = self.cwnd.saturating_add(self.mss);
@@ -362,7 +370,9 @@ impl CongestionControl for NewReno {
         // retransmit for losses from the same window away is implicit:
         // recovery only begins above una).
         let _ = una;
-        self.ssthresh = (flight / 2).max(2 * self.mss);
+        if reduce {
+            self.ssthresh = (flight / 2).max(2 * self.mss);
+        }
         self.cwnd = self.ssthresh + 3 * self.mss;
         self.recover = Some(highest);
         DupAckAction::FastRetransmit
@@ -417,19 +427,19 @@ mod tests {
         assert_eq!(c.window(), 11_000);
         // Three duplicates with 10,000 bytes in flight.
         assert_eq!(
-            c.on_dup_ack(10_000, Seq(20_000), Seq(1000)),
+            c.on_dup_ack(10_000, Seq(20_000), Seq(1000), true),
             DupAckAction::None
         );
         assert_eq!(
-            c.on_dup_ack(10_000, Seq(20_000), Seq(1000)),
+            c.on_dup_ack(10_000, Seq(20_000), Seq(1000), true),
             DupAckAction::None
         );
         assert_eq!(
-            c.on_dup_ack(10_000, Seq(20_000), Seq(1000)),
+            c.on_dup_ack(10_000, Seq(20_000), Seq(1000), true),
             DupAckAction::FastRetransmit
         );
         assert_eq!((c.ssthresh(), c.window()), (5_000, 8_000));
-        c.on_dup_ack(10_000, Seq(20_000), Seq(1000));
+        c.on_dup_ack(10_000, Seq(20_000), Seq(1000), true);
         assert_eq!(c.window(), 9_000, "inflated per duplicate");
         // A partial ACK: still in recovery, retransmit the next hole.
         assert!(c.on_ack(

@@ -22,7 +22,10 @@
 //! window of data and not during loss recovery; after any reduction (an
 //! echo, a loss, a timeout) the next new data segment carries CWR. Echoes
 //! that come before it are the peer's repetitions of the same one. No ACK
-//! with ECE grows the window (as in Linux's CWR state). Without
+//! with ECE grows the window (as in Linux's CWR state). A loss found in a
+//! window already reduced for (an echo, then a drop from the same window)
+//! enters recovery without a second reduction: one per window for drops
+//! and marks together (6.1.2). Without
 //! ECN agreed, nothing here changes a segment, and CE marks are ignored.
 //!
 //! The IP layer hands the ECN field of each segment in
@@ -160,6 +163,14 @@ impl EcnState {
         }
         let echo = seg_flags & flags::ECE != 0;
         echo && !recovering && !self.cwr_owed && self.reduced_until.is_none()
+    }
+
+    /// True if the window was reduced (by an echo or a loss) for the
+    /// window of data that the unacknowledged data from `snd_una` belongs
+    /// to: a loss found there now is the same congestion, not reduced for
+    /// again (RFC 3168 6.1.2).
+    pub(crate) fn reduced_for(&self, snd_una: Seq) -> bool {
+        self.reduced_until.is_some_and(|end| snd_una < end)
     }
 
     /// Our congestion window was reduced with `snd_max` sent, for any

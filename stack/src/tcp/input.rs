@@ -502,9 +502,10 @@ impl Connection {
             self.new_ack(seg, ack_no, now);
         } else if duplicate && !self.sack_ok {
             // A duplicate ACK (RFC 5681 2).
+            let reduce = !self.ecn.reduced_for(self.snd_una);
             if self
                 .cc
-                .on_dup_ack(self.flight(), self.snd_max, self.snd_una)
+                .on_dup_ack(self.flight(), self.snd_max, self.snd_una, reduce)
                 == DupAckAction::FastRetransmit
             {
                 self.fast_retransmit = true;

@@ -118,7 +118,11 @@ impl Connection {
         }
         let flight = self.flight();
         self.recovery = Some(Recovery::new(self.snd_una, self.snd_max, flight));
-        self.cc.enter_recovery(flight, self.snd_max);
+        // Data lost from a window an ECN echo already reduced the window
+        // for is the same congestion (RFC 3168 6.1.2; Linux enters
+        // recovery from its CWR state without a second reduction).
+        let reduce = !self.ecn.reduced_for(self.snd_una);
+        self.cc.enter_recovery(flight, self.snd_max, reduce);
         self.ecn.reduced(self.snd_max);
         self.loss.sack_recoveries += 1;
         // RFC 6675 5 step 4.2: the first hole goes at once, whatever pipe

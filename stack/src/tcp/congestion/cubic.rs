@@ -146,10 +146,10 @@ impl CongestionControl for Cubic {
         false
     }
 
-    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq) -> DupAckAction {
+    fn on_dup_ack(&mut self, flight: u32, highest: Seq, una: Seq, reduce: bool) -> DupAckAction {
         let cwnd = self.reno.cwnd;
-        let action = self.reno.on_dup_ack(flight, highest, una);
-        if action == DupAckAction::FastRetransmit {
+        let action = self.reno.on_dup_ack(flight, highest, una, reduce);
+        if action == DupAckAction::FastRetransmit && reduce {
             self.congestion_event(cwnd, flight);
             // RFC 6582's inflation by the three duplicates, over CUBIC's
             // threshold.
@@ -158,11 +158,13 @@ impl CongestionControl for Cubic {
         action
     }
 
-    fn enter_recovery(&mut self, flight: u32, point: Seq) {
+    fn enter_recovery(&mut self, flight: u32, point: Seq, reduce: bool) {
         let cwnd = self.reno.cwnd;
-        self.reno.enter_recovery(flight, point);
-        self.congestion_event(cwnd, flight);
-        self.reno.cwnd = self.reno.ssthresh;
+        self.reno.enter_recovery(flight, point, reduce);
+        if reduce {
+            self.congestion_event(cwnd, flight);
+            self.reno.cwnd = self.reno.ssthresh;
+        }
     }
 
     fn on_timeout(&mut self, flight: u32) {
@@ -229,7 +231,7 @@ mod tests {
         while c.window() < 100_000 {
             c.on_ack(1000, Seq(0), 0, now, rtt, true);
         }
-        c.enter_recovery(100_000, Seq(1));
+        c.enter_recovery(100_000, Seq(1), true);
         assert_eq!(c.window(), 70_000, "β = 0.7");
         assert!(!c.on_ack(1000, Seq(1), 0, now, rtt, true), "recovery ends");
         assert_eq!(c.w_max(), 100.0);
@@ -259,12 +261,12 @@ mod tests {
         let now = Instant::ZERO;
         let rtt = Duration::from_millis(1);
         // A loss at the initial 10 segments: W_max 10, 7 kept.
-        c.enter_recovery(10_000, Seq(1));
+        c.enter_recovery(10_000, Seq(1), true);
         c.on_ack(1000, Seq(1), 0, now, rtt, true);
         assert_eq!((c.w_max(), c.window(), c.ssthresh()), (10.0, 7000, 7000));
         // Another below W_max: the flow gives some of its share up
         // (RFC 9438 4.7), W_max = 7 * (1 + β) / 2.
-        c.enter_recovery(7000, Seq(2));
+        c.enter_recovery(7000, Seq(2), true);
         c.on_ack(1000, Seq(2), 0, now, rtt, true);
         assert!((c.w_max() - 7.0 * (1.0 + BETA) / 2.0).abs() < 1e-9);
         assert_eq!(c.window(), 4900);

@@ -362,3 +362,69 @@ fn acks_echoing_congestion_do_not_grow_the_window() {
     assert_eq!(t.conn.cc.window(), reduced);
     assert_eq!(t.conn.take_loss_events().ece_reductions, 1);
 }
+
+#[test]
+fn a_loss_in_the_window_an_echo_already_reduced_does_not_reduce_again() {
+    // RFC 3168 6.1.2: the window is reduced once for a series of dropped
+    // and CE-marked packets from one window (Linux, in its CWR state,
+    // enters recovery without reducing again).
+    let mut t = Script::passive(&config(), "0 < SEW 0:0(0) win 65535 <mss 1000>");
+    t.run(
+        "
+        +0 > SE. 0:0(0) ack 1 <mss 1460>
+        +0.010 < . 1:1(0) ack 1 win 65535
+        ",
+    );
+    t.write(&[1; 10_000]);
+    for _ in 0..10 {
+        assert!(t.sent.pop_front().is_some());
+    }
+    t.quiet();
+    t.run(
+        "
+        +0.010 < E. 1:1(0) ack 1001 win 65535
+        +0.001 < E. 1:1(0) ack 5001 win 65535
+        ",
+    );
+    assert_eq!(t.conn.cc.ssthresh(), 4500, "half the flight of 9000");
+    // 5001 was lost, sent before the reduction: the same window.
+    t.run(
+        "
+        +0.001 < E. 1:1(0) ack 5001 win 65535
+        +0 < E. 1:1(0) ack 5001 win 65535
+        +0 < E. 1:1(0) ack 5001 win 65535
+        +0 > [noecn] . 5001:6001(1000) ack 1
+        ",
+    );
+    assert_eq!(t.conn.cc.ssthresh(), 4500);
+    let events = t.conn.take_loss_events();
+    assert_eq!((events.ece_reductions, events.reno_recoveries), (1, 1));
+}
+
+#[test]
+fn a_sack_loss_in_the_window_an_echo_already_reduced_does_not_reduce_again() {
+    let mut t = opened(&config(), "SEW", "[noecn]", true);
+    t.write(&[1; 10_000]);
+    for _ in 0..10 {
+        assert!(t.sent.pop_front().is_some());
+    }
+    t.quiet();
+    t.run(
+        "
+        +0.010 < E. 1:1(0) ack 1001 win 65535
+        +0.001 < E. 1:1(0) ack 5001 win 65535
+        ",
+    );
+    assert_eq!(t.conn.cc.ssthresh(), 4500, "half the flight of 9000");
+    t.run(
+        "
+        +0.001 < E. 1:1(0) ack 5001 win 65535 <nop,nop,sack 6001:7001>
+        +0 < E. 1:1(0) ack 5001 win 65535 <nop,nop,sack 6001:8001>
+        +0 < E. 1:1(0) ack 5001 win 65535 <nop,nop,sack 6001:9001>
+        +0 > [noecn] . 5001:6001(1000) ack 1
+        ",
+    );
+    assert_eq!(t.conn.cc.ssthresh(), 4500);
+    let events = t.conn.take_loss_events();
+    assert_eq!((events.ece_reductions, events.sack_recoveries), (1, 1));
+}
