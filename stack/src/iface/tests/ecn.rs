@@ -283,3 +283,29 @@ fn a_syn_cookie_carries_the_agreement_to_ecn() {
         assert_eq!(counters.total_dropped(), 0, "{family}");
     }
 }
+
+#[test]
+fn ce_marked_data_on_the_ack_returning_a_cookie_is_echoed() {
+    for (family, ends) in families() {
+        let mut peer = Peer::with_backlog(ends, 1);
+        peer.from = PEER_PORT + 1;
+        assert_eq!(peer.send(ASK, &[], Ecn::NotEct).len(), 1, "{family}");
+        peer.from += 1;
+        peer.next = PEER_ISN;
+        peer.timestamps = Some((100, 0));
+        let out = peer.send(ASK, &[], Ecn::NotEct);
+        let [(_, syn_ack)] = out.as_slice() else {
+            panic!("{family}: one SYN-ACK: {out:?}");
+        };
+        let (tsval, _) = syn_ack.options.timestamps.expect("timestamps");
+        peer.ack = syn_ack.seq.wrapping_add(1);
+        peer.timestamps = Some((101, tsval));
+        // The handshake's last ACK carries data, marked CE on the way.
+        let out = peer.send(flags::ACK | flags::PSH, &[1; 100], Ecn::Ce);
+        let acks: Vec<u8> = out.iter().map(|(_, s)| s.flags).collect();
+        assert_eq!(acks, [flags::ACK | flags::ECE], "{family}: {out:?}");
+        let counters = peer.iface.counters();
+        assert_eq!(counters.get(Stat::TcpSyncookiesRecv), 1, "{family}");
+        assert_eq!(counters.get(Stat::TcpInCE), 1, "{family}");
+    }
+}

@@ -230,7 +230,7 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         let ack_only = repr.flags & (flags::SYN | flags::ACK | flags::RST) == flags::ACK;
         if let (true, Some(l)) = (ack_only, listening) {
             if self.listeners[l].cookies_recent(now) {
-                match self.open_from_cookie(ip, now, l, (&tuple, scope), &repr, payload) {
+                match self.open_from_cookie(ip, now, l, (&tuple, scope), (&repr, ecn), payload) {
                     CookieAck::Opened(id) => {
                         drop(buf);
                         return self.after_activity(ip, now, id);
@@ -325,14 +325,14 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
     /// Checks the cookie `ack` returns (`ack - 1`, for the peer ISN
     /// `seq - 1`) and makes its connection from what the cookie and the
     /// echoed timestamp carry; the ACK itself (and any data on it) is then
-    /// the connection's first segment.
+    /// the connection's first segment, its IP header marked `field`.
     fn open_from_cookie<O: SegmentOut<Buf = B, Hop = H>>(
         &mut self,
         ip: &mut O,
         now: Instant,
         l: usize,
         (tuple, scope): (&FourTuple, u32),
-        ack: &TcpRepr,
+        (ack, field): (&TcpRepr, Ecn),
         payload: &[u8],
     ) -> CookieAck {
         let peer_isn = ack.seq.wrapping_sub(1);
@@ -376,7 +376,8 @@ impl<B: Buf, H: Copy> Endpoint<B, H> {
         // A valid cookie on a segment the new connection still refuses (its
         // timestamp older than the one it echoes, say) counts once, as a failed
         // cookie answered with a reset.
-        if let Verdict::Refused(_) = conn.on_segment(ack, payload, now, &mut self.pool) {
+        let verdict = conn.on_segment_ecn(ack, payload, field, now, &mut self.pool);
+        if let Verdict::Refused(_) = verdict {
             return CookieAck::Invalid;
         }
         let id = self.add(Slot::passive(conn, *tuple, l, scope, false));
