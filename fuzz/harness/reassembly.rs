@@ -20,6 +20,7 @@ use dpstack_stack::reassembly::{
 use dpstack_stack::time::{Duration, Instant};
 use dpstack_stack::wire::ipv4::Ipv4Packet;
 use dpstack_stack::wire::ipv6::Ipv6Packet;
+use dpstack_stack::wire::Ecn;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -194,6 +195,7 @@ fn run<K: Family>(data: &[u8]) {
             payload_start: PAYLOAD_START,
             payload_len,
             ttl,
+            ecn: Ecn::NotEct,
         };
         // The checks before the table is looked at leave it as it was.
         let early = more && payload_len % 8 != 0

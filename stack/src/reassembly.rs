@@ -8,7 +8,9 @@
 //! their offsets, and a bitmap of 8-byte blocks records what has arrived.
 //! When the last fragment is in and no block is missing, the buffer gets a
 //! plain Ethernet and IP header ([`FragmentKey::emit_header`]) and is handed
-//! back as one ordinary, unfragmented frame for the normal receive path.
+//! back as one ordinary, unfragmented frame for the normal receive path. Its
+//! ECN field is the first-arrived fragment's, or CE if any fragment was
+//! marked CE (RFC 3168 5.3: reassembly does not lose a congestion mark).
 //!
 //! Bounds: memory, not a count of datagrams, as Linux bounds it
 //! (`ipfrag_high_thresh`). Each datagram is charged what it pins (its
@@ -44,6 +46,7 @@ use crate::time::{Duration, Instant};
 use crate::wire::ethernet::HEADER_LEN as ETH_LEN;
 use crate::wire::ipv4::{Ipv4Header, Ipv4Packet, HEADER_LEN as IP_LEN};
 use crate::wire::ipv6::{Ipv6Header, Ipv6Packet, HEADER_LEN as IP6_LEN};
+use crate::wire::Ecn;
 use core::hash::Hash;
 use core::net::{Ipv4Addr, Ipv6Addr};
 use std::collections::HashMap;
@@ -115,8 +118,9 @@ pub trait FragmentKey: Copy + Eq + Hash + core::fmt::Debug {
     /// The sender charged for this datagram.
     fn source(&self) -> Self::Source;
     /// Writes the unfragmented header of a `payload_len`-byte datagram
-    /// carrying `protocol` into `header` (exactly `HEADER_LEN` bytes).
-    fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8);
+    /// carrying `protocol`, its ECN field `ecn`, into `header` (exactly
+    /// `HEADER_LEN` bytes).
+    fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8, ecn: Ecn);
 }
 
 /// An IPv4 datagram's identity (RFC 791).
@@ -159,7 +163,7 @@ impl FragmentKey for Key4 {
         self.src
     }
 
-    fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8) {
+    fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8, ecn: Ecn) {
         Ipv4Packet::new_unchecked(header).emit_header(&Ipv4Header {
             src: self.src,
             dst: self.dst,
@@ -168,7 +172,7 @@ impl FragmentKey for Key4 {
             ttl: hop,
             ident: self.ident,
             dont_fragment: false,
-            tos: 0,
+            tos: ecn as u8,
         });
     }
 }
@@ -218,14 +222,16 @@ impl FragmentKey for Key6 {
         }
     }
 
-    fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8) {
-        Ipv6Packet::new_unchecked(header).emit_header(&Ipv6Header {
+    fn emit_header(&self, header: &mut [u8], protocol: u8, payload_len: usize, hop: u8, ecn: Ecn) {
+        let mut packet = Ipv6Packet::new_unchecked(header);
+        packet.emit_header(&Ipv6Header {
             src: self.src,
             dst: self.dst,
             next_header: protocol,
             payload_len: payload_len as u16,
             hop_limit: hop,
         });
+        packet.set_traffic_class(ecn as u8);
     }
 }
 
@@ -274,6 +280,8 @@ pub struct Fragment<K> {
     pub payload_len: usize,
     /// TTL (hop limit) of the fragment.
     pub ttl: u8,
+    /// The ECN field of its IP header.
+    pub ecn: Ecn,
 }
 
 /// Where a datagram's first fragment came from, for the error its timeout
@@ -331,6 +339,9 @@ struct Datagram<B> {
     deadline: Instant,
     ttl: u8,
     protocol: u8,
+    /// The ECN field the datagram gets: the first fragment's, CE once any
+    /// fragment was marked CE (RFC 3168 5.3: a mark is not lost).
+    ecn: Ecn,
     /// Its first fragment, once it came ([`Reassembler::heard_first`]).
     first: Option<First>,
 }
@@ -509,6 +520,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             total: Some(total),
             ttl,
             protocol,
+            ecn,
             ..
         }) = self.remove(&key)
         else {
@@ -526,6 +538,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             protocol,
             total,
             ttl,
+            ecn,
         );
         Ok(Reassembly::Complete(buf))
     }
@@ -583,6 +596,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             deadline: now + self.config.timeout,
             ttl: fragment.ttl,
             protocol: fragment.protocol,
+            ecn: fragment.ecn,
             first: None,
         };
         self.bytes += charge;
@@ -691,6 +705,9 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             return Err(ReassemblyError::Overlap);
         }
         datagram.blocks.set(first..last);
+        if fragment.ecn == Ecn::Ce {
+            datagram.ecn = Ecn::Ce;
+        }
         if fragment.offset == 0 {
             datagram.protocol = fragment.protocol;
             datagram.ttl = fragment.ttl;

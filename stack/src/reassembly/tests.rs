@@ -4,6 +4,7 @@ use super::*;
 use crate::counters::Counters;
 use crate::port::memory::{MemBuf, MemPort, MemPortConfig};
 use crate::wire::ipv4::protocol;
+use crate::wire::Ecn;
 
 const SRC: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const DST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -38,6 +39,7 @@ fn fragment_frame(
         payload_start: ETH_LEN + IP_LEN,
         payload_len: len,
         ttl: 64,
+        ecn: Ecn::Ect0,
     };
     (buf, fragment)
 }
@@ -378,4 +380,38 @@ fn the_block_map_counts_and_sets_ranges_across_words() {
     }
     assert_eq!(map.arrived_in(0..BLOCKS), 71);
     assert_eq!(map.arrived_in(60..130), 70);
+}
+
+#[test]
+fn a_ce_mark_on_any_fragment_marks_the_datagram() {
+    // RFC 3168 5.3: the congestion a router marked on one fragment is
+    // not lost in reassembly (a CE-marked TCP segment's echo depends on it).
+    let data = payload(3000);
+    for (marked, expected) in [(None, Ecn::Ect0), (Some(1), Ecn::Ce), (Some(0), Ecn::Ce)] {
+        let mut port = port();
+        let mut r = Reassembler::new(ReassemblyConfig::default());
+        let pieces = [(0, 1480), (1480, 1480), (2960, 40)];
+        let mut last = None;
+        for (i, &(offset, len)) in pieces.iter().enumerate() {
+            let (frame, mut fragment) = fragment_frame(&mut port, 9, &data, offset, len);
+            if marked == Some(i) {
+                fragment.ecn = Ecn::Ce;
+            }
+            last = Some(r.add(
+                &mut port,
+                &frame,
+                fragment,
+                Instant::ZERO,
+                &Counters::default(),
+            ));
+        }
+        let buf = complete(last.unwrap());
+        let ip = Ipv4Packet::new_checked(&buf.data()[ETH_LEN..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert_eq!(
+            Ecn::from_bits(ip.tos()),
+            expected,
+            "fragment {marked:?} marked"
+        );
+    }
 }

@@ -125,6 +125,7 @@ impl<P: Port> Poll<'_, '_, P> {
             payload_start: ETH_LEN + local.header_len,
             payload_len: local.total_len - local.header_len,
             ttl: ip.ttl(),
+            ecn: Ecn::from_bits(ip.tos()),
         };
         let origin = Origin {
             link: arrival.link,
@@ -581,6 +582,7 @@ impl<P: Port> Poll<'_, '_, P> {
             payload_start,
             payload_len,
             ttl: hop_limit,
+            ecn: Ecn::from_bits(buf.data()[ETH_LEN + 1] >> 4),
         };
         let origin = Origin {
             link: arrival.link,
