@@ -219,13 +219,14 @@ impl IcmpFamily for Ipv6Addr {
     }
 
     /// Linux's `__udp6_lib_err` with `icmpv6_err_convert`: every
-    /// unreachable code but no route (0) and address unreachable (3), a
-    /// packet too big (EMSGSIZE under IPV6_PMTUDISC_WANT) and a parameter
-    /// problem; time exceeded is soft.
+    /// unreachable code but no route (0), beyond the scope of the source
+    /// address (2, the table's former "not a neighbour") and address
+    /// unreachable (3), a packet too big (EMSGSIZE under
+    /// IPV6_PMTUDISC_WANT) and a parameter problem; time exceeded is soft.
     fn is_hard(message: &[u8]) -> bool {
         let icmp = Icmpv6Packet::new_unchecked(message);
         match icmp.msg_type() {
-            msg_type::DEST_UNREACHABLE => !matches!(icmp.code(), 0 | 3),
+            msg_type::DEST_UNREACHABLE => !matches!(icmp.code(), 0 | 2 | 3),
             msg_type::PACKET_TOO_BIG | msg_type::PARAMETER_PROBLEM => true,
             _ => false,
         }

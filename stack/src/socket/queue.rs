@@ -67,14 +67,18 @@ impl<B: Buf> SocketQueue<B> {
     }
 
     /// Lcore side, at `socket`'s close: drops the datagrams queued for it
-    /// and keeps the others, in order; returns how many of those found no
-    /// room again (only if other pipelines filled the queue meanwhile).
-    /// Linux frees a closed socket's queue with it; a group's queue
-    /// outlives its members, and the closed member's id names the next
-    /// socket bound, which must not be handed what this one received.
-    /// Control path: one pass over what the queue holds, taken out and put
-    /// back (a reader meanwhile finds it empty, and is woken after).
+    /// and its pending error, and keeps the others, in order; returns how
+    /// many of those found no room again (only if other pipelines filled
+    /// the queue meanwhile). Linux frees a closed socket's queue and
+    /// `sk_err` with it; a group's queue outlives its members, and the
+    /// closed member's id names the next socket bound, which must not be
+    /// handed what this one received nor be named by its error. Control
+    /// path: one pass over what the queue holds, taken out and put back (a
+    /// reader meanwhile finds it empty, and is woken after).
     pub(crate) fn purge(&self, socket: SocketId) -> usize {
+        if self.error_socket.load(Ordering::Relaxed) == socket.index() {
+            self.error.store(0, Ordering::Release);
+        }
         let queued = self.datagrams.len();
         if queued == 0 {
             return 0;

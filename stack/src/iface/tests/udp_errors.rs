@@ -134,3 +134,27 @@ fn a_connected_udp_socket_hears_hard_icmp_errors_only() {
     assert_eq!(errors.got, expected);
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn an_icmpv6_beyond_scope_unreachable_is_soft_as_in_linux() {
+    // icmpv6_err_convert's table: code 2 (beyond the scope of the source
+    // address, once "not a neighbour") is EHOSTUNREACH and not fatal, like
+    // no route (0) and address unreachable (3); codes past the table are.
+    let (mut iface, mut port) = stack6();
+    let v6 = iface
+        .udp_bind(
+            SocketAddrV6::new(GLOBAL, 5000, 0, 0),
+            BindOptions::default(),
+        )
+        .unwrap();
+    assert!(iface.udp_connect(v6, SocketAddrV6::new(PEER6, 53, 0, 0)));
+    port.push_rx(&error6(icmp6::DEST_UNREACHABLE, 2, 0));
+    let mut errors = Errors::default();
+    poll(&mut iface, &mut port, &mut errors);
+    assert_eq!(errors.got, [], "beyond scope is soft");
+    assert_eq!(iface.counters().get(Stat::Icmp6InErrors), 1);
+    port.push_rx(&error6(icmp6::DEST_UNREACHABLE, 7, 0));
+    poll(&mut iface, &mut port, &mut errors);
+    assert_eq!(errors.got, [(v6, PeerError::Unreachable)], "past the table");
+    assert_eq!(port.buffers_in_use(), 0);
+}

@@ -333,3 +333,56 @@ fn a_closed_members_queued_datagrams_go_with_it_not_to_a_member_bound_after() {
     assert_eq!(seen, [(staying, b"kept".to_vec())]);
     assert_eq!(group.queued(), 0);
 }
+
+#[test]
+fn a_closed_members_pending_icmp_error_is_not_reported_for_a_member_bound_after() {
+    // Linux's pending socket error (sk_err) goes with the closed socket;
+    // the member bound after it takes its id and must not be named by it.
+    let lcore = Lcore::start(16);
+    let group = lcore.handle.udp_group(16);
+    let (staying, _) = group
+        .bind(SocketAddrV4::new(OUR_IP, 4999), BindOptions::default())
+        .unwrap();
+    let (closing, _) = group
+        .bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    group
+        .connect(closing, SocketAddrV4::new(PEER_IP, 53))
+        .unwrap();
+    lcore.inject(&[icmp_error_frame(3, 3, 5000, 53)]);
+    let waited = (0..2000).any(|_| {
+        let seen = lcore.counters.get(Stat::IcmpInErrors) == 1;
+        if !seen {
+            thread::sleep(Duration::from_millis(1));
+        }
+        seen
+    });
+    assert!(waited, "the error was received");
+    // A later poll: the error's poll, which records it, has ended by then.
+    lcore.inject(&[frame_to(4999, b"kept")]);
+    let queued = (0..2000).any(|_| {
+        let seen = group.queued() == 1;
+        if !seen {
+            thread::sleep(Duration::from_millis(1));
+        }
+        seen
+    });
+    assert!(queued, "the datagram was queued");
+    assert!(group.close(closing));
+    // The bind waits for the lcore, which takes the close first.
+    let (newcomer, _) = group
+        .bind(SocketAddrV4::new(OUR_IP, 5001), BindOptions::default())
+        .unwrap();
+    assert_eq!(newcomer, closing, "the closed member's id is reused");
+    let mut got = Vec::new();
+    assert_eq!(
+        group.recv_batch(&mut got, 8, Some(Duration::from_millis(100))),
+        Ok(1)
+    );
+    assert_eq!(got[0].socket(), staying);
+    assert_eq!(
+        group.recv_batch(&mut got, 8, Some(Duration::from_millis(50))),
+        Err(SocketError::TimedOut),
+        "the closed member's error is not the newcomer's"
+    );
+}
