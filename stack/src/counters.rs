@@ -77,6 +77,9 @@ reasons! {
     Ipv4ReassemblyDuplicate = "ipv4_reassembly_duplicate",
     /// A fragment reached past the largest datagram we reassemble.
     Ipv4ReassemblyTooBig = "ipv4_reassembly_too_big",
+    /// A complete datagram whose fragments mixed Not-ECT with ECT or CE
+    /// (RFC 3168 5.3: dropped whole, as Linux drops it).
+    Ipv4ReassemblyEcnMix = "ipv4_reassembly_ecn_mix",
     /// A fragment's length was not a multiple of 8 (and it was not the last).
     Ipv4FragmentMalformed = "ipv4_fragment_malformed",
     /// A datagram was not complete before the reassembly timeout (one count
@@ -158,6 +161,9 @@ reasons! {
     Ipv6ReassemblyDuplicate = "ipv6_reassembly_duplicate",
     /// An IPv6 fragment reached past 65,535 bytes or the reassembly buffer.
     Ipv6ReassemblyTooBig = "ipv6_reassembly_too_big",
+    /// A complete IPv6 datagram whose fragments mixed Not-ECT with ECT or
+    /// CE (RFC 3168 5.3).
+    Ipv6ReassemblyEcnMix = "ipv6_reassembly_ecn_mix",
     /// An IPv6 fragment's length was not a multiple of 8 (and it was not
     /// the last), or it was empty.
     Ipv6FragmentMalformed = "ipv6_fragment_malformed",

@@ -10,7 +10,8 @@
 //! plain Ethernet and IP header ([`FragmentKey::emit_header`]) and is handed
 //! back as one ordinary, unfragmented frame for the normal receive path. Its
 //! ECN field is the first-arrived fragment's, or CE if any fragment was
-//! marked CE (RFC 3168 5.3: reassembly does not lose a congestion mark).
+//! marked CE (RFC 3168 5.3: reassembly does not lose a congestion mark); a
+//! datagram whose fragments mix Not-ECT with ECT or CE is dropped whole.
 //!
 //! Bounds: memory, not a count of datagrams, as Linux bounds it
 //! (`ipfrag_high_thresh`). Each datagram is charged what it pins (its
@@ -85,6 +86,26 @@ pub enum ReassemblyError {
     /// A non-final fragment whose length is not a multiple of 8, or an
     /// empty one.
     Malformed,
+    /// The datagram was complete but its fragments mixed Not-ECT with ECT
+    /// or CE: a sender that marks some fragments capable and others not
+    /// is broken or forging (RFC 3168 5.3), so the whole datagram goes.
+    EcnMix,
+}
+
+/// The ECN field of a datagram reassembled from fragments that carried the
+/// codepoints in `seen` (bit `1 << codepoint`), the first-arrived carrying
+/// `first`; `None` if it must be dropped. RFC 3168 5.3, as Linux's
+/// `ip_frag_ecn_table`: CE on any fragment marks the datagram (a router's
+/// congestion mark is not lost); Not-ECT mixed with ECT or CE is invalid.
+fn reassembled_ecn(first: Ecn, seen: u8) -> Option<Ecn> {
+    let not_ect = 1 << Ecn::NotEct as u8;
+    if seen & not_ect != 0 && seen != not_ect {
+        None
+    } else if seen & 1 << Ecn::Ce as u8 != 0 {
+        Some(Ecn::Ce)
+    } else {
+        Some(first)
+    }
 }
 
 /// Why a datagram in reassembly was evicted to make room for a new one.
@@ -149,6 +170,7 @@ impl FragmentKey for Key4 {
             ReassemblyError::Duplicate => DropReason::Ipv4ReassemblyDuplicate,
             ReassemblyError::TooBig => DropReason::Ipv4ReassemblyTooBig,
             ReassemblyError::Malformed => DropReason::Ipv4FragmentMalformed,
+            ReassemblyError::EcnMix => DropReason::Ipv4ReassemblyEcnMix,
         }
     }
 
@@ -203,6 +225,7 @@ impl FragmentKey for Key6 {
             ReassemblyError::Duplicate => DropReason::Ipv6ReassemblyDuplicate,
             ReassemblyError::TooBig => DropReason::Ipv6ReassemblyTooBig,
             ReassemblyError::Malformed => DropReason::Ipv6FragmentMalformed,
+            ReassemblyError::EcnMix => DropReason::Ipv6ReassemblyEcnMix,
         }
     }
 
@@ -339,9 +362,11 @@ struct Datagram<B> {
     deadline: Instant,
     ttl: u8,
     protocol: u8,
-    /// The ECN field the datagram gets: the first fragment's, CE once any
-    /// fragment was marked CE (RFC 3168 5.3: a mark is not lost).
+    /// The first-arrived fragment's ECN field.
     ecn: Ecn,
+    /// The ECN codepoints its fragments carried, one bit each
+    /// ([`reassembled_ecn`] decides from them).
+    ecn_seen: u8,
     /// Its first fragment, once it came ([`Reassembler::heard_first`]).
     first: Option<First>,
 }
@@ -521,11 +546,13 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             ttl,
             protocol,
             ecn,
+            ecn_seen,
             ..
         }) = self.remove(&key)
         else {
             return Ok(Reassembly::Pending);
         };
+        let ecn = reassembled_ecn(ecn, ecn_seen).ok_or(ReassemblyError::EcnMix)?;
         // The frame starts where the family's header must go.
         let start = PAYLOAD_AT - ETH_LEN - K::HEADER_LEN;
         let excess = buf.len().saturating_sub(PAYLOAD_AT + total);
@@ -597,6 +624,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             ttl: fragment.ttl,
             protocol: fragment.protocol,
             ecn: fragment.ecn,
+            ecn_seen: 0,
             first: None,
         };
         self.bytes += charge;
@@ -705,9 +733,7 @@ impl<B: Buf, K: FragmentKey> Reassembler<B, K> {
             return Err(ReassemblyError::Overlap);
         }
         datagram.blocks.set(first..last);
-        if fragment.ecn == Ecn::Ce {
-            datagram.ecn = Ecn::Ce;
-        }
+        datagram.ecn_seen |= 1 << fragment.ecn as u8;
         if fragment.offset == 0 {
             datagram.protocol = fragment.protocol;
             datagram.ttl = fragment.ttl;

@@ -415,3 +415,56 @@ fn a_ce_mark_on_any_fragment_marks_the_datagram() {
         );
     }
 }
+
+#[test]
+fn fragments_mixing_not_ect_with_ect_or_ce_are_dropped_whole() {
+    // RFC 3168 5.3: a datagram whose fragments disagree on ECN capability
+    // is invalid; ECT(0) mixed with ECT(1) is not.
+    let data = payload(3000);
+    let pieces = [(0, 1480), (1480, 1480), (2960, 40)];
+    for (odd, outcome) in [
+        (Ecn::NotEct, None),
+        (Ecn::Ce, Some(Ecn::Ce)),
+        (Ecn::Ect1, Some(Ecn::Ect0)),
+    ] {
+        for first_is_odd in [false, true] {
+            let mut port = port();
+            let mut r = Reassembler::new(ReassemblyConfig::default());
+            let mut last = None;
+            for (i, &(offset, len)) in pieces.iter().enumerate() {
+                let (frame, mut fragment) = fragment_frame(&mut port, 9, &data, offset, len);
+                // ECT(0) elsewhere; the odd one out is the middle fragment, or
+                // the others are odd and the middle one is ECT(0).
+                if (i == 1) != first_is_odd {
+                    fragment.ecn = odd;
+                }
+                last = Some(r.add(
+                    &mut port,
+                    &frame,
+                    fragment,
+                    Instant::ZERO,
+                    &Counters::default(),
+                ));
+            }
+            let last = last.unwrap();
+            match outcome {
+                None => assert!(
+                    matches!(last, Reassembly::Dropped(DropReason::Ipv4ReassemblyEcnMix)),
+                    "{odd:?} mixed in, first {first_is_odd}"
+                ),
+                Some(ecn) => {
+                    let buf = complete(last);
+                    let ip = Ipv4Packet::new_checked(&buf.data()[ETH_LEN..]).unwrap();
+                    let expected = if first_is_odd && odd == Ecn::Ect1 {
+                        Ecn::Ect1
+                    } else {
+                        ecn
+                    };
+                    assert_eq!(Ecn::from_bits(ip.tos()), expected, "{odd:?} mixed in");
+                }
+            }
+            assert!(r.is_empty());
+            assert_eq!(r.bytes(), 0);
+        }
+    }
+}
