@@ -6,7 +6,9 @@
 //! Invariants: a completed datagram is exactly as long as its last
 //! fragment says, every byte of it came from a fragment the reassembler
 //! accepted for that datagram (none missing, none beyond its end), and its
-//! headers name the key; the table never holds more than its bound; once
+//! headers name the key, its ECN field follows RFC 3168 5.3 (CE if any
+//! fragment was CE, else the first-arrived fragment's; a mix of Not-ECT
+//! with ECT or CE is never completed); the table never holds more than its bound; once
 //! everything has timed out it is empty and every buffer is back in the
 //! pool.
 
@@ -39,6 +41,26 @@ struct Progress {
     since: Option<Instant>,
     /// The end the last fragment (MF clear) set.
     end: Option<usize>,
+    /// The ECN field of the first fragment it took.
+    first_ecn: Option<Ecn>,
+    /// The ECN codepoints of the fragments it took, one bit each.
+    ecn_seen: u8,
+}
+
+impl Progress {
+    fn took(&mut self, offset: usize, end: usize, more: bool, ecn: Ecn) {
+        self.taken.push((offset, end));
+        if !more {
+            self.end = Some(end);
+        }
+        self.first_ecn.get_or_insert(ecn);
+        self.ecn_seen |= 1 << ecn as u8;
+    }
+
+    /// True if its fragments mixed Not-ECT with ECT or CE.
+    fn ecn_mixed(&self) -> bool {
+        self.ecn_seen & 1 != 0 && self.ecn_seen != 1
+    }
 }
 
 fn content(key: u8, at: usize) -> u8 {
@@ -69,6 +91,8 @@ trait Family: FragmentKey {
     fn max_offset() -> usize;
     /// Checks the completed frame's IP header names the key.
     fn check_header(&self, frame: &[u8], total: usize);
+    /// The completed frame's ECN field.
+    fn ecn(frame: &[u8]) -> Ecn;
 }
 
 impl Family for Key4 {
@@ -95,6 +119,10 @@ impl Family for Key4 {
         assert_eq!(usize::from(ip.total_len()), 20 + total);
         assert!(!ip.is_fragment());
     }
+
+    fn ecn(frame: &[u8]) -> Ecn {
+        Ecn::from_bits(frame[15])
+    }
 }
 
 impl Family for Key6 {
@@ -114,6 +142,10 @@ impl Family for Key6 {
         let ip = Ipv6Packet::new_checked(&frame[14..]).expect("reassembled IPv6 header parses");
         assert_eq!((ip.src(), ip.dst()), (self.src, self.dst));
         assert_eq!(usize::from(ip.payload_len()), total);
+    }
+
+    fn ecn(frame: &[u8]) -> Ecn {
+        Ecn::from_bits(frame[15] >> 4)
     }
 }
 
@@ -170,6 +202,13 @@ fn run<K: Family>(data: &[u8]) {
             _ => usize::from(input.u16()) % 1500,
         };
         let ttl = input.u8();
+        // Mostly one codepoint per key, sometimes any: mixes are rare in
+        // real traffic but must be refused.
+        let ecn = if ttl & 0x20 != 0 {
+            Ecn::from_bits(ttl >> 6)
+        } else {
+            Ecn::from_bits(index)
+        };
         let Some(mut frame) = port.alloc() else {
             break;
         };
@@ -195,7 +234,7 @@ fn run<K: Family>(data: &[u8]) {
             payload_start: PAYLOAD_START,
             payload_len,
             ttl,
-            ecn: Ecn::NotEct,
+            ecn,
         };
         // The checks before the table is looked at leave it as it was.
         let early = more && payload_len % 8 != 0
@@ -205,17 +244,18 @@ fn run<K: Family>(data: &[u8]) {
             Reassembly::Pending => {
                 let progress = model.entry(index).or_default();
                 progress.since.get_or_insert(now);
-                if !more {
-                    progress.end = Some(offset + payload_len);
-                }
-                progress.taken.push((offset, offset + payload_len));
+                progress.took(offset, offset + payload_len, more, ecn);
             }
             Reassembly::Complete(whole) => {
                 let mut progress = model.remove(&index).unwrap_or_default();
-                progress.taken.push((offset, offset + payload_len));
-                if !more {
-                    progress.end = Some(offset + payload_len);
-                }
+                progress.took(offset, offset + payload_len, more, ecn);
+                assert!(!progress.ecn_mixed(), "a mix of Not-ECT and ECT completed");
+                let expected_ecn = if progress.ecn_seen & 1 << Ecn::Ce as u8 != 0 {
+                    Ecn::Ce
+                } else {
+                    progress.first_ecn.unwrap_or_default()
+                };
+                assert_eq!(K::ecn(whole.data()), expected_ecn);
                 let header_len = K::HEADER_LEN;
                 let bytes = whole.data();
                 let total = bytes.len() - 14 - header_len;
@@ -250,6 +290,13 @@ fn run<K: Family>(data: &[u8]) {
             Reassembly::Dropped(
                 DropReason::Ipv4ReassemblyDuplicate | DropReason::Ipv6ReassemblyDuplicate,
             ) => {}
+            Reassembly::Dropped(
+                DropReason::Ipv4ReassemblyEcnMix | DropReason::Ipv6ReassemblyEcnMix,
+            ) => {
+                let mut progress = model.remove(&index).unwrap_or_default();
+                progress.took(offset, offset + payload_len, more, ecn);
+                assert!(progress.ecn_mixed(), "an ECN mix drop without a mix");
+            }
             Reassembly::Dropped(_) => {
                 if !early {
                     model.remove(&index);

@@ -12,12 +12,18 @@
 //! moves back; what the application reads is exactly the peer's stream
 //! from its first byte; states only move forward; `poll_transmit` ends; the
 //! connection's buffer storage stays within the budget (a tight one for a
-//! sixteenth of inputs, so refusals happen and must lose nothing).
+//! sixteenth of inputs, so refusals happen and must lose nothing); a
+//! segment goes out ECN-capable only on a connection that agreed to ECN
+//! and only with new data beyond everything sent before (RFC 3168 6.1.1,
+//! 6.1.5), and carries ECE or CWR only on such a connection (or, on our
+//! SYN, to ask for it).
 
 use super::input::{debug, Input};
+use dpstack_stack::tcp::ecn::EcnMode;
 use dpstack_stack::tcp::{BufferBudget, BufferPool, Connection, Seq, State, TcpConfig};
 use dpstack_stack::time::{Duration, Instant};
 use dpstack_stack::wire::tcp::{flags, TcpOptions, TcpPacket, TcpRepr};
+use dpstack_stack::wire::Ecn;
 
 const OUR_ISS: u32 = 0x8000_0000 - 300;
 const OUR_PORT: u16 = 80;
@@ -92,14 +98,39 @@ impl Harness {
             self.largest_mss = self.largest_mss.max(self.conn.mss());
             // The room the stack's transmit path gives a segment.
             let room = usize::from(self.conn.segment_room()).min(self.payload.len());
-            let Some((repr, len)) = self.conn.poll_transmit(self.now, &mut self.payload[..room])
+            let before = self.our_max_end;
+            let Some((repr, len, ecn)) = self
+                .conn
+                .poll_transmit_ecn(self.now, &mut self.payload[..room])
             else {
                 self.check_state();
                 return;
             };
             self.check_out(&repr, len);
+            self.check_ecn(&repr, len, ecn, before);
         }
         panic!("poll_transmit does not end");
+    }
+
+    /// ECN-capable only with new data on a connection that agreed to ECN;
+    /// ECE and CWR only on such a connection, or on our first SYN asking.
+    fn check_ecn(&self, repr: &TcpRepr, len: usize, ecn: Ecn, sent_before: u32) {
+        let agreed = self.conn.ecn_enabled();
+        if ecn != Ecn::NotEct {
+            assert_eq!(ecn, Ecn::Ect0, "we send ECT(0) or nothing");
+            assert!(agreed, "ECT on a connection without ECN: {repr:?}");
+            assert!(len > 0, "ECT on a segment without data: {repr:?}");
+            let start = repr.seq.wrapping_sub(OUR_ISS);
+            assert!(
+                start == sent_before,
+                "ECT on a retransmission (from {start}, {sent_before} sent before): {repr:?}"
+            );
+        }
+        let marks = repr.flags & (flags::ECE | flags::CWR);
+        if marks != 0 && repr.flags & flags::RST == 0 {
+            let asking = repr.flags & flags::SYN != 0 && repr.flags & flags::ACK == 0;
+            assert!(agreed || asking, "ECE/CWR without ECN: {repr:?}");
+        }
     }
 
     fn check_out(&mut self, repr: &TcpRepr, len: usize) {
@@ -190,6 +221,7 @@ impl Harness {
         window: u16,
         len: usize,
         ts: Option<u32>,
+        ecn: Ecn,
     ) {
         let seq = self.peer_isn.wrapping_add(seq_rel);
         let payload: Vec<u8> = (0..len as u32)
@@ -222,7 +254,7 @@ impl Harness {
         let opening = self.conn.state() == State::SynSent;
         let verdict = self
             .conn
-            .on_segment(&repr, &payload, self.now, &mut self.pool);
+            .on_segment_ecn(&repr, &payload, ecn, self.now, &mut self.pool);
         if opening && syn && !matches!(self.conn.state(), State::SynSent | State::Closed) {
             // The peer's ISN is the one of the SYN we took (nothing it sent
             // before counted): sequence numbers are relative to it now.
@@ -252,7 +284,15 @@ impl Harness {
     fn ack(&mut self, extra: u8) {
         let ts = self.ts();
         let ack = OUR_ISS.wrapping_add(self.our_max_end);
-        self.segment(flags::ACK | extra, self.peer_next, ack, 65_535, 0, ts);
+        self.segment(
+            flags::ACK | extra,
+            self.peer_next,
+            ack,
+            65_535,
+            0,
+            ts,
+            Ecn::NotEct,
+        );
     }
 
     fn advance(&mut self, by: Duration) {
@@ -319,6 +359,11 @@ pub fn conn(data: &[u8]) {
         sack: setup & 4 != 0,
         rfc7323: setup & 8 == 0,
         nodelay: setup & 16 != 0,
+        ecn: if setup & 128 != 0 {
+            EcnMode::Request
+        } else {
+            EcnMode::Accept
+        },
         max_retries: 4,
         max_syn_retries: 2,
         ..TcpConfig::default()
@@ -342,7 +387,13 @@ pub fn conn(data: &[u8]) {
             dst_port: OUR_PORT,
             seq: peer_isn,
             ack: 0,
-            flags: flags::SYN,
+            // Asking for ECN in half the passive opens.
+            flags: flags::SYN
+                | if peer_isn & 0x100 != 0 {
+                    flags::ECE | flags::CWR
+                } else {
+                    0
+                },
             window: 65_535,
             options: syn_options,
         };
@@ -408,7 +459,15 @@ pub fn conn(data: &[u8]) {
                     // A FIN that does not yet acknowledge ours.
                     let ts = h.ts();
                     let ack = OUR_ISS.wrapping_add(1);
-                    h.segment(flags::ACK | flags::FIN, h.peer_next, ack, 65_535, 0, ts);
+                    h.segment(
+                        flags::ACK | flags::FIN,
+                        h.peer_next,
+                        ack,
+                        65_535,
+                        0,
+                        ts,
+                        Ecn::NotEct,
+                    );
                 }
                 _ => {}
             }
@@ -433,7 +492,8 @@ pub fn conn(data: &[u8]) {
         }
         match op % 16 {
             0..=7 => {
-                let bits = input.u8() & 0x3f;
+                // Every flag, ECE and CWR included.
+                let bits = input.u8();
                 // Sequence and acknowledgment near where they belong,
                 // sometimes anywhere.
                 let seq_delta = i32::from(input.u16() as i16);
@@ -470,7 +530,8 @@ pub fn conn(data: &[u8]) {
                     (false, true) => Some(input.u32()),
                     (false, false) => None,
                 };
-                h.segment(bits, seq_rel, ack, window, len, ts);
+                let ecn = Ecn::from_bits(input.u8());
+                h.segment(bits, seq_rel, ack, window, len, ts, ecn);
             }
             8 => {
                 let ms = u64::from(input.u16());
