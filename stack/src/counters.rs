@@ -113,6 +113,9 @@ reasons! {
     /// no copy: more sockets hear it than one datagram is copied to
     /// (`udp::table::BROADCAST_RECEIVERS`).
     UdpFanoutLimit = "udp_fanout_limit",
+    /// A hard ICMP error for a connected UDP socket was not handed over:
+    /// more sockets than `iface::state::SOCKET_ERRORS` got one in a burst.
+    SocketErrorOverflow = "socket_error_overflow",
     /// An ICMP error was not sent because of the rate limit.
     IcmpRateLimited = "icmp_rate_limited",
     /// No route to the destination of an outgoing packet.

@@ -225,7 +225,18 @@ pub(super) fn error_input<P: Port, A: IcmpFamily>(
     let peer_port = u16::from_be_bytes([ports[2], ports[3]]);
     let ours = (quote.ours, our_port);
     if let Some(socket) = A::connected_socket(core, link, ours, (quote.peer, peer_port)) {
-        let _ = core.lcore.socket_errors.try_push((socket, error));
+        record_socket_error(core, socket, error);
+    }
+}
+
+/// Keeps `error` for `socket` until the burst's end, when the handler
+/// hears it; errors for connected sockets past the list's bound in one
+/// burst are dropped and counted.
+fn record_socket_error<B: Buf>(core: &mut Core<B>, socket: SocketId, error: PeerError) {
+    if core.lcore.socket_errors.try_push((socket, error)).is_err() {
+        core.lcore
+            .counters
+            .count_drop(DropReason::SocketErrorOverflow);
     }
 }
 

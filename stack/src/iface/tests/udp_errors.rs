@@ -158,3 +158,25 @@ fn an_icmpv6_beyond_scope_unreachable_is_soft_as_in_linux() {
     assert_eq!(errors.got, [(v6, PeerError::Unreachable)], "past the table");
     assert_eq!(port.buffers_in_use(), 0);
 }
+
+#[test]
+fn hard_errors_past_the_bursts_list_are_counted() {
+    // More hard errors in one burst than the list holds until the burst's
+    // end: the first SOCKET_ERRORS are handed over, the rest counted.
+    let (mut iface, mut port) = stack6();
+    let v4 = iface
+        .udp_bind(SocketAddrV4::new(OUR_IP, 5000), BindOptions::default())
+        .unwrap();
+    assert!(iface.udp_connect(v4, SocketAddrV4::new(PEER_IP, 53)));
+    let extra = 3;
+    for _ in 0..crate::iface::state::SOCKET_ERRORS + extra {
+        port.push_rx(&error4(msg_type::DEST_UNREACHABLE, 3, 0));
+    }
+    let mut errors = Errors::default();
+    poll(&mut iface, &mut port, &mut errors);
+    assert_eq!(errors.got.len(), crate::iface::state::SOCKET_ERRORS);
+    assert!(errors.got.iter().all(|e| *e == (v4, PeerError::Refused)));
+    let c = iface.counters();
+    assert_eq!(c.dropped(DropReason::SocketErrorOverflow), extra as u64);
+    assert_eq!(port.buffers_in_use(), 0);
+}
