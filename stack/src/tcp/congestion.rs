@@ -12,6 +12,15 @@
 //! sends less than the window allows would otherwise grow it without bound
 //! on ACKs of data the window never carried, and a later burst would go
 //! at a window the path never validated.
+//!
+//! Nor does a window outlive an idle spell (RFC 5681 4.1, Linux's
+//! `tcp_slow_start_after_idle`): when data is to go with nothing in flight
+//! and none went for longer than the RTO, the connection calls
+//! [`CongestionControl::restart_after_idle`] (unless
+//! `TcpConfig::slow_start_after_idle` is off), which halves the window per
+//! RTO of the spell down to the initial window; and, whatever the switch,
+//! [`CongestionControl::on_send_start`], so that CUBIC's clock does not
+//! run while nothing is sent.
 
 pub mod cubic;
 pub mod hystart;
@@ -85,12 +94,18 @@ pub trait CongestionControl {
     fn in_slow_start(&self) -> bool {
         self.window() < self.ssthresh()
     }
+    /// Data is to go at `now` with nothing in flight, `idle` after new
+    /// data last left (Linux's CA_EVENT_TX_START). Growth that follows the
+    /// clock must not count the spell: CUBIC moves its epoch on by it.
+    fn on_send_start(&mut self, idle: Duration, now: Instant) {
+        let _ = (idle, now);
+    }
     /// Data is to go after `idle` with nothing in flight, longer than the
     /// retransmission timeout `rto` (RFC 5681 4.1, as Linux's
-    /// tcp_cwnd_restart): the window, unvalidated that long, halves per
-    /// `rto` of it down to the initial window, and `ssthresh` keeps three
-    /// quarters of it to slow-start back to.
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant);
+    /// tcp_cwnd_restart): `ssthresh` keeps three quarters of the window to
+    /// slow-start back to, and the window, unvalidated that long, halves
+    /// per `rto` of it down to the restart window, the initial one.
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration);
 }
 
 /// A connection's congestion control: one of the algorithms.
@@ -167,8 +182,11 @@ impl CongestionControl for Congestion {
     fn end_slow_start(&mut self) {
         dispatch!(self, c => c.end_slow_start())
     }
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant) {
-        dispatch!(self, c => c.restart_after_idle(idle, rto, now))
+    fn on_send_start(&mut self, idle: Duration, now: Instant) {
+        dispatch!(self, c => c.on_send_start(idle, now))
+    }
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration) {
+        dispatch!(self, c => c.restart_after_idle(idle, rto))
     }
 }
 
@@ -378,12 +396,22 @@ impl CongestionControl for NewReno {
         DupAckAction::FastRetransmit
     }
 
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, _: Instant) {
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration) {
         if self.recover.is_some() {
+            // Nothing in flight ends a recovery first; as Linux's
+            // tcp_current_ssthresh, a window being reduced is left alone.
             return;
         }
         let cwnd = self.cwnd;
+        // ssthresh first, from the window before the cut (Linux's
+        // tcp_current_ssthresh): slow start may climb back to 3/4 of it.
         self.ssthresh = self.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+        // The restart window RW = min(IW, cwnd) (RFC 5681 4.1). Linux's
+        // tcp_cwnd_restart does not drop to it at once: it halves cwnd once
+        // per RTO of the idle spell, stopping at RW (a spell of more than
+        // n and at most n + 1 RTOs halves it n times), so a spell just
+        // over one RTO costs half the window, not all of it. The same
+        // decay here.
         let restart = initial_window(self.mss).min(cwnd);
         let mut reduced = cwnd;
         let mut left = idle;
@@ -471,6 +499,39 @@ mod tests {
             c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
         }
         assert_eq!(c.window(), 11_000);
+    }
+
+    #[test]
+    fn a_restart_keeps_three_quarters_in_ssthresh_and_halves_per_rto() {
+        let rto = Duration::from_millis(200);
+        // After a timeout, congestion avoidance from 10 segments up to 24.
+        let grown = || {
+            let mut c = NewReno::new(1000);
+            c.on_timeout(20_000);
+            for _ in 0..500 {
+                if c.window() >= 24_000 {
+                    break;
+                }
+                c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
+            }
+            assert_eq!((c.window(), c.ssthresh()), (24_000, 10_000));
+            c
+        };
+        // Just over one RTO: halved once (as Linux); ssthresh from the
+        // window before, 3/4 of it.
+        let mut c = grown();
+        c.restart_after_idle(rto + Duration::from_millis(1), rto);
+        assert_eq!((c.window(), c.ssthresh()), (12_000, 18_000));
+        // Two RTOs and a bit: twice, but never under the initial window of
+        // ten segments.
+        let mut c = grown();
+        c.restart_after_idle(rto * 2 + Duration::from_millis(1), rto);
+        assert_eq!((c.window(), c.ssthresh()), (10_000, 18_000));
+        // A window below the initial one is the restart window itself.
+        let mut c = NewReno::new(1000);
+        c.on_timeout(20_000);
+        c.restart_after_idle(rto * 10, rto);
+        assert_eq!((c.window(), c.ssthresh()), (1000, 10_000));
     }
 
     #[test]

@@ -249,8 +249,13 @@ pub struct Connection {
     pub(crate) cc: Congestion,
     /// Whether the congestion window limits the sender (only then may it grow).
     pub(crate) cwnd_use: CwndUse,
-    /// When new data (before it, our first SYN) last left (RFC 5681 4.1).
+    /// When new data (before it, our first SYN) last left, or a send with
+    /// nothing in flight last accounted for the idle spell before it (RFC
+    /// 5681 4.1; see `resume_after_idle`).
     pub(crate) last_sent: Instant,
+    /// Restart the congestion window after an idle spell longer than the
+    /// RTO (`TcpConfig::slow_start_after_idle`).
+    pub(crate) slow_start_after_idle: bool,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,
     /// Pacing of data segments (off unless configured).
@@ -405,6 +410,7 @@ impl Connection {
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
             cwnd_use: CwndUse::new(iss),
             last_sent: Instant::ZERO,
+            slow_start_after_idle: config.slow_start_after_idle,
             hystart: HyStart::new(config.hystart),
             pacer: Pacer::new(config.pacing),
             rto_at: None,

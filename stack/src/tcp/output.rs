@@ -179,15 +179,9 @@ impl Connection {
         let hole = resend_end.map_or(usize::MAX, |end| end.since(self.snd_nxt) as usize);
         let available = self.send_buf.len().saturating_sub(offset).min(hole);
         if available > 0 && self.snd_una == self.snd_max && self.recovery.is_none() {
-            // Nothing in flight: after an idle spell longer than the RTO,
-            // the window is restarted (RFC 5681 4.1, as Linux), not
-            // trusted for a burst at whatever it had grown to.
-            let idle = now - self.last_sent;
-            let rto = self.rtt.rto();
-            if idle > rto {
-                self.cc.restart_after_idle(idle, rto, now);
-                self.last_sent = now;
-            }
+            // Nothing in flight: the first segment of a flight (three
+            // comparisons; a segment with data in flight pays no more).
+            self.resume_after_idle(now);
         }
         let in_flight = self.in_flight();
         let usable = match self.recovery {
@@ -294,6 +288,35 @@ impl Connection {
             self.pacer.sent(now, copied, window, self.rtt.srtt(), mss);
         }
         Some((self.acked(header), copied))
+    }
+
+    /// Data is to go with nothing in flight, at `now`: the idle spell since
+    /// new data last left is accounted for. CUBIC's epoch moves on by it
+    /// (as Linux's CA_EVENT_TX_START, whatever the switch says: time with
+    /// nothing sent is no time of growth); past the RTO, with
+    /// `slow_start_after_idle`, the window restarts (RFC 5681 4.1, Linux's
+    /// tcp_slow_start_after_idle_check), not trusted for a burst at
+    /// whatever it had grown to when the path was last seen.
+    ///
+    /// `last_sent` becomes `now` even if nothing goes yet (the pacer or
+    /// the peer's window may hold it): the spell is then accounted for up
+    /// to here, so a second call neither shifts nor halves for it again.
+    #[inline(never)]
+    fn resume_after_idle(&mut self, now: Instant) {
+        let idle = now - self.last_sent;
+        if idle.is_zero() {
+            return;
+        }
+        self.last_sent = now;
+        self.cc.on_send_start(idle, now);
+        let rto = self.rtt.rto();
+        if self.slow_start_after_idle && idle > rto {
+            let before = self.cc.window();
+            self.cc.restart_after_idle(idle, rto);
+            if self.cc.window() < before {
+                self.loss.cwnd_restarts += 1;
+            }
+        }
     }
 
     /// RFC 3042's limited transmit, without SACK: the first and second
