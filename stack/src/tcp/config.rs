@@ -50,7 +50,10 @@ pub struct TcpConfig {
     /// goes from a window halved per RTO of the idle spell, down to the
     /// initial window at most, not as a burst of whatever window the path
     /// last carried (see [`crate::tcp::congestion`]). Counted by
-    /// `TcpCwndRestarts`. Off: the window is kept across idle spells.
+    /// `TcpCwndRestarts`. As in Linux, the same switch validates an
+    /// application-limited window (RFC 2861): one left unfilled for an RTO
+    /// goes halfway down to what was used. Off: the window is kept across
+    /// idle and application-limited spells.
     pub slow_start_after_idle: bool,
     /// Pace data segments at a rate from the congestion window and the
     /// round trip (see [`crate::tcp::pacing`]); changed per connection

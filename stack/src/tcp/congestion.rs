@@ -20,7 +20,11 @@
 //! `TcpConfig::slow_start_after_idle` is off), which halves the window per
 //! RTO of the spell down to the initial window; and, whatever the switch,
 //! [`CongestionControl::on_send_start`], so that CUBIC's clock does not
-//! run while nothing is sent.
+//! run while nothing is sent. A window that is used, but not filled, for
+//! an RTO goes halfway down to what was used, once per RTO (RFC 2861 3,
+//! Linux's tcp_cwnd_application_limited, under the same switch):
+//! [`CwndUse`] keeps the largest flight of the unfilled rounds and looks
+//! once per round, as it ends.
 
 pub mod cubic;
 pub mod hystart;
@@ -106,6 +110,12 @@ pub trait CongestionControl {
     /// slow-start back to, and the window, unvalidated that long, halves
     /// per `rto` of it down to the restart window, the initial one.
     fn restart_after_idle(&mut self, idle: Duration, rto: Duration);
+    /// The window went unfilled for an RTO, the largest flight `used`
+    /// bytes (RFC 2861 / RFC 7661's concern, as Linux's
+    /// tcp_cwnd_application_limited): `ssthresh` keeps three quarters of
+    /// the window, and the window goes halfway down to what was used (the
+    /// initial window at least).
+    fn application_limited(&mut self, used: u32);
 }
 
 /// A connection's congestion control: one of the algorithms.
@@ -188,6 +198,9 @@ impl CongestionControl for Congestion {
     fn restart_after_idle(&mut self, idle: Duration, rto: Duration) {
         dispatch!(self, c => c.restart_after_idle(idle, rto))
     }
+    fn application_limited(&mut self, used: u32) {
+        dispatch!(self, c => c.application_limited(used))
+    }
 }
 
 /// Whether the congestion window, rather than the application or the
@@ -198,6 +211,11 @@ impl CongestionControl for Congestion {
 /// Invariant: `round_end` is `SND.NXT` of a send no older than the flight
 /// it started, so it is never more than a window behind `SND.UNA` when
 /// compared (every send compares it).
+///
+/// It also keeps what RFC 2861's validation of an application-limited
+/// window needs (Linux's `snd_cwnd_used`, `snd_cwnd_stamp`): the largest
+/// flight of the rounds the window did not limit since it last did (or
+/// since the last validation), looked at once per round as it ends.
 #[derive(Debug, Clone, Copy)]
 pub struct CwndUse {
     /// A send this round left the window without room for a segment.
@@ -206,6 +224,29 @@ pub struct CwndUse {
     max_flight: u32,
     /// The round ends once this is acknowledged (`SND.NXT` at its start).
     round_end: Seq,
+    /// The largest flight of the unlimited rounds since `validated`.
+    used: u32,
+    /// When a round the window limited last ended, or the window was last
+    /// validated (reduced for being unused, or restarted after idle).
+    validated: Instant,
+}
+
+/// A round of data that just ended (see [`CwndUse::sent`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Round {
+    /// A send of it left the window without room for a segment.
+    pub limited: bool,
+    /// Its largest flight, in bytes.
+    pub max_flight: u32,
+}
+
+impl Round {
+    /// True if the window of `cwnd` bytes limited this round (as
+    /// [`CwndUse::allows_growth`] says of the current one).
+    #[inline]
+    pub fn used_window(&self, cwnd: u32, slow_start: bool) -> bool {
+        self.limited || (slow_start && cwnd < self.max_flight.saturating_mul(2))
+    }
 }
 
 impl CwndUse {
@@ -215,6 +256,8 @@ impl CwndUse {
             limited: false,
             max_flight: 0,
             round_end: iss,
+            used: 0,
+            validated: Instant::ZERO,
         }
     }
 
@@ -222,14 +265,24 @@ impl CwndUse {
     /// congestion window has no room for another segment, `una` and `nxt`
     /// the send sequence. A new round starts once the last one is
     /// acknowledged, on a full window, or on a larger flight while not
-    /// limited.
+    /// limited. Returns the round that ended, if this send is the first
+    /// after it was all acknowledged (once per round trip at most).
     #[inline]
-    pub fn sent(&mut self, full: bool, flight: u32, una: Seq, nxt: Seq) {
-        if una >= self.round_end || full || (!self.limited && flight > self.max_flight) {
+    pub fn sent(&mut self, full: bool, flight: u32, una: Seq, nxt: Seq) -> Option<Round> {
+        let ended = una >= self.round_end;
+        if ended || full || (!self.limited && flight > self.max_flight) {
+            let round = Round {
+                limited: self.limited,
+                max_flight: self.max_flight,
+            };
             self.limited = full;
             self.max_flight = flight;
             self.round_end = nxt;
+            if ended {
+                return Some(round);
+            }
         }
+        None
     }
 
     /// True if an ACK may grow a window of `cwnd` bytes (Linux's
@@ -239,6 +292,40 @@ impl CwndUse {
     #[inline]
     pub fn allows_growth(&self, cwnd: u32, slow_start: bool) -> bool {
         self.limited || (slow_start && cwnd < self.max_flight.saturating_mul(2))
+    }
+
+    /// `round`, whose last data left at `last_send`, was found ended at
+    /// `now` under a window of `cwnd` bytes (RFC 2861 3, Linux's
+    /// tcp_cwnd_validate): a round the window limited validates it; one
+    /// it did not adds its flight to what was used. Returns the largest
+    /// flight used once the window has gone unfilled for `rto` (up to the
+    /// round's last send) since it was last validated, which it then is.
+    pub fn round_ended(
+        &mut self,
+        (round, last_send): (Round, Instant),
+        cwnd: u32,
+        slow_start: bool,
+        now: Instant,
+        rto: Duration,
+    ) -> Option<u32> {
+        if round.used_window(cwnd, slow_start) {
+            self.validate(now);
+            return None;
+        }
+        self.used = self.used.max(round.max_flight);
+        if last_send.saturating_duration_since(self.validated) < rto {
+            return None;
+        }
+        let used = self.used;
+        self.validate(now);
+        Some(used)
+    }
+
+    /// The window is known good (or was just cut to what is known) at
+    /// `now`: the next validation is an RTO away.
+    pub fn validate(&mut self, now: Instant) {
+        self.used = 0;
+        self.validated = now;
     }
 }
 
@@ -421,6 +508,23 @@ impl CongestionControl for NewReno {
         }
         self.cwnd = reduced.max(restart);
         self.acked_in_ca = 0;
+    }
+
+    fn application_limited(&mut self, used: u32) {
+        if self.recover.is_some() {
+            // Recovery sets the window itself (Linux validates only in
+            // the Open state).
+            return;
+        }
+        let used = used.max(initial_window(self.mss));
+        let cwnd = self.cwnd;
+        if used < cwnd {
+            // RFC 2861 3: ssthresh remembers 3/4 of the window, which
+            // then goes halfway down to what the application used.
+            self.ssthresh = self.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+            self.cwnd = ((u64::from(cwnd) + u64::from(used)) / 2) as u32;
+            self.acked_in_ca = 0;
+        }
     }
 
     /// An echo of congestion: half the flight, as at the start of a

@@ -5,7 +5,7 @@
 //! our FIN after the data, a zero-window probe, or a bare ACK when one is
 //! owed. One segment per call; the caller loops until `None`.
 
-use super::congestion::CongestionControl;
+use super::congestion::{CongestionControl, Round};
 use super::conn::{Connection, State};
 use super::seq::Seq;
 use crate::time::Instant;
@@ -262,7 +262,11 @@ impl Connection {
         // another)? Only then may the ACKs of this round grow it.
         let flight = in_flight + copied as u32 + u32::from(fin);
         let full = self.cc.window().saturating_sub(flight) < u32::from(self.mss);
-        self.cwnd_use.sent(full, flight, self.snd_una, self.snd_nxt);
+        if let Some(round) = self.cwnd_use.sent(full, flight, self.snd_una, self.snd_nxt) {
+            // Once per round trip at most: the first send after a round
+            // was all acknowledged.
+            self.round_ended(round, now);
+        }
         if self.snd_nxt > self.snd_max {
             self.snd_max = self.snd_nxt;
             // Marks a quarter of a round trip apart: RACK's send times.
@@ -298,24 +302,58 @@ impl Connection {
     /// tcp_slow_start_after_idle_check), not trusted for a burst at
     /// whatever it had grown to when the path was last seen.
     ///
-    /// `last_sent` becomes `now` even if nothing goes yet (the pacer or
-    /// the peer's window may hold it): the spell is then accounted for up
-    /// to here, so a second call neither shifts nor halves for it again.
+    /// The spell is accounted for up to `now` even if nothing goes yet
+    /// (the pacer or the peer's window may hold it), so a second call
+    /// neither shifts nor halves for it again.
     #[inline(never)]
     fn resume_after_idle(&mut self, now: Instant) {
-        let idle = now - self.last_sent;
+        let idle = now - self.last_sent.max(self.idle_accounted);
         if idle.is_zero() {
             return;
         }
-        self.last_sent = now;
+        self.idle_accounted = now;
         self.cc.on_send_start(idle, now);
         let rto = self.rtt.rto();
         if self.slow_start_after_idle && idle > rto {
             let before = self.cc.window();
             self.cc.restart_after_idle(idle, rto);
+            // The window is now what the restart made it: RFC 2861's
+            // validation starts over (Linux's snd_cwnd_stamp).
+            self.cwnd_use.validate(now);
             if self.cc.window() < before {
                 self.loss.cwnd_restarts += 1;
             }
+        }
+    }
+
+    /// A round of data ended (the first send after it was acknowledged):
+    /// RFC 2861's validation of the window (as Linux's tcp_cwnd_validate,
+    /// and under the same switch as the idle restart, as there). A window
+    /// the application left unfilled for an RTO goes halfway down to what
+    /// it used: otherwise a sender that trickles for minutes keeps a
+    /// window from its last bulk burst and may send it whole at any time.
+    /// Not in recovery (which sets the window itself), and not while the
+    /// application's writes do not fit in the send buffer (the sender
+    /// then waits on the peer's window or the buffer's size, not on the
+    /// application: Linux's SOCK_NOSPACE).
+    #[inline(never)]
+    fn round_ended(&mut self, round: Round, now: Instant) {
+        if !self.slow_start_after_idle {
+            return;
+        }
+        let (cwnd, slow_start) = (self.cc.window(), self.cc.in_slow_start());
+        let rto = self.rtt.rto();
+        // `last_sent` is still the ended round's last new data: the
+        // round's time, not the idle spell after it (the restart's
+        // business), is what the window went unfilled for. So a window
+        // filled again after a short spell is not cut just before (as in
+        // Linux, which validates after the send).
+        let round = (round, self.last_sent);
+        let Some(used) = self.cwnd_use.round_ended(round, cwnd, slow_start, now, rto) else {
+            return;
+        };
+        if self.recovery.is_none() && !self.cc.in_recovery() && !self.write_blocked {
+            self.cc.application_limited(used);
         }
     }
 

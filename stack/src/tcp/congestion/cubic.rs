@@ -229,6 +229,16 @@ impl CongestionControl for Cubic {
             self.epoch = None;
         }
     }
+
+    /// NewReno's reduction; a window it cut starts a new epoch, for the
+    /// reason a restart does (above).
+    fn application_limited(&mut self, used: u32) {
+        let before = self.reno.cwnd;
+        self.reno.application_limited(used);
+        if self.reno.cwnd < before {
+            self.epoch = None;
+        }
+    }
 }
 
 #[cfg(test)]
