@@ -556,6 +556,11 @@ protocol_counters! {
     /// the peer's echo of congestion (ECE; at most once per window of data,
     /// RFC 3168 6.1.2).
     TcpEceReductions,
+    /// Times a TCP connection that sent nothing for longer than its
+    /// retransmission timeout had its congestion window cut back before
+    /// sending again (RFC 5681 4.1, `TcpConfig::slow_start_after_idle`).
+    /// Linux restarts the same way (`tcp_cwnd_restart`) but counts nothing.
+    TcpCwndRestarts,
 }
 
 /// Number of protocol counters.

@@ -44,6 +44,17 @@ pub struct TcpConfig {
     /// slow start turns conservative once the RTT shows a queue building,
     /// instead of growing until a loss.
     pub hystart: bool,
+    /// Restart the congestion window after an idle spell (RFC 5681 4.1;
+    /// Linux's `tcp_slow_start_after_idle`, on by default, as here): data
+    /// sent after nothing was for longer than the retransmission timeout
+    /// goes from a window halved per RTO of the idle spell, down to the
+    /// initial window at most, not as a burst of whatever window the path
+    /// last carried (see [`crate::tcp::congestion`]). Counted by
+    /// `TcpCwndRestarts`. As in Linux, the same switch validates an
+    /// application-limited window (RFC 2861): one left unfilled for an RTO
+    /// goes halfway down to what was used. Off: the window is kept across
+    /// idle and application-limited spells.
+    pub slow_start_after_idle: bool,
     /// Pace data segments at a rate from the congestion window and the
     /// round trip (see [`crate::tcp::pacing`]); changed per connection
     /// with `Connection::set_pacing`. Off by default.
@@ -112,6 +123,7 @@ impl Default for TcpConfig {
             sack: true,
             congestion: Algorithm::Cubic,
             hystart: true,
+            slow_start_after_idle: true,
             pacing: false,
             ecn: EcnMode::Accept,
             ephemeral_ports: (32768, 60999),

@@ -12,6 +12,19 @@
 //! sends less than the window allows would otherwise grow it without bound
 //! on ACKs of data the window never carried, and a later burst would go
 //! at a window the path never validated.
+//!
+//! Nor does a window outlive an idle spell (RFC 5681 4.1, Linux's
+//! `tcp_slow_start_after_idle`): when data is to go with nothing in flight
+//! and none went for longer than the RTO, the connection calls
+//! [`CongestionControl::restart_after_idle`] (unless
+//! `TcpConfig::slow_start_after_idle` is off), which halves the window per
+//! RTO of the spell down to the initial window; and, whatever the switch,
+//! [`CongestionControl::on_send_start`], so that CUBIC's clock does not
+//! run while nothing is sent. A window that is used, but not filled, for
+//! an RTO goes halfway down to what was used, once per RTO (RFC 2861 3,
+//! Linux's tcp_cwnd_application_limited, under the same switch):
+//! [`CwndUse`] keeps the largest flight of the unfilled rounds and looks
+//! once per round, as it ends.
 
 pub mod cubic;
 pub mod hystart;
@@ -85,12 +98,24 @@ pub trait CongestionControl {
     fn in_slow_start(&self) -> bool {
         self.window() < self.ssthresh()
     }
+    /// Data is to go at `now` with nothing in flight, `idle` after new
+    /// data last left (Linux's CA_EVENT_TX_START). Growth that follows the
+    /// clock must not count the spell: CUBIC moves its epoch on by it.
+    fn on_send_start(&mut self, idle: Duration, now: Instant) {
+        let _ = (idle, now);
+    }
     /// Data is to go after `idle` with nothing in flight, longer than the
     /// retransmission timeout `rto` (RFC 5681 4.1, as Linux's
-    /// tcp_cwnd_restart): the window, unvalidated that long, halves per
-    /// `rto` of it down to the initial window, and `ssthresh` keeps three
-    /// quarters of it to slow-start back to.
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant);
+    /// tcp_cwnd_restart): `ssthresh` keeps three quarters of the window to
+    /// slow-start back to, and the window, unvalidated that long, halves
+    /// per `rto` of it down to the restart window, the initial one.
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration);
+    /// The window went unfilled for an RTO, the largest flight `used`
+    /// bytes (RFC 2861 / RFC 7661's concern, as Linux's
+    /// tcp_cwnd_application_limited): `ssthresh` keeps three quarters of
+    /// the window, and the window goes halfway down to what was used (the
+    /// initial window at least).
+    fn application_limited(&mut self, used: u32);
 }
 
 /// A connection's congestion control: one of the algorithms.
@@ -167,8 +192,14 @@ impl CongestionControl for Congestion {
     fn end_slow_start(&mut self) {
         dispatch!(self, c => c.end_slow_start())
     }
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant) {
-        dispatch!(self, c => c.restart_after_idle(idle, rto, now))
+    fn on_send_start(&mut self, idle: Duration, now: Instant) {
+        dispatch!(self, c => c.on_send_start(idle, now))
+    }
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration) {
+        dispatch!(self, c => c.restart_after_idle(idle, rto))
+    }
+    fn application_limited(&mut self, used: u32) {
+        dispatch!(self, c => c.application_limited(used))
     }
 }
 
@@ -180,6 +211,11 @@ impl CongestionControl for Congestion {
 /// Invariant: `round_end` is `SND.NXT` of a send no older than the flight
 /// it started, so it is never more than a window behind `SND.UNA` when
 /// compared (every send compares it).
+///
+/// It also keeps what RFC 2861's validation of an application-limited
+/// window needs (Linux's `snd_cwnd_used`, `snd_cwnd_stamp`): the largest
+/// flight of the rounds the window did not limit since it last did (or
+/// since the last validation), looked at once per round as it ends.
 #[derive(Debug, Clone, Copy)]
 pub struct CwndUse {
     /// A send this round left the window without room for a segment.
@@ -188,6 +224,29 @@ pub struct CwndUse {
     max_flight: u32,
     /// The round ends once this is acknowledged (`SND.NXT` at its start).
     round_end: Seq,
+    /// The largest flight of the unlimited rounds since `validated`.
+    used: u32,
+    /// When a round the window limited last ended, or the window was last
+    /// validated (reduced for being unused, or restarted after idle).
+    validated: Instant,
+}
+
+/// A round of data that just ended (see [`CwndUse::sent`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Round {
+    /// A send of it left the window without room for a segment.
+    pub limited: bool,
+    /// Its largest flight, in bytes.
+    pub max_flight: u32,
+}
+
+impl Round {
+    /// True if the window of `cwnd` bytes limited this round (as
+    /// [`CwndUse::allows_growth`] says of the current one).
+    #[inline]
+    pub fn used_window(&self, cwnd: u32, slow_start: bool) -> bool {
+        self.limited || (slow_start && cwnd < self.max_flight.saturating_mul(2))
+    }
 }
 
 impl CwndUse {
@@ -197,6 +256,8 @@ impl CwndUse {
             limited: false,
             max_flight: 0,
             round_end: iss,
+            used: 0,
+            validated: Instant::ZERO,
         }
     }
 
@@ -204,14 +265,24 @@ impl CwndUse {
     /// congestion window has no room for another segment, `una` and `nxt`
     /// the send sequence. A new round starts once the last one is
     /// acknowledged, on a full window, or on a larger flight while not
-    /// limited.
+    /// limited. Returns the round that ended, if this send is the first
+    /// after it was all acknowledged (once per round trip at most).
     #[inline]
-    pub fn sent(&mut self, full: bool, flight: u32, una: Seq, nxt: Seq) {
-        if una >= self.round_end || full || (!self.limited && flight > self.max_flight) {
+    pub fn sent(&mut self, full: bool, flight: u32, una: Seq, nxt: Seq) -> Option<Round> {
+        let ended = una >= self.round_end;
+        if ended || full || (!self.limited && flight > self.max_flight) {
+            let round = Round {
+                limited: self.limited,
+                max_flight: self.max_flight,
+            };
             self.limited = full;
             self.max_flight = flight;
             self.round_end = nxt;
+            if ended {
+                return Some(round);
+            }
         }
+        None
     }
 
     /// True if an ACK may grow a window of `cwnd` bytes (Linux's
@@ -221,6 +292,40 @@ impl CwndUse {
     #[inline]
     pub fn allows_growth(&self, cwnd: u32, slow_start: bool) -> bool {
         self.limited || (slow_start && cwnd < self.max_flight.saturating_mul(2))
+    }
+
+    /// `round`, whose last data left at `last_send`, was found ended at
+    /// `now` under a window of `cwnd` bytes (RFC 2861 3, Linux's
+    /// tcp_cwnd_validate): a round the window limited validates it; one
+    /// it did not adds its flight to what was used. Returns the largest
+    /// flight used once the window has gone unfilled for `rto` (up to the
+    /// round's last send) since it was last validated, which it then is.
+    pub fn round_ended(
+        &mut self,
+        (round, last_send): (Round, Instant),
+        cwnd: u32,
+        slow_start: bool,
+        now: Instant,
+        rto: Duration,
+    ) -> Option<u32> {
+        if round.used_window(cwnd, slow_start) {
+            self.validate(now);
+            return None;
+        }
+        self.used = self.used.max(round.max_flight);
+        if last_send.saturating_duration_since(self.validated) < rto {
+            return None;
+        }
+        let used = self.used;
+        self.validate(now);
+        Some(used)
+    }
+
+    /// The window is known good (or was just cut to what is known) at
+    /// `now`: the next validation is an RTO away.
+    pub fn validate(&mut self, now: Instant) {
+        self.used = 0;
+        self.validated = now;
     }
 }
 
@@ -378,12 +483,22 @@ impl CongestionControl for NewReno {
         DupAckAction::FastRetransmit
     }
 
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, _: Instant) {
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration) {
         if self.recover.is_some() {
+            // Nothing in flight ends a recovery first; as Linux's
+            // tcp_current_ssthresh, a window being reduced is left alone.
             return;
         }
         let cwnd = self.cwnd;
+        // ssthresh first, from the window before the cut (Linux's
+        // tcp_current_ssthresh): slow start may climb back to 3/4 of it.
         self.ssthresh = self.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+        // The restart window RW = min(IW, cwnd) (RFC 5681 4.1). Linux's
+        // tcp_cwnd_restart does not drop to it at once: it halves cwnd once
+        // per RTO of the idle spell, stopping at RW (a spell of more than
+        // n and at most n + 1 RTOs halves it n times), so a spell just
+        // over one RTO costs half the window, not all of it. The same
+        // decay here.
         let restart = initial_window(self.mss).min(cwnd);
         let mut reduced = cwnd;
         let mut left = idle;
@@ -393,6 +508,23 @@ impl CongestionControl for NewReno {
         }
         self.cwnd = reduced.max(restart);
         self.acked_in_ca = 0;
+    }
+
+    fn application_limited(&mut self, used: u32) {
+        if self.recover.is_some() {
+            // Recovery sets the window itself (Linux validates only in
+            // the Open state).
+            return;
+        }
+        let used = used.max(initial_window(self.mss));
+        let cwnd = self.cwnd;
+        if used < cwnd {
+            // RFC 2861 3: ssthresh remembers 3/4 of the window, which
+            // then goes halfway down to what the application used.
+            self.ssthresh = self.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+            self.cwnd = ((u64::from(cwnd) + u64::from(used)) / 2) as u32;
+            self.acked_in_ca = 0;
+        }
     }
 
     /// An echo of congestion: half the flight, as at the start of a
@@ -471,6 +603,39 @@ mod tests {
             c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
         }
         assert_eq!(c.window(), 11_000);
+    }
+
+    #[test]
+    fn a_restart_keeps_three_quarters_in_ssthresh_and_halves_per_rto() {
+        let rto = Duration::from_millis(200);
+        // After a timeout, congestion avoidance from 10 segments up to 24.
+        let grown = || {
+            let mut c = NewReno::new(1000);
+            c.on_timeout(20_000);
+            for _ in 0..500 {
+                if c.window() >= 24_000 {
+                    break;
+                }
+                c.on_ack(1000, Seq(0), 0, Instant::ZERO, Duration::ZERO, true);
+            }
+            assert_eq!((c.window(), c.ssthresh()), (24_000, 10_000));
+            c
+        };
+        // Just over one RTO: halved once (as Linux); ssthresh from the
+        // window before, 3/4 of it.
+        let mut c = grown();
+        c.restart_after_idle(rto + Duration::from_millis(1), rto);
+        assert_eq!((c.window(), c.ssthresh()), (12_000, 18_000));
+        // Two RTOs and a bit: twice, but never under the initial window of
+        // ten segments.
+        let mut c = grown();
+        c.restart_after_idle(rto * 2 + Duration::from_millis(1), rto);
+        assert_eq!((c.window(), c.ssthresh()), (10_000, 18_000));
+        // A window below the initial one is the restart window itself.
+        let mut c = NewReno::new(1000);
+        c.on_timeout(20_000);
+        c.restart_after_idle(rto * 10, rto);
+        assert_eq!((c.window(), c.ssthresh()), (1000, 10_000));
     }
 
     #[test]

@@ -251,6 +251,18 @@ pub struct Connection {
     pub(crate) cwnd_use: CwndUse,
     /// When new data (before it, our first SYN) last left (RFC 5681 4.1).
     pub(crate) last_sent: Instant,
+    /// Up to when an idle spell since `last_sent` was accounted for: a
+    /// send with nothing in flight that could not go (the pacer, the
+    /// peer's window) accounted for the spell before it, and a later one
+    /// counts only from here (see `resume_after_idle`).
+    pub(crate) idle_accounted: Instant,
+    /// Restart the congestion window after an idle spell longer than the
+    /// RTO, and validate an application-limited one
+    /// (`TcpConfig::slow_start_after_idle`).
+    pub(crate) slow_start_after_idle: bool,
+    /// The application's last write did not all fit in the send buffer
+    /// (Linux's SOCK_NOSPACE): it has more to send than the buffer holds.
+    pub(crate) write_blocked: bool,
     /// HyStart++ over the first slow start.
     pub(crate) hystart: HyStart,
     /// Pacing of data segments (off unless configured).
@@ -405,6 +417,9 @@ impl Connection {
             cc: Congestion::new(config.congestion, u32::from(DEFAULT_MSS.min(our_mss))),
             cwnd_use: CwndUse::new(iss),
             last_sent: Instant::ZERO,
+            idle_accounted: Instant::ZERO,
+            slow_start_after_idle: config.slow_start_after_idle,
+            write_blocked: false,
             hystart: HyStart::new(config.hystart),
             pacer: Pacer::new(config.pacing),
             rto_at: None,
@@ -668,10 +683,14 @@ impl Connection {
         if !self.may_send() {
             return Err(TcpError::NotConnected);
         }
-        self.send_buf.push(data, pool).map_err(|_| {
+        let taken = self.send_buf.push(data, pool).map_err(|_| {
             self.loss.memory_limited += 1;
             TcpError::NoBufferMemory
-        })
+        });
+        // The application has more than the buffer takes: until it writes
+        // all it offers again, it is not what leaves the window unfilled.
+        self.write_blocked = taken.map_or(true, |n| n < data.len());
+        taken
     }
 
     /// Bytes ready to read.

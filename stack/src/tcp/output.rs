@@ -5,7 +5,7 @@
 //! our FIN after the data, a zero-window probe, or a bare ACK when one is
 //! owed. One segment per call; the caller loops until `None`.
 
-use super::congestion::CongestionControl;
+use super::congestion::{CongestionControl, Round};
 use super::conn::{Connection, State};
 use super::seq::Seq;
 use crate::time::Instant;
@@ -179,15 +179,9 @@ impl Connection {
         let hole = resend_end.map_or(usize::MAX, |end| end.since(self.snd_nxt) as usize);
         let available = self.send_buf.len().saturating_sub(offset).min(hole);
         if available > 0 && self.snd_una == self.snd_max && self.recovery.is_none() {
-            // Nothing in flight: after an idle spell longer than the RTO,
-            // the window is restarted (RFC 5681 4.1, as Linux), not
-            // trusted for a burst at whatever it had grown to.
-            let idle = now - self.last_sent;
-            let rto = self.rtt.rto();
-            if idle > rto {
-                self.cc.restart_after_idle(idle, rto, now);
-                self.last_sent = now;
-            }
+            // Nothing in flight: the first segment of a flight (three
+            // comparisons; a segment with data in flight pays no more).
+            self.resume_after_idle(now);
         }
         let in_flight = self.in_flight();
         let usable = match self.recovery {
@@ -268,7 +262,11 @@ impl Connection {
         // another)? Only then may the ACKs of this round grow it.
         let flight = in_flight + copied as u32 + u32::from(fin);
         let full = self.cc.window().saturating_sub(flight) < u32::from(self.mss);
-        self.cwnd_use.sent(full, flight, self.snd_una, self.snd_nxt);
+        if let Some(round) = self.cwnd_use.sent(full, flight, self.snd_una, self.snd_nxt) {
+            // Once per round trip at most: the first send after a round
+            // was all acknowledged.
+            self.round_ended(round, now);
+        }
         if self.snd_nxt > self.snd_max {
             self.snd_max = self.snd_nxt;
             // Marks a quarter of a round trip apart: RACK's send times.
@@ -294,6 +292,69 @@ impl Connection {
             self.pacer.sent(now, copied, window, self.rtt.srtt(), mss);
         }
         Some((self.acked(header), copied))
+    }
+
+    /// Data is to go with nothing in flight, at `now`: the idle spell since
+    /// new data last left is accounted for. CUBIC's epoch moves on by it
+    /// (as Linux's CA_EVENT_TX_START, whatever the switch says: time with
+    /// nothing sent is no time of growth); past the RTO, with
+    /// `slow_start_after_idle`, the window restarts (RFC 5681 4.1, Linux's
+    /// tcp_slow_start_after_idle_check), not trusted for a burst at
+    /// whatever it had grown to when the path was last seen.
+    ///
+    /// The spell is accounted for up to `now` even if nothing goes yet
+    /// (the pacer or the peer's window may hold it), so a second call
+    /// neither shifts nor halves for it again.
+    #[inline(never)]
+    fn resume_after_idle(&mut self, now: Instant) {
+        let idle = now - self.last_sent.max(self.idle_accounted);
+        if idle.is_zero() {
+            return;
+        }
+        self.idle_accounted = now;
+        self.cc.on_send_start(idle, now);
+        let rto = self.rtt.rto();
+        if self.slow_start_after_idle && idle > rto {
+            let before = self.cc.window();
+            self.cc.restart_after_idle(idle, rto);
+            // The window is now what the restart made it: RFC 2861's
+            // validation starts over (Linux's snd_cwnd_stamp).
+            self.cwnd_use.validate(now);
+            if self.cc.window() < before {
+                self.loss.cwnd_restarts += 1;
+            }
+        }
+    }
+
+    /// A round of data ended (the first send after it was acknowledged):
+    /// RFC 2861's validation of the window (as Linux's tcp_cwnd_validate,
+    /// and under the same switch as the idle restart, as there). A window
+    /// the application left unfilled for an RTO goes halfway down to what
+    /// it used: otherwise a sender that trickles for minutes keeps a
+    /// window from its last bulk burst and may send it whole at any time.
+    /// Not in recovery (which sets the window itself), and not while the
+    /// application's writes do not fit in the send buffer (the sender
+    /// then waits on the peer's window or the buffer's size, not on the
+    /// application: Linux's SOCK_NOSPACE).
+    #[inline(never)]
+    fn round_ended(&mut self, round: Round, now: Instant) {
+        if !self.slow_start_after_idle {
+            return;
+        }
+        let (cwnd, slow_start) = (self.cc.window(), self.cc.in_slow_start());
+        let rto = self.rtt.rto();
+        // `last_sent` is still the ended round's last new data: the
+        // round's time, not the idle spell after it (the restart's
+        // business), is what the window went unfilled for. So a window
+        // filled again after a short spell is not cut just before (as in
+        // Linux, which validates after the send).
+        let round = (round, self.last_sent);
+        let Some(used) = self.cwnd_use.round_ended(round, cwnd, slow_start, now, rto) else {
+            return;
+        };
+        if self.recovery.is_none() && !self.cc.in_recovery() && !self.write_blocked {
+            self.cc.application_limited(used);
+        }
     }
 
     /// RFC 3042's limited transmit, without SACK: the first and second

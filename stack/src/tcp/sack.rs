@@ -135,6 +135,9 @@ pub struct LossEvents {
     /// Echoes of congestion (ECE) that reduced the congestion window
     /// (`TcpEceReductions`).
     pub ece_reductions: u32,
+    /// Congestion windows cut back after an idle spell longer than the
+    /// RTO (`TcpCwndRestarts`).
+    pub cwnd_restarts: u32,
 }
 
 /// The receiver's side: what goes into the SACK blocks of our ACKs.

@@ -29,6 +29,7 @@ mod cwnd_validation;
 mod ecn;
 mod handshake;
 mod hystart;
+mod idle;
 mod loss;
 mod pacing;
 mod plpmtud;

@@ -62,6 +62,12 @@ impl Cubic {
         self.k
     }
 
+    /// When the congestion-avoidance epoch began, as moved on by idle
+    /// spells (`None` outside one).
+    pub fn epoch(&self) -> Option<Instant> {
+        self.epoch
+    }
+
     fn mss(&self) -> f64 {
         f64::from(self.reno.mss)
     }
@@ -198,12 +204,39 @@ impl CongestionControl for Cubic {
         self.reno.end_slow_start();
     }
 
-    fn restart_after_idle(&mut self, idle: Duration, rto: Duration, now: Instant) {
-        self.reno.restart_after_idle(idle, rto, now);
-        // The epoch does not run while nothing was sent (as Linux's
-        // CA_EVENT_TX_START): W_cubic takes up where it left off.
+    /// The epoch moves on by the idle spell, never past `now` (as Linux's
+    /// bictcp_cwnd_event on CA_EVENT_TX_START): `t` in `W_cubic(t)` counts
+    /// time the window was in use, so the curve takes up where it left
+    /// off instead of jumping by the spell's growth on the first ACK.
+    fn on_send_start(&mut self, idle: Duration, now: Instant) {
         if let Some(epoch) = self.epoch {
             self.epoch = Some((epoch + idle).min(now));
+        }
+    }
+
+    /// NewReno's restart; and the epoch ends, as after any reduction into
+    /// slow start (RFC 9438 4.2: `t` counts from the start of congestion
+    /// avoidance). Linux keeps its shifted epoch here, and its W_est
+    /// (`tcp_cwnd`) then pulls the window up over a few ACKs; ours would
+    /// set the window to the stale `W_est` on the first ACK past
+    /// `ssthresh`, a burst of the window the restart just took away. A
+    /// new epoch starts from the restarted window, towards the same
+    /// `W_max`.
+    fn restart_after_idle(&mut self, idle: Duration, rto: Duration) {
+        let before = self.reno.cwnd;
+        self.reno.restart_after_idle(idle, rto);
+        if self.reno.cwnd < before {
+            self.epoch = None;
+        }
+    }
+
+    /// NewReno's reduction; a window it cut starts a new epoch, for the
+    /// reason a restart does (above).
+    fn application_limited(&mut self, used: u32) {
+        let before = self.reno.cwnd;
+        self.reno.application_limited(used);
+        if self.reno.cwnd < before {
+            self.epoch = None;
         }
     }
 }
@@ -253,6 +286,46 @@ mod tests {
         assert!((c.k() - k).abs() < 1e-9, "K = cbrt(W_max (1 - β) / C)");
         assert!(c.window() > 100_000, "past W_max: the convex part");
         assert!(worst < 0.02);
+    }
+
+    #[test]
+    fn an_idle_spell_moves_the_epoch_on() {
+        let rtt = Duration::from_millis(100);
+        let mut c = Cubic::new(1000);
+        while c.window() < 100_000 {
+            c.on_ack(1000, Seq(0), 0, Instant::ZERO, rtt, true);
+        }
+        c.enter_recovery(100_000, Seq(1), true);
+        c.on_ack(1000, Seq(1), 0, Instant::ZERO, rtt, true);
+        let mut now = Instant::ZERO;
+        for _ in 0..5 {
+            now = round_trip(&mut c, now, rtt);
+        }
+        let epoch = c.epoch().expect("in an epoch");
+        let idle = Duration::from_secs(10);
+        // No spell: the reference round trip.
+        let mut busy = c.clone();
+        round_trip(&mut busy, now, rtt);
+        // Ten idle seconds, the epoch moved on by them: the round trip
+        // after the spell grows the window exactly as that one.
+        let mut rested = c.clone();
+        rested.on_send_start(idle, now + idle);
+        assert_eq!(rested.epoch(), Some(epoch + idle));
+        round_trip(&mut rested, now + idle, rtt);
+        assert_eq!(rested.window(), busy.window());
+        assert!(busy.window() < c.window() + 3_000, "{}", busy.window());
+        // Counted as growth time, the spell would take W_cubic(t) far
+        // past the window: growth up to the 1.5 clamp in one round.
+        let mut stale = c.clone();
+        round_trip(&mut stale, now + idle, rtt);
+        assert!(stale.window() > c.window() * 14 / 10, "{}", stale.window());
+        // Never past now; and nothing outside an epoch.
+        let mut late = c.clone();
+        late.on_send_start(Duration::from_secs(100), now);
+        assert_eq!(late.epoch(), Some(now));
+        let mut fresh = Cubic::new(1000);
+        fresh.on_send_start(idle, now);
+        assert_eq!(fresh.epoch(), None);
     }
 
     #[test]

@@ -302,4 +302,5 @@ fn count_loss_events(counters: &Counters, events: LossEvents) {
     counters.add(Stat::TcpMemoryLimited, u64::from(events.memory_limited));
     counters.add(Stat::TcpInCE, u64::from(events.ce_received));
     counters.add(Stat::TcpEceReductions, u64::from(events.ece_reductions));
+    counters.add(Stat::TcpCwndRestarts, u64::from(events.cwnd_restarts));
 }

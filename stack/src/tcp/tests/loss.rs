@@ -142,38 +142,6 @@ fn keepalive_leaves_a_connection_with_data_out_to_the_retransmission_timer() {
 }
 
 #[test]
-fn after_an_idle_spell_the_window_restarts() {
-    // RFC 5681 4.1 (Linux's tcp_slow_start_after_idle, on by default): a
-    // window last used more than an RTO ago says nothing of the path now;
-    // sent whole, it goes as one line-rate burst.
-    for algorithm in [Algorithm::NewReno, Algorithm::Cubic] {
-        let config = TcpConfig {
-            congestion: algorithm,
-            ..config()
-        };
-        let mut t = Script::bulk_sender(&config, Duration::from_millis(10));
-        t.sent.clear();
-        // 60 KB, each flight acknowledged 10 ms later: slow start grows
-        // the window well past the initial ten segments.
-        let mut written = 0;
-        let mut acked = 0;
-        while acked < 60_000 {
-            t.write_towards(&mut written, 60_000, 60_000, 9);
-            let flight: usize = t.sent.drain(..).map(|(_, _, p)| p.len()).sum();
-            acked += flight;
-            t.run(&format!("+0.01 < . 1:1(0) ack {} win 65535", acked + 1));
-        }
-        let grown = t.conn.cc.window();
-        assert!(grown >= 40_000, "{algorithm:?}: {grown}");
-        // Ten seconds idle, then 60 KB more: the initial window goes.
-        t.advance(t.now + Duration::from_secs(10));
-        t.write_towards(&mut written, 120_000, 60_000, 9);
-        let burst: usize = t.sent.iter().map(|(_, _, p)| p.len()).sum();
-        assert_eq!(burst, 10 * 988, "{algorithm:?}");
-    }
-}
-
-#[test]
 fn cubic_is_the_default_and_newreno_stays_selectable() {
     let syn = "0 < S 0:0(0) win 8000 <mss 1000>";
     // Per stack: CUBIC unless the configuration says otherwise.
