@@ -46,6 +46,12 @@ pub struct StackArgs {
     /// used only when a peer asks for it (Linux's default, tcp_ecn=2).
     #[arg(long)]
     pub ecn: bool,
+    /// Keep a TCP connection's congestion window across idle periods and
+    /// application-limited spells (Linux's tcp_slow_start_after_idle=0);
+    /// by default the window restarts after an RTO of idle and decays
+    /// while unused (RFC 5681 4.1, RFC 2861).
+    #[arg(long)]
+    pub no_slow_start_after_idle: bool,
     /// The ports' MTU; above 1500 (jumbo frames) the packet buffers grow to
     /// hold a whole frame and TCP's MSS follows.
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u16).range(1280..))]
@@ -207,6 +213,8 @@ mod tests {
         assert!(args.ip.is_empty());
         assert_eq!((args.mtu, args.total_num_mbufs), (1500, 8191));
         assert!(!args.no_dad && !args.accept_ra && !args.pacing && !args.ecn);
+        assert!(!args.no_slow_start_after_idle);
+        assert!(parse(&["--no-slow-start-after-idle"]).no_slow_start_after_idle);
         assert!(args.faults.is_none() && args.stats_period.is_none());
         assert_eq!(args.nb_cores, 1);
     }

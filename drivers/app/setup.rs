@@ -316,6 +316,7 @@ pub fn set_up(
     if args.ecn {
         config.tcp.ecn = EcnMode::Request;
     }
+    config.tcp.slow_start_after_idle = !args.no_slow_start_after_idle;
     configure(&mut config);
     let mut iface: Interface<Mbuf> = Interface::new(config).map_err(|e| e.to_string())?;
     for &route in &args.routes {
