@@ -29,6 +29,18 @@ const OUR_ISS: u32 = 0x8000_0000 - 300;
 const OUR_PORT: u16 = 80;
 const PEER_PORT: u16 = 40_000;
 
+/// A segment the peer sends: its sequence number relative to the peer's
+/// ISN, with its IP header's ECN field.
+struct PeerSegment {
+    flag_bits: u8,
+    seq_rel: u32,
+    ack: u32,
+    window: u16,
+    len: usize,
+    ts: Option<u32>,
+    ecn: Ecn,
+}
+
 /// The peer's byte at sequence number `seq`.
 fn peer_byte(seq: u32) -> u8 {
     (seq.wrapping_mul(0x9e37_79b1) >> 13) as u8
@@ -212,17 +224,17 @@ impl Harness {
         }
     }
 
-    /// A segment from the peer: `seq_rel` relative to its ISN.
-    fn segment(
-        &mut self,
-        flag_bits: u8,
-        seq_rel: u32,
-        ack: u32,
-        window: u16,
-        len: usize,
-        ts: Option<u32>,
-        ecn: Ecn,
-    ) {
+    /// A segment from the peer.
+    fn segment(&mut self, segment: PeerSegment) {
+        let PeerSegment {
+            flag_bits,
+            seq_rel,
+            ack,
+            window,
+            len,
+            ts,
+            ecn,
+        } = segment;
         let seq = self.peer_isn.wrapping_add(seq_rel);
         let payload: Vec<u8> = (0..len as u32)
             .map(|k| peer_byte(seq.wrapping_add(k)))
@@ -284,15 +296,15 @@ impl Harness {
     fn ack(&mut self, extra: u8) {
         let ts = self.ts();
         let ack = OUR_ISS.wrapping_add(self.our_max_end);
-        self.segment(
-            flags::ACK | extra,
-            self.peer_next,
+        self.segment(PeerSegment {
+            flag_bits: flags::ACK | extra,
+            seq_rel: self.peer_next,
             ack,
-            65_535,
-            0,
+            window: 65_535,
+            len: 0,
             ts,
-            Ecn::NotEct,
-        );
+            ecn: Ecn::NotEct,
+        });
     }
 
     fn advance(&mut self, by: Duration) {
@@ -459,15 +471,15 @@ pub fn conn(data: &[u8]) {
                     // A FIN that does not yet acknowledge ours.
                     let ts = h.ts();
                     let ack = OUR_ISS.wrapping_add(1);
-                    h.segment(
-                        flags::ACK | flags::FIN,
-                        h.peer_next,
+                    h.segment(PeerSegment {
+                        flag_bits: flags::ACK | flags::FIN,
+                        seq_rel: h.peer_next,
                         ack,
-                        65_535,
-                        0,
+                        window: 65_535,
+                        len: 0,
                         ts,
-                        Ecn::NotEct,
-                    );
+                        ecn: Ecn::NotEct,
+                    });
                 }
                 _ => {}
             }
@@ -531,7 +543,15 @@ pub fn conn(data: &[u8]) {
                     (false, false) => None,
                 };
                 let ecn = Ecn::from_bits(input.u8());
-                h.segment(bits, seq_rel, ack, window, len, ts, ecn);
+                h.segment(PeerSegment {
+                    flag_bits: bits,
+                    seq_rel,
+                    ack,
+                    window,
+                    len,
+                    ts,
+                    ecn,
+                });
             }
             8 => {
                 let ms = u64::from(input.u16());
