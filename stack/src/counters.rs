@@ -115,7 +115,7 @@ reasons! {
     UdpFanoutLimit = "udp_fanout_limit",
     /// A hard ICMP error for a connected UDP socket was not handed over:
     /// more sockets than `iface::state::SOCKET_ERRORS` got one in a burst.
-    SocketErrorOverflow = "socket_error_overflow",
+    IcmpSocketErrorOverflow = "icmp_socket_error_overflow",
     /// An ICMP error was not sent because of the rate limit.
     IcmpRateLimited = "icmp_rate_limited",
     /// No route to the destination of an outgoing packet.

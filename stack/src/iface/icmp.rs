@@ -236,7 +236,7 @@ fn record_socket_error<B: Buf>(core: &mut Core<B>, socket: SocketId, error: Peer
     if core.lcore.socket_errors.try_push((socket, error)).is_err() {
         core.lcore
             .counters
-            .count_drop(DropReason::SocketErrorOverflow);
+            .count_drop(DropReason::IcmpSocketErrorOverflow);
     }
 }
 

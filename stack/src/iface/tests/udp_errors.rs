@@ -177,6 +177,6 @@ fn hard_errors_past_the_bursts_list_are_counted() {
     assert_eq!(errors.got.len(), crate::iface::state::SOCKET_ERRORS);
     assert!(errors.got.iter().all(|e| *e == (v4, PeerError::Refused)));
     let c = iface.counters();
-    assert_eq!(c.dropped(DropReason::SocketErrorOverflow), extra as u64);
+    assert_eq!(c.dropped(DropReason::IcmpSocketErrorOverflow), extra as u64);
     assert_eq!(port.buffers_in_use(), 0);
 }
