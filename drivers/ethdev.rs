@@ -485,6 +485,16 @@ impl EthPort {
         )
     }
 
+    /// Programs the port's multicast filter to pass `macs` (the groups
+    /// the stack listens to: `StackControl::multicast_macs`), with
+    /// `rte_eth_dev_set_mc_addr_list`; a device without such a list (or
+    /// with too small a one: net_tap, net_pcap, memif may have none) gets
+    /// all-multicast mode instead. Says which took; an error if neither
+    /// did. Control path (DPDK's testpmd changes both while forwarding).
+    pub fn set_multicast_macs(&self, macs: &[MacAddr]) -> Result<MulticastFilter> {
+        set_multicast_macs(self.id(), macs)
+    }
+
     /// True if promiscuous mode is on.
     pub fn promiscuous(&self) -> bool {
         // SAFETY: reads the port's state.
@@ -566,6 +576,34 @@ impl EthPort {
 /// The taken-mask bit of a queue (none for a missing half).
 fn queue_bit(queue: Option<u16>) -> u64 {
     queue.map_or(0, |q| 1u64 << q)
+}
+
+/// How a port passes the multicast frames the stack listens to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MulticastFilter {
+    /// Its multicast address list holds exactly the stack's groups.
+    List,
+    /// All-multicast mode: every multicast frame (the device has no list,
+    /// or too small a one).
+    AllMulticast,
+}
+
+/// [`EthPort::set_multicast_macs`] on port `id` (started, or configured).
+pub(crate) fn set_multicast_macs(id: u16, macs: &[MacAddr]) -> Result<MulticastFilter> {
+    let mut list: Vec<sys::rte_ether_addr> = (macs.iter())
+        .map(|mac| sys::rte_ether_addr { addr_bytes: mac.0 })
+        .collect();
+    // SAFETY: `list` holds `list.len()` addresses, valid for the call
+    // (DPDK copies them); the port id is checked by DPDK.
+    let ret =
+        unsafe { sys::rte_eth_dev_set_mc_addr_list(id, list.as_mut_ptr(), list.len() as u32) };
+    if ret == 0 {
+        return Ok(MulticastFilter::List);
+    }
+    // SAFETY: plain call on a port id DPDK checks.
+    let ret = unsafe { sys::rte_eth_allmulticast_enable(id) };
+    check(id, || "enable all-multicast mode".into(), ret)?;
+    Ok(MulticastFilter::AllMulticast)
 }
 
 fn query_mac(id: u16) -> Result<MacAddr> {

@@ -11,6 +11,13 @@
 //! exit it also prints how many packet buffers were in use at start and at
 //! exit (a leak shows as the difference).
 //!
+//! Multicast: `--join GROUP` (IPv4 or IPv6, repeatable) binds a socket to
+//! the group on each UDP port and joins it on the port its route takes (else
+//! the family's first): what is sent to the group is echoed back to its
+//! sender from our address, and IGMPv3 (MLDv2) reports the group. The
+//! ports' multicast filters follow the groups joined (`MulticastSync`, from
+//! the main thread).
+//!
 //! Several ports: one `--ip` per port, in port order; one polling lcore
 //! drives them all with one route table (`--route PREFIX,GATEWAY` adds
 //! static routes). Replies leave through the port their request came in on;
@@ -28,7 +35,7 @@
 //! and on SIGUSR1 are the lanes' total, then a line per lane.
 
 use clap::Parser;
-use dpstack::app::{self, App, AppSpec, CounterReport, StackArgs};
+use dpstack::app::{self, App, AppSpec, CounterReport, MulticastSync, StackArgs};
 use dpstack::mbuf::Mbuf;
 use dpstack::mempool::PoolPair;
 use dpstack::stack::counters::Counters;
@@ -36,7 +43,7 @@ use dpstack::stack::iface::{ConnId, InlineHandler, Interface, LcoreContext, Link
 use dpstack::stack::port::Port;
 use dpstack::stack::route::Ipv6Cidr;
 use dpstack::stack::socket::{SocketError, TcpListener, TcpStream, UdpSocket};
-use dpstack::stack::udp::{BindOptions, Datagram};
+use dpstack::stack::udp::{BindOptions, Datagram, GroupLink};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -55,7 +62,7 @@ const SPEC: AppSpec = AppSpec::new(PROGRAM, &["net_tap0,iface=dpstack0"])
     name = PROGRAM,
     version,
     override_usage = "dpstack-echo [EAL options] -- --ip ADDR/PREFIX [--gateway ADDR] --udp PORT \
-                      [--tcp PORT] [--nb-cores N]",
+                      [--tcp PORT] [--join GROUP] [--nb-cores N]",
     after_help = "Without EAL options it runs on a net_tap port whose kernel side is `dpstack0`:\n  \
                   ip addr add 192.0.2.2/24 dev dpstack0; ping 192.0.2.1; \
                   echo hi | socat - UDP:192.0.2.1:7\n\
@@ -81,6 +88,14 @@ struct Cli {
     /// Receive and drop instead of echoing (a sink, for benchmarks).
     #[arg(long)]
     sink: bool,
+    /// Join multicast GROUP (IPv4 or IPv6, e.g. 239.1.2.3 or ff15::1234)
+    /// on the port its route takes (else the family's first port), with a
+    /// socket bound to GROUP on each UDP port (inline mode with IPv6
+    /// addresses: the `[::]` socket of each port joins it): what is sent
+    /// to the group is echoed back to its sender from our address. IGMP
+    /// (MLD for IPv6) reports the group. Repeatable.
+    #[arg(long = "join", value_name = "GROUP", value_parser = parse_group)]
+    joins: Vec<IpAddr>,
     /// Echo from application threads (one per address and port, at most 64) through
     /// queue-mode sockets, instead of inline on the polling lcore (served by
     /// lane 0; UDP only with --nb-cores above 1).
@@ -92,6 +107,13 @@ struct Cli {
     /// option).
     #[arg(long)]
     record_core_cycles: bool,
+}
+
+fn parse_group(s: &str) -> Result<IpAddr, String> {
+    match s.parse::<IpAddr>() {
+        Ok(ip) if ip.is_multicast() => Ok(ip),
+        _ => Err(format!("'{s}' is not a multicast address")),
+    }
 }
 
 /// An inclusive range of UDP ports.
@@ -213,6 +235,7 @@ fn main() -> ExitCode {
 fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     let signals = app::Signals::install()?;
     let stack = app::set_up(&SPEC, eal_args, &cli.stack, |_| {})?;
+    let mut multicast = MulticastSync::new(stack.iface.control(), &stack.ports, PROGRAM);
     let (mut iface, pool) = (stack.iface, stack.pool);
     let mut more_lanes = stack.more_lanes;
     let large = stack
@@ -251,7 +274,14 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 .flat_map(move |r| (r.0..=r.1).map(move |p| SocketAddr::new(ip, p)))
         })
         .collect();
-    if cli.queue_mode && locals.len() > MAX_QUEUE_MODE_SOCKETS {
+    // `--join`: a socket bound to each group on each port.
+    let group_locals: Vec<SocketAddr> = (cli.joins.iter())
+        .flat_map(|&group| {
+            (cli.udp_ports.iter())
+                .flat_map(move |r| (r.0..=r.1).map(move |p| SocketAddr::new(group, p)))
+        })
+        .collect();
+    if cli.queue_mode && locals.len() + group_locals.len() > MAX_QUEUE_MODE_SOCKETS {
         return Err(format!(
             "--queue-mode runs a thread per socket (address and port): \
              give at most {MAX_QUEUE_MODE_SOCKETS}"
@@ -262,11 +292,30 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         large,
     };
     let handle = cli.queue_mode.then(|| iface.handle(send_pools, 1024));
+    let mut joined = Vec::new();
     if !cli.queue_mode {
         for &local in &locals {
-            iface
+            let socket = iface
                 .udp_bind(local, BindOptions::default())
                 .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
+            // The dual-stack `[::]` socket of a port joins the groups
+            // itself (it holds the port: a socket bound to a group beside
+            // it would be refused, as in Linux without SO_REUSEADDR).
+            for &group in cli.joins.iter().filter(|_| dual_stack) {
+                let link = iface
+                    .udp_join(socket, group, GroupLink::Default)
+                    .map_err(|e| format!("cannot join {group}: {e}"))?;
+                joined.push((group, link));
+            }
+        }
+        for &local in group_locals.iter().filter(|_| !dual_stack) {
+            let socket = iface
+                .udp_bind(local, BindOptions::default())
+                .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
+            let link = iface
+                .udp_join(socket, local.ip(), GroupLink::Default)
+                .map_err(|e| format!("cannot join {}: {e}", local.ip()))?;
+            joined.push((local.ip(), link));
         }
     }
     // TCP listeners: one dual-stack [::] per port with IPv6, else 0.0.0.0.
@@ -321,6 +370,19 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
                 echo_from_thread(&socket, &app_stop)
             }));
         }
+        for &local in &group_locals {
+            let socket = handle
+                .udp_bind(local)
+                .map_err(|e| format!("cannot bind UDP {local}: {e}"))?;
+            let link = socket
+                .join(local.ip(), GroupLink::Default)
+                .map_err(|e| format!("cannot join {}: {e}", local.ip()))?;
+            joined.push((local.ip(), link));
+            let app_stop = Arc::clone(&app_stop);
+            app_threads.push(std::thread::spawn(move || {
+                echo_from_thread(&socket, &app_stop)
+            }));
+        }
         for &port in &cli.tcp_ports {
             let listener = handle
                 .tcp_listen(SocketAddr::new(any, port), 128)
@@ -345,7 +407,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         }
         Err(_) => return Err("duplicate address detection did not finish".into()),
     }
-    let bound = locals.len();
+    let bound = locals.len() + if dual_stack { 0 } else { group_locals.len() };
+    joined.sort();
+    joined.dedup();
+    for (group, link) in &joined {
+        println!("{PROGRAM}: joined {group} on port {link}");
+    }
     let udp_ports: Vec<String> = cli
         .udp_ports
         .iter()
@@ -396,7 +463,12 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
     // compare with the count at exit: a leak shows as the difference.
     let in_use_at_start = (pool.in_use(), large.in_use());
     let mut report = CounterReport::of_lanes(counters.clone());
-    signals.wait(cli.stack.stats_period, || false, |tick| report.print(tick));
+    // Every 20 ms: the ports' multicast filters follow the groups joined.
+    let done = || {
+        multicast.sync();
+        false
+    };
+    signals.wait(cli.stack.stats_period, done, |tick| report.print(tick));
     app_stop.store(true, Ordering::SeqCst);
     for thread in app_threads {
         let _ = thread.join();

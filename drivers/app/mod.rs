@@ -16,7 +16,9 @@
 //!   injector if `--faults` asks: on one lcore ([`run_on_worker`]) or on
 //!   one per lane, each with its own handler ([`run_on_workers`]);
 //! - [`counters`]: the counters printer (also the console's `show
-//!   counters`), with a total and a line per lane when there are several.
+//!   counters`), with a total and a line per lane when there are several;
+//! - [`multicast`]: the ports' multicast filters kept in step with the
+//!   groups the stack's sockets join ([`MulticastSync`]).
 //!
 //! A whole app (`examples/app_echo.rs` is this one, built with the rest):
 //!
@@ -75,11 +77,13 @@
 
 pub mod args;
 pub mod counters;
+pub mod multicast;
 pub mod setup;
 pub mod worker;
 
 pub use args::{parse_ip, parse_route, IpArg, RouteArg, StackArgs};
 pub use counters::{counters_block, counters_text, lanes_text, print_counters, sum_snapshots};
+pub use multicast::MulticastSync;
 pub use setup::{packet_pool, pool_need, port_banner, run_app, set_up, AppSpec, Lane, Stack};
 pub use worker::{
     lane_counters_block, lanes_fault_lines, launch_worker, print_lane_counters, run_on_worker,

@@ -104,6 +104,9 @@ reasons! {
     UdpBadChecksum = "udp_bad_checksum",
     /// No socket bound to the destination port.
     UdpNoSocket = "udp_no_socket",
+    /// UDP datagram to a group joined on the link it came in on, for a
+    /// port where no socket that joined the group on that link is bound.
+    UdpNotMember = "udp_not_member",
     /// The socket's receive queue was full.
     UdpQueueFull = "udp_queue_full",
     /// A copy of a datagram to a broadcast address or a group, for one
@@ -287,6 +290,13 @@ reasons! {
     /// or malformed (RFC 3810 8.1: a length neither MLDv1's nor MLDv2's, a
     /// group field that is neither unspecified nor multicast).
     MldInvalid = "mld_invalid",
+    /// IGMP message failing RFC 3376's checks: a bad checksum, a length no
+    /// version has, a TTL other than 1, a query whose group field is
+    /// neither 0 nor a multicast address, or that came fragmented.
+    IgmpInvalid = "igmp_invalid",
+    /// IGMP message a host has nothing to do with (another member's
+    /// report or leave, an unknown type) or received with IGMP off.
+    IgmpIgnored = "igmp_ignored",
 }
 
 /// Number of drop reasons.
@@ -421,6 +431,18 @@ protocol_counters! {
     /// MLDv1 done messages sent (a group left while an MLDv1 querier is
     /// present). Linux: `Icmp6OutGroupMembReductions`.
     Icmp6OutGroupMembReductions,
+    /// IGMP membership queries received and accepted (RFC 3376; any
+    /// version).
+    IgmpInQueries,
+    /// IGMPv3 membership reports sent (RFC 3376: state changes on joins
+    /// and leaves, answers to queries).
+    IgmpOutV3Reports,
+    /// IGMPv1 or IGMPv2 membership reports sent (while such a querier is
+    /// present, RFC 3376 7.2.1).
+    IgmpOutV2Reports,
+    /// IGMPv2 leave group messages sent (a group left while an IGMPv2
+    /// querier is present).
+    IgmpOutLeaves,
     /// Addresses that duplicate address detection found in use (unused).
     Ip6DadDuplicates,
     /// ICMP(v6) errors handed to the sockets they concern.

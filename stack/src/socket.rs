@@ -34,8 +34,9 @@ use crate::port::Buf;
 pub use crate::port::BufPool;
 use crate::tcp::ids::{ConnId, ListenError, ListenOptions};
 use crate::tcp::TcpError;
+use crate::udp::membership::{GroupLink, JoinError};
 use crate::udp::{BindError, BindOptions, Datagram, PeerError, SocketId};
-use core::net::SocketAddr;
+use core::net::{IpAddr, SocketAddr};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
@@ -76,6 +77,8 @@ pub enum SocketError {
     Tcp(TcpError),
     /// A TCP listen failed.
     Listen(ListenError),
+    /// A multicast join or leave failed.
+    Join(JoinError),
 }
 
 impl core::fmt::Display for SocketError {
@@ -96,6 +99,7 @@ impl core::fmt::Display for SocketError {
             }
             SocketError::Tcp(e) => e.fmt(f),
             SocketError::Listen(e) => write!(f, "listen: {e}"),
+            SocketError::Join(e) => write!(f, "multicast membership: {e}"),
         }
     }
 }
@@ -118,6 +122,14 @@ pub(crate) enum Command<B: Buf> {
     },
     Close {
         socket: SocketId,
+    },
+    /// A multicast join (`join`) or leave.
+    Join {
+        socket: SocketId,
+        group: IpAddr,
+        on: GroupLink,
+        join: bool,
+        reply: crossbeam_channel::Sender<Result<usize, JoinError>>,
     },
     TcpListen {
         local: SocketAddr,
@@ -150,6 +162,26 @@ pub(crate) fn connect_queued<B: Buf>(
             reply,
         },
         |()| SocketError::CannotConnect,
+    )
+}
+
+/// Asks the lcore to make `socket` join (`join`) or leave `group` on `on`
+/// and waits for the answer: the link.
+pub(crate) fn membership_queued<B: Buf>(
+    shared: &Shared<B>,
+    socket: SocketId,
+    (group, on): (IpAddr, GroupLink),
+    join: bool,
+) -> Result<usize, SocketError> {
+    shared.request(
+        |reply| Command::Join {
+            socket,
+            group,
+            on,
+            join,
+            reply,
+        },
+        SocketError::Join,
     )
 }
 
@@ -351,6 +383,19 @@ impl<P: BufPool> UdpSocket<P> {
     /// family the socket does not hear.
     pub fn connect(&self, remote: impl Into<SocketAddr>) -> Result<(), SocketError> {
         connect_queued(&self.shared, self.id, remote.into())
+    }
+
+    /// Joins multicast `group` on `on` (`IP_ADD_MEMBERSHIP`,
+    /// `IPV6_JOIN_GROUP`), waiting for the lcore's answer: the socket then
+    /// receives the group's datagrams to its port that arrive on that
+    /// link. Returns the link. Closing the socket leaves its groups.
+    pub fn join(&self, group: IpAddr, on: GroupLink) -> Result<usize, SocketError> {
+        membership_queued(&self.shared, self.id, (group, on), true)
+    }
+
+    /// Leaves `group` on `on` (`IP_DROP_MEMBERSHIP`, `IPV6_LEAVE_GROUP`).
+    pub fn leave(&self, group: IpAddr, on: GroupLink) -> Result<usize, SocketError> {
+        membership_queued(&self.shared, self.id, (group, on), false)
     }
 
     /// Moves up to `max` received datagrams into `out` (zero-copy), waiting

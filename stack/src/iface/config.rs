@@ -170,6 +170,12 @@ pub struct InterfaceConfig {
     /// snoop MLD keep forwarding our neighbour solicitations. Off, no
     /// report is sent and queries are dropped (`Icmp6Unhandled`).
     pub mld: bool,
+    /// IGMP (RFC 3376, on by default): the IPv4 groups sockets join
+    /// (`Interface::udp_join`) are reported to each link's routers when
+    /// joined and left, and queries are answered, in IGMPv1/v2 form while
+    /// such a querier is heard. Off, no report is sent and queries are
+    /// dropped (`IgmpIgnored`); joined groups are still received.
+    pub igmp: bool,
     /// TCP tunables.
     pub tcp: crate::tcp::TcpConfig,
 }
@@ -194,6 +200,7 @@ impl InterfaceConfig {
             dad_transmits: 1,
             accept_ra: false,
             mld: true,
+            igmp: true,
             tcp: crate::tcp::TcpConfig::default(),
         }
     }

@@ -157,8 +157,54 @@ impl<B: Buf> Interface<B> {
             let (local4, links) = (&shared.local, &shared.links);
             shared
                 .udp
-                .bind(local, options, |ip| is_ours(local4, links, ip))
+                .bind(local, options, |ip| bindable(local4, links, ip))
         })
+    }
+
+    /// Socket `socket` joins multicast `group` on `on` (Linux's
+    /// `IP_ADD_MEMBERSHIP`, `IPV6_JOIN_GROUP`): it then receives the
+    /// datagrams to the group that arrive on that link for its port, and
+    /// the link reports the group (IGMP, MLD) from the next timer run if
+    /// it is the group's first socket there. Returns the link.
+    pub fn udp_join(
+        &mut self,
+        socket: SocketId,
+        group: IpAddr,
+        on: GroupLink,
+    ) -> Result<usize, JoinError> {
+        self.core
+            .shared
+            .edit(|shared| membership::join(shared, socket, group, on))
+    }
+
+    /// Socket `socket` leaves `group` on `on` (`IP_DROP_MEMBERSHIP`,
+    /// `IPV6_LEAVE_GROUP`); the group's last socket there makes the link
+    /// leave it. Returns the link.
+    pub fn udp_leave(
+        &mut self,
+        socket: SocketId,
+        group: IpAddr,
+        on: GroupLink,
+    ) -> Result<usize, JoinError> {
+        self.core
+            .shared
+            .edit(|shared| membership::leave(shared, socket, group, on))
+    }
+
+    /// The groups socket `socket` joined, with their links.
+    pub fn udp_groups(&self, socket: SocketId) -> Vec<(usize, IpAddr)> {
+        membership::groups_of(&self.core.shared.latest().links, socket)
+    }
+
+    /// The Ethernet multicast addresses link `link` listens to (every
+    /// group it joined, its own and its sockets'), for the device's
+    /// filter (a driver compares it with what it programmed).
+    pub fn multicast_macs(&self, link: usize) -> Vec<MacAddr> {
+        let shared = self.core.shared.latest();
+        shared
+            .links
+            .get(link)
+            .map_or_else(Vec::new, |l| l.multicast_macs())
     }
 
     /// Connects a UDP socket to `remote`: it then only receives from there
@@ -170,9 +216,10 @@ impl<B: Buf> Interface<B> {
 
     /// Closes a UDP socket.
     pub fn udp_close(&mut self, socket: SocketId) -> bool {
-        self.core
-            .shared
-            .edit_later(|shared| shared.udp.close(socket))
+        self.core.shared.edit_later(|shared| {
+            membership::forget(shared, socket);
+            shared.udp.close(socket)
+        })
     }
 
     /// The local address of a UDP socket.

@@ -6,7 +6,8 @@
 //! addresses.
 //!
 //! - *State changes* ([`run`], on the home pipeline's timer): a group that
-//!   appears in `groups6` is reported with a CHANGE_TO_EXCLUDE_MODE record
+//!   appears in `groups6` or among the groups its sockets joined
+//!   (`socket_groups6`, `membership`) is reported with a CHANGE_TO_EXCLUDE_MODE record
 //!   (joined, all sources), one that leaves it with CHANGE_TO_INCLUDE_MODE
 //!   (left); each report is sent at once and repeated [`ROBUSTNESS`] - 1
 //!   times at random intervals up to [`UNSOLICITED_REPORT_INTERVAL`] (RFC
@@ -75,7 +76,7 @@ fn reported(group: Ipv6Addr) -> bool {
 
 /// A delay in `[0, most]`, at millisecond grain: a keyed hash of `salt`
 /// and the time.
-fn random_delay(key: u64, salt: u64, now: Instant, most: Duration) -> Duration {
+pub(super) fn random_delay(key: u64, salt: u64, now: Instant, most: Duration) -> Duration {
     let most = most.as_millis().min(u128::from(u64::MAX - 1)) as u64;
     // splitmix64's finalizer over the key, the salt and the time.
     let mut z = (key ^ DELAY_KEY ^ salt.rotate_left(29)).wrapping_add(now.as_nanos());
@@ -92,7 +93,7 @@ fn salt(group: Ipv6Addr, link: usize) -> u64 {
 }
 
 /// The key of the interface's delays.
-fn delay_key<B: Buf>(core: &Core<B>) -> u64 {
+pub(super) fn delay_key<B: Buf>(core: &Core<B>) -> u64 {
     core.shared.config.keys.as_ref().map_or(0, |k| k.jitter)
 }
 
@@ -203,8 +204,12 @@ pub(super) fn run<P: Port>(
     };
     let mld = &here.mld;
     let listed = |g: Ipv6Addr| mld.groups.iter().any(|l| l.member && l.group == g);
-    let joined = here.groups6.iter().any(|&g| reported(g) && !listed(g));
-    let left = (mld.groups.iter()).any(|l| l.member && !here.groups6.contains(&l.group));
+    let joined = (here
+        .groups6
+        .iter()
+        .chain(here.socket_groups6.iter().map(|m| &m.group)))
+    .any(|&g| reported(g) && !listed(g));
+    let left = (mld.groups.iter()).any(|l| l.member && !here.joined(l.group));
     let due = |at: Option<Instant>| at.is_some_and(|at| now >= at);
     let any_due = due(mld.general_due)
         || (mld.groups.iter())
@@ -219,7 +224,11 @@ pub(super) fn run<P: Port>(
     let mut current = Vec::new();
     core.shared.edit(|shared| {
         let here = &mut shared.links[link];
-        let (groups6, mld) = (&here.groups6, &mut here.mld);
+        // The link's own groups and its sockets'.
+        let groups6: Vec<Ipv6Addr> = (here.groups6.iter().copied())
+            .chain(here.socket_groups6.iter().map(|m| m.group))
+            .collect();
+        let mld = &mut here.mld;
         let changed = |l: &mut Listening, member: bool| {
             l.member = member;
             l.changes_left = ROBUSTNESS;

@@ -4,8 +4,8 @@
 //! [`Interface::poll_ports`] is the run-to-completion step: receive a burst
 //! from each port, run each frame through Ethernet, ARP or Neighbor
 //! Discovery, IPv4 or IPv6, ICMP, UDP and TCP (`ethernet`, `arp`, `nd`, `ip`,
-//! `icmp`, `icmp4`, `icmp6`, `udp`, `tcp`; MLD reports the IPv6 groups,
-//! `mld`),
+//! `icmp`, `icmp4`, `icmp6`, `udp`, `tcp`; MLD and IGMP report the IPv6
+//! and IPv4 groups, `mld`, `igmp`; sockets join groups, `membership`),
 //! hand the datagrams to the application grouped per socket
 //! ([`InlineHandler`], inline mode, or socket queues), run the timers, and
 //! transmit everything the step produced in bursts, one batch per port
@@ -31,10 +31,12 @@ mod ethernet;
 mod icmp;
 mod icmp4;
 mod icmp6;
+mod igmp;
 mod inspect;
 mod ip;
 mod ip_out;
 mod limit;
+mod membership;
 mod mld;
 mod nd;
 mod next_hop;
@@ -47,6 +49,9 @@ pub mod tcp;
 mod transmit;
 mod udp;
 
+pub use crate::udp::membership::{
+    GroupLink, JoinError, MAX_GROUPS_PER_LINK, MAX_GROUPS_PER_SOCKET,
+};
 pub use app::{Batch, DropDatagrams, InlineHandler, LcoreContext, RX_BURST};
 pub use config::{ChecksumPolicy, ConfigError, InterfaceConfig, LinkConfig, MAX_LINKS};
 pub use inspect::{
@@ -83,7 +88,7 @@ use transmit::Out;
 use ip::family::{IpLcore, IpShared};
 use state::{special_addresses, special_bit, LcoreState, Master};
 pub(crate) use state::{
-    Core, Link, LinkNeighbors, Listening, MldState, QueueTable, SharedState, Tentative,
+    Core, IgmpState, Link, LinkNeighbors, Listening, MldState, QueueTable, SharedState, Tentative,
 };
 use tables::{CowArc, SharedView, Tables};
 
@@ -179,6 +184,9 @@ impl<B: Buf> Interface<B> {
                 duplicates6: Vec::new(),
                 groups6,
                 mld: MldState::default(),
+                groups4: Vec::new(),
+                socket_groups6: Vec::new(),
+                igmp: IgmpState::default(),
                 neighbors6: Arc::new(caches.v6.view()),
             });
             neighbors.push(caches);
@@ -479,6 +487,13 @@ pub(crate) fn is_ours(local4: &[Ipv4Addr], links: &[Link], ip: IpAddr) -> bool {
     }
 }
 
+/// True if a UDP socket may bind to `ip`: one of our addresses, or a
+/// multicast group (as Linux allows: the socket then hears only that
+/// group's datagrams, once it joined it).
+pub(crate) fn bindable(local4: &[Ipv4Addr], links: &[Link], ip: IpAddr) -> bool {
+    ip.is_multicast() || is_ours(local4, links, ip)
+}
+
 /// The first poll's announcements on every link: a gratuitous ARP, the
 /// MLD reports of its groups, duplicate address detection. Out of line:
 /// once in the loop's life, it must not weigh on the receive loop's
@@ -496,6 +511,7 @@ fn announce<B: Buf, P: Port<Buf = B>>(
         // The solicited-node groups are reported before duplicate address
         // detection asks in them (RFC 4862 5.4.2).
         mld::run(core, out, link, now);
+        igmp::run(core, out, link, now);
         nd::start(core, out, link, now);
     }
 }
@@ -524,7 +540,7 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                     let (local4, links) = (&shared.local, &shared.links);
                     let id = shared
                         .udp
-                        .bind(local, options, |ip| is_ours(local4, links, ip))?;
+                        .bind(local, options, |ip| bindable(local4, links, ip))?;
                     let index = id.index() as usize;
                     if shared.queues.len() <= index {
                         shared.queues.resize(index + 1, None);
@@ -552,6 +568,19 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
                 // sent from another socket bound meanwhile under its id.
                 send_queued(core, shared, out, now, shared.sends.capacity());
                 close_queued(core, socket)
+            }
+            Command::Join {
+                socket,
+                group,
+                on,
+                join,
+                reply,
+            } => {
+                let result = core.shared.edit(|shared| match join {
+                    true => membership::join(shared, socket, group, on),
+                    false => membership::leave(shared, socket, group, on),
+                });
+                let _ = reply.try_send(result);
             }
             Command::TcpListen {
                 local,
@@ -582,6 +611,7 @@ fn run_commands<B: Buf, P: Port<Buf = B>>(
 /// bound).
 fn close_queued<B: Buf>(core: &mut Core<B>, socket: SocketId) {
     let queue = core.shared.edit_later(|shared| {
+        membership::forget(shared, socket);
         shared.udp.close(socket);
         let slot = shared.queues.get_mut(socket.index() as usize);
         slot.and_then(Option::take)
@@ -654,6 +684,7 @@ fn run_timers<B: Buf, P: Port<Buf = B>>(
     }
     for link in 0..core.shared.links.len() {
         mld::run(core, out, link, now);
+        igmp::run(core, out, link, now);
         nd::run_dad(core, out, link, now);
         arp::poll_neighbors(core, out, link, now, probes);
         nd::poll_neighbors(core, out, link, now);

@@ -192,6 +192,23 @@ impl<B: Buf> StackControl<B> {
         self.edit(|shared| remove_route6(shared, prefix))
     }
 
+    /// A number that moves on whenever the published shared state changes
+    /// (routes, neighbours, sockets, group memberships): one atomic load,
+    /// for a control thread that polls [`StackControl::multicast_macs`] to
+    /// skip the read while nothing changed.
+    pub fn generation(&self) -> u64 {
+        self.tables.published_generation()
+    }
+
+    /// [`Interface::multicast_macs`](super::Interface::multicast_macs), as
+    /// published now: what a device's multicast filter should pass on
+    /// link `link` (from any thread; a driver's control thread compares it
+    /// with what it programmed).
+    pub fn multicast_macs(&self, link: usize) -> Vec<crate::port::MacAddr> {
+        let shared = self.tables.latest();
+        (shared.links.get(link)).map_or_else(Vec::new, |l| l.multicast_macs())
+    }
+
     /// The route `dst` takes now: (link, next hop, source address).
     pub fn route_to(&self, dst: Ipv4Addr) -> Option<(usize, Ipv4Addr, Ipv4Addr)> {
         let shared = self.tables.latest();

@@ -70,8 +70,16 @@ pub(crate) struct Link {
     /// group.
     pub(crate) groups6: Vec<Ipv6Addr>,
     /// What Multicast Listener Discovery still has to report of
-    /// `groups6` (`mld`).
+    /// `groups6` and `socket_groups6` (`mld`).
     pub(crate) mld: MldState,
+    /// IPv4 groups sockets joined on this link, each with its members
+    /// (`membership`); IGMP reports them (`igmp`).
+    pub(crate) groups4: Vec<Membership<Ipv4Addr>>,
+    /// IPv6 groups sockets joined on this link, each with its members; MLD
+    /// reports them beside `groups6`.
+    pub(crate) socket_groups6: Vec<Membership<Ipv6Addr>>,
+    /// What IGMP still has to report of `groups4` (`igmp`).
+    pub(crate) igmp: IgmpState,
     pub(crate) neighbors6: Arc<NeighborView<Ipv6Addr>>,
 }
 
@@ -120,17 +128,69 @@ impl Link {
         self.tentative6.iter().any(|t| t.cidr.addr == ip)
     }
 
-    /// True if the link joined multicast group `ip`.
+    /// True if the link joined multicast group `ip` (itself, or a socket
+    /// on it).
     #[inline]
     pub(crate) fn joined(&self, ip: Ipv6Addr) -> bool {
-        self.groups6.contains(&ip)
+        self.groups6.contains(&ip) || self.socket_groups6.iter().any(|m| m.group == ip)
+    }
+
+    /// True if the link joined IPv4 group `ip`: all-systems (224.0.0.1,
+    /// which every host is a member of, RFC 1112 4), or a group a socket
+    /// joined on it.
+    #[inline]
+    pub(crate) fn joined4(&self, ip: Ipv4Addr) -> bool {
+        ip == ALL_SYSTEMS || self.groups4.iter().any(|m| m.group == ip)
     }
 
     /// True if the link listens to Ethernet multicast address `mac` (the
-    /// mapping of a group it joined).
+    /// mapping of a group it joined). Not per unicast frame: only frames
+    /// to a group MAC ask.
     #[inline]
     pub(crate) fn listens(&self, mac: MacAddr) -> bool {
         self.groups6.iter().any(|&g| multicast_mac(g) == mac)
+            || (self.socket_groups6.iter()).any(|m| multicast_mac(m.group) == mac)
+            || mac == multicast_mac4(ALL_SYSTEMS)
+            || self.groups4.iter().any(|m| multicast_mac4(m.group) == mac)
+    }
+
+    /// Every Ethernet multicast address the link listens to (for the
+    /// device's filter), without repeats.
+    pub(crate) fn multicast_macs(&self) -> Vec<MacAddr> {
+        let mut macs: Vec<MacAddr> = Vec::new();
+        let all = (self.groups6.iter().copied().map(multicast_mac))
+            .chain(self.socket_groups6.iter().map(|m| multicast_mac(m.group)))
+            .chain(core::iter::once(multicast_mac4(ALL_SYSTEMS)))
+            .chain(self.groups4.iter().map(|m| multicast_mac4(m.group)));
+        for mac in all {
+            if !macs.contains(&mac) {
+                macs.push(mac);
+            }
+        }
+        macs
+    }
+
+    /// The sockets that hear a datagram to group `dst` on this link, if
+    /// only members do: every IPv4 group, and IPv6 groups the link did not
+    /// join itself (its all-nodes and solicited-node groups are heard by
+    /// every socket bound to the port, as before sockets could join).
+    /// `None` for a destination that is no such group (unicast,
+    /// broadcast).
+    #[inline]
+    pub(crate) fn group_members(&self, dst: IpAddr) -> Option<&[SocketId]> {
+        match dst {
+            IpAddr::V4(ip) if ip.is_multicast() => Some(
+                (self.groups4.iter())
+                    .find(|m| m.group == ip)
+                    .map_or(&[][..], |m| &m.sockets[..]),
+            ),
+            IpAddr::V6(ip) if ip.is_multicast() && !self.groups6.contains(&ip) => Some(
+                (self.socket_groups6.iter())
+                    .find(|m| m.group == ip)
+                    .map_or(&[][..], |m| &m.sockets[..]),
+            ),
+            _ => None,
+        }
     }
 
     /// The address that routes through this link speak from: the first
@@ -179,25 +239,67 @@ pub(crate) struct Tentative {
     pub(crate) deadline: Option<Instant>,
 }
 
-/// A link's Multicast Listener Discovery state (RFC 3810 as a listener):
-/// the groups reported and what is still to send of them.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct MldState {
-    /// Each group of `groups6` MLD reports, and each group left whose
-    /// leave is still being repeated.
-    pub(crate) groups: Vec<Listening>,
-    /// When the answer to a general query is due (RFC 3810's Interface
-    /// Timer).
-    pub(crate) general_due: Option<Instant>,
-    /// Until when the link speaks MLDv1, an MLDv1 querier having been
-    /// heard (RFC 3810 8.2.1's Older Version Querier Present Timeout).
-    pub(crate) v1_until: Option<Instant>,
+/// A group sockets joined on a link, with the sockets (no repeats, never
+/// empty: the last leave removes the group). Its reference count is the
+/// number of sockets: one report for the first join, one leave for the
+/// last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Membership<A> {
+    pub(crate) group: A,
+    pub(crate) sockets: Vec<SocketId>,
 }
 
-/// One group's MLD state on a link.
+/// 224.0.0.1, the all-systems group every IPv4 host is a member of (RFC
+/// 1112 4), where general queries go; never reported (RFC 3376 5).
+pub(crate) const ALL_SYSTEMS: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 1);
+
+/// The Ethernet address an IPv4 group maps to (RFC 1112 6.4): the group's
+/// low 23 bits under 01:00:5e.
+#[inline]
+pub(crate) fn multicast_mac4(group: Ipv4Addr) -> MacAddr {
+    let [_, b, c, d] = group.octets();
+    MacAddr([0x01, 0x00, 0x5e, b & 0x7f, c, d])
+}
+
+/// A link's group membership reporting state, MLD's (RFC 3810) or IGMP's
+/// (RFC 3376) as a listener: the groups reported and what is still to
+/// send of them.
+#[derive(Debug, Clone)]
+pub(crate) struct Reports<A> {
+    /// Each group reported, and each group left whose leave is still
+    /// being repeated.
+    pub(crate) groups: Vec<Listening<A>>,
+    /// When the answer to a general query is due (the Interface Timer).
+    pub(crate) general_due: Option<Instant>,
+    /// Until when the link speaks the protocol's previous version (MLDv1,
+    /// IGMPv2), such a querier having been heard (RFC 3810 8.2.1, RFC
+    /// 3376 7.2.1's Older Version Querier Present Timeout).
+    pub(crate) v1_until: Option<Instant>,
+    /// IGMP only: until when the link speaks IGMPv1, an IGMPv1 querier
+    /// having been heard (RFC 3376 7.2.1).
+    pub(crate) oldest_until: Option<Instant>,
+}
+
+impl<A> Default for Reports<A> {
+    fn default() -> Self {
+        Reports {
+            groups: Vec::new(),
+            general_due: None,
+            v1_until: None,
+            oldest_until: None,
+        }
+    }
+}
+
+/// MLD's state on a link.
+pub(crate) type MldState = Reports<Ipv6Addr>;
+/// IGMP's state on a link.
+pub(crate) type IgmpState = Reports<Ipv4Addr>;
+
+/// One group's MLD or IGMP state on a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Listening {
-    pub(crate) group: Ipv6Addr,
+pub(crate) struct Listening<A = Ipv6Addr> {
+    pub(crate) group: A,
     /// Joined (else left: its leave is still being repeated).
     pub(crate) member: bool,
     /// State change reports still to send.

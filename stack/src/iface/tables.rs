@@ -181,6 +181,13 @@ impl<M: Authoritative> Tables<M> {
         snapshot
     }
 
+    /// The published snapshot's generation: one atomic load, moving with
+    /// every publish (a reader that saw it unchanged has nothing new to
+    /// read).
+    pub(crate) fn published_generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// The newest snapshot.
     pub(crate) fn snapshot(&self) -> Arc<M::Snapshot> {
         self.published.load_full()

@@ -948,6 +948,7 @@ mod ipv6_frag;
 
 mod dad;
 mod mld;
+mod multicast;
 
 mod routes6;
 

@@ -226,6 +226,29 @@ impl<P: BufPool> UdpGroup<P> {
         super::connect_queued(&self.shared, socket, remote.into())
     }
 
+    /// Member `socket` joins multicast `group` on `on` (as
+    /// [`super::UdpSocket::join`]). Returns the link.
+    pub fn join(
+        &self,
+        socket: SocketId,
+        group: core::net::IpAddr,
+        on: crate::udp::membership::GroupLink,
+    ) -> Result<usize, SocketError> {
+        self.check_member(socket)?;
+        super::membership_queued(&self.shared, socket, (group, on), true)
+    }
+
+    /// Member `socket` leaves `group` on `on`.
+    pub fn leave(
+        &self,
+        socket: SocketId,
+        group: core::net::IpAddr,
+        on: crate::udp::membership::GroupLink,
+    ) -> Result<usize, SocketError> {
+        self.check_member(socket)?;
+        super::membership_queued(&self.shared, socket, (group, on), false)
+    }
+
     /// Moves up to `max` datagrams received on any member into `out`
     /// (zero-copy, in arrival order), waiting up to `timeout` (`None`:
     /// forever) for the first. Returns how many. An ICMP error for a

@@ -593,3 +593,43 @@ fn a_connect_the_stack_refuses_is_an_error_not_a_silent_no() {
         Err(SocketError::TimedOut)
     );
 }
+
+#[test]
+fn a_queue_mode_socket_joins_a_group_and_receives_it() {
+    use crate::udp::{GroupLink, JoinError};
+    let lcore = Lcore::start(16);
+    let group = Ipv4Addr::new(239, 1, 2, 3);
+    let socket = (lcore.handle)
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 5004))
+        .unwrap();
+    assert_eq!(
+        socket.join(OUR_IP.into(), GroupLink::Default),
+        Err(SocketError::Join(JoinError::NotMulticast))
+    );
+    assert_eq!(socket.join(group.into(), GroupLink::Default), Ok(0));
+    assert_eq!(
+        socket.join(group.into(), GroupLink::Link(0)),
+        Err(SocketError::Join(JoinError::AlreadyJoined))
+    );
+    // The unicast frame, readdressed to the group (MAC and IP; the UDP
+    // checksum is left out, 0 meaning none over IPv4).
+    let mut frame = frame_to(5004, b"to the group");
+    frame[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
+    frame[30..34].copy_from_slice(&group.octets());
+    frame[24..26].copy_from_slice(&[0, 0]);
+    let sum = crate::wire::checksum::checksum(&frame[14..34]);
+    frame[24..26].copy_from_slice(&sum.to_be_bytes());
+    frame[40..42].copy_from_slice(&[0, 0]);
+    lcore.inject(&[frame]);
+    let mut buf = [0u8; 64];
+    let (n, from) = socket
+        .recv_from(&mut buf, Some(Duration::from_secs(2)))
+        .unwrap();
+    assert_eq!(&buf[..n], b"to the group");
+    assert_eq!(from, SocketAddr::from((PEER_IP, 9000)));
+    assert_eq!(socket.leave(group.into(), GroupLink::Default), Ok(0));
+    assert_eq!(
+        socket.leave(group.into(), GroupLink::Default),
+        Err(SocketError::Join(JoinError::NotJoined))
+    );
+}

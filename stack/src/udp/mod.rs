@@ -1,8 +1,10 @@
 //! UDP: the socket table with Linux's lookup semantics ([`table`]) and the
 //! datagram type handed to applications.
 
+pub mod membership;
 pub mod table;
 
+pub use membership::{GroupLink, JoinError};
 pub use table::{BindError, BindOptions, RouteMemo, SocketId, UdpTable};
 
 use crate::port::Buf;

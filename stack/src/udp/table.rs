@@ -372,8 +372,12 @@ impl UdpTable {
             next_on_port: NONE,
         };
         let v4 = socket_views.v4;
+        // A socket bound to a group sends from the route's source.
+        let send_from = v4
+            .map(|k| k as u32)
+            .filter(|&k| !Ipv4Addr::from(k).is_multicast());
         let send = SendSlot {
-            local4: Ipv4Addr::from(v4.unwrap_or(0) as u32),
+            local4: Ipv4Addr::from(send_from.unwrap_or(0)),
             port: local.port(),
             tos: options.tos,
             flags: LIVE | if v4.is_some() { SPEAKS_V4 } else { 0 },

@@ -32,6 +32,8 @@ pub const HEADER_LEN: usize = 20;
 pub mod protocol {
     /// ICMP.
     pub const ICMP: u8 = 1;
+    /// IGMP (RFC 3376).
+    pub const IGMP: u8 = 2;
     /// TCP.
     pub const TCP: u8 = 6;
     /// UDP.

@@ -17,6 +17,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmpv4;
 pub mod icmpv6;
+pub mod igmp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod mld;

@@ -18,6 +18,7 @@ use crate::counters::{DropReason, Stat};
 use crate::iface::icmp::{IcmpIn, Invoking};
 use crate::iface::icmp4::Icmp4Error;
 use crate::iface::icmp6::Icmp6Error;
+use crate::iface::igmp;
 use crate::iface::poll::{Arrival, Poll};
 use crate::iface::tcp::{self, TcpIn};
 use crate::iface::udp::UdpIn;
@@ -88,13 +89,19 @@ impl<P: Port> Poll<'_, '_, P> {
                 .counters
                 .count_drop(DropReason::Ipv4MartianSource);
         }
-        let broadcast = self.core.is_broadcast(dst);
+        let mut broadcast = self.core.is_broadcast(dst);
         if !broadcast && !self.core.is_local(dst) {
-            return self
-                .core
-                .lcore
-                .counters
-                .count_drop(DropReason::Ipv4NotForUs);
+            if !self.joined4(arrival.link, dst) {
+                return self
+                    .core
+                    .lcore
+                    .counters
+                    .count_drop(DropReason::Ipv4NotForUs);
+            }
+            // A group the link joined: delivered as a broadcast is (to
+            // every socket that hears it, never answered with an error,
+            // never TCP).
+            broadcast = true;
         }
         // Whatever its TTL: a host MUST NOT discard a datagram for a TTL
         // under 2 (RFC 1122 3.2.1.7); only forwarding does, and we do not
@@ -142,6 +149,14 @@ impl<P: Port> Poll<'_, '_, P> {
             ..local
         };
         self.deliver_local(whole, arrival, local, delivered);
+    }
+
+    /// True if `dst` is an IPv4 group `link` joined. Out of line: only
+    /// packets for none of our addresses ask.
+    #[cold]
+    #[inline(never)]
+    fn joined4(&self, link: usize, dst: Ipv4Addr) -> bool {
+        dst.is_multicast() && (self.core.shared.links.get(link)).is_some_and(|l| l.joined4(dst))
     }
 
     /// Adds the fragment in `buf` (from `origin`) to its datagram in the
@@ -209,6 +224,17 @@ impl<P: Port> Poll<'_, '_, P> {
                     l4_checksum: local.l4_checksum,
                 };
                 self.udp_input(buf, arrival, l4, delivered)
+            }
+            protocol::IGMP => {
+                let message = IcmpIn {
+                    eth_src: arrival.eth_src,
+                    src: local.src,
+                    dst: local.dst,
+                    to_group: local.broadcast,
+                    start: ETH_LEN + local.header_len,
+                    end: ETH_LEN + local.total_len,
+                };
+                igmp::input(self.core, arrival.link, self.now, &buf, &message)
             }
             protocol::TCP if !local.broadcast && !arrival.to_group_mac => {
                 let start = ETH_LEN + local.header_len;

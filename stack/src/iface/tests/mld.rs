@@ -337,3 +337,36 @@ fn an_mldv1_querier_is_answered_in_mldv1_until_it_is_gone() {
         [(later + 100, (ll, vec![(CHANGE_TO_EXCLUDE, group)]))]
     );
 }
+
+#[test]
+fn a_group_a_socket_joins_is_reported_and_its_last_leave_too() {
+    let (mut iface, mut port) = stack_with_mld();
+    let ll = link_local_from_mac(OUR_MAC);
+    reports_between(&mut iface, &mut port, (0, 3000));
+    let group: Ipv6Addr = "ff15::1234".parse().unwrap();
+    let shared = crate::udp::BindOptions {
+        reuse_port: true,
+        ..crate::udp::BindOptions::default()
+    };
+    let a = (iface.udp_bind((Ipv6Addr::UNSPECIFIED, 5004), shared)).unwrap();
+    let b = (iface.udp_bind((Ipv6Addr::UNSPECIFIED, 5004), shared)).unwrap();
+    for socket in [a, b] {
+        assert_eq!(
+            iface.udp_join(socket, group.into(), GroupLink::Link(0)),
+            Ok(0)
+        );
+    }
+    let joined = reports_between(&mut iface, &mut port, (3000, 6000));
+    assert_eq!(joined.len(), 2, "one group, robustness 2: {joined:?}");
+    for (_, report) in &joined {
+        assert_eq!(*report, (ll, vec![(CHANGE_TO_EXCLUDE, group)]));
+    }
+    iface.udp_close(a);
+    assert!(reports_between(&mut iface, &mut port, (6000, 8000)).is_empty());
+    iface.udp_close(b);
+    let left = reports_between(&mut iface, &mut port, (8000, 11_000));
+    assert_eq!(left.len(), 2, "{left:?}");
+    for (_, report) in &left {
+        assert_eq!(*report, (ll, vec![(CHANGE_TO_INCLUDE, group)]));
+    }
+}

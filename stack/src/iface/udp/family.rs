@@ -28,7 +28,7 @@ pub(crate) struct UdpIn<A> {
     pub(crate) start: usize,
     /// End of the IP packet in the frame.
     pub(crate) end: usize,
-    /// Sent to a broadcast address (IPv4) or a group (IPv6).
+    /// Sent to a broadcast address or a group.
     pub(crate) to_group: bool,
     /// The device's verdict on the UDP checksum.
     pub(crate) l4_checksum: ChecksumStatus,
@@ -36,7 +36,7 @@ pub(crate) struct UdpIn<A> {
 
 /// An address family as UDP sees it (`Ipv4Addr` or `Ipv6Addr`). See the
 /// module documentation.
-pub(crate) trait UdpFamily: NextHopAddr {
+pub(crate) trait UdpFamily: NextHopAddr + Into<core::net::IpAddr> {
     /// A socket address of the family.
     type SocketAddr: Copy;
 

@@ -5,6 +5,10 @@
 //! gets a copy of the frame in a buffer of its own ([`copy`]), so each
 //! socket may keep, reply with or forward its datagram.
 //!
+//! A group that sockets join (every IPv4 group; IPv6 groups but the
+//! link's own) is heard only by the sockets that joined it on the link the
+//! datagram came in on ([`first_member`] is the one delivery picks).
+//!
 //! Never on the unicast path. Bounded: at most
 //! [`BROADCAST_RECEIVERS`] sockets per datagram, whatever shares the port.
 
@@ -24,15 +28,52 @@ pub(crate) fn other_hearers<B: Buf>(
     datagram: &Datagram<B>,
     picked: SocketId,
 ) -> (ArrayVec<SocketId, { BROADCAST_RECEIVERS - 1 }>, usize) {
-    let (frame, payload) = (datagram.frame(), datagram.payload_range().start);
-    let (device, lcore) = (datagram.link, core.lcore.index);
     let mut others = ArrayVec::new();
     let mut left_out = 0;
-    let mut take = |socket: SocketId| {
+    each_hearer(core, datagram, |socket| {
         if socket != picked && others.try_push(socket).is_err() {
             left_out += 1;
         }
-    };
+    });
+    (others, left_out)
+}
+
+/// The first socket, in the port's chain order, that hears `datagram`
+/// (received for a group sockets join) among `members`, the group's
+/// members on its link.
+pub(crate) fn first_member<B: Buf>(
+    core: &Core<B>,
+    datagram: &Datagram<B>,
+    members: &[SocketId],
+) -> Option<SocketId> {
+    let mut first = None;
+    hearers_of(core, datagram, |socket| {
+        if first.is_none() && members.contains(&socket) {
+            first = Some(socket);
+        }
+    });
+    first
+}
+
+/// Calls `take` with each socket that hears `datagram`: every one the
+/// table lets hear it, and for a group sockets join, only its members on
+/// the datagram's link (`Link::group_members`).
+fn each_hearer<B: Buf>(core: &Core<B>, datagram: &Datagram<B>, mut take: impl FnMut(SocketId)) {
+    let link = core.shared.links.get(usize::from(datagram.link));
+    match link.and_then(|l| l.group_members(datagram.dst().ip())) {
+        Some(members) => hearers_of(core, datagram, |socket| {
+            if members.contains(&socket) {
+                take(socket);
+            }
+        }),
+        None => hearers_of(core, datagram, take),
+    }
+}
+
+/// Calls `take` with each socket the table lets hear `datagram`.
+fn hearers_of<B: Buf>(core: &Core<B>, datagram: &Datagram<B>, mut take: impl FnMut(SocketId)) {
+    let (frame, payload) = (datagram.frame(), datagram.payload_range().start);
+    let (device, lcore) = (datagram.link, core.lcore.index);
     let table = &core.shared.udp;
     if datagram.v6 {
         let ((src, dst), (src_port, dst_port)) = addresses6(frame, payload);
@@ -53,7 +94,6 @@ pub(crate) fn other_hearers<B: Buf>(
         };
         table.hearers(&key).for_each(&mut take);
     }
-    (others, left_out)
 }
 
 /// A copy of `datagram` in a fresh buffer from `port` (a large one for a

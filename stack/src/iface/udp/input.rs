@@ -10,6 +10,7 @@
 
 use super::super::poll::{Arrival, Poll};
 use super::family::{UdpFamily, UdpIn};
+use super::fanout::first_member;
 use super::Delivered;
 use crate::counters::{DropReason, Stat};
 use crate::port::{Buf, Port};
@@ -47,12 +48,27 @@ impl<P: Port> Poll<'_, '_, P> {
             return core.lcore.counters.count_drop(DropReason::UdpBadChecksum);
         }
         let (src, dst) = ((l4.src, udp.src_port()), (l4.dst, udp.dst_port()));
+        let payload = l4.start + UDP_LEN..l4.start + usize::from(udp_len);
+        if l4.to_group {
+            let here = core.shared.links.get(link);
+            if let Some(members) = here.and_then(|l| l.group_members(l4.dst.into())) {
+                // A group sockets join: only its members on this link
+                // hear it, never answered with an error.
+                let mut datagram = Datagram::new(buf, payload, true, link as u16);
+                datagram.v6 = A::V6;
+                let Some(socket) = first_member(core, &datagram, members) else {
+                    return core.lcore.counters.count_drop(DropReason::UdpNotMember);
+                };
+                core.lcore.counters.count(Stat::UdpInDatagrams);
+                *delivered = Some((socket, datagram));
+                return;
+            }
+        }
         let Some(socket) = A::lookup(core, src, dst, link) else {
             core.lcore.counters.count_drop(DropReason::UdpNoSocket);
             return A::port_unreachable(self, buf, arrival, &l4);
         };
         core.lcore.counters.count(Stat::UdpInDatagrams);
-        let payload = l4.start + UDP_LEN..l4.start + usize::from(udp_len);
         let mut datagram = Datagram::new(buf, payload, l4.to_group, link as u16);
         datagram.v6 = A::V6;
         *delivered = Some((socket, datagram));

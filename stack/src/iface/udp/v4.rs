@@ -159,7 +159,9 @@ impl UdpFamily for Ipv4Addr {
 
     #[inline]
     fn source(local: Ipv4Addr, _dst: Ipv4Addr, route_source: Ipv4Addr) -> Ipv4Addr {
-        if local.is_unspecified() {
+        // A socket bound to a group sends from the route's source (as
+        // Linux, whose bind to a group sets no source address).
+        if local.is_unspecified() || local.is_multicast() {
             route_source
         } else {
             local

@@ -284,7 +284,12 @@ fn route6<B: Buf>(core: &mut Core<B>, dst: &SocketAddrV6) -> Option<(usize, Ipv6
 /// (link-local against global).
 #[inline]
 fn source6(local: Ipv6Addr, dst: Ipv6Addr, route_source: Ipv6Addr) -> Ipv6Addr {
-    if local.is_unspecified() || local.is_unicast_link_local() != dst.is_unicast_link_local() {
+    // A socket bound to a group sends from the route's source (as Linux,
+    // whose bind to a group sets no source address).
+    if local.is_unspecified()
+        || local.is_multicast()
+        || local.is_unicast_link_local() != dst.is_unicast_link_local()
+    {
         route_source
     } else {
         local
