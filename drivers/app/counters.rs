@@ -28,6 +28,7 @@ const GROUPS: &[(&str, &[&str], &[&str])] = &[
     ("ARP", &["Arp"], &["arp_"]),
     ("IPv4", &["Ip", "Route"], &["ipv4_"]),
     ("ICMP", &["Icmp"], &["icmp_"]),
+    ("IGMP", &["Igmp"], &["igmp_"]),
     ("UDP", &["Udp"], &["udp_"]),
     ("TCP", &["Tcp"], &["tcp_"]),
     ("IPv6", &["Ip6"], &["ipv6_"]),
