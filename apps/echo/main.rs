@@ -469,6 +469,10 @@ fn run(eal_args: &[String], cli: &Cli) -> Result<(), String> {
         false
     };
     signals.wait(cli.stack.stats_period, done, |tick| report.print(tick));
+    // Its handle shares the stack's state (the neighbours' queued frames
+    // among it), which must go with the interface before the pools are
+    // counted.
+    drop(multicast);
     app_stop.store(true, Ordering::SeqCst);
     for thread in app_threads {
         let _ = thread.join();
