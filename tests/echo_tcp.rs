@@ -310,21 +310,7 @@ fn resets_counted(ns: &Netns) -> u64 {
 #[test]
 fn clients_reconnecting_to_a_server_that_closes_first_meet_no_resets() {
     let s = start_with(&["--tcp-close-after", "64"]);
-    let rules =
-        s.ns.command("nft")
-            .args(["-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut nft| {
-                use std::io::Write;
-                nft.stdin
-                    .take()
-                    .expect("stdin")
-                    .write_all(RESET_COUNTERS.as_bytes())?;
-                nft.wait()
-            })
-            .expect("nft");
-    assert!(rules.success());
+    s.ns.nft(RESET_COUNTERS);
     let (clients, rounds) = (20, 10);
     let out = s.ns.exec_bounded(
         60,

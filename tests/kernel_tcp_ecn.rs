@@ -22,26 +22,13 @@ const BYTES: usize = 2 << 20;
 /// Marks a twentieth of the ECN-capable TCP packets the kernel in `ns`
 /// receives and sends CE (the IP checksum kept right by nftables).
 fn congest(ns: &Netns) {
-    common::require("nft");
     let mark = "meta l4proto tcp ip ecn ect0 numgen random mod 20 < 1 ip ecn set ce";
     let rules = format!(
         "table inet congestion {{\n chain input {{\n  type filter hook input priority mangle;\n  \
          {mark}\n }}\n chain output {{\n  type filter hook output priority mangle;\n  \
          {mark}\n }}\n}}\n"
     );
-    let mut nft = ns
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("nft (scripts/setup installs nftables)");
-    use std::io::Write;
-    nft.stdin
-        .take()
-        .expect("piped")
-        .write_all(rules.as_bytes())
-        .expect("rules written");
-    assert!(nft.wait().expect("nft ran").success(), "nft took the rules");
+    ns.nft(&rules);
 }
 
 /// The kernel's counter `name` of group `group` (`IpExt`, `TcpExt`) in

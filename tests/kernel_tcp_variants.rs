@@ -24,7 +24,6 @@ const OUR_LOSS: &str = "drop=0.01,dir=rx,seed=11";
 /// Sets each `key=value` of the kernel's settings in `ns` (and checks the
 /// kernel took it), and makes the kernel drop 1 % of its TCP input there.
 fn configure(ns: &Netns, settings: &[&str]) {
-    common::require("nft");
     for setting in settings {
         let out = ns.exec("sysctl", &["-qw", setting]);
         assert!(
@@ -35,19 +34,7 @@ fn configure(ns: &Netns, settings: &[&str]) {
     }
     let rules = "table inet loss {\n chain input {\n  type filter hook input priority 0;\n  \
                  meta l4proto tcp numgen random mod 100 < 1 drop\n }\n}\n";
-    let mut nft = ns
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("nft (scripts/setup installs nftables)");
-    use std::io::Write;
-    nft.stdin
-        .take()
-        .expect("piped")
-        .write_all(rules.as_bytes())
-        .expect("rules written");
-    assert!(nft.wait().expect("nft ran").success(), "nft took the rules");
+    ns.nft(rules);
 }
 
 /// How many frames our fault port dropped, from an app's summary line:

@@ -89,22 +89,7 @@ fn transfer_through_routers(black_hole: bool) -> String {
         let rules = "table inet dpstack_black_hole {\n chain out {\n  type filter hook output \
                      priority 0;\n  icmp type destination-unreachable icmp code frag-needed \
                      drop\n }\n}\n";
-        let mut nft = r1
-            .command("nft")
-            .args(["-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .expect("nft (from the nftables package; scripts/setup installs it)");
-        use std::io::Write;
-        nft.stdin
-            .take()
-            .unwrap()
-            .write_all(rules.as_bytes())
-            .unwrap();
-        assert!(
-            nft.wait().unwrap().success(),
-            "nft refused the black-hole rule"
-        );
+        r1.nft(rules);
     }
     ip(&b, &["link", "set", "lo", "up"]);
     ip(&b, &["route", "add", "default", "via", "10.205.2.1"]);

@@ -505,6 +505,33 @@ impl Netns {
             .expect("ip netns exec")
     }
 
+    /// Loads the nftables ruleset `rules` (`nft -f -` syntax) in the
+    /// namespace: the kernel's side of the faults and marks tests inject
+    /// (random drops, CE marks, filtered ICMP); fails the test, with nft's
+    /// complaint, if nft refuses it.
+    #[track_caller]
+    pub fn nft(&self, rules: &str) {
+        use std::io::Write;
+        let mut nft = self
+            .command("nft")
+            .args(["-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("nft (scripts/setup installs nftables)");
+        nft.stdin
+            .take()
+            .expect("piped")
+            .write_all(rules.as_bytes())
+            .expect("rules written");
+        let out = nft.wait_with_output().expect("nft ran");
+        assert!(
+            out.status.success(),
+            "nft refused {rules}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// A command that runs `program` inside the namespace (arguments,
     /// pipes and spawning are the caller's); the test fails up front,
     /// naming it, if `program` is not installed.
