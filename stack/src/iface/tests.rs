@@ -189,6 +189,23 @@ impl InlineHandler<MemBuf> for Recorder {
     }
 }
 
+/// Records the ICMP errors connected sockets were told of.
+#[derive(Default)]
+struct Errors {
+    got: Vec<(SocketId, crate::udp::PeerError)>,
+}
+
+impl InlineHandler<MemBuf> for Errors {
+    fn on_error<P: Port<Buf = MemBuf>>(
+        &mut self,
+        socket: SocketId,
+        error: crate::udp::PeerError,
+        _: &mut LcoreContext<'_, P>,
+    ) {
+        self.got.push((socket, error));
+    }
+}
+
 fn poll<H: InlineHandler<MemBuf>>(
     iface: &mut Interface<MemBuf>,
     port: &mut MemPort,

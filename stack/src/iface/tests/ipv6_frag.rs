@@ -336,22 +336,6 @@ fn icmp6_error_about(
     super::ipv6::frame6(OUR_MAC, &ip6_icmp(from, GLOBAL, 64, &[], &m))
 }
 
-#[derive(Default)]
-struct Errors {
-    got: Vec<(SocketId, PeerError)>,
-}
-
-impl InlineHandler<MemBuf> for Errors {
-    fn on_error<P: Port<Buf = MemBuf>>(
-        &mut self,
-        socket: SocketId,
-        error: PeerError,
-        _: &mut LcoreContext<'_, P>,
-    ) {
-        self.got.push((socket, error));
-    }
-}
-
 #[test]
 fn errors_reach_connected_sockets_and_packet_too_big_lowers_the_path_mtu() {
     let (mut iface, mut port) = stack6();

@@ -35,22 +35,6 @@ fn error6(kind: u8, code: u8, word: u32) -> Vec<u8> {
     frame6(OUR_MAC, &ip6_icmp(PEER6, GLOBAL, 64, &[], &icmp))
 }
 
-#[derive(Default)]
-struct Errors {
-    got: Vec<(SocketId, PeerError)>,
-}
-
-impl InlineHandler<MemBuf> for Errors {
-    fn on_error<P: Port<Buf = MemBuf>>(
-        &mut self,
-        socket: SocketId,
-        error: PeerError,
-        _: &mut LcoreContext<'_, P>,
-    ) {
-        self.got.push((socket, error));
-    }
-}
-
 #[test]
 fn a_connected_udp_socket_hears_hard_icmp_errors_only() {
     let (mut iface, mut port) = stack6();
